@@ -1,0 +1,50 @@
+const jestJupyterLab = require('@jupyterlab/testing/lib/jest-config');
+
+// ES-module-only packages jest must transform (d3 v7 among them); this list
+// replaces the base config's, which would otherwise skip them.
+const esModules = [
+  '@codemirror',
+  '@jupyter/ydoc',
+  '@jupyter/react-components',
+  '@jupyter/web-components',
+  '@jupyterlab/',
+  '@marijn',
+  '@microsoft',
+  'd3',
+  'd3-[a-z-]+',
+  'internmap',
+  'lib0',
+  'marked',
+  'nanoid',
+  'y-protocols',
+  'yjs'
+].join('|');
+
+// testTimeout is a global option in jest 29, not a per-project one.
+const { reporters, coverageReporters, coverageDirectory, testTimeout, ...base } = jestJupyterLab(__dirname);
+const shared = {
+  modulePathIgnorePatterns: ['<rootDir>/jupyterlab_cuda_memdiff/labextension', '<rootDir>/ui-tests'],
+  transform: base.transform,
+  moduleFileExtensions: base.moduleFileExtensions
+};
+
+module.exports = {
+  reporters: ['default'],
+  testTimeout: 120000,
+  projects: [
+    {
+      // The engine and the CLI are plain TypeScript for Node: no DOM, no shims.
+      ...shared,
+      displayName: 'engine',
+      testEnvironment: 'node',
+      testRegex: 'src/(engine|cli)/.*__tests__/.*\\.spec\\.ts$'
+    },
+    {
+      ...base,
+      ...shared,
+      displayName: 'frontend',
+      testRegex: 'src/(?!engine/|cli/).*__tests__/.*\\.spec\\.tsx?$',
+      transformIgnorePatterns: [`/node_modules/(?!${esModules}).+`]
+    }
+  ]
+};

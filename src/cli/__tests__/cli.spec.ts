@@ -1,0 +1,140 @@
+/**
+ * @jest-environment node
+ */
+// The built `cuda-memdiff` bin, run as a user runs it (npm run build:cli first).
+import { spawnSync } from 'child_process';
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import { gzipSync } from 'fflate';
+
+const ROOT = path.resolve(__dirname, '../../..');
+const BIN = path.join(ROOT, 'bin', 'cuda-memdiff.js');
+const REC = path.join(ROOT, 'test-data', 'recordings');
+
+function cli(...args: string[]) {
+  const r = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf-8' });
+  return { code: r.status, out: r.stdout, err: r.stderr };
+}
+
+function json(...args: string[]) {
+  const r = cli(...args, '--json');
+  expect(r.err).toBe('');
+  expect(r.code).toBe(0);
+  return JSON.parse(r.out);
+}
+
+beforeAll(() => {
+  if (!fs.existsSync(path.join(ROOT, 'dist', 'node', 'cli', 'main.js'))) {
+    throw new Error('run `npm run build:cli` before the CLI tests');
+  }
+});
+
+describe('cuda-memdiff summary', () => {
+  it('gives allocated and reserved bytes per device', () => {
+    const out = json('summary', path.join(REC, 'many_blocks--python', 'cell03.pickle.gz'));
+    expect(out.devices).toEqual([
+      expect.objectContaining({ device: 0, allocated_bytes: 2445312000, reserved_bytes: 2447376384, active_blocks: 40500 })
+    ]);
+  });
+
+  it('prints a table with binary units', () => {
+    const r = cli('summary', path.join(REC, 'multi_gpu_split--python', 'cell03.pickle.gz'));
+    expect(r.code).toBe(0);
+    expect(r.out).toMatch(/cuda:0 .*MiB/);
+    expect(r.out).toMatch(/cuda:1 .*MiB/);
+  });
+});
+
+describe('cuda-memdiff diff', () => {
+  it('groups born blocks by allocation site with filtered frames', () => {
+    const dir = path.join(REC, 'eval_without_no_grad--python');
+    const out = json('diff', path.join(dir, 'cell01.pickle.gz'), path.join(dir, 'cell02.pickle.gz'));
+    expect(out.net_bytes).toBe(504406016 - 167813120);
+    expect(out.born_bytes - out.freed_bytes).toBe(out.net_bytes);
+    const top = out.groups[0];
+    expect(top.site).toEqual({ filename: '/tmp/ipykernel_447/3447429980.py', line: 3, name: '<module>' });
+    expect(top.count).toBeGreaterThan(0);
+    expect(top.frames.some((f: { filename?: string }) => f.filename?.includes('site-packages'))).toBe(false);
+    const all = json('diff', path.join(dir, 'cell01.pickle.gz'), path.join(dir, 'cell02.pickle.gz'), '--all-frames');
+    expect(all.groups[0].frames.some((f: { filename?: string }) => f.filename?.includes('site-packages/torch'))).toBe(true);
+  });
+
+  it('prints the summary line, the groups and a stack', () => {
+    const dir = path.join(REC, 'eval_without_no_grad--python');
+    const r = cli('diff', path.join(dir, 'cell01.pickle.gz'), path.join(dir, 'cell02.pickle.gz'));
+    expect(r.out).toMatch(/^born 321 MiB in \d+ blocks, freed 0 B in 0 blocks, net \+321 MiB/);
+    expect(r.out).toMatch(/3447429980\.py:3 in <module>/);
+  });
+});
+
+describe('cuda-memdiff session', () => {
+  it('reports each cell with nets that match the recording', () => {
+    const dir = path.join(REC, 'clean_training--python');
+    const manifest = JSON.parse(fs.readFileSync(path.join(dir, 'manifest.json'), 'utf-8'));
+    const out = json('session', dir);
+    expect(out.cells.map((c: { net_bytes: number }) => c.net_bytes)).toEqual(
+      manifest.cells.map((c: { after: { allocated: number }; before: { allocated: number } }) => c.after.allocated - c.before.allocated)
+    );
+    expect(out.cells[1]).toMatchObject({ index: 1, execution_count: 2, allocated_bytes: 71780352, peak_bytes: 409529856 });
+    // notebook frames name the cell they belong to
+    const frame = out.cells[0].top_sites[0].frames.find((f: { cells?: unknown }) => f.cells);
+    expect(frame.cells).toEqual([{ index: '0', execution_count: 1 }]);
+  });
+
+  it('marks the OOM cell', () => {
+    const out = json('session', path.join(REC, 'oom--python'));
+    expect(out.cells.map((c: { oom: boolean }) => c.oom)).toEqual([false, true, false]);
+  });
+});
+
+describe('bad input', () => {
+  let tmp: string;
+  beforeAll(() => {
+    tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'cuda-memdiff-'));
+    fs.writeFileSync(path.join(tmp, 'empty.pickle'), '');
+    fs.writeFileSync(path.join(tmp, 'corrupt.pickle.gz'), Buffer.concat([Buffer.from([0x1f, 0x8b]), Buffer.from('not gzip at all')]));
+    const real = fs.readFileSync(path.join(REC, 'oom--python', 'cell00.pickle.gz'));
+    const raw = require('fflate').gunzipSync(new Uint8Array(real));
+    fs.writeFileSync(path.join(tmp, 'truncated.pickle'), raw.subarray(0, raw.length >> 1));
+    fs.writeFileSync(path.join(tmp, 'list.pickle'), Buffer.from([0x80, 4, 0x5d, 0x2e]).subarray(0, 4));
+    fs.writeFileSync(path.join(tmp, 'notsnap.pickle'), Buffer.from([0x80, 4, 0x4b, 1, 0x2e]));
+    fs.writeFileSync(path.join(tmp, 'evil.pickle'), Buffer.from('\x80\x02cposix\nsystem\nX\x02\x00\x00\x00ls\x85R.', 'latin1'));
+    fs.writeFileSync(path.join(tmp, 'text.json.gz'), gzipSync(new TextEncoder().encode('{"segments": 3}')));
+    fs.mkdirSync(path.join(tmp, 'nomanifest'));
+    fs.mkdirSync(path.join(tmp, 'missing'));
+    fs.writeFileSync(
+      path.join(tmp, 'missing', 'manifest.json'),
+      JSON.stringify({ cells: [{ index: 0, execution_count: 1, source: '', snapshot_file: 'cell00.pickle.gz' }] })
+    );
+  });
+  afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
+
+  it.each([
+    [['summary', 'nope.pickle'], /nope\.pickle: no such file/],
+    [['summary', 'empty.pickle'], /empty\.pickle: empty file/],
+    [['summary', 'corrupt.pickle.gz'], /corrupt\.pickle\.gz: corrupt gzip data/],
+    [['summary', 'truncated.pickle'], /truncated\.pickle: truncated pickle/],
+    [['summary', 'notsnap.pickle'], /notsnap\.pickle: not a snapshot/],
+    [['summary', 'evil.pickle'], /evil\.pickle: refused pickle: it imports posix\.system/],
+    [['summary', 'text.json.gz'], /text\.json\.gz: not a snapshot/],
+    [['diff', 'nope.pickle', 'empty.pickle'], /nope\.pickle: no such file/],
+    [['session', 'nomanifest'], /nomanifest: no manifest\.json/],
+    [['session', 'missing'], /manifest\.json names cell00\.pickle\.gz, which cannot be read/],
+    [['session', 'nowhere'], /nowhere: no such folder/]
+  ])('%j exits non-zero with one clear line', (args, message) => {
+    const resolved = (args as string[]).map((a, i) => (i === 0 ? a : path.join(tmp, a)));
+    const r = cli(...resolved);
+    expect(r.code).toBe(1);
+    expect(r.out).toBe('');
+    expect(r.err.trim().split('\n')).toHaveLength(1);
+    expect(r.err).toMatch(message as RegExp);
+  });
+
+  it('answers unknown commands and options with usage and exit 2', () => {
+    expect(cli('frobnicate').code).toBe(2);
+    const r = cli('summary', '--bogus');
+    expect(r.code).toBe(2);
+    expect(r.err).toMatch(/unknown option --bogus/);
+  });
+});

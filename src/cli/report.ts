@@ -1,0 +1,240 @@
+/**
+ * The CLI's two renderings of engine results: JSON for tools (snake_case,
+ * bytes as integers) and tables for people (binary units).
+ */
+import {
+  AllocationSite,
+  CellCodeNames,
+  DeviceTotals,
+  formatBytes,
+  FrameTable,
+  ICellReport,
+  IFrameFilterOptions,
+  Snapshot,
+  SnapshotDiff,
+  StackEntry,
+  visibleStack
+} from '../engine';
+import { renderTable } from './table';
+
+/** A frame as JSON; cell frames say which cell when the sources are known. */
+type FrameJson =
+  | { name: string; filename: string; line: number; cells?: { index: string; execution_count: number | null }[] }
+  | { native_frames: number };
+
+function frameJson(table: FrameTable, entry: StackEntry, cells?: CellCodeNames): FrameJson {
+  if (entry.kind === 'native') {
+    return { native_frames: entry.count };
+  }
+  const f = table.frame(entry.frameId);
+  const match = cells?.lookup(f.filename);
+  return match
+    ? {
+        name: f.name,
+        filename: f.filename,
+        line: f.line,
+        cells: match.cells.map(c => ({ index: c.id, execution_count: c.executionCount ?? null }))
+      }
+    : { name: f.name, filename: f.filename, line: f.line };
+}
+
+function siteJson(table: FrameTable, frameId: number) {
+  if (frameId < 0) {
+    return null;
+  }
+  const f = table.frame(frameId);
+  return { filename: f.filename, line: f.line, name: f.name };
+}
+
+function siteLabel(table: FrameTable, frameId: number): string {
+  if (frameId < 0) {
+    return '(no Python stack)';
+  }
+  const f = table.frame(frameId);
+  return `${f.filename}:${f.line} ${f.name}`;
+}
+
+/** JSON for one allocation-site group. */
+export function groupJson(
+  table: FrameTable,
+  group: AllocationSite,
+  options: IFrameFilterOptions,
+  cells?: CellCodeNames
+) {
+  return {
+    site: siteJson(table, group.frameId),
+    count: group.count,
+    born_count: group.bornCount,
+    freed_count: group.freedCount,
+    born_bytes: group.bornBytes,
+    freed_bytes: group.freedBytes,
+    net_bytes: group.netBytes,
+    stacks: group.stackCount,
+    frames: visibleStack(table, group.stack, options).map(e => frameJson(table, e, cells))
+  };
+}
+
+function deviceJson(t: DeviceTotals) {
+  return {
+    device: t.device,
+    allocated_bytes: t.allocatedBytes,
+    reserved_bytes: t.reservedBytes,
+    active_bytes: t.activeBytes,
+    inactive_bytes: t.inactiveBytes,
+    largest_free_bytes: t.largestFreeBytes,
+    active_blocks: t.activeBlocks,
+    allocated_blocks: t.allocatedBlocks,
+    segments: t.segments
+  };
+}
+
+/** `summary --json`. */
+export function summaryJson(snapshot: Snapshot) {
+  return {
+    allocated_bytes: snapshot.totals.reduce((n, t) => n + t.allocatedBytes, 0),
+    reserved_bytes: snapshot.totals.reduce((n, t) => n + t.reservedBytes, 0),
+    blocks: snapshot.blocks.length,
+    trace_entries: snapshot.traces.length,
+    oom_entries: snapshot.traces.filter(e => e.action === 'oom').length,
+    devices: snapshot.totals.map(deviceJson)
+  };
+}
+
+/** `summary` for people. */
+export function summaryText(snapshot: Snapshot): string {
+  const rows = snapshot.totals.map(t => [
+    `cuda:${t.device}`,
+    formatBytes(t.allocatedBytes),
+    formatBytes(t.reservedBytes),
+    formatBytes(t.inactiveBytes),
+    formatBytes(t.largestFreeBytes),
+    String(t.allocatedBlocks),
+    String(t.segments)
+  ]);
+  const table = renderTable(
+    [
+      { header: 'device' },
+      { header: 'allocated', right: true },
+      { header: 'reserved', right: true },
+      { header: 'free in segments', right: true },
+      { header: 'largest free', right: true },
+      { header: 'blocks', right: true },
+      { header: 'segments', right: true }
+    ],
+    rows
+  );
+  const ooms = snapshot.traces.filter(e => e.action === 'oom').length;
+  return rows.length
+    ? table + (ooms ? `\n${ooms} out-of-memory event(s) in the trace` : '')
+    : 'no CUDA memory: the snapshot has no segments';
+}
+
+/** `diff --json`. */
+export function diffJson(diff: SnapshotDiff, groups: AllocationSite[], options: IFrameFilterOptions, cells?: CellCodeNames) {
+  return {
+    born_bytes: diff.bornBytes,
+    freed_bytes: diff.freedBytes,
+    net_bytes: diff.netBytes,
+    born_blocks: diff.born.length,
+    freed_blocks: diff.freed.length,
+    kept_blocks: diff.keptCount,
+    kept_bytes: diff.keptBytes,
+    devices: diff.devices.map(d => ({
+      device: d.device,
+      born_bytes: d.bornBytes,
+      freed_bytes: d.freedBytes,
+      net_bytes: d.netBytes
+    })),
+    groups: groups.map(g => groupJson(diff.frames, g, options, cells))
+  };
+}
+
+/** `diff` for people: a summary line, the groups, and the stack of each. */
+export function diffText(diff: SnapshotDiff, groups: AllocationSite[], options: IFrameFilterOptions): string {
+  const table = diff.frames;
+  const head =
+    `born ${formatBytes(diff.bornBytes)} in ${diff.born.length} blocks, ` +
+    `freed ${formatBytes(diff.freedBytes)} in ${diff.freed.length} blocks, ` +
+    `net ${formatBytes(diff.netBytes, true)} (${diff.keptCount} blocks kept)`;
+  if (!groups.length) {
+    return `${head}\nno allocated block changed`;
+  }
+  const rows = groups.map(g => [
+    formatBytes(g.netBytes, true),
+    formatBytes(g.bornBytes),
+    formatBytes(g.freedBytes),
+    String(g.count),
+    siteLabel(table, g.frameId)
+  ]);
+  const parts = [
+    head,
+    '',
+    renderTable(
+      [
+        { header: 'net', right: true },
+        { header: 'born', right: true },
+        { header: 'freed', right: true },
+        { header: 'blocks', right: true },
+        { header: 'allocation site' }
+      ],
+      rows
+    )
+  ];
+  for (const g of groups.slice(0, 10)) {
+    parts.push('', `${formatBytes(g.netBytes, true)} at ${siteLabel(table, g.frameId)}`);
+    for (const e of visibleStack(table, g.stack, options)) {
+      if (e.kind === 'native') {
+        parts.push(`    [${e.count} C++ frame${e.count === 1 ? '' : 's'}]`);
+      } else {
+        const f = table.frame(e.frameId);
+        parts.push(`    ${f.filename}:${f.line} in ${f.name}`);
+      }
+    }
+  }
+  return parts.join('\n');
+}
+
+/** `session --json`. */
+export function sessionJson(reports: ICellReport[], table: FrameTable, options: IFrameFilterOptions, cells: CellCodeNames) {
+  return {
+    cells: reports.map(r => ({
+      index: r.index,
+      execution_count: r.executionCount,
+      allocated_bytes: r.allocatedBytes,
+      reserved_bytes: r.reservedBytes,
+      net_bytes: r.netBytes,
+      peak_bytes: r.peakBytes,
+      born_bytes: r.bornBytes,
+      freed_bytes: r.freedBytes,
+      error: r.error,
+      oom: r.oom,
+      top_sites: r.sites.map(g => groupJson(table, g, options, cells))
+    }))
+  };
+}
+
+/** `session` for people: one row per executed cell. */
+export function sessionText(reports: ICellReport[], table: FrameTable): string {
+  return renderTable(
+    [
+      { header: 'cell', right: true },
+      { header: 'exec', right: true },
+      { header: 'allocated', right: true },
+      { header: 'net', right: true },
+      { header: 'peak', right: true },
+      { header: 'born', right: true },
+      { header: 'freed', right: true },
+      { header: 'top site' }
+    ],
+    reports.map(r => [
+      String(r.index),
+      r.executionCount === null ? '' : `[${r.executionCount}]`,
+      formatBytes(r.allocatedBytes),
+      formatBytes(r.netBytes, true),
+      r.peakBytes === null ? '' : formatBytes(r.peakBytes),
+      formatBytes(r.bornBytes),
+      formatBytes(r.freedBytes),
+      (r.oom ? 'OOM ' : '') + (r.sites.length ? siteLabel(table, r.sites[0].frameId) : '')
+    ])
+  );
+}

@@ -1,0 +1,31 @@
+/** Paths and loaders for the test data committed under test-data/. */
+import * as fs from 'fs';
+import * as path from 'path';
+import { FrameTable, ISessionManifest, readSnapshot, Snapshot } from '..';
+
+export const TEST_DATA = path.resolve(__dirname, '../../../test-data');
+export const RECORDINGS = path.join(TEST_DATA, 'recordings');
+export const FIXTURES = path.join(TEST_DATA, 'fixtures');
+
+/** Every recorded H200 session folder. */
+export function recordingNames(): string[] {
+  return fs
+    .readdirSync(RECORDINGS)
+    .filter(name => fs.existsSync(path.join(RECORDINGS, name, 'manifest.json')))
+    .sort();
+}
+
+export function readBytes(file: string): Uint8Array {
+  return new Uint8Array(fs.readFileSync(file));
+}
+
+export function manifestOf(name: string): ISessionManifest & {
+  code_names_by_execution_count: { [count: string]: string };
+  expected: { leak_cells: number[] };
+} {
+  return JSON.parse(fs.readFileSync(path.join(RECORDINGS, name, 'manifest.json'), 'utf-8'));
+}
+
+export function recordedSnapshot(name: string, file: string, frames?: FrameTable): Snapshot {
+  return readSnapshot(readBytes(path.join(RECORDINGS, name, file)), frames);
+}

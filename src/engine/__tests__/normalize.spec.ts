@@ -1,0 +1,58 @@
+/**
+ * @jest-environment node
+ */
+// Snapshot shapes of other torch versions, built as those versions write them.
+import * as path from 'path';
+import { FrameTable, normalizeSnapshot, readSnapshot } from '..';
+import { FIXTURES, readBytes } from './data';
+
+describe('normalizeSnapshot across torch versions', () => {
+  it('computes block addresses of 2.0-era blocks from the segment and earlier sizes', () => {
+    const s = readSnapshot(readBytes(path.join(FIXTURES, 'torch_2_0.proto2.pickle')));
+    expect(s.blocks.map(b => b.address)).toEqual([2 ** 30, 2 ** 30 + 2 ** 20, 2 ** 30 + 2 ** 20 + 2 ** 19, 2 ** 31]);
+    // frames and requested size come from the block's history
+    expect(s.blocks[0].requestedSize).toBe(1000000);
+    const stack = s.frames.stack(s.blocks[1].stack).map(id => s.frames.frame(id));
+    expect(stack[2]).toEqual({ name: '<module>', filename: '/tmp/ipykernel_42/1313211645.py', line: 2 });
+    expect(s.totals.map(t => [t.device, t.allocatedBytes, t.reservedBytes, t.largestFreeBytes])).toEqual([
+      [0, 1536 * 1024, 2 * 2 ** 20, 512 * 1024],
+      [1, 0, 2 * 2 ** 20, 2 * 2 ** 20]
+    ]);
+    expect(s.traces).toEqual([]);
+  });
+
+  it('reads oom entries with device_free and no addr, and entries without frames', () => {
+    const s = readSnapshot(readBytes(path.join(FIXTURES, 'torch_2_11.proto5.pickle')));
+    const [segAlloc, alloc, oom] = s.traces;
+    expect(segAlloc.stack).toBe(0);
+    expect(alloc.userMetadata).toBe('cell-a');
+    expect(oom).toMatchObject({ action: 'oom', address: null, deviceFree: 12345, size: 2 ** 40 });
+    expect(s.segments[0].pool).toBe('0,0');
+    // active_pending_free is active but no longer allocated
+    expect(s.totals[0]).toMatchObject({ allocatedBytes: 2 ** 20, activeBytes: 2 ** 21, activeBlocks: 2, allocatedBlocks: 1 });
+  });
+
+  it('accepts the bare segment list torch.cuda.memory_snapshot() returns', () => {
+    const s = normalizeSnapshot([{ device: 0, address: 4096, total_size: 2048, blocks: [{ size: 1024, state: 'active_allocated' }] }]);
+    expect(s.blocks[0]).toMatchObject({ address: 4096, size: 1024, requestedSize: 1024 });
+    expect(s.totals[0]).toMatchObject({ allocatedBytes: 1024, inactiveBytes: 1024, largestFreeBytes: 1024 });
+  });
+
+  it('shares interned frames and stacks across snapshots', () => {
+    const frames = new FrameTable();
+    const a = readSnapshot(readBytes(path.join(FIXTURES, 'torch_2_11.proto4.pickle')), frames);
+    const before = frames.stackCount;
+    const b = readSnapshot(readBytes(path.join(FIXTURES, 'torch_2_11.proto2.pickle')), frames);
+    expect(frames.stackCount).toBe(before);
+    expect(b.blocks[0].stack).toBe(a.blocks[0].stack);
+  });
+
+  it('names the field at fault', () => {
+    expect(() => normalizeSnapshot({ segments: [{ device: 0, address: 'x', total_size: 1 }] })).toThrow(
+      'not a snapshot: segment 0 address is not an integer'
+    );
+    expect(() =>
+      normalizeSnapshot({ segments: [{ address: 0, total_size: 1, blocks: [{ size: 1, state: 'weird' }] }] })
+    ).toThrow("segment 0 block 0 has unknown state 'weird'");
+  });
+});

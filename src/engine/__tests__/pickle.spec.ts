@@ -1,0 +1,201 @@
+/**
+ * @jest-environment node
+ */
+// The unpickler against crafted hostile pickles: nothing is imported or
+// called, no prototype is reached, and every bad input ends in SnapshotError.
+import * as path from 'path';
+import { gunzipSync, gzipSync } from 'fflate';
+import { decodeSnapshotBytes, readSnapshot, SnapshotError, unpickle } from '..';
+import { FIXTURES, readBytes, RECORDINGS } from './data';
+
+/** Bytes from opcodes: numbers are bytes, strings are latin1 text. */
+function pk(...parts: (number | string)[]): Uint8Array {
+  const out: number[] = [];
+  for (const p of parts) {
+    if (typeof p === 'number') {
+      out.push(p);
+    } else {
+      for (const ch of p) {
+        out.push(ch.charCodeAt(0));
+      }
+    }
+  }
+  return new Uint8Array(out);
+}
+
+/** SHORT_BINUNICODE of an ASCII string. */
+const str = (s: string) => [0x8c, s.length, s] as const;
+const PROTO4 = [0x80, 4] as const;
+
+function expectSnapshotError(bytes: Uint8Array, pattern: RegExp): void {
+  let caught: unknown;
+  try {
+    decodeSnapshotBytes(bytes);
+  } catch (e) {
+    caught = e;
+  }
+  expect(caught).toBeInstanceOf(SnapshotError);
+  expect((caught as Error).message).toMatch(pattern);
+}
+
+describe('unpickle refuses code', () => {
+  it('refuses os.system through GLOBAL and REDUCE', () => {
+    // pickle.dumps of a __reduce__ returning (os.system, ('echo pwned',)), protocol 2
+    const bytes = pk(0x80, 2, 'cposix\nsystem\n', 'X', 10, 0, 0, 0, 'echo pwned', 0x85, 'R', '.');
+    expectSnapshotError(bytes, /refused pickle: it imports posix\.system/);
+  });
+
+  it('refuses builtins.eval through STACK_GLOBAL', () => {
+    const bytes = pk(...PROTO4, ...str('builtins'), ...str('eval'), 0x93, ...str('1+1'), 0x85, 'R', '.');
+    expectSnapshotError(bytes, /refused pickle: it imports builtins\.eval/);
+  });
+
+  it('refuses REDUCE on anything but an allowed constructor', () => {
+    const bytes = pk(...PROTO4, 0x5d, 0x29, 'R', '.');
+    expectSnapshotError(bytes, /refused pickle: opcode REDUCE/);
+  });
+
+  it.each([
+    ['INST', pk(0x80, 2, '(', 'iposix\nsystem\n', '.')],
+    ['OBJ', pk(0x80, 2, '(', ']', 'o', '.')],
+    ['NEWOBJ', pk(0x80, 2, ']', ')', 0x81, '.')],
+    ['BUILD', pk(0x80, 2, '}', '}', 'b', '.')],
+    ['BINPERSID', pk(0x80, 2, 'K', 1, 'Q', '.')],
+    ['EXT1', pk(0x80, 2, 0x82, 1, '.')]
+  ])('refuses %s', (name, bytes) => {
+    expectSnapshotError(bytes, new RegExp(`refused pickle: opcode ${name}`));
+  });
+
+  it('builds the harmless constructors a plain-data pickle uses', () => {
+    const value = decodeSnapshotBytes(readBytes(path.join(FIXTURES, 'plain_data.proto2.pickle'))).value as any;
+    expect(value.od).toEqual({ a: 1, b: 2 });
+    expect(value.tags).toEqual(['x']);
+    expect(Array.from(value.raw)).toEqual([0, 255]);
+    expect(value.big).toBe(BigInt(1) << BigInt(70));
+    expect(value.neg).toBe(-5);
+  });
+});
+
+describe('unpickle keeps keys as data', () => {
+  it('stores __proto__, constructor and prototype as own keys', () => {
+    const bytes = pk(
+      ...PROTO4,
+      '}', '(',
+      ...str('__proto__'), '}', ...str('polluted'), 'K', 1, 's',
+      ...str('constructor'), 'K', 2,
+      ...str('prototype'), 'K', 3,
+      'u', '.'
+    );
+    const value = unpickle(bytes) as any;
+    expect(Object.keys(value)).toEqual(['__proto__', 'constructor', 'prototype']);
+    expect(Object.getPrototypeOf(value)).toBe(Object.prototype);
+    expect(value.constructor).toBe(2);
+    expect(({} as any).polluted).toBeUndefined();
+    expect((Object.prototype as any).polluted).toBeUndefined();
+  });
+
+  it('does not read inherited names as snapshot fields', () => {
+    // A segment dict without 'blocks' must not find Object.prototype members.
+    const bytes = pk(...PROTO4, '}', ...str('segments'), ']', '}', ...str('address'), 'K', 0, 's', 'a', 's', '.');
+    expect(() => readSnapshot(bytes)).toThrow(/segment 0 total_size is missing/);
+  });
+});
+
+describe('unpickle bounds hostile input', () => {
+  it('stops deep MARK nesting with an error', () => {
+    const bytes = new Uint8Array(200003).fill(0x28); // MARK
+    bytes.set([0x80, 4]);
+    bytes[bytes.length - 1] = 0x2e;
+    expectSnapshotError(bytes, /nests too deeply/);
+  });
+
+  it('stops a stack flood with an error', () => {
+    const bytes = new Uint8Array((1 << 20) + 4).fill(0x4e); // NONE
+    bytes.set([0x80, 4]);
+    bytes[bytes.length - 1] = 0x2e;
+    expectSnapshotError(bytes, /stack is too deep/);
+  });
+
+  it('survives lists nested a million deep through the memo, then rejects the shape', () => {
+    const depth = 1000000;
+    const bytes = new Uint8Array(4 + depth * 9);
+    bytes.set([0x80, 4, 0x5d, 0x94]);
+    const view = new DataView(bytes.buffer);
+    for (let i = 0, at = 4; i < depth; i++, at += 9) {
+      // fetch list i, append a new memoized list to it, drop list i again
+      bytes[at] = 0x6a;
+      view.setUint32(at + 1, i, true);
+      bytes.set([0x5d, 0x94, 0x61, 0x30], at + 5);
+    }
+    expect(() => unpickle(bytes)).toThrow(/truncated pickle: data ends before STOP/);
+    const stop = new Uint8Array(bytes.length + 1);
+    stop.set(bytes);
+    stop[bytes.length] = 0x2e;
+    expect(() => readSnapshot(stop)).toThrow(/segment 0 is not a dict/);
+  });
+
+  it('rejects a memo index that was never stored', () => {
+    expectSnapshotError(pk(...PROTO4, 'h', 7, '.'), /memo 7 was never stored/);
+  });
+
+  it('rejects a string length past the end', () => {
+    expectSnapshotError(pk(...PROTO4, 0x8d, 255, 255, 255, 255, 255, 255, 255, 127, '.'), /truncated pickle/);
+  });
+
+  it('rejects every truncation of a real snapshot with SnapshotError', () => {
+    const full = gunzipSync(readBytes(path.join(RECORDINGS, 'oom--python', 'cell01.pickle.gz')));
+    for (let cut = 0; cut < full.length; cut += Math.max(1, Math.floor(full.length / 397))) {
+      expect(() => readSnapshot(full.subarray(0, cut))).toThrow(SnapshotError);
+    }
+  });
+
+  it('answers corrupted bytes with a snapshot or SnapshotError, never another error', () => {
+    const full = gunzipSync(readBytes(path.join(RECORDINGS, 'eval_without_no_grad--python', 'cell02.pickle.gz')));
+    let seed = 12345;
+    const rand = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32;
+    for (let trial = 0; trial < 300; trial++) {
+      const bytes = full.slice();
+      for (let k = 0; k < 4; k++) {
+        bytes[2 + Math.floor(rand() * (bytes.length - 2))] = Math.floor(rand() * 256);
+      }
+      try {
+        readSnapshot(bytes);
+      } catch (e) {
+        expect(e).toBeInstanceOf(SnapshotError);
+      }
+    }
+  });
+});
+
+describe('decodeSnapshotBytes', () => {
+  it('rejects an empty file', () => {
+    expectSnapshotError(new Uint8Array(0), /empty file/);
+  });
+
+  it('rejects corrupt gzip', () => {
+    const gz = gzipSync(new TextEncoder().encode('{"segments": []}'));
+    const broken = gz.slice(0, 12);
+    expectSnapshotError(broken, /corrupt gzip/);
+  });
+
+  it('rejects bytes that are neither pickle nor JSON', () => {
+    expectSnapshotError(new TextEncoder().encode('hello'), /not a snapshot/);
+  });
+
+  it('rejects a pickle that is not a snapshot', () => {
+    const expected = /not a snapshot: expected a dict with a 'segments' list/;
+    expect(() => readSnapshot(pk(...PROTO4, 'K', 1, '.'))).toThrow(expected);
+    expect(() => readSnapshot(pk(...PROTO4, '}', ...str('blocks'), ']', 's', '.'))).toThrow(expected);
+  });
+
+  it('reads gzip JSON and every pickle protocol to the same model', () => {
+    const shapes = ['torch_2_11.proto2.pickle', 'torch_2_11.proto3.pickle', 'torch_2_11.proto4.pickle', 'torch_2_11.proto5.pickle', 'torch_2_11.json.gz'].map(
+      f => readSnapshot(readBytes(path.join(FIXTURES, f)))
+    );
+    for (const s of shapes) {
+      expect(s.blocks.map(b => [b.address, b.size, b.state])).toEqual(shapes[0].blocks.map(b => [b.address, b.size, b.state]));
+      expect(s.totals).toEqual(shapes[0].totals);
+      expect(s.traces.map(t => t.action)).toEqual(['segment_alloc', 'alloc', 'oom']);
+    }
+  });
+});

@@ -1,0 +1,116 @@
+/**
+ * Mapping the code names Python gives notebook cells back to the cells.
+ *
+ * ipykernel compiles a cell as `<tmp>/ipykernel_<pid>/<n>.py`, n being the
+ * 32-bit murmur2 (x86) of the raw source with seed 0xC70F6907; plain IPython
+ * uses `<ipython-input-N-hash>`, N being the execution count.
+ */
+
+const IPYKERNEL_SEED = 0xc70f6907;
+const MURMUR_M = 0x5bd1e995;
+const IPYKERNEL_NAME = /[\\/]ipykernel_(\d+)[\\/](\d+)\.py$/;
+const IPYTHON_INPUT_NAME = /^<ipython-input-(\d+)-([0-9a-f]+)>$/;
+
+/** What a cell's code name says by itself. */
+export type CellCodeName =
+  | { readonly kind: 'ipykernel'; readonly pid: number; readonly hash: number }
+  | { readonly kind: 'ipython-input'; readonly executionCount: number };
+
+/** A notebook cell as far as the engine needs it. */
+export interface ICellSource {
+  /** Cell id (JupyterLab's) or any stable key. */
+  readonly id: string;
+  readonly source: string;
+  readonly executionCount?: number | null;
+}
+
+/** The cells a code name can stand for; more than one when sources are identical. */
+export interface ICellMatch {
+  readonly name: CellCodeName;
+  readonly cells: readonly ICellSource[];
+  /** True when identical sources share the name, so the frame alone cannot pick one. */
+  readonly ambiguous: boolean;
+}
+
+/** ipykernel's murmur2 x86 32-bit hash of a string's UTF-8 bytes. */
+export function murmur2(text: string, seed = IPYKERNEL_SEED): number {
+  const data = new TextEncoder().encode(text);
+  const length = data.length;
+  let h = (seed ^ length) >>> 0;
+  const roundedEnd = length & ~3;
+  for (let i = 0; i < roundedEnd; i += 4) {
+    let k = data[i] | (data[i + 1] << 8) | (data[i + 2] << 16) | (data[i + 3] << 24);
+    k = Math.imul(k, MURMUR_M);
+    k ^= k >>> 24;
+    k = Math.imul(k, MURMUR_M);
+    h = Math.imul(h, MURMUR_M) ^ k;
+  }
+  const tail = length & 3;
+  if (tail) {
+    let k = 0;
+    if (tail === 3) {
+      k = data[roundedEnd + 2] << 16;
+    }
+    if (tail >= 2) {
+      k |= data[roundedEnd + 1] << 8;
+    }
+    k |= data[roundedEnd];
+    h = Math.imul(h ^ k, MURMUR_M);
+  }
+  h ^= h >>> 13;
+  h = Math.imul(h, MURMUR_M);
+  h ^= h >>> 15;
+  return h >>> 0;
+}
+
+/** Parse a frame filename that names a notebook cell; null for other files. */
+export function parseCellFilename(filename: string): CellCodeName | null {
+  let m = IPYKERNEL_NAME.exec(filename);
+  if (m) {
+    return { kind: 'ipykernel', pid: Number(m[1]), hash: Number(m[2]) };
+  }
+  m = IPYTHON_INPUT_NAME.exec(filename);
+  if (m) {
+    return { kind: 'ipython-input', executionCount: Number(m[1]) };
+  }
+  return null;
+}
+
+/** True when a frame filename names a notebook cell. */
+export function isCellFilename(filename: string): boolean {
+  return parseCellFilename(filename) !== null;
+}
+
+/** Looks cells up by the code names their frames carry. */
+export class CellCodeNames {
+  constructor(cells: readonly ICellSource[]) {
+    for (const cell of cells) {
+      const hash = murmur2(cell.source);
+      const list = this._byHash.get(hash) ?? [];
+      if (!list.some(c => c.id === cell.id)) {
+        list.push(cell);
+      }
+      this._byHash.set(hash, list);
+      if (cell.executionCount !== undefined && cell.executionCount !== null) {
+        this._byCount.set(cell.executionCount, cell);
+      }
+    }
+  }
+
+  /** The cells a frame filename stands for, or null when it names no known cell. */
+  lookup(filename: string): ICellMatch | null {
+    const name = parseCellFilename(filename);
+    if (!name) {
+      return null;
+    }
+    if (name.kind === 'ipykernel') {
+      const cells = this._byHash.get(name.hash);
+      return cells ? { name, cells, ambiguous: cells.length > 1 } : null;
+    }
+    const cell = this._byCount.get(name.executionCount);
+    return cell ? { name, cells: [cell], ambiguous: false } : null;
+  }
+
+  private readonly _byHash = new Map<number, ICellSource[]>();
+  private readonly _byCount = new Map<number, ICellSource>();
+}

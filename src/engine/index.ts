@@ -1,0 +1,15 @@
+/**
+ * The snapshot engine: pure TypeScript, no JupyterLab imports, shared by the
+ * CLI, the panel and the badges.
+ */
+export * from './cells';
+export * from './diff';
+export * from './errors';
+export * from './frames';
+export * from './model';
+export * from './normalize';
+export * from './pickle';
+export * from './read';
+export * from './session';
+export * from './snapshot';
+export * from './units';

@@ -1,0 +1,310 @@
+/**
+ * Raw snapshot dict (from a pickle or JSON) to the normalized model.
+ *
+ * Defensive across torch versions: 2.1+ blocks carry `address` and `frames`;
+ * 2.0-era blocks carry neither (addresses follow from the segment address and
+ * the sizes of the blocks before them, frames sit in `history`); trace entries
+ * may lack `frames`; `oom` entries carry `device_free` instead of `addr`.
+ */
+import { SnapshotError } from './errors';
+import {
+  Block,
+  BlockState,
+  DeviceTotals,
+  FrameTable,
+  Segment,
+  Snapshot,
+  TraceEntry
+} from './model';
+import { PyDict, PyValue, ownValue } from './pickle';
+
+/** Bounds that turn an absurd input into an error instead of an endless loop. */
+export const MAX_BLOCKS = 20_000_000;
+export const MAX_FRAMES_PER_STACK = 4096;
+
+const BLOCK_STATES: ReadonlySet<string> = new Set([
+  'active_allocated',
+  'active_pending_free',
+  'inactive'
+]);
+
+/** Build the normalized snapshot; `frames` is shared when given. */
+export function normalizeSnapshot(raw: PyValue, frames = new FrameTable()): Snapshot {
+  return new Private.Normalizer(frames).run(raw);
+}
+
+namespace Private {
+  export class Normalizer {
+    constructor(readonly frames: FrameTable) {}
+
+    run(raw: PyValue): Snapshot {
+      let rawSegments: PyValue | undefined;
+      let rawTraces: PyValue | undefined;
+      if (Array.isArray(raw)) {
+        // torch.cuda.memory_snapshot() returns the segment list alone.
+        rawSegments = raw;
+      } else if (isDict(raw)) {
+        rawSegments = ownValue(raw, 'segments');
+        rawTraces = ownValue(raw, 'device_traces');
+      }
+      if (!Array.isArray(rawSegments)) {
+        throw new SnapshotError(
+          "not a snapshot: expected a dict with a 'segments' list, as torch.cuda.memory._snapshot() returns"
+        );
+      }
+      const parsed = rawSegments.map((s, i) => this._segment(s, i));
+      parsed.sort((a, b) => a.segment.device - b.segment.device || a.segment.address - b.segment.address);
+      const segments: Segment[] = [];
+      const blocks: Block[] = [];
+      for (let i = 0; i < parsed.length; i++) {
+        segments.push(parsed[i].segment);
+        for (const b of parsed[i].blocks) {
+          (b as { segment: number }).segment = i;
+          blocks.push(b);
+        }
+      }
+      const traces = this._traces(rawTraces);
+      const deviceCount = Array.isArray(rawTraces) ? rawTraces.length : 0;
+      return {
+        segments,
+        blocks,
+        traces,
+        totals: computeTotals(segments, blocks, deviceCount),
+        frames: this.frames
+      };
+    }
+
+    private _segment(raw: PyValue, index: number): { segment: Segment; blocks: Block[] } {
+      const where = `segment ${index}`;
+      const seg = dict(raw, where);
+      const device = int(ownValue(seg, 'device'), `${where} device`, 0);
+      const address = int(ownValue(seg, 'address'), `${where} address`);
+      const totalSize = int(ownValue(seg, 'total_size'), `${where} total_size`);
+      const pool = ownValue(seg, 'segment_pool_id');
+      const segment: Segment = {
+        device,
+        address,
+        totalSize,
+        stream: int(ownValue(seg, 'stream'), `${where} stream`, 0),
+        segmentType: str(ownValue(seg, 'segment_type'), ''),
+        pool: Array.isArray(pool) ? pool.join(',') : pool === undefined || pool === null ? '' : String(pool),
+        isExpandable: ownValue(seg, 'is_expandable') === true,
+        stack: this._stack(ownValue(seg, 'frames'))
+      };
+      const rawBlocks = ownValue(seg, 'blocks');
+      const blocks: Block[] = [];
+      if (rawBlocks !== undefined && !Array.isArray(rawBlocks)) {
+        throw new SnapshotError(`not a snapshot: ${where} blocks is not a list`);
+      }
+      let cursor = address;
+      for (let j = 0; j < (rawBlocks?.length ?? 0); j++) {
+        const bw = `${where} block ${j}`;
+        const b = dict((rawBlocks as PyValue[])[j], bw);
+        const size = int(ownValue(b, 'size'), `${bw} size`);
+        const history = ownValue(b, 'history');
+        const lastHistory =
+          Array.isArray(history) && history.length && isDict(history[history.length - 1])
+            ? (history[history.length - 1] as PyDict)
+            : undefined;
+        const state = str(ownValue(b, 'state'), 'active_allocated');
+        if (!BLOCK_STATES.has(state)) {
+          throw new SnapshotError(`not a snapshot: ${bw} has unknown state '${state}'`);
+        }
+        // 2.0-era blocks have no address: they tile the segment in order.
+        const blockAddress = int(ownValue(b, 'address'), `${bw} address`, cursor);
+        cursor = blockAddress + size;
+        const requested = ownValue(b, 'requested_size') ?? (lastHistory && ownValue(lastHistory, 'real_size'));
+        blocks.push({
+          device,
+          address: blockAddress,
+          size,
+          requestedSize: int(requested, `${bw} requested_size`, size),
+          state: state as BlockState,
+          stack: this._stack(ownValue(b, 'frames') ?? (lastHistory && ownValue(lastHistory, 'frames'))),
+          segment: -1
+        });
+        this._blockCount++;
+        if (this._blockCount > MAX_BLOCKS) {
+          throw new SnapshotError(`snapshot has more than ${MAX_BLOCKS} blocks`);
+        }
+      }
+      blocks.sort((x, y) => x.address - y.address);
+      return { segment, blocks };
+    }
+
+    private _traces(raw: PyValue | undefined): TraceEntry[] {
+      const out: TraceEntry[] = [];
+      if (!Array.isArray(raw)) {
+        return out;
+      }
+      for (let device = 0; device < raw.length; device++) {
+        const entries = raw[device];
+        if (!Array.isArray(entries)) {
+          continue;
+        }
+        for (let k = 0; k < entries.length; k++) {
+          const where = `device ${device} trace entry ${k}`;
+          const e = dict(entries[k], where);
+          const addr = ownValue(e, 'addr');
+          const deviceFree = ownValue(e, 'device_free');
+          const time = ownValue(e, 'time_us');
+          const meta = ownValue(e, 'user_metadata');
+          out.push({
+            device,
+            action: str(ownValue(e, 'action'), 'unknown'),
+            address: addr === undefined || addr === null ? null : int(addr, `${where} addr`),
+            size: int(ownValue(e, 'size'), `${where} size`, 0),
+            stream: int(ownValue(e, 'stream'), `${where} stream`, 0),
+            timeUs: time === undefined || time === null ? null : num(time, `${where} time_us`),
+            stack: this._stack(ownValue(e, 'frames')),
+            userMetadata: typeof meta === 'string' ? meta : meta === undefined || meta === null ? '' : String(meta),
+            deviceFree: deviceFree === undefined || deviceFree === null ? null : int(deviceFree, `${where} device_free`)
+          });
+        }
+      }
+      return out;
+    }
+
+    private _stack(raw: PyValue | undefined): number {
+      if (!Array.isArray(raw) || raw.length === 0) {
+        return 0;
+      }
+      // A list shared by many blocks (hostile or not) is interned once.
+      const known = this._stackOfList.get(raw);
+      if (known !== undefined) {
+        return known;
+      }
+      const ids: number[] = [];
+      const n = Math.min(raw.length, MAX_FRAMES_PER_STACK);
+      for (let i = 0; i < n; i++) {
+        const f = raw[i];
+        if (!isDict(f)) {
+          continue;
+        }
+        const line = ownValue(f, 'line');
+        ids.push(
+          this.frames.internFrame(
+            str(ownValue(f, 'name'), '??'),
+            str(ownValue(f, 'filename'), '??'),
+            typeof line === 'number' ? line : 0
+          )
+        );
+      }
+      const id = this.frames.internStack(ids);
+      this._stackOfList.set(raw, id);
+      return id;
+    }
+
+    private _blockCount = 0;
+    private readonly _stackOfList = new Map<PyValue[], number>();
+  }
+
+  function isDict(v: PyValue | undefined): v is PyDict {
+    return typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Uint8Array);
+  }
+
+  function dict(v: PyValue, where: string): PyDict {
+    if (!isDict(v)) {
+      throw new SnapshotError(`not a snapshot: ${where} is not a dict`);
+    }
+    return v;
+  }
+
+  function num(v: PyValue | undefined, where: string): number {
+    if (typeof v === 'number') {
+      return v;
+    }
+    if (typeof v === 'bigint') {
+      return Number(v);
+    }
+    throw new SnapshotError(`not a snapshot: ${where} is not a number`);
+  }
+
+  function int(v: PyValue | undefined, where: string, fallback?: number): number {
+    if ((v === undefined || v === null) && fallback !== undefined) {
+      return fallback;
+    }
+    if (typeof v === 'number' && Number.isInteger(v)) {
+      return v;
+    }
+    if (typeof v === 'boolean') {
+      return v ? 1 : 0;
+    }
+    if (typeof v === 'bigint') {
+      throw new SnapshotError(`not a snapshot: ${where} is out of range`);
+    }
+    throw new SnapshotError(`not a snapshot: ${where} is ${v === undefined ? 'missing' : 'not an integer'}`);
+  }
+
+  function str(v: PyValue | undefined, fallback: string): string {
+    return typeof v === 'string' ? v : fallback;
+  }
+}
+
+/** Per-device totals from segments and blocks, both sorted by device and address. */
+export function computeTotals(
+  segments: readonly Segment[],
+  blocks: readonly Block[],
+  deviceCount = 0
+): DeviceTotals[] {
+  type Acc = {
+    -readonly [K in keyof DeviceTotals]: DeviceTotals[K];
+  };
+  const byDevice = new Map<number, Acc>();
+  const acc = (device: number): Acc => {
+    let t = byDevice.get(device);
+    if (!t) {
+      t = {
+        device,
+        allocatedBytes: 0,
+        activeBytes: 0,
+        reservedBytes: 0,
+        inactiveBytes: 0,
+        largestFreeBytes: 0,
+        activeBlocks: 0,
+        allocatedBlocks: 0,
+        segments: 0
+      };
+      byDevice.set(device, t);
+    }
+    return t;
+  };
+  for (let d = 0; d < deviceCount; d++) {
+    acc(d);
+  }
+  let b = 0;
+  for (let i = 0; i < segments.length; i++) {
+    const seg = segments[i];
+    const t = acc(seg.device);
+    t.reservedBytes += seg.totalSize;
+    t.segments++;
+    let cursor = seg.address;
+    let freeRun = 0;
+    let segActive = 0;
+    // Free space is inactive blocks plus any range no block covers.
+    for (; b < blocks.length && blocks[b].segment === i; b++) {
+      const block = blocks[b];
+      if (block.address > cursor) {
+        freeRun += block.address - cursor;
+      }
+      cursor = Math.max(cursor, block.address + block.size);
+      if (block.state === 'inactive') {
+        freeRun += block.size;
+        continue;
+      }
+      t.largestFreeBytes = Math.max(t.largestFreeBytes, freeRun);
+      freeRun = 0;
+      segActive += block.size;
+      t.activeBytes += block.size;
+      t.activeBlocks++;
+      if (block.state === 'active_allocated') {
+        t.allocatedBytes += block.size;
+        t.allocatedBlocks++;
+      }
+    }
+    freeRun += Math.max(0, seg.address + seg.totalSize - cursor);
+    t.largestFreeBytes = Math.max(t.largestFreeBytes, freeRun);
+    t.inactiveBytes += seg.totalSize - segActive;
+  }
+  return [...byDevice.values()].sort((x, y) => x.device - y.device);
+}

@@ -1,0 +1,700 @@
+/**
+ * A safe unpickler for PyTorch allocator snapshots.
+ *
+ * It builds plain data only (null, booleans, numbers, strings, bytes, arrays
+ * and null-prototype objects) and refuses every opcode that would import or
+ * call Python code, except a few harmless constructors that plain-data
+ * pickles use (sets, OrderedDict, bytes under protocol 2). Memo and stack are
+ * bounded so a hostile file fails with a `SnapshotError`, never a hang.
+ */
+import { SnapshotError } from './errors';
+
+/**
+ * A Python dict as plain data: an ordinary object whose every key is an own
+ * data property. `__proto__` is defined, never assigned, so no key reaches a
+ * prototype; read keys with `ownValue` so inherited names never answer.
+ * (Plain objects are measured 1.5x faster to build than null-prototype ones,
+ * which V8 keeps as hash maps.)
+ */
+export interface PyDict {
+  [key: string]: PyValue;
+}
+
+/** Plain data an allowed pickle can hold. Tuples and sets become arrays. */
+export type PyValue =
+  | null
+  | boolean
+  | number
+  | bigint
+  | string
+  | Uint8Array
+  | PyValue[]
+  | PyDict;
+
+/** Limits that keep a hostile pickle from exhausting memory or time. */
+export interface IUnpickleLimits {
+  /** Most values on the unpickler stack at once. */
+  maxStack: number;
+  /** Most nested MARKs open at once. */
+  maxMarks: number;
+  /** Highest memo index accepted. */
+  maxMemo: number;
+}
+
+/** Defaults: far above what a real snapshot needs (tens of stack items). */
+export const DEFAULT_UNPICKLE_LIMITS: IUnpickleLimits = {
+  maxStack: 1 << 20,
+  maxMarks: 1 << 16,
+  maxMemo: 1 << 26
+};
+
+/**
+ * Decode a pickle (protocols 2 to 5, and the binary opcodes of 1) to plain data.
+ */
+export function unpickle(
+  bytes: Uint8Array,
+  limits: IUnpickleLimits = DEFAULT_UNPICKLE_LIMITS
+): PyValue {
+  return new Private.Unpickler(bytes, limits).load();
+}
+
+/** An empty dict with an empty, null-rooted prototype (fast objects, nothing inherited). */
+export function newDict(): PyDict {
+  return {} as PyDict;
+}
+
+/** The value stored under `key` as the dict's own data, never an inherited property. */
+export function ownValue(dict: PyDict, key: string): PyValue | undefined {
+  return Object.prototype.hasOwnProperty.call(dict, key) ? dict[key] : undefined;
+}
+
+/** Turn a Python key into the string an object can hold, as Python would print it. */
+export function pyKey(key: PyValue): string {
+  return Private.keyString(key, 0);
+}
+
+namespace Private {
+
+  /** Stands for a constructor a plain-data pickle may name; only REDUCE can use it. */
+  export class AllowedGlobal {
+    constructor(readonly qualifiedName: string) {}
+  }
+
+  /** The only globals a snapshot pickle may name, and what calling them builds. */
+  const ALLOWED_GLOBALS = new Set([
+    'collections OrderedDict',
+    'builtins set',
+    'builtins frozenset',
+    '__builtin__ set',
+    '__builtin__ frozenset',
+    '_codecs encode'
+  ]);
+
+  const MARK = Symbol('mark');
+  type StackItem = PyValue | AllowedGlobal | typeof MARK;
+
+  const asciiDecoder = new TextDecoder('latin1');
+  const utf8Decoder = new TextDecoder('utf-8', { fatal: true });
+
+  const OPCODE_NAMES: { [op: number]: string } = {
+    0x63: 'GLOBAL',
+    0x93: 'STACK_GLOBAL',
+    0x52: 'REDUCE',
+    0x69: 'INST',
+    0x6f: 'OBJ',
+    0x81: 'NEWOBJ',
+    0x92: 'NEWOBJ_EX',
+    0x62: 'BUILD',
+    0x82: 'EXT1',
+    0x83: 'EXT2',
+    0x84: 'EXT4',
+    0x50: 'PERSID',
+    0x51: 'BINPERSID',
+    0x97: 'NEXT_BUFFER',
+    0x98: 'READONLY_BUFFER'
+  };
+
+  export function keyString(key: PyValue, depth: number): string {
+    if (typeof key === 'string') {
+      return key;
+    }
+    if (key === null) {
+      return 'None';
+    }
+    if (typeof key === 'boolean') {
+      return key ? 'True' : 'False';
+    }
+    if (typeof key === 'number' || typeof key === 'bigint') {
+      return String(key);
+    }
+    if (Array.isArray(key) && depth < 8) {
+      return '(' + key.map(k => keyString(k, depth + 1)).join(', ') + ')';
+    }
+    throw new SnapshotError('pickle has a dict key that is not plain data');
+  }
+
+  export class Unpickler {
+    constructor(bytes: Uint8Array, limits: IUnpickleLimits) {
+      this._bytes = bytes;
+      this._view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+      this._limits = limits;
+    }
+
+    load(): PyValue {
+      const bytes = this._bytes;
+      const end = bytes.length;
+      if (end === 0) {
+        throw new SnapshotError('empty input: no pickle data');
+      }
+      while (this._pos < end) {
+        const op = bytes[this._pos++];
+        switch (op) {
+          case 0x80: {
+            // PROTO
+            const proto = this._u8();
+            if (proto > 5) {
+              throw new SnapshotError(`unsupported pickle protocol ${proto}`);
+            }
+            break;
+          }
+          case 0x95: // FRAME: a length hint only
+            this._need(8);
+            this._pos += 8;
+            break;
+          case 0x2e: {
+            // STOP
+            if (this._stack.length !== 1 || this._marks.length !== 0) {
+              throw new SnapshotError('malformed pickle: STOP with an unbalanced stack');
+            }
+            const result = this._stack[0];
+            if (result === MARK || result instanceof AllowedGlobal) {
+              throw new SnapshotError('malformed pickle: STOP on a non-value');
+            }
+            return result;
+          }
+          case 0x7d: // EMPTY_DICT
+            this._push(newDict());
+            break;
+          case 0x5d: // EMPTY_LIST
+          case 0x29: // EMPTY_TUPLE
+          case 0x8f: // EMPTY_SET
+            this._push([]);
+            break;
+          case 0x28: // MARK
+            if (this._marks.length >= this._limits.maxMarks) {
+              throw new SnapshotError('pickle nests too deeply (MARK limit)');
+            }
+            this._marks.push(this._stack.length);
+            this._push(MARK);
+            break;
+          case 0x61: {
+            // APPEND
+            const value = this._popValue();
+            this._list(this._top()).push(value);
+            break;
+          }
+          case 0x65: {
+            // APPENDS
+            const at = this._markAt();
+            const list = this._list(this._stack[at - 1]);
+            const stack = this._stack;
+            for (let i = at + 1; i < stack.length; i++) {
+              list.push(this._value(stack[i]));
+            }
+            stack.length = at;
+            break;
+          }
+          case 0x90: {
+            // ADDITEMS (sets are arrays)
+            const items = this._popMark();
+            const set = this._list(this._top());
+            for (let i = 0; i < items.length; i++) {
+              set.push(items[i]);
+            }
+            break;
+          }
+          case 0x73: {
+            // SETITEM
+            const value = this._popValue();
+            const key = this._popValue();
+            setItem(this._dict(this._top()), key, value);
+            break;
+          }
+          case 0x75: {
+            // SETITEMS
+            const at = this._markAt();
+            const stack = this._stack;
+            if ((stack.length - at - 1) % 2 !== 0) {
+              throw new SnapshotError('malformed pickle: SETITEMS with an odd item count');
+            }
+            const dict = this._dict(stack[at - 1]);
+            for (let i = at + 1; i < stack.length; i += 2) {
+              setItem(dict, this._value(stack[i]), this._value(stack[i + 1]));
+            }
+            stack.length = at;
+            break;
+          }
+          case 0x64: {
+            // DICT
+            const items = this._popMark();
+            const dict = newDict();
+            for (let i = 0; i + 1 < items.length; i += 2) {
+              setItem(dict, items[i], items[i + 1]);
+            }
+            this._push(dict);
+            break;
+          }
+          case 0x6c: // LIST
+          case 0x74: // TUPLE
+          case 0x91: // FROZENSET
+            this._push(this._popMark());
+            break;
+          case 0x85: // TUPLE1
+            this._push([this._popValue()]);
+            break;
+          case 0x86: {
+            // TUPLE2
+            const b = this._popValue();
+            const a = this._popValue();
+            this._push([a, b]);
+            break;
+          }
+          case 0x87: {
+            // TUPLE3
+            const c = this._popValue();
+            const b = this._popValue();
+            const a = this._popValue();
+            this._push([a, b, c]);
+            break;
+          }
+          case 0x4e: // NONE
+            this._push(null);
+            break;
+          case 0x88: // NEWTRUE
+            this._push(true);
+            break;
+          case 0x89: // NEWFALSE
+            this._push(false);
+            break;
+          case 0x4b: // BININT1
+            this._push(this._u8());
+            break;
+          case 0x4d: // BININT2
+            this._need(2);
+            this._push(this._view.getUint16(this._pos, true));
+            this._pos += 2;
+            break;
+          case 0x4a: // BININT
+            this._need(4);
+            this._push(this._view.getInt32(this._pos, true));
+            this._pos += 4;
+            break;
+          case 0x8a: // LONG1
+            this._push(this._long(this._u8()));
+            break;
+          case 0x8b: // LONG4
+            this._push(this._long(this._u32()));
+            break;
+          case 0x47: // BINFLOAT
+            this._need(8);
+            this._push(this._view.getFloat64(this._pos, false));
+            this._pos += 8;
+            break;
+          case 0x8c: // SHORT_BINUNICODE
+            this._push(this._utf8(this._u8()));
+            break;
+          case 0x58: // BINUNICODE
+            this._push(this._utf8(this._u32()));
+            break;
+          case 0x8d: // BINUNICODE8
+            this._push(this._utf8(this._u64()));
+            break;
+          case 0x55: // SHORT_BINSTRING (Python 2 str)
+            this._push(this._latin1(this._u8()));
+            break;
+          case 0x54: // BINSTRING
+            this._push(this._latin1(this._u32()));
+            break;
+          case 0x43: // SHORT_BINBYTES
+            this._push(this._raw(this._u8()));
+            break;
+          case 0x42: // BINBYTES
+            this._push(this._raw(this._u32()));
+            break;
+          case 0x8e: // BINBYTES8
+          case 0x96: // BYTEARRAY8
+            this._push(this._raw(this._u64()));
+            break;
+          case 0x71: // BINPUT
+            this._put(this._u8());
+            break;
+          case 0x72: // LONG_BINPUT
+            this._put(this._u32());
+            break;
+          case 0x94: // MEMOIZE
+            this._put(this._memo.length);
+            break;
+          case 0x68: // BINGET
+            this._push(this._get(this._u8()));
+            break;
+          case 0x6a: // LONG_BINGET
+            this._push(this._get(this._u32()));
+            break;
+          case 0x30: // POP
+            if (this._stack.length && this._stack[this._stack.length - 1] === MARK) {
+              this._popMark();
+            } else {
+              this._popAny();
+            }
+            break;
+          case 0x31: // POP_MARK
+            this._popMark();
+            break;
+          case 0x32: // DUP
+            this._push(this._top());
+            break;
+          case 0x63: // GLOBAL
+            this._global(this._line(), this._line());
+            break;
+          case 0x93: {
+            // STACK_GLOBAL
+            const name = this._popValue();
+            const module = this._popValue();
+            if (typeof name !== 'string' || typeof module !== 'string') {
+              throw new SnapshotError('malformed pickle: STACK_GLOBAL needs two strings');
+            }
+            this._global(module, name);
+            break;
+          }
+          case 0x52: {
+            // REDUCE
+            const args = this._popValue();
+            const callable = this._popAny();
+            if (!(callable instanceof AllowedGlobal)) {
+              throw refused(op, this._pos - 1);
+            }
+            this._push(this._call(callable, args));
+            break;
+          }
+          default:
+            if (OPCODE_NAMES[op] !== undefined) {
+              throw refused(op, this._pos - 1);
+            }
+            throw new SnapshotError(
+              `not a supported pickle: unknown opcode 0x${op.toString(16)} at byte ${this._pos - 1}`
+            );
+        }
+      }
+      throw new SnapshotError('truncated pickle: data ends before STOP');
+    }
+
+    private _global(module: string, name: string): void {
+      const qualified = `${module} ${name}`;
+      if (!ALLOWED_GLOBALS.has(qualified)) {
+        throw new SnapshotError(
+          `refused pickle: it imports ${module}.${name}, and a snapshot never needs code`
+        );
+      }
+      this._push(new AllowedGlobal(qualified));
+    }
+
+    private _call(callable: AllowedGlobal, args: PyValue): PyValue {
+      if (!Array.isArray(args)) {
+        throw new SnapshotError('malformed pickle: REDUCE arguments are not a tuple');
+      }
+      switch (callable.qualifiedName) {
+        case 'collections OrderedDict': {
+          const dict = newDict();
+          const pairs = args.length ? args[0] : [];
+          if (Array.isArray(pairs)) {
+            for (const pair of pairs) {
+              if (Array.isArray(pair) && pair.length === 2) {
+                setItem(dict, pair[0], pair[1]);
+              }
+            }
+          }
+          return dict;
+        }
+        case '_codecs encode': {
+          // Protocol 2 writes bytes as _codecs.encode(text, 'latin1').
+          const text = args[0];
+          if (typeof text !== 'string') {
+            throw new SnapshotError('malformed pickle: _codecs.encode of a non-string');
+          }
+          const out = new Uint8Array(text.length);
+          for (let i = 0; i < text.length; i++) {
+            out[i] = text.charCodeAt(i) & 0xff;
+          }
+          return out;
+        }
+        default: {
+          // set / frozenset: an array of the items.
+          const items = args.length ? args[0] : [];
+          return Array.isArray(items) ? items.slice() : [];
+        }
+      }
+    }
+
+    private _push(item: StackItem): void {
+      if (this._stack.length >= this._limits.maxStack) {
+        throw new SnapshotError('pickle stack is too deep (stack limit)');
+      }
+      this._stack.push(item);
+    }
+
+    private _popAny(): StackItem {
+      if (this._stack.length === 0) {
+        throw new SnapshotError('malformed pickle: pop from an empty stack');
+      }
+      return this._stack.pop() as StackItem;
+    }
+
+    private _popValue(): PyValue {
+      const item = this._popAny();
+      if (item === MARK || item instanceof AllowedGlobal) {
+        throw new SnapshotError('malformed pickle: expected a value on the stack');
+      }
+      return item;
+    }
+
+    private _top(): StackItem {
+      if (this._stack.length === 0) {
+        throw new SnapshotError('malformed pickle: empty stack');
+      }
+      return this._stack[this._stack.length - 1];
+    }
+
+    private _popMark(): PyValue[] {
+      const at = this._marks.pop();
+      if (at === undefined) {
+        throw new SnapshotError('malformed pickle: no MARK to pop to');
+      }
+      const items = this._stack.splice(at);
+      items.shift();
+      for (let i = 0; i < items.length; i++) {
+        const item = items[i];
+        if (item === MARK || item instanceof AllowedGlobal) {
+          throw new SnapshotError('malformed pickle: non-value inside a MARK');
+        }
+      }
+      return items as PyValue[];
+    }
+
+    /** Pop the innermost MARK and return where it stood; items above it stay for the caller. */
+    private _markAt(): number {
+      const at = this._marks.pop();
+      if (at === undefined || at === 0) {
+        throw new SnapshotError('malformed pickle: no MARK (or nothing under it) to pop to');
+      }
+      return at;
+    }
+
+    private _value(item: StackItem): PyValue {
+      if (item === MARK || item instanceof AllowedGlobal) {
+        throw new SnapshotError('malformed pickle: non-value inside a MARK');
+      }
+      return item;
+    }
+
+    private _list(item: StackItem): PyValue[] {
+      if (!Array.isArray(item)) {
+        throw new SnapshotError('malformed pickle: APPEND to something that is not a list');
+      }
+      return item;
+    }
+
+    private _dict(item: StackItem): PyDict {
+      if (
+        item === null ||
+        typeof item !== 'object' ||
+        Array.isArray(item) ||
+        item instanceof Uint8Array ||
+        item instanceof AllowedGlobal
+      ) {
+        throw new SnapshotError('malformed pickle: SETITEM on something that is not a dict');
+      }
+      return item as PyDict;
+    }
+
+    private _put(index: number): void {
+      if (index > this._limits.maxMemo) {
+        throw new SnapshotError('pickle memo index is too large (memo limit)');
+      }
+      const item = this._top();
+      if (item === MARK) {
+        throw new SnapshotError('malformed pickle: memoizing a MARK');
+      }
+      this._memo[index] = item as PyValue;
+    }
+
+    private _get(index: number): PyValue {
+      const value = this._memo[index];
+      if (value === undefined) {
+        throw new SnapshotError(`malformed pickle: memo ${index} was never stored`);
+      }
+      return value;
+    }
+
+    private _need(n: number): void {
+      if (this._pos + n > this._bytes.length) {
+        throw new SnapshotError('truncated pickle: data ends inside an opcode');
+      }
+    }
+
+    private _u8(): number {
+      this._need(1);
+      return this._bytes[this._pos++];
+    }
+
+    private _u32(): number {
+      this._need(4);
+      const v = this._view.getUint32(this._pos, true);
+      this._pos += 4;
+      return v;
+    }
+
+    private _u64(): number {
+      this._need(8);
+      const lo = this._view.getUint32(this._pos, true);
+      const hi = this._view.getUint32(this._pos + 4, true);
+      this._pos += 8;
+      // Any length above the input size fails in _need; avoid unsafe integers first.
+      return hi > 0x1fffff ? Number.MAX_SAFE_INTEGER : hi * 0x100000000 + lo;
+    }
+
+    private _long(n: number): number | bigint {
+      this._need(n);
+      const bytes = this._bytes;
+      const start = this._pos;
+      this._pos += n;
+      if (n === 0) {
+        return 0;
+      }
+      if (n <= 6) {
+        // Fast path: fits exactly in a double.
+        let v = 0;
+        for (let i = n - 1; i >= 0; i--) {
+          v = v * 256 + bytes[start + i];
+        }
+        if (bytes[start + n - 1] & 0x80) {
+          v -= Math.pow(2, 8 * n);
+        }
+        return v;
+      }
+      let v = BigInt(0);
+      for (let i = n - 1; i >= 0; i--) {
+        v = (v << BigInt(8)) | BigInt(bytes[start + i]);
+      }
+      if (bytes[start + n - 1] & 0x80) {
+        v -= BigInt(1) << BigInt(8 * n);
+      }
+      return Number.isSafeInteger(Number(v)) ? Number(v) : v;
+    }
+
+    private _utf8(n: number): string {
+      this._need(n);
+      const bytes = this._bytes;
+      const start = this._pos;
+      this._pos += n;
+      if (n <= STRING_CACHE_MAX_LENGTH) {
+        // Snapshots repeat the same names and paths hundreds of thousands of
+        // times as separate strings; hand back one shared copy of each.
+        let hash = n;
+        let ascii = true;
+        for (let i = start; i < start + n; i++) {
+          const b = bytes[i];
+          ascii = ascii && b < 0x80;
+          hash = Math.imul(hash ^ b, 0x01000193);
+        }
+        if (ascii) {
+          const slot = (hash >>> 0) & (STRING_CACHE_SIZE - 1);
+          const cached = this._strings[slot];
+          if (cached !== undefined && cached.length === n && sameAscii(cached, bytes, start)) {
+            return cached;
+          }
+          let text = '';
+          for (let i = start; i < start + n; i++) {
+            text += String.fromCharCode(bytes[i]);
+          }
+          this._strings[slot] = text;
+          return text;
+        }
+      }
+      try {
+        return utf8Decoder.decode(bytes.subarray(start, start + n));
+      } catch {
+        throw new SnapshotError('malformed pickle: a string is not valid UTF-8');
+      }
+    }
+
+    private _latin1(n: number): string {
+      this._need(n);
+      const s = asciiDecoder.decode(this._bytes.subarray(this._pos, this._pos + n));
+      this._pos += n;
+      return s;
+    }
+
+    private _raw(n: number): Uint8Array {
+      this._need(n);
+      const out = this._bytes.slice(this._pos, this._pos + n);
+      this._pos += n;
+      return out;
+    }
+
+    private _line(): string {
+      const bytes = this._bytes;
+      const start = this._pos;
+      while (this._pos < bytes.length && bytes[this._pos] !== 0x0a) {
+        this._pos++;
+      }
+      if (this._pos >= bytes.length) {
+        throw new SnapshotError('truncated pickle: data ends inside a GLOBAL name');
+      }
+      const line = asciiDecoder.decode(bytes.subarray(start, this._pos));
+      this._pos++;
+      return line;
+    }
+
+    private readonly _bytes: Uint8Array;
+    private readonly _view: DataView;
+    private readonly _limits: IUnpickleLimits;
+    private _pos = 0;
+    private readonly _stack: StackItem[] = [];
+    private readonly _marks: number[] = [];
+    private readonly _memo: PyValue[] = [];
+    private readonly _strings: (string | undefined)[] = new Array(STRING_CACHE_SIZE);
+  }
+
+  const STRING_CACHE_SIZE = 1 << 14;
+  const STRING_CACHE_MAX_LENGTH = 160;
+
+  function sameAscii(text: string, bytes: Uint8Array, start: number): boolean {
+    for (let i = 0; i < text.length; i++) {
+      if (text.charCodeAt(i) !== bytes[start + i]) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  function setItem(dict: PyDict, key: PyValue, value: PyValue): void {
+    const k = keyString(key, 0);
+    if (k === '__proto__') {
+      // Assignment would set the prototype: define an own property instead.
+      Object.defineProperty(dict, k, {
+        value,
+        enumerable: true,
+        writable: true,
+        configurable: true
+      });
+    } else {
+      dict[k] = value;
+    }
+  }
+
+  function refused(op: number, at: number): SnapshotError {
+    return new SnapshotError(
+      `refused pickle: opcode ${OPCODE_NAMES[op]} at byte ${at} would import or call code, and a snapshot never needs it`
+    );
+  }
+}

@@ -1,0 +1,156 @@
+/**
+ * Session folders: `manifest.json` plus one snapshot pickle per executed
+ * cell, the layout of the project's recordings and of "Export session"
+ * (documented in docs/session-format.md). File access is injected, so the CLI
+ * reads from disk and the panel from the contents API with the same code.
+ */
+import { AllocationSite, diffSnapshots, groupBySite } from './diff';
+import { SnapshotError } from './errors';
+import { IFrameFilterOptions } from './frames';
+import { FrameTable, Snapshot } from './model';
+import { emptySnapshot, readSnapshot } from './snapshot';
+
+/** Allocator statistics the recorder stores before and after a cell (summed over devices). */
+export interface IAllocatorStats {
+  allocated: number;
+  reserved: number;
+  max_allocated?: number;
+  max_reserved?: number;
+  device_free?: number;
+  device_total?: number;
+  per_device?: (IAllocatorStats & { device: number })[];
+}
+
+/** One executed cell in a manifest. */
+export interface ISessionCell {
+  index: number;
+  execution_count: number | null;
+  source: string;
+  snapshot_file: string;
+  cell_id?: string;
+  error?: string | null;
+  oom_snapshots?: string[];
+  before?: IAllocatorStats;
+  after?: IAllocatorStats;
+}
+
+/** The manifest of a session folder (fields the engine reads; others are kept as they are). */
+export interface ISessionManifest {
+  cells: ISessionCell[];
+  device_count?: number;
+  [key: string]: unknown;
+}
+
+/** A loaded session: its manifest and one snapshot per cell, sharing one FrameTable. */
+export interface ISession {
+  readonly manifest: ISessionManifest;
+  readonly snapshots: readonly Snapshot[];
+  readonly frames: FrameTable;
+}
+
+/** What one cell did to GPU memory. */
+export interface ICellReport {
+  readonly index: number;
+  readonly executionCount: number | null;
+  readonly allocatedBytes: number;
+  readonly reservedBytes: number;
+  readonly netBytes: number;
+  /** Peak allocated during the cell, from the manifest; null when it has none. */
+  readonly peakBytes: number | null;
+  readonly bornBytes: number;
+  readonly freedBytes: number;
+  readonly error: string | null;
+  readonly oom: boolean;
+  readonly sites: readonly AllocationSite[];
+}
+
+/** Validate a manifest's JSON text; errors name the field at fault. */
+export function parseManifest(text: string): ISessionManifest {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (reason) {
+    throw new SnapshotError(`manifest.json is not valid JSON (${(reason as Error).message})`);
+  }
+  if (typeof raw !== 'object' || raw === null || !Array.isArray((raw as ISessionManifest).cells)) {
+    throw new SnapshotError("manifest.json has no 'cells' list");
+  }
+  const manifest = raw as ISessionManifest;
+  manifest.cells.forEach((cell, i) => {
+    const where = `manifest.json cells[${i}]`;
+    if (typeof cell !== 'object' || cell === null) {
+      throw new SnapshotError(`${where} is not an object`);
+    }
+    if (typeof cell.snapshot_file !== 'string' || !cell.snapshot_file) {
+      throw new SnapshotError(`${where} has no snapshot_file`);
+    }
+    if (/(^|[\\/])\.\.([\\/]|$)/.test(cell.snapshot_file) || /^[\\/]/.test(cell.snapshot_file)) {
+      throw new SnapshotError(`${where} snapshot_file must be a name inside the folder`);
+    }
+    if (typeof cell.index !== 'number') {
+      cell.index = i;
+    }
+    if (typeof cell.source !== 'string') {
+      cell.source = '';
+    }
+    if (cell.execution_count === undefined) {
+      cell.execution_count = null;
+    }
+  });
+  return manifest;
+}
+
+/** Load every cell's snapshot; `readFile` returns a file's bytes by its name in the folder. */
+export function loadSession(
+  manifestText: string,
+  readFile: (name: string) => Uint8Array
+): ISession {
+  const manifest = parseManifest(manifestText);
+  const frames = new FrameTable();
+  const snapshots = manifest.cells.map(cell => {
+    let bytes: Uint8Array;
+    try {
+      bytes = readFile(cell.snapshot_file);
+    } catch (reason) {
+      throw new SnapshotError(
+        `manifest.json names ${cell.snapshot_file}, which cannot be read (${(reason as Error).message})`
+      );
+    }
+    try {
+      return readSnapshot(bytes, frames);
+    } catch (reason) {
+      throw new SnapshotError(`${cell.snapshot_file}: ${(reason as Error).message}`);
+    }
+  });
+  return { manifest, snapshots, frames };
+}
+
+/** Per cell: memory after it, the change it made, and the sites behind the change. */
+export function reportCells(
+  session: ISession,
+  options: IFrameFilterOptions & { topSites?: number } = {}
+): ICellReport[] {
+  const deviceCount = session.snapshots.reduce((n, s) => Math.max(n, s.totals.length), 0);
+  let previous = emptySnapshot(session.frames, deviceCount);
+  return session.manifest.cells.map((cell, k) => {
+    const snapshot = session.snapshots[k];
+    const diff = diffSnapshots(previous, snapshot);
+    previous = snapshot;
+    const sum = (f: (t: Snapshot['totals'][number]) => number) =>
+      snapshot.totals.reduce((n, t) => n + f(t), 0);
+    const peak = cell.after?.max_allocated;
+    return {
+      index: cell.index,
+      executionCount: cell.execution_count,
+      allocatedBytes: sum(t => t.allocatedBytes),
+      reservedBytes: sum(t => t.reservedBytes),
+      netBytes: diff.netBytes,
+      peakBytes: typeof peak === 'number' ? peak : null,
+      bornBytes: diff.bornBytes,
+      freedBytes: diff.freedBytes,
+      error: cell.error ?? null,
+      oom: (cell.oom_snapshots?.length ?? 0) > 0,
+      sites: groupBySite(diff, options).slice(0, options.topSites ?? 3)
+    };
+  });
+}

@@ -1,0 +1,17 @@
+/**
+ * Reading a snapshot in one call: bytes (pickle or JSON, plain or gzip) to the
+ * normalized model.
+ */
+import { FrameTable, Snapshot } from './model';
+import { normalizeSnapshot } from './normalize';
+import { decodeSnapshotBytes } from './read';
+
+/** Decode and normalize snapshot bytes; pass `frames` to share interning across snapshots. */
+export function readSnapshot(bytes: Uint8Array, frames?: FrameTable): Snapshot {
+  return normalizeSnapshot(decodeSnapshotBytes(bytes).value, frames);
+}
+
+/** A snapshot with nothing allocated: what the device held before the first cell. */
+export function emptySnapshot(frames = new FrameTable(), deviceCount = 0): Snapshot {
+  return normalizeSnapshot({ segments: [], device_traces: new Array(deviceCount).fill([]) }, frames);
+}
