@@ -146,246 +146,307 @@ namespace Private {
       if (end === 0) {
         throw new SnapshotError('empty input: no pickle data');
       }
-      while (this._pos < end) {
-        const op = bytes[this._pos++];
-        switch (op) {
-          case 0x80: {
-            // PROTO
-            const proto = this._u8();
-            if (proto > 5) {
-              throw new SnapshotError(`unsupported pickle protocol ${proto}`);
-            }
-            break;
+      const stack = this._stack;
+      const memo = this._memo;
+      const maxStack = this._limits.maxStack;
+      const view = this._view;
+      // The opcodes a snapshot is made of are decoded here with local state,
+      // so V8 keeps the loop tight; the rest go through _step.
+      let pos = this._pos;
+      while (pos < end) {
+        if (stack.length >= maxStack) {
+          throw new SnapshotError('pickle stack is too deep (stack limit)');
+        }
+        const op = bytes[pos++];
+        if (op === 0x68 /* BINGET */ && pos < end) {
+          const value = memo[bytes[pos++]];
+          if (value === undefined) {
+            throw new SnapshotError(`malformed pickle: memo ${bytes[pos - 1]} was never stored`);
           }
-          case 0x95: // FRAME: a length hint only
-            this._need(8);
-            this._pos += 8;
-            break;
-          case 0x2e: {
-            // STOP
-            if (this._stack.length !== 1 || this._marks.length !== 0) {
-              throw new SnapshotError('malformed pickle: STOP with an unbalanced stack');
-            }
-            const result = this._stack[0];
-            if (result === MARK || result instanceof AllowedGlobal) {
-              throw new SnapshotError('malformed pickle: STOP on a non-value');
-            }
-            return result;
+          stack.push(value);
+        } else if (op === 0x94 /* MEMOIZE */) {
+          const top = stack[stack.length - 1];
+          if (stack.length === 0 || top === MARK) {
+            throw new SnapshotError('malformed pickle: memoizing nothing or a MARK');
           }
-          case 0x7d: // EMPTY_DICT
-            this._push(newDict());
-            break;
-          case 0x5d: // EMPTY_LIST
-          case 0x29: // EMPTY_TUPLE
-          case 0x8f: // EMPTY_SET
-            this._push([]);
-            break;
-          case 0x28: // MARK
-            if (this._marks.length >= this._limits.maxMarks) {
-              throw new SnapshotError('pickle nests too deeply (MARK limit)');
-            }
-            this._marks.push(this._stack.length);
-            this._push(MARK);
-            break;
-          case 0x61: {
-            // APPEND
-            const value = this._popValue();
-            this._list(this._top()).push(value);
-            break;
+          if (memo.length > this._limits.maxMemo) {
+            throw new SnapshotError('pickle memo index is too large (memo limit)');
           }
-          case 0x65: {
-            // APPENDS
-            const at = this._markAt();
-            const list = this._list(this._stack[at - 1]);
-            const stack = this._stack;
-            for (let i = at + 1; i < stack.length; i++) {
-              list.push(this._value(stack[i]));
-            }
-            stack.length = at;
-            break;
+          memo.push(top as PyValue);
+        } else if (op === 0x8c /* SHORT_BINUNICODE */ && pos < end) {
+          const n = bytes[pos];
+          this._pos = pos + 1;
+          stack.push(this._utf8(n));
+          pos = this._pos;
+        } else if (op === 0x7d /* EMPTY_DICT */) {
+          stack.push(newDict());
+        } else if (op === 0x28 /* MARK */) {
+          if (this._marks.length >= this._limits.maxMarks) {
+            throw new SnapshotError('pickle nests too deeply (MARK limit)');
           }
-          case 0x90: {
-            // ADDITEMS (sets are arrays)
-            const items = this._popMark();
-            const set = this._list(this._top());
-            for (let i = 0; i < items.length; i++) {
-              set.push(items[i]);
-            }
-            break;
+          this._marks.push(stack.length);
+          stack.push(MARK);
+        } else if (op === 0x4b /* BININT1 */ && pos < end) {
+          stack.push(bytes[pos++]);
+        } else if (op === 0x4d /* BININT2 */ && pos + 2 <= end) {
+          stack.push(bytes[pos] | (bytes[pos + 1] << 8));
+          pos += 2;
+        } else if (op === 0x4a /* BININT */ && pos + 4 <= end) {
+          stack.push(view.getInt32(pos, true));
+          pos += 4;
+        } else if (op === 0x5d /* EMPTY_LIST */) {
+          stack.push([]);
+        } else {
+          this._pos = pos;
+          if (this._step(op)) {
+            return this._result as PyValue;
           }
-          case 0x73: {
-            // SETITEM
-            const value = this._popValue();
-            const key = this._popValue();
-            setItem(this._dict(this._top()), key, value);
-            break;
-          }
-          case 0x75: {
-            // SETITEMS
-            const at = this._markAt();
-            const stack = this._stack;
-            if ((stack.length - at - 1) % 2 !== 0) {
-              throw new SnapshotError('malformed pickle: SETITEMS with an odd item count');
-            }
-            const dict = this._dict(stack[at - 1]);
-            for (let i = at + 1; i < stack.length; i += 2) {
-              setItem(dict, this._value(stack[i]), this._value(stack[i + 1]));
-            }
-            stack.length = at;
-            break;
-          }
-          case 0x64: {
-            // DICT
-            const items = this._popMark();
-            const dict = newDict();
-            for (let i = 0; i + 1 < items.length; i += 2) {
-              setItem(dict, items[i], items[i + 1]);
-            }
-            this._push(dict);
-            break;
-          }
-          case 0x6c: // LIST
-          case 0x74: // TUPLE
-          case 0x91: // FROZENSET
-            this._push(this._popMark());
-            break;
-          case 0x85: // TUPLE1
-            this._push([this._popValue()]);
-            break;
-          case 0x86: {
-            // TUPLE2
-            const b = this._popValue();
-            const a = this._popValue();
-            this._push([a, b]);
-            break;
-          }
-          case 0x87: {
-            // TUPLE3
-            const c = this._popValue();
-            const b = this._popValue();
-            const a = this._popValue();
-            this._push([a, b, c]);
-            break;
-          }
-          case 0x4e: // NONE
-            this._push(null);
-            break;
-          case 0x88: // NEWTRUE
-            this._push(true);
-            break;
-          case 0x89: // NEWFALSE
-            this._push(false);
-            break;
-          case 0x4b: // BININT1
-            this._push(this._u8());
-            break;
-          case 0x4d: // BININT2
-            this._need(2);
-            this._push(this._view.getUint16(this._pos, true));
-            this._pos += 2;
-            break;
-          case 0x4a: // BININT
-            this._need(4);
-            this._push(this._view.getInt32(this._pos, true));
-            this._pos += 4;
-            break;
-          case 0x8a: // LONG1
-            this._push(this._long(this._u8()));
-            break;
-          case 0x8b: // LONG4
-            this._push(this._long(this._u32()));
-            break;
-          case 0x47: // BINFLOAT
-            this._need(8);
-            this._push(this._view.getFloat64(this._pos, false));
-            this._pos += 8;
-            break;
-          case 0x8c: // SHORT_BINUNICODE
-            this._push(this._utf8(this._u8()));
-            break;
-          case 0x58: // BINUNICODE
-            this._push(this._utf8(this._u32()));
-            break;
-          case 0x8d: // BINUNICODE8
-            this._push(this._utf8(this._u64()));
-            break;
-          case 0x55: // SHORT_BINSTRING (Python 2 str)
-            this._push(this._latin1(this._u8()));
-            break;
-          case 0x54: // BINSTRING
-            this._push(this._latin1(this._u32()));
-            break;
-          case 0x43: // SHORT_BINBYTES
-            this._push(this._raw(this._u8()));
-            break;
-          case 0x42: // BINBYTES
-            this._push(this._raw(this._u32()));
-            break;
-          case 0x8e: // BINBYTES8
-          case 0x96: // BYTEARRAY8
-            this._push(this._raw(this._u64()));
-            break;
-          case 0x71: // BINPUT
-            this._put(this._u8());
-            break;
-          case 0x72: // LONG_BINPUT
-            this._put(this._u32());
-            break;
-          case 0x94: // MEMOIZE
-            this._put(this._memo.length);
-            break;
-          case 0x68: // BINGET
-            this._push(this._get(this._u8()));
-            break;
-          case 0x6a: // LONG_BINGET
-            this._push(this._get(this._u32()));
-            break;
-          case 0x30: // POP
-            if (this._stack.length && this._stack[this._stack.length - 1] === MARK) {
-              this._popMark();
-            } else {
-              this._popAny();
-            }
-            break;
-          case 0x31: // POP_MARK
-            this._popMark();
-            break;
-          case 0x32: // DUP
-            this._push(this._top());
-            break;
-          case 0x63: // GLOBAL
-            this._global(this._line(), this._line());
-            break;
-          case 0x93: {
-            // STACK_GLOBAL
-            const name = this._popValue();
-            const module = this._popValue();
-            if (typeof name !== 'string' || typeof module !== 'string') {
-              throw new SnapshotError('malformed pickle: STACK_GLOBAL needs two strings');
-            }
-            this._global(module, name);
-            break;
-          }
-          case 0x52: {
-            // REDUCE
-            const args = this._popValue();
-            const callable = this._popAny();
-            if (!(callable instanceof AllowedGlobal)) {
-              throw refused(op, this._pos - 1);
-            }
-            this._push(this._call(callable, args));
-            break;
-          }
-          default:
-            if (OPCODE_NAMES[op] !== undefined) {
-              throw refused(op, this._pos - 1);
-            }
-            throw new SnapshotError(
-              `not a supported pickle: unknown opcode 0x${op.toString(16)} at byte ${this._pos - 1}`
-            );
+          pos = this._pos;
         }
       }
       throw new SnapshotError('truncated pickle: data ends before STOP');
+    }
+
+    /** Decode one opcode (the cursor is past it); true on STOP. */
+    private _step(op: number): boolean {
+      switch (op) {
+        case 0x80: {
+          // PROTO
+          const proto = this._u8();
+          if (proto > 5) {
+            throw new SnapshotError(`unsupported pickle protocol ${proto}`);
+          }
+          break;
+        }
+        case 0x95: // FRAME: a length hint only
+          this._need(8);
+          this._pos += 8;
+          break;
+        case 0x2e: {
+          // STOP
+          if (this._stack.length !== 1 || this._marks.length !== 0) {
+            throw new SnapshotError('malformed pickle: STOP with an unbalanced stack');
+          }
+          const result = this._stack[0];
+          if (result === MARK || result instanceof AllowedGlobal) {
+            throw new SnapshotError('malformed pickle: STOP on a non-value');
+          }
+          this._result = result;
+          return true;
+        }
+        case 0x7d: // EMPTY_DICT
+          this._push(newDict());
+          break;
+        case 0x5d: // EMPTY_LIST
+        case 0x29: // EMPTY_TUPLE
+        case 0x8f: // EMPTY_SET
+          this._push([]);
+          break;
+        case 0x28: // MARK
+          if (this._marks.length >= this._limits.maxMarks) {
+            throw new SnapshotError('pickle nests too deeply (MARK limit)');
+          }
+          this._marks.push(this._stack.length);
+          this._push(MARK);
+          break;
+        case 0x61: {
+          // APPEND
+          const value = this._popValue();
+          this._list(this._top()).push(value);
+          break;
+        }
+        case 0x65: {
+          // APPENDS
+          const at = this._markAt();
+          const list = this._list(this._stack[at - 1]);
+          const stack = this._stack;
+          for (let i = at + 1; i < stack.length; i++) {
+            list.push(this._value(stack[i]));
+          }
+          stack.length = at;
+          break;
+        }
+        case 0x90: {
+          // ADDITEMS (sets are arrays)
+          const items = this._popMark();
+          const set = this._list(this._top());
+          for (let i = 0; i < items.length; i++) {
+            set.push(items[i]);
+          }
+          break;
+        }
+        case 0x73: {
+          // SETITEM
+          const value = this._popValue();
+          const key = this._popValue();
+          setItem(this._dict(this._top()), key, value);
+          break;
+        }
+        case 0x75: {
+          // SETITEMS
+          const at = this._markAt();
+          const stack = this._stack;
+          if ((stack.length - at - 1) % 2 !== 0) {
+            throw new SnapshotError('malformed pickle: SETITEMS with an odd item count');
+          }
+          const dict = this._dict(stack[at - 1]);
+          for (let i = at + 1; i < stack.length; i += 2) {
+            setItem(dict, this._value(stack[i]), this._value(stack[i + 1]));
+          }
+          stack.length = at;
+          break;
+        }
+        case 0x64: {
+          // DICT
+          const items = this._popMark();
+          const dict = newDict();
+          for (let i = 0; i + 1 < items.length; i += 2) {
+            setItem(dict, items[i], items[i + 1]);
+          }
+          this._push(dict);
+          break;
+        }
+        case 0x6c: // LIST
+        case 0x74: // TUPLE
+        case 0x91: // FROZENSET
+          this._push(this._popMark());
+          break;
+        case 0x85: // TUPLE1
+          this._push([this._popValue()]);
+          break;
+        case 0x86: {
+          // TUPLE2
+          const b = this._popValue();
+          const a = this._popValue();
+          this._push([a, b]);
+          break;
+        }
+        case 0x87: {
+          // TUPLE3
+          const c = this._popValue();
+          const b = this._popValue();
+          const a = this._popValue();
+          this._push([a, b, c]);
+          break;
+        }
+        case 0x4e: // NONE
+          this._push(null);
+          break;
+        case 0x88: // NEWTRUE
+          this._push(true);
+          break;
+        case 0x89: // NEWFALSE
+          this._push(false);
+          break;
+        case 0x4b: // BININT1
+          this._push(this._u8());
+          break;
+        case 0x4d: // BININT2
+          this._need(2);
+          this._push(this._view.getUint16(this._pos, true));
+          this._pos += 2;
+          break;
+        case 0x4a: // BININT
+          this._need(4);
+          this._push(this._view.getInt32(this._pos, true));
+          this._pos += 4;
+          break;
+        case 0x8a: // LONG1
+          this._push(this._long(this._u8()));
+          break;
+        case 0x8b: // LONG4
+          this._push(this._long(this._u32()));
+          break;
+        case 0x47: // BINFLOAT
+          this._need(8);
+          this._push(this._view.getFloat64(this._pos, false));
+          this._pos += 8;
+          break;
+        case 0x8c: // SHORT_BINUNICODE
+          this._push(this._utf8(this._u8()));
+          break;
+        case 0x58: // BINUNICODE
+          this._push(this._utf8(this._u32()));
+          break;
+        case 0x8d: // BINUNICODE8
+          this._push(this._utf8(this._u64()));
+          break;
+        case 0x55: // SHORT_BINSTRING (Python 2 str)
+          this._push(this._latin1(this._u8()));
+          break;
+        case 0x54: // BINSTRING
+          this._push(this._latin1(this._u32()));
+          break;
+        case 0x43: // SHORT_BINBYTES
+          this._push(this._raw(this._u8()));
+          break;
+        case 0x42: // BINBYTES
+          this._push(this._raw(this._u32()));
+          break;
+        case 0x8e: // BINBYTES8
+        case 0x96: // BYTEARRAY8
+          this._push(this._raw(this._u64()));
+          break;
+        case 0x71: // BINPUT
+          this._put(this._u8());
+          break;
+        case 0x72: // LONG_BINPUT
+          this._put(this._u32());
+          break;
+        case 0x94: // MEMOIZE
+          this._put(this._memo.length);
+          break;
+        case 0x68: // BINGET
+          this._push(this._get(this._u8()));
+          break;
+        case 0x6a: // LONG_BINGET
+          this._push(this._get(this._u32()));
+          break;
+        case 0x30: // POP
+          if (this._stack.length && this._stack[this._stack.length - 1] === MARK) {
+            this._popMark();
+          } else {
+            this._popAny();
+          }
+          break;
+        case 0x31: // POP_MARK
+          this._popMark();
+          break;
+        case 0x32: // DUP
+          this._push(this._top());
+          break;
+        case 0x63: // GLOBAL
+          this._global(this._line(), this._line());
+          break;
+        case 0x93: {
+          // STACK_GLOBAL
+          const name = this._popValue();
+          const module = this._popValue();
+          if (typeof name !== 'string' || typeof module !== 'string') {
+            throw new SnapshotError('malformed pickle: STACK_GLOBAL needs two strings');
+          }
+          this._global(module, name);
+          break;
+        }
+        case 0x52: {
+          // REDUCE
+          const args = this._popValue();
+          const callable = this._popAny();
+          if (!(callable instanceof AllowedGlobal)) {
+            throw refused(op, this._pos - 1);
+          }
+          this._push(this._call(callable, args));
+          break;
+        }
+        default:
+          if (OPCODE_NAMES[op] !== undefined) {
+            throw refused(op, this._pos - 1);
+          }
+          throw new SnapshotError(
+            `not a supported pickle: unknown opcode 0x${op.toString(16)} at byte ${this._pos - 1}`
+          );
+      }
+      return false;
     }
 
     private _global(module: string, name: string): void {
@@ -596,26 +657,28 @@ namespace Private {
       const bytes = this._bytes;
       const start = this._pos;
       this._pos += n;
-      if (n <= STRING_CACHE_MAX_LENGTH) {
+      if (n > 0 && n <= STRING_CACHE_MAX_LENGTH) {
         // Snapshots repeat the same names and paths hundreds of thousands of
-        // times as separate strings; hand back one shared copy of each.
-        let hash = n;
+        // times as separate strings: hand back one shared copy of each. The
+        // slot comes from a few sampled bytes, so a hit costs one compare pass.
+        const last = start + n - 1;
+        const slot =
+          (Math.imul(n ^ (bytes[start] << 8) ^ (bytes[last] << 16) ^ bytes[start + (n >> 1)], 0x9e3779b1) ^
+            (bytes[last - (n >> 2)] << 4)) >>>
+          (32 - STRING_CACHE_BITS);
+        const cached = this._strings[slot];
+        if (cached !== undefined && cached.length === n && sameAscii(cached, bytes, start)) {
+          return cached;
+        }
         let ascii = true;
-        for (let i = start; i < start + n; i++) {
-          const b = bytes[i];
-          ascii = ascii && b < 0x80;
-          hash = Math.imul(hash ^ b, 0x01000193);
+        for (let i = start; i <= last; i++) {
+          if (bytes[i] >= 0x80) {
+            ascii = false;
+            break;
+          }
         }
         if (ascii) {
-          const slot = (hash >>> 0) & (STRING_CACHE_SIZE - 1);
-          const cached = this._strings[slot];
-          if (cached !== undefined && cached.length === n && sameAscii(cached, bytes, start)) {
-            return cached;
-          }
-          let text = '';
-          for (let i = start; i < start + n; i++) {
-            text += String.fromCharCode(bytes[i]);
-          }
+          const text = String.fromCharCode.apply(null, bytes.subarray(start, start + n) as unknown as number[]);
           this._strings[slot] = text;
           return text;
         }
@@ -662,10 +725,12 @@ namespace Private {
     private readonly _stack: StackItem[] = [];
     private readonly _marks: number[] = [];
     private readonly _memo: PyValue[] = [];
+    private _result: PyValue | undefined;
     private readonly _strings: (string | undefined)[] = new Array(STRING_CACHE_SIZE);
   }
 
-  const STRING_CACHE_SIZE = 1 << 14;
+  const STRING_CACHE_BITS = 14;
+  const STRING_CACHE_SIZE = 1 << STRING_CACHE_BITS;
   const STRING_CACHE_MAX_LENGTH = 160;
 
   function sameAscii(text: string, bytes: Uint8Array, start: number): boolean {

@@ -1,0 +1,10 @@
+/**
+ * jupyterlab-cuda-memdiff: which notebook cell leaked GPU memory, and why.
+ * One plugin per file under plugins/; this module only lists them.
+ */
+import { JupyterFrontEndPlugin } from '@jupyterlab/application';
+import { panelPlugin } from './plugins/panel';
+
+const plugins: JupyterFrontEndPlugin<unknown>[] = [panelPlugin];
+
+export default plugins;

@@ -1,0 +1,16 @@
+/**
+ * The extension's public contract: ids that tests, tools and other
+ * extensions may rely on.
+ */
+
+/** The npm package name, the prefix of every plugin id. */
+export const PACKAGE_NAME = 'jupyterlab-cuda-memdiff';
+
+/** Command ids, `cuda-memdiff:<verb-noun>`. */
+export namespace CommandIDs {
+  /** Open (and reveal) the snapshot diff side panel. */
+  export const openPanel = 'cuda-memdiff:open-panel';
+}
+
+/** DOM id of the side panel, a stable hook for tests. */
+export const PANEL_ID = 'cuda-memdiff-panel';

@@ -1,0 +1,36 @@
+/**
+ * Galata in Debian's Chromium: Playwright cannot download its own browsers
+ * here, and its ffmpeg for videos is missing, so video is off.
+ */
+const baseConfig = require('@jupyterlab/galata/lib/playwright-config');
+
+const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
+
+module.exports = {
+  ...baseConfig,
+  reporter: [['list'], ['html', { open: 'never' }]],
+  retries: 0,
+  use: {
+    ...baseConfig.use,
+    video: 'off',
+    trace: 'retain-on-failure',
+    launchOptions: {
+      executablePath: CHROMIUM,
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync'
+      ]
+    }
+  },
+  webServer: {
+    command: 'jupyter lab --config jupyter_server_test_config.py',
+    url: 'http://localhost:8888/lab',
+    timeout: 120 * 1000,
+    reuseExistingServer: !process.env.CI
+  }
+};

@@ -1,0 +1,29 @@
+import { expect, test } from '@jupyterlab/galata';
+
+const PLUGIN_ID = 'jupyterlab-cuda-memdiff:plugin';
+const PANEL = '#cuda-memdiff-panel';
+
+test.describe('extension', () => {
+  test('is loaded by JupyterLab', async ({ page }) => {
+    const loaded = await page.evaluate(id => window.jupyterapp.hasPlugin(id), PLUGIN_ID);
+    expect(loaded).toBe(true);
+    const activated = await page.evaluate(id => window.jupyterapp.isPluginActivated(id), PLUGIN_ID);
+    expect(activated).toBe(true);
+  });
+
+  test('opens its side panel from the command', async ({ page }) => {
+    expect(await page.evaluate(() => window.jupyterapp.commands.hasCommand('cuda-memdiff:open-panel'))).toBe(true);
+    await page.evaluate(() => window.jupyterapp.commands.execute('cuda-memdiff:open-panel'));
+    const panel = page.locator(PANEL);
+    await expect(panel).toBeVisible();
+    await expect(panel.getByRole('status')).toContainText('No GPU memory snapshots yet');
+    await expect(panel).toHaveAttribute('aria-label', 'CUDA memory diff');
+  });
+
+  test('opens its side panel from the command palette', async ({ page }) => {
+    await page.keyboard.press('Control+Shift+c');
+    await page.locator('#command-palette input').fill('CUDA Memory Diff');
+    await page.locator('#command-palette .lm-CommandPalette-item', { hasText: 'Open CUDA Memory Diff Panel' }).click();
+    await expect(page.locator(PANEL)).toBeVisible();
+  });
+});
