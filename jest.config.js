@@ -10,13 +10,17 @@ const esModules = [
   '@jupyterlab/',
   '@marijn',
   '@microsoft',
+  'color',
   'd3',
   'd3-[a-z-]+',
   'internmap',
+  'exenv-es6',
   'lib0',
   'marked',
   'nanoid',
+  'vscode-ws-jsonrpc',
   'y-protocols',
+  'y-websocket',
   'yjs'
 ].join('|');
 
