@@ -3,8 +3,9 @@
  * One plugin per file under plugins/; this module only lists them.
  */
 import { JupyterFrontEndPlugin } from '@jupyterlab/application';
+import { capturePlugin } from './plugins/capture';
 import { panelPlugin } from './plugins/panel';
 
-const plugins: JupyterFrontEndPlugin<unknown>[] = [panelPlugin];
+const plugins: JupyterFrontEndPlugin<unknown>[] = [panelPlugin, capturePlugin];
 
 export default plugins;

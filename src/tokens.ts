@@ -6,6 +6,9 @@
 /** The npm package name, the prefix of every plugin id. */
 export const PACKAGE_NAME = 'jupyterlab-cuda-memdiff';
 
+/** Id of the plugin whose schema (schema/plugin.json) holds every setting. */
+export const SETTINGS_ID = `${PACKAGE_NAME}:plugin`;
+
 /** Command ids, `cuda-memdiff:<verb-noun>`. */
 export namespace CommandIDs {
   /** Open (and reveal) the snapshot diff side panel. */

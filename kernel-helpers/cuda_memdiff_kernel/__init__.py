@@ -1,10 +1,38 @@
-"""Kernel-side helper of jupyterlab-cuda-memdiff.
+"""Kernel-side helper of jupyterlab-cuda-memdiff: an IPython extension that
+takes a CUDA allocator snapshot after every cell and pushes it to JupyterLab.
 
-This package runs inside the user's kernel (standard library only, torch when
-present). It is the single source of the helper code: the frontend build
-embeds it, and ``%load_ext cuda_memdiff_kernel`` loads it where it is
-installed. Capture arrives with the capture issue; the package exists now so
-the layout, packaging and tests have their place.
+``%load_ext cuda_memdiff_kernel`` loads it where it is installed
+(``pip install ./kernel-helpers``); the frontend injects the same source,
+under the private name ``_cuda_memdiff_kernel``, into kernels without it.
+Standard library only; torch is used when the kernel has it.
 """
+from .capture import DEFAULT_SETTINGS, CellCapture
+from .channel import CommChannel
+from .protocol import PROTOCOL_VERSION
 
 __version__ = "0.1.0"
+__all__ = ["load_ipython_extension", "unload_ipython_extension", "install", "PROTOCOL_VERSION", "DEFAULT_SETTINGS"]
+
+# The active capture lives on the shell object, never in the user's namespace,
+# so the pip-installed and the injected copies replace each other cleanly.
+_SHELL_ATTRIBUTE = "_cuda_memdiff_capture"
+
+
+def install(shell, settings=None, channel=None, replay=None):
+    """Start capturing in this shell, replacing any earlier capture; returns the status."""
+    unload_ipython_extension(shell)
+    capture = CellCapture(shell, channel if channel is not None else CommChannel(), settings, replay)
+    setattr(shell, _SHELL_ATTRIBUTE, capture)
+    return capture.start()
+
+
+def load_ipython_extension(ipython):
+    install(ipython)
+
+
+def unload_ipython_extension(ipython):
+    capture = getattr(ipython, _SHELL_ATTRIBUTE, None)
+    if capture is not None:
+        capture.stop()
+        capture.channel.close()
+        delattr(ipython, _SHELL_ATTRIBUTE)

@@ -13,3 +13,4 @@ export * from './read';
 export * from './session';
 export * from './snapshot';
 export * from './units';
+export * from './wire';

@@ -1,0 +1,49 @@
+"""Runs in the kernel when the frontend injects the helper (src/capture/inject.ts).
+
+The frontend executes, silently and without history,
+``exec(compile(BOOTSTRAP, ...), {"__name__": "_cuda_memdiff_boot", "_payload": JSON})``
+so nothing lands in the user's namespace. This code serves the helper's
+modules from the payload under the private package name
+``_cuda_memdiff_kernel`` and installs the capture. It replaces an earlier
+injected copy, so injecting twice is harmless.
+"""
+import importlib
+import importlib.abc
+import importlib.util
+import json
+import sys
+
+PACKAGE = "_cuda_memdiff_kernel"
+
+
+class _SourceFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Imports the helper's modules from source strings."""
+
+    cuda_memdiff = True
+
+    def __init__(self, sources):
+        self.sources = sources
+
+    def find_spec(self, name, path=None, target=None):
+        if name not in self.sources:
+            return None
+        return importlib.util.spec_from_loader(name, self, is_package=name == PACKAGE)
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        exec(compile(self.sources[module.__name__], f"<{module.__name__}>", "exec"), module.__dict__)
+
+
+def _install(payload):
+    for name in [n for n in sys.modules if n == PACKAGE or n.startswith(PACKAGE + ".")]:
+        del sys.modules[name]
+    sys.meta_path[:] = [f for f in sys.meta_path if not getattr(f, "cuda_memdiff", False)]
+    sys.meta_path.insert(0, _SourceFinder(payload["modules"]))
+    package = importlib.import_module(PACKAGE)
+    shell = get_ipython()  # noqa: F821 - a builtin inside IPython
+    package.install(shell, settings=payload.get("settings"))
+
+
+_install(json.loads(_payload))  # noqa: F821 - given by the frontend

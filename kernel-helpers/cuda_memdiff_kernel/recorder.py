@@ -1,0 +1,134 @@
+"""Records a notebook's session folder (docs/session-format.md) on a CUDA machine.
+
+    python -m cuda_memdiff_kernel.recorder NOTEBOOK.ipynb OUT_DIR
+
+Runs the notebook's code cells one by one in a real IPython shell, named as
+ipykernel names them when ipykernel is importable, with allocation history
+on, and after each cell writes the raw ``torch.cuda.memory._snapshot()`` as a
+gzip pickle (what ``_dump_snapshot`` writes), the allocator statistics before
+and after, and the snapshot taken at any out-of-memory error. The notebook's
+``metadata.cuda_memdiff.expected`` (what an honest analysis must conclude) is
+copied into the manifest.
+"""
+import gzip
+import json
+import os
+import pickle
+import platform
+import sys
+import time
+
+from . import torch_probe
+
+STAT_NAMES = {"allocated": "allocated", "reserved": "reserved", "peak_allocated": "max_allocated",
+              "peak_reserved": "max_reserved", "device_free": "device_free", "device_total": "device_total"}
+
+
+def _stats():
+    per_device = [{"device": d["device"], **{new: d[old] for old, new in STAT_NAMES.items()}}
+                  for d in torch_probe.device_stats()]
+    total = {key: sum(d[key] for d in per_device) for key in STAT_NAMES.values()}
+    total["per_device"] = per_device
+    return total
+
+
+def _dump(snapshot, path):
+    with gzip.open(path, "wb") as f:
+        pickle.dump(snapshot, f, protocol=4)
+
+
+def _shell():
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    try:  # name cells /tmp/ipykernel_<pid>/<murmur2>.py, as in Jupyter
+        from ipykernel.compiler import XCachingCompiler
+
+        shell.compile = XCachingCompiler()
+    except ImportError:
+        pass
+    return shell
+
+
+def record(notebook_path, out_dir, settings=None):
+    """Run the notebook's code cells and write the session folder; returns the manifest."""
+    import torch  # noqa: PLC0415 - the recorder needs torch with CUDA
+
+    settings = dict({"history": "all", "stacks": "python", "max_entries": 100000}, **(settings or {}))
+    with open(notebook_path, encoding="utf-8") as f:
+        notebook = json.load(f)
+    os.makedirs(out_dir, exist_ok=True)
+    torch_probe.start_history(settings["history"], settings["stacks"], settings["max_entries"])
+    torch_probe.warm_up()
+    oom_events = []
+
+    def on_oom(device, alloc, device_alloc, device_free):
+        name = f"oom{len(oom_events):02d}.pickle.gz"
+        _dump(torch_probe.raw_snapshot(include_traces=True), os.path.join(out_dir, name))
+        oom_events.append({"file": name, "device": device, "alloc": alloc, "device_alloc": device_alloc,
+                           "device_free": device_free})
+
+    torch_probe.attach_oom_observer(on_oom)
+    shell = _shell()
+    cells, code_names = [], {}
+    sources = ["".join(c["source"]) if isinstance(c["source"], list) else c["source"]
+               for c in notebook["cells"] if c["cell_type"] == "code"]
+    for index, source in enumerate(sources):
+        before = _stats()
+        torch_probe.reset_peaks()
+        first_oom = len(oom_events)
+        started = time.perf_counter()
+        result = shell.run_cell(source, store_history=True, cell_id=f"cell-{index}")
+        cell_seconds = time.perf_counter() - started
+        error = result.error_in_exec or result.error_before_exec
+        started = time.perf_counter()
+        snapshot = torch_probe.raw_snapshot(include_traces=True)
+        snapshot_seconds = time.perf_counter() - started
+        name = f"cell{index:02d}.pickle.gz"
+        _dump(snapshot, os.path.join(out_dir, name))
+        count = result.execution_count
+        code_names[str(count)] = shell.compile.get_code_name(source, source, count) \
+            if hasattr(shell.compile, "get_code_name") else None
+        cells.append({
+            "index": index, "execution_count": count, "source": source,
+            "error": None if error is None else f"{type(error).__name__}: {error}",
+            "cell_seconds": cell_seconds, "snapshot_seconds": snapshot_seconds, "snapshot_file": name,
+            "segments": len(snapshot["segments"]),
+            "blocks": sum(len(s["blocks"]) for s in snapshot["segments"]),
+            "trace_entries": sum(len(t) for t in snapshot.get("device_traces", [])),
+            "oom_snapshots": [e["file"] for e in oom_events[first_oom:]],
+            "before": before, "after": _stats(),
+        })
+    props = torch.cuda.get_device_properties(0)
+    manifest = {
+        "scenario": os.path.splitext(os.path.basename(notebook_path))[0],
+        "variant": "python",
+        "record_memory_history": {"enabled": settings["history"], "context": "all", "stacks": settings["stacks"],
+                                  "max_entries": settings["max_entries"]},
+        "torch": torch.__version__, "cuda": torch.version.cuda, "device": props.name,
+        "device_count": torch.cuda.device_count(), "python": platform.python_version(),
+        "ipython": __import__("IPython").__version__, "pid": os.getpid(), "cell_index_base": 0,
+        "code_names_by_execution_count": code_names, "cells": cells, "oom": oom_events,
+        "expected": notebook.get("metadata", {}).get("cuda_memdiff", {}).get("expected", {}),
+    }
+    with open(os.path.join(out_dir, "manifest.json"), "w", encoding="utf-8") as f:
+        json.dump(manifest, f, indent=1)
+    return manifest
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 2:
+        print("usage: python -m cuda_memdiff_kernel.recorder NOTEBOOK.ipynb OUT_DIR", file=sys.stderr)
+        return 2
+    status, message, _ = torch_probe.probe()
+    if status != "ready":
+        print(f"recorder: cannot record here: {message}", file=sys.stderr)
+        return 1
+    manifest = record(argv[0], argv[1])
+    print(f"recorded {len(manifest['cells'])} cells into {argv[1]}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

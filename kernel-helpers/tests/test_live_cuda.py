@@ -1,0 +1,53 @@
+"""The live CUDA path, run on a GPU machine (skipped without CUDA).
+
+The helper in a real IPython shell runs cells on the device; for every cell
+the pushed message's allocated bytes equal torch.cuda.memory_allocated(), and
+an out-of-memory cell yields an OOM-time snapshot. Set CUDA_MEMDIFF_LIVE_OUT to
+keep the messages (JSON lines) for the engine's decoding test.
+"""
+import json
+import os
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+
+from cuda_memdiff_kernel import install, protocol  # noqa: E402
+
+CELLS = [
+    "import torch\nx = torch.empty(256 * 2**20, dtype=torch.uint8, device='cuda')",
+    "keep = [torch.randn(1024, 1024, device='cuda') for _ in range(16)]",
+    "del keep[:8]",
+    "huge = torch.empty(4 * 2**40, dtype=torch.uint8, device='cuda')",  # 4 TiB: out of memory
+    "y = x[: 2**20].clone()\ndel x",
+    "print('nothing on the GPU')",
+]
+
+
+def test_live_cells_match_memory_allocated(shell, channel):
+    assert install(shell, channel=channel) == protocol.READY
+    measured = []
+    for k, source in enumerate(CELLS):
+        result = shell.run_cell(source, store_history=True, cell_id=f"live-{k}")
+        assert result.success == (k != 3)
+        measured.append(sum(torch.cuda.memory_allocated(d) for d in range(torch.cuda.device_count())))
+    snaps = [m for m in channel.messages if m["type"] == "snapshot"]
+    cells = [m for m in snaps if m["reason"] == "cell"]
+    assert [m["cell_id"] for m in cells] == [f"live-{k}" for k in range(len(CELLS))]
+    for msg, allocated in zip(cells, measured):
+        blocks = msg["blocks"]
+        in_blocks = sum(s for s, st in zip(blocks["size"], blocks["state"]) if st == 0)
+        assert in_blocks == allocated
+        assert sum(d["allocated"] for d in msg["devices"]) == allocated
+        print(f"{msg['cell_id']}: allocated {allocated} bytes, {len(blocks['size'])} active blocks, "
+              f"capture {msg['capture_ms']} ms")
+    ooms = [m for m in snaps if m["reason"] == "oom"]
+    assert len(ooms) == 1 and ooms[0]["cell_id"] == "live-3"
+    assert "OutOfMemoryError" in cells[3]["error"]
+    out = os.environ.get("CUDA_MEMDIFF_LIVE_OUT")
+    if out:
+        with open(out, "w", encoding="utf-8") as f:
+            for m in channel.messages:
+                f.write(json.dumps(dict(m, measured_allocated=measured[int(m["cell_id"].split("-")[1])])
+                                   if m["type"] == "snapshot" else m) + "\n")

@@ -1,0 +1,104 @@
+/**
+ * Badges on a notebook's code cells: one node per cell, kept right as cells
+ * move, re-render in the windowed notebook, or run again. Nothing is written
+ * into the notebook file.
+ */
+import { Cell } from '@jupyterlab/cells';
+import { NotebookPanel } from '@jupyterlab/notebook';
+import { IDisposable } from '@lumino/disposable';
+import { Signal } from '@lumino/signaling';
+import { SnapshotStore } from '../capture/store';
+import { badgeView, DEFAULT_THRESHOLDS, IBadgeThresholds } from './view';
+
+const BADGE_CLASS = 'jp-CudaMemdiffBadge';
+
+/** Keeps a badge on every executed code cell of one notebook. */
+export class CellBadges implements IDisposable {
+  constructor(options: CellBadges.IOptions) {
+    this._panel = options.panel;
+    this._store = options.store;
+    this.thresholds = options.thresholds ?? DEFAULT_THRESHOLDS;
+    this._store.changed.connect(this.update, this);
+    this._panel.content.model?.cells.changed.connect(this.update, this);
+    this._panel.content.modelContentChanged.connect(this.update, this);
+    this.update();
+  }
+
+  /** Thresholds that colour the badges. */
+  thresholds: IBadgeThresholds;
+
+  get isDisposed(): boolean {
+    return this._isDisposed;
+  }
+
+  /** Bring every cell's badge up to date. */
+  update(): void {
+    if (this._isDisposed) {
+      return;
+    }
+    for (const cell of this._panel.content.widgets) {
+      this._watch(cell);
+      this._render(cell);
+    }
+  }
+
+  dispose(): void {
+    if (this._isDisposed) {
+      return;
+    }
+    this._isDisposed = true;
+    for (const cell of this._panel.content.widgets) {
+      cell.node.querySelector(`:scope > .${BADGE_CLASS}`)?.remove();
+    }
+    Signal.clearData(this);
+  }
+
+  private _watch(cell: Cell): void {
+    if (!this._watched.has(cell)) {
+      this._watched.add(cell);
+      // The windowed notebook re-renders cells that scroll back into view.
+      cell.inViewportChanged.connect(() => this._render(cell), this);
+    }
+  }
+
+  private _render(cell: Cell): void {
+    const record = cell.model.type === 'code' ? this._store.latestForCell(cell.model.id) : undefined;
+    let node = cell.node.querySelector<HTMLElement>(`:scope > .${BADGE_CLASS}`);
+    if (!record) {
+      node?.remove();
+      return;
+    }
+    if (!node) {
+      node = document.createElement('div');
+      node.className = BADGE_CLASS;
+      node.setAttribute('role', 'status');
+      cell.node.appendChild(node);
+    }
+    const view = badgeView(record, {
+      oom: this._store.hadOom(record),
+      currentKernelSession: this._store.kernelSession,
+      thresholds: this.thresholds
+    });
+    node.textContent = view.text;
+    node.title = view.description;
+    node.setAttribute('aria-label', view.description);
+    node.dataset.cudaMemdiffNetBytes = String(view.netBytes);
+    node.dataset.cudaMemdiffPeakBytes = String(view.peakBytes);
+    node.dataset.level = view.level;
+    node.classList.toggle(`${BADGE_CLASS}-stale`, view.stale);
+  }
+
+  private readonly _panel: NotebookPanel;
+  private readonly _store: SnapshotStore;
+  private readonly _watched = new WeakSet<Cell>();
+  private _isDisposed = false;
+}
+
+/** A namespace for CellBadges statics. */
+export namespace CellBadges {
+  export interface IOptions {
+    panel: NotebookPanel;
+    store: SnapshotStore;
+    thresholds?: IBadgeThresholds;
+  }
+}

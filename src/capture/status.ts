@@ -1,0 +1,49 @@
+/**
+ * One line in the notebook toolbar that says what the kernel helper found
+ * (no torch, no CUDA, an error, a replayed session), so cells need not.
+ */
+import { TranslationBundle } from '@jupyterlab/translation';
+import { Widget } from '@lumino/widgets';
+import { SnapshotStore } from './store';
+
+/** The toolbar item; hidden for non-Python kernels. */
+export class CaptureStatus extends Widget {
+  constructor(store: SnapshotStore, trans: TranslationBundle) {
+    super();
+    this._store = store;
+    this._trans = trans;
+    this.addClass('jp-CudaMemdiffStatus');
+    this.node.setAttribute('role', 'status');
+    store.changed.connect(this._update, this);
+    this._update();
+  }
+
+  private _update(): void {
+    const { status, message, replay } = this._store.helper;
+    const trans = this._trans;
+    const texts: { [key: string]: string } = {
+      starting: trans.__('GPU memory: connecting…'),
+      ready: replay
+        ? trans.__('GPU memory: replaying a recorded session (%1)', replay)
+        : trans.__('GPU memory: capturing'),
+      'no-torch': trans.__('GPU memory: no torch in this kernel'),
+      'no-cuda': trans.__('GPU memory: torch without CUDA'),
+      'torch-too-old': trans.__('GPU memory: torch too old for allocation history'),
+      'capture-off': trans.__('GPU memory: capture off'),
+      error: trans.__('GPU memory: helper error'),
+      'not-python': ''
+    };
+    let text = texts[status] ?? status;
+    const dropped = this._store.droppedCount;
+    if (dropped && text) {
+      text += ' ' + trans._n('(%1 oldest snapshot dropped)', '(%1 oldest snapshots dropped)', dropped);
+    }
+    this.node.textContent = text;
+    this.node.title = message || text;
+    this.node.dataset.cudaMemdiffStatus = status;
+    this.setHidden(!text);
+  }
+
+  private readonly _store: SnapshotStore;
+  private readonly _trans: TranslationBundle;
+}

@@ -1,0 +1,78 @@
+// The helper's real messages (a real IPython shell replaying every H200
+// recording) decoded by the engine give the allocator's own numbers.
+import { execFileSync } from 'child_process';
+import * as fs from 'fs';
+import * as path from 'path';
+import { FrameTable, IWireSnapshot, SnapshotError, WireDecoder } from '..';
+import { manifestOf, recordedSnapshot, recordingNames, RECORDINGS } from './data';
+
+const ROOT = path.resolve(__dirname, '../../..');
+const VENV_PYTHON = path.join(ROOT, '.venv', 'bin', 'python');
+const PYTHON = process.env.PYTHON ?? (fs.existsSync(VENV_PYTHON) ? VENV_PYTHON : 'python3');
+
+function helperMessages(name: string): any[] {
+  const out = execFileSync(PYTHON, [path.join(ROOT, 'kernel-helpers', 'tests', 'dump_replay.py'), path.join(RECORDINGS, name)], {
+    encoding: 'utf-8',
+    env: { ...process.env, PYTHONPATH: path.join(ROOT, 'kernel-helpers') },
+    maxBuffer: 1 << 30
+  });
+  return out.trim().split('\n').map(line => JSON.parse(line));
+}
+
+describe.each(recordingNames())('wire messages of %s', name => {
+  const messages = helperMessages(name);
+  const manifest = manifestOf(name);
+
+  it('decode to the allocated and reserved bytes of every cell', () => {
+    const decoder = new WireDecoder(new FrameTable());
+    const cells = messages.filter(m => m.type === 'snapshot' && m.reason === 'cell') as IWireSnapshot[];
+    expect(cells).toHaveLength(manifest.cells.length);
+    for (const m of messages.filter(m => m.type === 'snapshot')) {
+      const snapshot = decoder.decode(m);
+      if (m.reason !== 'cell') {
+        continue;
+      }
+      const cell = manifest.cells[cells.indexOf(m)];
+      expect(snapshot.totals.reduce((n, t) => n + t.allocatedBytes, 0)).toBe(cell.after!.allocated);
+      expect(snapshot.totals.reduce((n, t) => n + t.reservedBytes, 0)).toBe(cell.after!.reserved);
+      expect(m.cell_id).toBe(`cell-${cells.indexOf(m)}`);
+    }
+  });
+
+  it('keep the blocks and stacks of the raw snapshot', () => {
+    const frames = new FrameTable();
+    const decoder = new WireDecoder(frames);
+    const snapshots = messages.filter(m => m.type === 'snapshot').map(m => decoder.decode(m));
+    const last = snapshots[snapshots.length - 1];
+    const raw = recordedSnapshot(name, manifest.cells[manifest.cells.length - 1].snapshot_file, frames);
+    const live = (s: typeof raw) => s.blocks.filter(b => b.state !== 'inactive').map(b => [b.device, b.address, b.size, b.stack]);
+    expect(live(last)).toEqual(live(raw));
+  });
+});
+
+describe('WireDecoder', () => {
+  it('refuses a message whose frames were never received', () => {
+    const [, first, second] = helperMessages('eval_without_no_grad--python');
+    const decoder = new WireDecoder(new FrameTable());
+    expect(first.type).toBe('snapshot');
+    expect(() => decoder.decode(second)).toThrow(SnapshotError);
+  });
+});
+
+describe('live messages recorded on an H200', () => {
+  const file = path.join(ROOT, 'test-data', 'live', 'h200_live_cells.jsonl');
+  const messages = fs.readFileSync(file, 'utf-8').trim().split('\n').map(line => JSON.parse(line));
+
+  it('decode to what torch.cuda.memory_allocated() measured after each cell', () => {
+    const decoder = new WireDecoder(new FrameTable());
+    const cells = messages.filter(m => m.type === 'snapshot');
+    expect(cells.length).toBeGreaterThanOrEqual(6);
+    for (const m of cells) {
+      const snapshot = decoder.decode(m);
+      if (m.reason === 'cell') {
+        expect(snapshot.totals.reduce((n, t) => n + t.allocatedBytes, 0)).toBe(m.measured_allocated);
+      }
+    }
+    expect(cells.filter(m => m.reason === 'oom').map(m => m.cell_id)).toEqual(['live-3']);
+  });
+});

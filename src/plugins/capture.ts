@@ -1,0 +1,63 @@
+/**
+ * The capture plugin: for every notebook, inject the kernel helper, keep the
+ * snapshots it pushes, and badge the cells.
+ */
+import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
+import { INotebookTracker } from '@jupyterlab/notebook';
+import { ISettingRegistry } from '@jupyterlab/settingregistry';
+import { ITranslator, nullTranslator } from '@jupyterlab/translation';
+import { NotebookCapture } from '../capture/notebook';
+import { DEFAULT_CAPTURE_SETTINGS, ICaptureSettings, readCaptureSettings } from '../capture/settings';
+import { PACKAGE_NAME, SETTINGS_ID } from '../tokens';
+
+export const capturePlugin: JupyterFrontEndPlugin<void> = {
+  id: `${PACKAGE_NAME}:capture`,
+  description: 'Takes a CUDA allocator snapshot after every notebook cell and badges the cell.',
+  autoStart: true,
+  requires: [INotebookTracker],
+  optional: [ISettingRegistry, ITranslator],
+  activate: (
+    app: JupyterFrontEnd,
+    tracker: INotebookTracker,
+    registry: ISettingRegistry | null,
+    translator: ITranslator | null
+  ) => {
+    const trans = (translator ?? nullTranslator).load('jupyterlab_cuda_memdiff');
+    let settings: ICaptureSettings = DEFAULT_CAPTURE_SETTINGS;
+    const captures = new Set<NotebookCapture>();
+
+    const apply = (next: ICaptureSettings) => {
+      const helperChanged = JSON.stringify(next.helper) !== JSON.stringify(settings.helper);
+      settings = next;
+      for (const capture of captures) {
+        capture.badges.thresholds = next.thresholds;
+        capture.store.maxRecords = next.snapshotsKept;
+        capture.badges.update();
+        if (helperChanged) {
+          void capture.session.reinstall();
+        }
+      }
+    };
+    if (registry) {
+      void registry.load(SETTINGS_ID).then(loaded => {
+        apply(readCaptureSettings(loaded));
+        loaded.changed.connect(() => apply(readCaptureSettings(loaded)));
+      });
+    }
+
+    tracker.widgetAdded.connect((_, panel) => {
+      const capture = new NotebookCapture({
+        panel,
+        settings: () => settings.helper,
+        thresholds: settings.thresholds,
+        maxRecords: settings.snapshotsKept,
+        trans
+      });
+      captures.add(capture);
+      panel.disposed.connect(() => {
+        captures.delete(capture);
+        capture.dispose();
+      });
+    });
+  }
+};
