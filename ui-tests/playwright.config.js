@@ -4,7 +4,11 @@
  */
 const baseConfig = require('@jupyterlab/galata/lib/playwright-config');
 
+const path = require('path');
+
 const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
+// Extra kernel specs for the tests (a kernel replaying a recorded H200 session).
+const JUPYTER_PATH = [path.resolve(__dirname, 'jupyter-path'), process.env.JUPYTER_PATH].filter(Boolean).join(path.delimiter);
 
 module.exports = {
   ...baseConfig,
@@ -31,6 +35,7 @@ module.exports = {
     command: 'jupyter lab --config jupyter_server_test_config.py',
     url: 'http://localhost:8888/lab',
     timeout: 120 * 1000,
-    reuseExistingServer: !process.env.CI
+    reuseExistingServer: !process.env.CI,
+    env: { ...process.env, JUPYTER_PATH }
   }
 };
