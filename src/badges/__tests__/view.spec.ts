@@ -1,0 +1,60 @@
+import { CellRecord } from '../../capture/store';
+import { FrameTable } from '../../engine';
+import { badgeView, DEFAULT_THRESHOLDS } from '../view';
+
+const GiB = 2 ** 30;
+
+function record(net: number, extra: Partial<CellRecord> = {}): CellRecord {
+  return {
+    cellId: 'c',
+    executionCount: 3,
+    reason: 'cell',
+    kernelSession: 0,
+    snapshot: { segments: [], blocks: [], traces: [], totals: [], frames: new FrameTable() },
+    devices: [
+      { device: 0, allocated: 3 * GiB, reserved: 4 * GiB, peak_allocated: 5 * GiB, peak_reserved: 6 * GiB, device_free: 100 * GiB, device_total: 140 * GiB }
+    ],
+    allocatedBytes: 3 * GiB,
+    netBytes: net,
+    reservedNetBytes: 2 * GiB,
+    peakBytes: 5 * GiB,
+    error: null,
+    replay: null,
+    ...extra
+  };
+}
+
+describe('badgeView', () => {
+  it('shows the allocated change and the peak', () => {
+    const v = badgeView(record(1.2 * GiB), { oom: false, currentKernelSession: 0 });
+    expect(v.text).toBe('+1.20 GiB · peak 5.00 GiB');
+    expect(v.netBytes).toBe(1.2 * GiB);
+    expect(v.level).toBe('warn');
+    expect(v.stale).toBe(false);
+  });
+
+  it('colours by the thresholds', () => {
+    const level = (net: number) => badgeView(record(net), { oom: false, currentKernelSession: 0 }).level;
+    expect(level(0)).toBe('flat');
+    expect(level(-5)).toBe('freed');
+    expect(level(DEFAULT_THRESHOLDS.warnBytes - 1)).toBe('grew');
+    expect(level(DEFAULT_THRESHOLDS.dangerBytes)).toBe('danger');
+    expect(badgeView(record(10), { oom: false, currentKernelSession: 0, thresholds: { warnBytes: 5, dangerBytes: 50 } }).level).toBe('warn');
+  });
+
+  it('describes reserved change, device free/total and memory outside the allocator', () => {
+    const v = badgeView(record(GiB), { oom: false, currentKernelSession: 0 });
+    expect(v.description).toContain('+2.00 GiB reserved');
+    expect(v.description).toContain('100 GiB free of 140 GiB');
+    // used on the device (140 - 100) minus reserved (4) = 36 GiB outside PyTorch's allocator
+    expect(v.description).toContain("36.0 GiB used outside PyTorch's allocator");
+  });
+
+  it('says OOM, replay and a previous kernel session', () => {
+    const v = badgeView(record(0, { replay: 'demo', kernelSession: 0 }), { oom: true, currentKernelSession: 1 });
+    expect(v.text.startsWith('OOM ')).toBe(true);
+    expect(v.level).toBe('oom');
+    expect(v.stale).toBe(true);
+    expect(v.description).toMatch(/ran out of GPU memory[\s\S]*recorded session demo[\s\S]*previous kernel session/);
+  });
+});
