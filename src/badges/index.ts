@@ -72,7 +72,12 @@ export class CellBadges implements IDisposable {
       node = document.createElement('div');
       node.className = BADGE_CLASS;
       node.setAttribute('role', 'status');
-      cell.node.appendChild(node);
+    }
+    // A line of its own between input and outputs, so it never covers code;
+    // placed again on each render because the windowed notebook rebuilds cells.
+    const outputs = cell.node.querySelector(':scope > .jp-Cell-outputWrapper');
+    if (node.parentNode !== cell.node || node.nextSibling !== outputs) {
+      cell.node.insertBefore(node, outputs);
     }
     const view = badgeView(record, {
       oom: this._store.hadOom(record),
