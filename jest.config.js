@@ -28,7 +28,8 @@ const esModules = [
 const { reporters, coverageReporters, coverageDirectory, testTimeout, ...base } = jestJupyterLab(__dirname);
 const shared = {
   modulePathIgnorePatterns: ['<rootDir>/jupyterlab_cuda_memdiff/labextension', '<rootDir>/ui-tests'],
-  transform: base.transform,
+  // d3 v7 ships .mjs files: babel must transform those too.
+  transform: { ...base.transform, '^.+\\.mjs$': 'babel-jest' },
   moduleFileExtensions: base.moduleFileExtensions
 };
 

@@ -16,12 +16,15 @@ fi
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -r requirements-dev.txt
 export PATH="$PWD/.venv/bin:$PATH"
+[ -d .venv/share/jupyter/kernels/bash ] || python -m bash_kernel.install --sys-prefix >/dev/null
 
 npm ci --no-audit --no-fund
 npm run build
 # Editable install plus a link into the venv's labextensions: `npm run build`
 # is then all a change to src/ needs before reloading JupyterLab.
 python -m pip install -q --no-build-isolation -e .
+# The kernel helper, importable in the venv's kernels (%load_ext cuda_memdiff_kernel) and by pytest.
+python -m pip install -q --no-build-isolation -e ./kernel-helpers
 jupyter labextension develop --overwrite . >/dev/null
 jupyter labextension list 2>&1 | grep -q 'jupyterlab-cuda-memdiff .*enabled.*OK' || {
   echo "setup: the extension is not enabled and OK in JupyterLab" >&2

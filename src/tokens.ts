@@ -1,7 +1,11 @@
 /**
  * The extension's public contract: ids that tests, tools and other
- * extensions may rely on.
+ * extensions may rely on, and the interfaces plugins share.
  */
+import { NotebookPanel } from '@jupyterlab/notebook';
+import { Token } from '@lumino/coreutils';
+import { ISignal } from '@lumino/signaling';
+import type { SnapshotStore } from './capture/store';
 
 /** The npm package name, the prefix of every plugin id. */
 export const PACKAGE_NAME = 'jupyterlab-cuda-memdiff';
@@ -17,3 +21,29 @@ export namespace CommandIDs {
 
 /** DOM id of the side panel, a stable hook for tests. */
 export const PANEL_ID = 'cuda-memdiff-panel';
+
+/** What the extension keeps for one notebook. */
+export interface INotebookCapture {
+  /** The notebook's snapshots. */
+  readonly store: SnapshotStore;
+}
+
+/** Finds the capture of a notebook panel; provided by the capture plugin. */
+export interface ICaptureRegistry {
+  /** The capture of a notebook panel, if it has one. */
+  captureFor(panel: NotebookPanel): INotebookCapture | undefined;
+  /** Emitted when a notebook's capture is created or disposed. */
+  readonly changed: ISignal<ICaptureRegistry, NotebookPanel>;
+}
+
+/** The capture registry token. */
+export const ICaptureRegistry = new Token<ICaptureRegistry>(
+  'jupyterlab-cuda-memdiff:ICaptureRegistry',
+  'Per-notebook GPU memory snapshots taken by the kernel helper.'
+);
+
+/** More command ids. */
+export namespace CommandIDs {
+  /** Open a notebook cell and put the cursor on a line (args: cellId, line). */
+  export const revealCell = 'cuda-memdiff:reveal-cell';
+}

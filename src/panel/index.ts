@@ -1,5 +1,6 @@
 /**
- * The snapshot diff side panel: a JupyterLab SidePanel whose body is React.
+ * The snapshot diff side panel: a JupyterLab SidePanel whose body is React,
+ * following the notebook its model is given.
  */
 import { ReactWidget } from '@jupyterlab/apputils';
 import { ITranslator, nullTranslator } from '@jupyterlab/translation';
@@ -8,21 +9,36 @@ import * as React from 'react';
 import { PANEL_ID } from '../tokens';
 import { PanelBody } from './body';
 import { memoryIcon } from './icon';
+import { DiffPanelModel } from './model';
+import { ICellLocation } from './stack';
 
-/** The side panel that will hold the session chart and the diff. */
+/** The side panel with the session chart and the diff. */
 export class MemdiffPanel extends SidePanel {
   constructor(options: MemdiffPanel.IOptions = {}) {
     const translator = options.translator ?? nullTranslator;
     super({ translator });
     const trans = translator.load('jupyterlab_cuda_memdiff');
+    this.model = options.model ?? new DiffPanelModel();
     this.id = PANEL_ID;
     this.addClass('jp-CudaMemdiffPanel');
     this.title.icon = memoryIcon;
     this.title.caption = trans.__('CUDA memory diff');
     this.node.setAttribute('aria-label', trans.__('CUDA memory diff'));
-    const body = ReactWidget.create(React.createElement(PanelBody, { trans }));
+    const onReveal = options.onReveal ?? (() => undefined);
+    const body = ReactWidget.create(React.createElement(PanelBody, { model: this.model, trans, onReveal }));
     body.addClass('jp-CudaMemdiffPanel-body');
     this.addWidget(body);
+  }
+
+  /** What the panel shows. */
+  readonly model: DiffPanelModel;
+
+  dispose(): void {
+    if (this.isDisposed) {
+      return;
+    }
+    this.model.dispose();
+    super.dispose();
   }
 }
 
@@ -31,5 +47,8 @@ export namespace MemdiffPanel {
   /** Options to create the panel. */
   export interface IOptions {
     translator?: ITranslator;
+    model?: DiffPanelModel;
+    /** Open a notebook cell at a line (a stack frame was clicked). */
+    onReveal?: (location: ICellLocation) => void;
   }
 }

@@ -8,28 +8,30 @@ import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { ITranslator, nullTranslator } from '@jupyterlab/translation';
 import { NotebookCapture } from '../capture/notebook';
 import { DEFAULT_CAPTURE_SETTINGS, ICaptureSettings, readCaptureSettings } from '../capture/settings';
-import { PACKAGE_NAME, SETTINGS_ID } from '../tokens';
+import { CaptureRegistry } from '../capture/registry';
+import { ICaptureRegistry, PACKAGE_NAME, SETTINGS_ID } from '../tokens';
 
-export const capturePlugin: JupyterFrontEndPlugin<void> = {
+export const capturePlugin: JupyterFrontEndPlugin<ICaptureRegistry> = {
   id: `${PACKAGE_NAME}:capture`,
   description: 'Takes a CUDA allocator snapshot after every notebook cell and badges the cell.',
   autoStart: true,
   requires: [INotebookTracker],
   optional: [ISettingRegistry, ITranslator],
+  provides: ICaptureRegistry,
   activate: (
     app: JupyterFrontEnd,
     tracker: INotebookTracker,
     registry: ISettingRegistry | null,
     translator: ITranslator | null
-  ) => {
+  ): ICaptureRegistry => {
     const trans = (translator ?? nullTranslator).load('jupyterlab_cuda_memdiff');
     let settings: ICaptureSettings = DEFAULT_CAPTURE_SETTINGS;
-    const captures = new Set<NotebookCapture>();
+    const captures = new CaptureRegistry<NotebookCapture>();
 
     const apply = (next: ICaptureSettings) => {
       const helperChanged = JSON.stringify(next.helper) !== JSON.stringify(settings.helper);
       settings = next;
-      for (const capture of captures) {
+      for (const capture of captures.all()) {
         capture.badges.thresholds = next.thresholds;
         capture.store.maxRecords = next.snapshotsKept;
         capture.badges.update();
@@ -53,11 +55,8 @@ export const capturePlugin: JupyterFrontEndPlugin<void> = {
         maxRecords: settings.snapshotsKept,
         trans
       });
-      captures.add(capture);
-      panel.disposed.connect(() => {
-        captures.delete(capture);
-        capture.dispose();
-      });
+      captures.add(panel, capture);
     });
+    return captures;
   }
 };

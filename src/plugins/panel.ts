@@ -1,36 +1,74 @@
 /**
- * The panel plugin: adds the side panel, restores it across reloads and
- * registers the command that opens it.
+ * The panel plugin: adds the side panel (restored across reloads), makes it
+ * follow the active notebook, and registers the commands that open it and
+ * that reveal a cell line from a stack frame.
  */
 import {
   ILayoutRestorer,
   JupyterFrontEnd,
   JupyterFrontEndPlugin
 } from '@jupyterlab/application';
-import { ICommandPalette } from '@jupyterlab/apputils';
+import { CommandToolbarButton, ICommandPalette } from '@jupyterlab/apputils';
+import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { ITranslator, nullTranslator } from '@jupyterlab/translation';
 import { MemdiffPanel } from '../panel';
 import { memoryIcon } from '../panel/icon';
-import { CommandIDs, PACKAGE_NAME } from '../tokens';
+import { IFollowedNotebook } from '../panel/model';
+import { CommandIDs, ICaptureRegistry, PACKAGE_NAME } from '../tokens';
 
 /** Rank among right-side panels: after the debugger and property inspector. */
 const PANEL_RANK = 900;
 
 export const panelPlugin: JupyterFrontEndPlugin<void> = {
   id: `${PACKAGE_NAME}:plugin`,
-  description: 'The CUDA memory diff side panel and the command that opens it.',
+  description: 'The CUDA memory diff side panel and the commands that open it and reveal cells.',
   autoStart: true,
+  requires: [INotebookTracker, ICaptureRegistry],
   optional: [ILayoutRestorer, ICommandPalette, ITranslator],
   activate: (
     app: JupyterFrontEnd,
+    tracker: INotebookTracker,
+    captures: ICaptureRegistry,
     restorer: ILayoutRestorer | null,
     palette: ICommandPalette | null,
     translator: ITranslator | null
   ) => {
     const trans = (translator ?? nullTranslator).load('jupyterlab_cuda_memdiff');
-    const panel = new MemdiffPanel({ translator: translator ?? nullTranslator });
+    const panel = new MemdiffPanel({
+      translator: translator ?? nullTranslator,
+      onReveal: ({ cell, line }) => void app.commands.execute(CommandIDs.revealCell, { cellId: cell.id, line })
+    });
     app.shell.add(panel, 'right', { rank: PANEL_RANK });
     restorer?.add(panel, panel.id);
+
+    // One followed-notebook object per panel, so re-following keeps the selection.
+    const followed = new WeakMap<NotebookPanel, IFollowedNotebook>();
+    const follow = () => {
+      const notebook = tracker.currentWidget;
+      const capture = notebook ? captures.captureFor(notebook) : undefined;
+      if (!notebook || !capture) {
+        panel.model.setNotebook(null);
+        return;
+      }
+      let entry = followed.get(notebook);
+      if (!entry) {
+        entry = {
+          get title() {
+            return notebook.title.label;
+          },
+          store: capture.store,
+          cells: () =>
+            Array.from(notebook.content.model?.cells ?? [])
+              .filter(c => c.type === 'code')
+              .map(c => ({ id: c.id, source: c.sharedModel.getSource() }))
+        };
+        followed.set(notebook, entry);
+      }
+      panel.model.setNotebook(entry);
+    };
+    tracker.currentChanged.connect(follow);
+    captures.changed.connect(follow);
+    follow();
 
     app.commands.addCommand(CommandIDs.openPanel, {
       label: trans.__('Open CUDA Memory Diff Panel'),
@@ -41,5 +79,40 @@ export const panelPlugin: JupyterFrontEndPlugin<void> = {
       }
     });
     palette?.addItem({ command: CommandIDs.openPanel, category: trans.__('CUDA Memory') });
+
+    app.commands.addCommand(CommandIDs.revealCell, {
+      label: trans.__('Reveal Notebook Cell Line'),
+      describedBy: {
+        args: {
+          type: 'object',
+          properties: { cellId: { type: 'string' }, line: { type: 'number' } },
+          required: ['cellId']
+        }
+      },
+      execute: async args => {
+        const cellId = args.cellId as string;
+        const line = Math.max(1, Number(args.line ?? 1));
+        const notebook = tracker.find(nb => nb.content.widgets.some(c => c.model.id === cellId));
+        if (!notebook) {
+          return;
+        }
+        app.shell.activateById(notebook.id);
+        const index = notebook.content.widgets.findIndex(c => c.model.id === cellId);
+        notebook.content.activeCellIndex = index;
+        await notebook.content.scrollToItem(index, 'center');
+        const cell = notebook.content.widgets[index];
+        notebook.content.mode = 'edit';
+        cell.editor?.setCursorPosition({ line: line - 1, column: 0 });
+        cell.editor?.focus();
+      }
+    });
+
+    tracker.widgetAdded.connect((_, notebook) => {
+      notebook.toolbar.insertItem(
+        11,
+        'cuda-memdiff-open-panel',
+        new CommandToolbarButton({ commands: app.commands, id: CommandIDs.openPanel, icon: memoryIcon, label: '' })
+      );
+    });
   }
 };

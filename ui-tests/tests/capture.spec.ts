@@ -29,13 +29,37 @@ async function expectRecordedBadges(page: any) {
 
 test.describe('capture in a CPU kernel', () => {
   test('says once, in the toolbar, that torch has no CUDA', async ({ page }) => {
-    await page.notebook.createNew();
+    await page.notebook.createNew(undefined, { kernel: 'python3' });
     const status = page.locator('.jp-CudaMemdiffStatus');
     await expect(status).toHaveText('GPU memory: torch without CUDA', { timeout: 60000 });
     await expect(status).toHaveAttribute('data-cuda-memdiff-status', 'no-cuda');
     await page.notebook.setCell(0, 'code', 'import torch\nx = torch.ones(3)');
     await page.notebook.runCell(0);
     await expect(page.locator(BADGE)).toHaveCount(0);
+  });
+});
+
+test.describe('kernels', () => {
+  test('leaves a non-Python kernel alone', async ({ page }) => {
+    await page.notebook.createNew(undefined, { kernel: 'bash' });
+    const status = page.locator('.jp-CudaMemdiffStatus');
+    await expect(status).toHaveAttribute('data-cuda-memdiff-status', 'not-python', { timeout: 60000 });
+    await expect(status).toBeHidden();
+    await page.notebook.setCell(0, 'code', 'echo hello');
+    await page.notebook.runCell(0);
+    expect(await page.notebook.getCellTextOutput(0)).toEqual(['hello\n']);
+    await expect(page.locator(BADGE)).toHaveCount(0);
+  });
+
+  test('installs the helper again after a kernel change', async ({ page }) => {
+    await page.notebook.createNew(undefined, { kernel: 'cuda-memdiff-replay' });
+    const status = page.locator('.jp-CudaMemdiffStatus');
+    await expect(status).toContainText('replaying a recorded session', { timeout: 60000 });
+    await page.evaluate(async () => {
+      const panel = window.jupyterapp.shell.currentWidget as any;
+      await panel.sessionContext.changeKernel({ name: 'python3' });
+    });
+    await expect(status).toHaveText('GPU memory: torch without CUDA', { timeout: 60000 });
   });
 });
 

@@ -1,0 +1,102 @@
+import { fireEvent, render, screen, within } from '@testing-library/react';
+import { nullTranslator } from '@jupyterlab/translation';
+import * as fs from 'fs';
+import * as path from 'path';
+import * as React from 'react';
+import { CellCodeNames, diffSnapshots, FrameTable, groupBySite, murmur2, normalizeSnapshot, readSnapshot } from '../../engine';
+import { DiffView } from '../diffview';
+import { StackView } from '../stack';
+
+const trans = nullTranslator.load('jupyterlab_cuda_memdiff');
+const REC = path.resolve(__dirname, '../../../test-data/recordings/eval_without_no_grad--python');
+const manifest = JSON.parse(fs.readFileSync(path.join(REC, 'manifest.json'), 'utf-8'));
+
+function recordedDiff() {
+  const frames = new FrameTable();
+  const read = (k: number) => readSnapshot(new Uint8Array(fs.readFileSync(path.join(REC, manifest.cells[k].snapshot_file))), frames);
+  const diff = diffSnapshots(read(1), read(2));
+  const cells = new CellCodeNames(manifest.cells.map((c: any, i: number) => ({ id: `cell-${i}`, source: c.source, executionCount: c.execution_count })));
+  return { diff, cells };
+}
+
+describe('DiffView on a real H200 diff', () => {
+  it('lists sites with stable hooks, largest first, and expands into the stack and blocks', () => {
+    const { diff, cells } = recordedDiff();
+    const onReveal = jest.fn();
+    const { container } = render(
+      <DiffView
+        diff={diff}
+        groups={groupBySite(diff)}
+        showAllFrames={false}
+        onShowAllFrames={() => undefined}
+        cells={cells}
+        trans={trans}
+        onReveal={onReveal}
+        caption="After cell [3], against cell [2]"
+      />
+    );
+    expect(screen.getByRole('status').textContent).toBe('Born 321 MiB in 26 blocks, freed 0 B in 0 blocks, net +321 MiB');
+    const rows = container.querySelectorAll('[data-cuda-memdiff-site]');
+    expect(rows[0].getAttribute('data-cuda-memdiff-site')).toMatch(/ipykernel_447\/3447429980\.py:3$/);
+    expect(Number(rows[0].getAttribute('data-cuda-memdiff-net-bytes'))).toBe(504406016 - 167813120);
+    const head = within(rows[0] as HTMLElement).getAllByRole('button')[0];
+    expect(head.textContent).toContain('Cell [3], line 3');
+    expect(head.getAttribute('aria-expanded')).toBe('false');
+    fireEvent.click(head);
+    expect(head.getAttribute('aria-expanded')).toBe('true');
+    const link = within(rows[0] as HTMLElement).getByRole('button', { name: 'Cell [3], line 3' });
+    // cells 2 and 4 have the same source, so the frame names both: the ambiguity stays visible
+    const frame = link.closest('li')!;
+    expect(frame.textContent).toContain('Cell [3], line 3 or Cell [5], line 3');
+    expect(frame.textContent).toContain('preds.append(model(b))');
+    expect(frame.textContent).toContain('cells with identical source');
+    fireEvent.click(link);
+    expect(onReveal).toHaveBeenCalledWith({ cell: expect.objectContaining({ id: 'cell-2' }), line: 3 });
+    expect(within(rows[0] as HTMLElement).getByRole('table', { name: 'Blocks born' })).toBeTruthy();
+  });
+
+  it('reports the show-all-frames switch', () => {
+    const { diff, cells } = recordedDiff();
+    const onShow = jest.fn();
+    render(
+      <DiffView diff={diff} groups={groupBySite(diff)} showAllFrames={false} onShowAllFrames={onShow} cells={cells} trans={trans} onReveal={() => undefined} caption="" />
+    );
+    fireEvent.click(screen.getByLabelText('Show all frames'));
+    expect(onShow).toHaveBeenCalledWith(true);
+  });
+});
+
+describe('StackView', () => {
+  it('renders text from snapshots as text, never as markup', () => {
+    const frames = new FrameTable();
+    const evil = '<img src=x onerror=alert(1)>';
+    const snapshot = normalizeSnapshot(
+      { segments: [{ address: 0, total_size: 1024, blocks: [{ address: 0, size: 512, state: 'active_allocated', frames: [{ name: evil, filename: `/home/${evil}.py`, line: 1 }] }] }] },
+      frames
+    );
+    const source = `x = 1  # ${evil}`;
+    const cellStack = frames.internStack([frames.internFrame('<module>', `/tmp/ipykernel_1/${murmur2(source)}.py`, 1)]);
+    const cells = new CellCodeNames([{ id: 'a', source, executionCount: 4 }]);
+    const { container } = render(
+      <div>
+        <StackView frames={frames} stack={snapshot.blocks[0].stack} filter={{}} cells={cells} trans={trans} onReveal={() => undefined} />
+        <StackView frames={frames} stack={cellStack} filter={{}} cells={cells} trans={trans} onReveal={() => undefined} />
+      </div>
+    );
+    expect(container.querySelector('img')).toBeNull();
+    expect(container.textContent).toContain(evil);
+    expect(container.textContent).toContain(`/home/${evil}.py:1`);
+    expect(screen.getByRole('button', { name: 'Cell [4], line 1' }).parentElement!.textContent).toContain(`# ${evil}`);
+  });
+
+  it('collapses C++ frames and explains a missing stack', () => {
+    const frames = new FrameTable();
+    const stack = frames.internStack([frames.internFrame('at::empty', '??', 0), frames.internFrame('f', '/home/me/a.py', 3)]);
+    const { container, rerender } = render(
+      <StackView frames={frames} stack={stack} filter={{}} cells={new CellCodeNames([])} trans={trans} onReveal={() => undefined} />
+    );
+    expect(container.textContent).toContain('[1 C++ frame]');
+    rerender(<StackView frames={frames} stack={0} filter={{}} cells={new CellCodeNames([])} trans={trans} onReveal={() => undefined} />);
+    expect(container.textContent).toContain('No Python stack');
+  });
+});

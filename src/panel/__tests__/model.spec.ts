@@ -1,0 +1,66 @@
+import * as fs from 'fs';
+import * as path from 'path';
+import { SnapshotStore } from '../../capture/store';
+import { readSnapshot } from '../../engine';
+import { DiffPanelModel, IFollowedNotebook } from '../model';
+
+const REC = path.resolve(__dirname, '../../../test-data/recordings/eval_without_no_grad--python');
+const manifest = JSON.parse(fs.readFileSync(path.join(REC, 'manifest.json'), 'utf-8'));
+
+function notebookWith(count: number): IFollowedNotebook {
+  const store = new SnapshotStore();
+  for (let k = 0; k < count; k++) {
+    const after = manifest.cells[k].after;
+    store.add({
+      cellId: `cell-${k}`,
+      executionCount: k + 1,
+      reason: 'cell',
+      snapshot: readSnapshot(new Uint8Array(fs.readFileSync(path.join(REC, manifest.cells[k].snapshot_file))), store.frames),
+      devices: [{ device: 0, allocated: after.allocated, reserved: after.reserved, peak_allocated: after.max_allocated, peak_reserved: after.max_reserved, device_free: null, device_total: null }],
+      error: null,
+      replay: null
+    });
+  }
+  return { title: 'demo.ipynb', store, cells: () => manifest.cells.map((c: any, i: number) => ({ id: `cell-${i}`, source: c.source })) };
+}
+
+describe('DiffPanelModel', () => {
+  it('follows the latest cell until one is selected, and diffs it against the cell before', () => {
+    const model = new DiffPanelModel();
+    const notebook = notebookWith(3);
+    let changes = 0;
+    model.changed.connect(() => changes++);
+    model.setNotebook(notebook);
+    expect(model.selected!.cellId).toBe('cell-2');
+    expect(model.comparison!.before!.cellId).toBe('cell-1');
+    expect(model.diff!.netBytes).toBe(manifest.cells[2].after.allocated - manifest.cells[1].after.allocated);
+    model.select(model.records[0]);
+    expect(model.comparison!.before).toBeNull();
+    expect(model.diff!.netBytes).toBe(manifest.cells[0].after.allocated);
+    expect(changes).toBe(2);
+  });
+
+  it('maps frames to the notebook cells with their execution counts', () => {
+    const model = new DiffPanelModel();
+    model.setNotebook(notebookWith(3));
+    const site = model.groups[0];
+    const frame = model.diff!.frames.frame(site.frameId);
+    const match = model.cellNames().lookup(frame.filename)!;
+    expect(match.cells.map(c => [c.id, c.executionCount])).toEqual([
+      ['cell-2', 3],
+      ['cell-4', null]
+    ]);
+  });
+
+  it('regroups when all frames are shown, and empties without a notebook', () => {
+    const model = new DiffPanelModel();
+    model.setNotebook(notebookWith(3));
+    const filtered = model.groups;
+    model.showAllFrames = true;
+    expect(model.groups).not.toBe(filtered);
+    expect(model.diff!.frames.frame(model.groups[0].frameId).filename).toContain('site-packages/torch');
+    model.setNotebook(null);
+    expect(model.records).toEqual([]);
+    expect(model.diff).toBeNull();
+  });
+});

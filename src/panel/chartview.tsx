@@ -1,0 +1,84 @@
+/**
+ * The session chart: allocated and reserved memory after each cell as step
+ * lines, OOM markers, the selected cell highlighted. Hover names the cell,
+ * click or Enter selects it, arrow keys move the selection.
+ */
+import * as React from 'react';
+import { TranslationBundle } from '@jupyterlab/translation';
+import { formatBytes } from '../engine';
+import { chartLayout, IChartInput } from './chart';
+
+/** Drawing size; the SVG scales to the panel's width. */
+const WIDTH = 320;
+const HEIGHT = 120;
+
+/** Props of SessionChart. */
+export interface ISessionChartProps {
+  inputs: readonly IChartInput[];
+  selected: number;
+  onSelect: (index: number) => void;
+  trans: TranslationBundle;
+}
+
+/** The session's memory over its cells. */
+export function SessionChart(props: ISessionChartProps): JSX.Element {
+  const { inputs, selected, onSelect, trans } = props;
+  const layout = React.useMemo(() => chartLayout(inputs, { width: WIDTH, height: HEIGHT }), [inputs]);
+  const onKey = (event: React.KeyboardEvent, index: number) => {
+    if (event.key === 'Enter' || event.key === ' ') {
+      onSelect(index);
+      event.preventDefault();
+    } else if (event.key === 'ArrowLeft' && index > 0) {
+      onSelect(index - 1);
+      event.preventDefault();
+    } else if (event.key === 'ArrowRight' && index < inputs.length - 1) {
+      onSelect(index + 1);
+      event.preventDefault();
+    }
+  };
+  return (
+    <figure className="jp-CudaMemdiffChart">
+      <svg viewBox={`0 0 ${WIDTH} ${HEIGHT}`} role="group" aria-label={trans.__('GPU memory after each cell')}>
+        {layout.ticks.map(t => (
+          <g key={t.y} className="jp-CudaMemdiffChart-tick">
+            <line x1={layout.plotLeft} x2={WIDTH} y1={t.y} y2={t.y} />
+            <text x={layout.plotLeft - 4} y={t.y} dominantBaseline="middle" textAnchor="end">
+              {t.label}
+            </text>
+          </g>
+        ))}
+        {layout.points.map(p => (
+          <rect
+            key={`band-${p.index}`}
+            className={`jp-CudaMemdiffChart-band${p.index === selected ? ' jp-mod-selected' : ''}`}
+            x={p.x}
+            y={0}
+            width={Math.max(1, p.width)}
+            height={HEIGHT}
+            tabIndex={p.index === selected ? 0 : -1}
+            role="button"
+            aria-pressed={p.index === selected}
+            aria-label={`${p.label}: ${formatBytes(p.allocatedBytes)} ${trans.__('allocated')}, ${formatBytes(p.reservedBytes)} ${trans.__('reserved')}${p.oom ? `, ${trans.__('out of memory')}` : ''}`}
+            onClick={() => onSelect(p.index)}
+            onKeyDown={e => onKey(e, p.index)}
+          >
+            <title>{`${p.label}\n${formatBytes(p.allocatedBytes)} ${trans.__('allocated')}, ${formatBytes(p.reservedBytes)} ${trans.__('reserved')}`}</title>
+          </rect>
+        ))}
+        <path className="jp-CudaMemdiffChart-reserved" d={layout.reservedPath} />
+        <path className="jp-CudaMemdiffChart-allocated" d={layout.allocatedPath} />
+        {layout.points
+          .filter(p => p.oom)
+          .map(p => (
+            <text key={`oom-${p.index}`} className="jp-CudaMemdiffChart-oom" x={p.x + p.width / 2} y={12} textAnchor="middle">
+              OOM
+            </text>
+          ))}
+      </svg>
+      <figcaption className="jp-CudaMemdiffChart-legend">
+        <span className="jp-CudaMemdiffChart-key jp-mod-allocated">{trans.__('allocated')}</span>{' '}
+        <span className="jp-CudaMemdiffChart-key jp-mod-reserved">{trans.__('reserved')}</span>
+      </figcaption>
+    </figure>
+  );
+}

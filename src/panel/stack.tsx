@@ -1,0 +1,88 @@
+/**
+ * A stack trace as a person reads it. Frames that belong to notebook cells
+ * read `Cell [5], line 3` followed by that source line, and open the cell when
+ * clicked. Every string from a snapshot is rendered as text, never as markup.
+ */
+import * as React from 'react';
+import { TranslationBundle } from '@jupyterlab/translation';
+import { CellCodeNames, FrameTable, ICellSource, IFrameFilterOptions, visibleStack } from '../engine';
+
+/** Where a frame points in the notebook. */
+export interface ICellLocation {
+  cell: ICellSource;
+  line: number;
+}
+
+/** The label and source line of a frame inside a notebook cell. */
+export function cellFrameLabel(cell: ICellSource, line: number): { label: string; sourceLine: string } {
+  const count = cell.executionCount === null || cell.executionCount === undefined ? ' ' : String(cell.executionCount);
+  return { label: `Cell [${count}], line ${line}`, sourceLine: cell.source.split('\n')[line - 1]?.trim() ?? '' };
+}
+
+/** Props of StackView. */
+export interface IStackViewProps {
+  frames: FrameTable;
+  stack: number;
+  filter: IFrameFilterOptions;
+  cells: CellCodeNames;
+  trans: TranslationBundle;
+  onReveal: (location: ICellLocation) => void;
+}
+
+/** The frames of one stack, innermost first. */
+export function StackView(props: IStackViewProps): JSX.Element {
+  const { frames, stack, filter, cells, trans, onReveal } = props;
+  const entries = visibleStack(frames, stack, filter);
+  if (!entries.length) {
+    return <p className="jp-CudaMemdiffStack-none">{trans.__('No Python stack (allocated outside Python code, e.g. by autograd\'s backward thread).')}</p>;
+  }
+  return (
+    <ol className="jp-CudaMemdiffStack" aria-label={trans.__('Allocation stack, innermost frame first')}>
+      {entries.map((entry, i) => {
+        if (entry.kind === 'native') {
+          return (
+            <li key={i} className="jp-CudaMemdiffStack-native">
+              {trans._n('[%1 C++ frame]', '[%1 C++ frames]', entry.count)}
+            </li>
+          );
+        }
+        const frame = frames.frame(entry.frameId);
+        const match = cells.lookup(frame.filename);
+        if (match) {
+          return (
+            <li key={i} className="jp-CudaMemdiffStack-cell">
+              {match.cells.map((cell, k) => {
+                const { label, sourceLine } = cellFrameLabel(cell, frame.line);
+                return (
+                  <span key={cell.id}>
+                    {k > 0 ? ` ${trans.__('or')} ` : ''}
+                    <button
+                      className="jp-CudaMemdiffStack-link"
+                      data-cuda-memdiff-cell-id={cell.id}
+                      title={trans.__('Go to this line of the cell')}
+                      onClick={() => onReveal({ cell, line: frame.line })}
+                    >
+                      {label}
+                    </button>
+                    {k === match.cells.length - 1 ? <code className="jp-CudaMemdiffStack-source">{sourceLine}</code> : null}
+                  </span>
+                );
+              })}
+              {match.ambiguous ? (
+                <span className="jp-CudaMemdiffStack-note">{trans.__(' (cells with identical source)')}</span>
+              ) : null}
+            </li>
+          );
+        }
+        return (
+          <li key={i} className="jp-CudaMemdiffStack-frame">
+            <span className="jp-CudaMemdiffStack-name">{frame.name}</span>{' '}
+            <span className="jp-CudaMemdiffStack-file">
+              {frame.filename}:{frame.line}
+            </span>
+          </li>
+        );
+      })}
+    </ol>
+  );
+}

@@ -1,0 +1,59 @@
+import { expect, test } from '@jupyterlab/galata';
+import * as path from 'path';
+
+// The demo notebook replayed from its H200 recording: the panel must show the
+// diff of the cell that keeps autograd graphs alive, and its stack must lead
+// back to the cell.
+const NOTEBOOK = 'replay_demo.ipynb';
+const PANEL = '#cuda-memdiff-panel';
+const PREDS_CELL = 4; // preds.append(model(b)), the third code cell, execution [3]
+
+test.describe('diff panel', () => {
+  test('shows a cell diff by site and leads from a stack frame back to the cell', async ({ page, tmpPath }) => {
+    test.setTimeout(180000);
+    await page.contents.uploadFile(path.resolve(__dirname, 'notebooks', NOTEBOOK), `${tmpPath}/${NOTEBOOK}`);
+    await page.notebook.openByPath(`${tmpPath}/${NOTEBOOK}`);
+    await expect(page.locator('.jp-CudaMemdiffStatus')).toContainText('replaying a recorded session', {
+      timeout: 60000
+    });
+    await page.notebook.run();
+    await expect(page.locator('.jp-CudaMemdiffBadge')).toHaveCount(4, { timeout: 60000 });
+
+    // The notebook toolbar button opens the panel (in the overflow menu when the toolbar is narrow).
+    const button = page.locator('[data-jp-item-name="cuda-memdiff-open-panel"] button');
+    const more = page.locator('.jp-NotebookPanel-toolbar').getByRole('button', { name: 'More commands' });
+    const overflowed = !(await button.isVisible());
+    if (overflowed) {
+      await more.click();
+    }
+    await button.click();
+    if (overflowed) {
+      await more.click(); // close the overflow popup again
+    }
+    const panel = page.locator(PANEL);
+    await expect(panel).toBeVisible();
+
+    // Select execution [3] on the chart: its diff lists the site that keeps 321 MiB.
+    await panel.getByRole('button', { name: /^\[3\] preds = \[\]/ }).click();
+    await expect(panel.getByRole('status')).toHaveText('Born 321 MiB in 26 blocks, freed 0 B in 0 blocks, net +321 MiB');
+    const top = panel.locator('[data-cuda-memdiff-site]').first();
+    await expect(top).toHaveAttribute('data-cuda-memdiff-site', /3447429980\.py:3$/);
+    await expect(top).toHaveAttribute('data-cuda-memdiff-net-bytes', String(504406016 - 167813120));
+
+    // Expand it: the stack names the cell and its source line; clicking lands there.
+    await top.locator('.jp-CudaMemdiffSite-head').click();
+    const frame = top.locator('.jp-CudaMemdiffStack-cell');
+    await expect(frame).toContainText('preds.append(model(b))');
+    const link = frame.getByRole('button', { name: 'Cell [3], line 3', exact: true });
+    await page.notebook.selectCells(0);
+    await link.click();
+    await expect
+      .poll(() => page.evaluate(() => (window.jupyterapp.shell.currentWidget as any).content.activeCellIndex))
+      .toBe(PREDS_CELL);
+    const cursor = await page.evaluate(() => {
+      const nb = (window.jupyterapp.shell.currentWidget as any).content;
+      return nb.activeCell.editor.getCursorPosition();
+    });
+    expect(cursor).toEqual({ line: 2, column: 0 });
+  });
+});
