@@ -4,8 +4,9 @@
  */
 import { JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { capturePlugin } from './plugins/capture';
+import { filesPlugin } from './plugins/files';
 import { panelPlugin } from './plugins/panel';
 
-const plugins: JupyterFrontEndPlugin<unknown>[] = [panelPlugin, capturePlugin];
+const plugins: JupyterFrontEndPlugin<unknown>[] = [panelPlugin, capturePlugin, filesPlugin];
 
 export default plugins;

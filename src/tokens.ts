@@ -47,3 +47,20 @@ export namespace CommandIDs {
   /** Open a notebook cell and put the cursor on a line (args: cellId, line). */
   export const revealCell = 'cuda-memdiff:reveal-cell';
 }
+
+/** The diff panel, for plugins that bring it snapshots (files). */
+export interface IDiffPanel {
+  /** Open a snapshot file in the panel; false (with a message shown there) when it cannot be read. */
+  addFile(name: string, bytes: Uint8Array): boolean;
+  /** Show the panel. */
+  reveal(): void;
+}
+
+/** The diff panel token. */
+export const IDiffPanel = new Token<IDiffPanel>(
+  'jupyterlab-cuda-memdiff:IDiffPanel',
+  'The CUDA memory diff side panel.'
+);
+
+/** File type of snapshot pickles (and their JSON form). */
+export const SNAPSHOT_FILE_TYPE = 'cuda-memdiff-snapshot';

@@ -10,10 +10,13 @@ import {
   CellCodeNames,
   diffSnapshots,
   emptySnapshot,
+  FrameTable,
   groupBySite,
   ICellSource,
+  readSnapshot,
   Snapshot,
-  SnapshotDiff
+  SnapshotDiff,
+  SnapshotError
 } from '../engine';
 
 /** A notebook as the panel needs it: its snapshots and its cells' sources. */
@@ -24,12 +27,25 @@ export interface IFollowedNotebook {
   cells(): ICellSource[];
 }
 
+/** A snapshot file opened in the panel (a pickle from _dump_snapshot, or JSON). */
+export interface ISnapshotFile {
+  readonly name: string;
+  readonly bytes: Uint8Array;
+}
+
+/** One side of a comparison: nothing, a notebook cell's snapshot, or a file. */
+export type SnapshotRef =
+  | { readonly kind: 'empty' }
+  | { readonly kind: 'record'; readonly record: CellRecord }
+  | { readonly kind: 'file'; readonly file: ISnapshotFile };
+
 /** The two snapshots being compared. */
 export interface IComparison {
-  /** Null before the first cell of a kernel session: an empty device. */
-  readonly before: CellRecord | null;
-  readonly after: CellRecord;
+  readonly before: SnapshotRef;
+  readonly after: SnapshotRef;
 }
+
+const EMPTY: SnapshotRef = { kind: 'empty' };
 
 /** Model of the diff panel. */
 export class DiffPanelModel {
@@ -50,6 +66,7 @@ export class DiffPanelModel {
     this._notebook?.store.changed.disconnect(this._onStoreChanged, this);
     this._notebook = notebook;
     this._selected = null;
+    this._custom = null;
     this._invalidate();
     notebook?.store.changed.connect(this._onStoreChanged, this);
     this._changed.emit();
@@ -69,11 +86,71 @@ export class DiffPanelModel {
     return records.length ? records[records.length - 1] : null;
   }
 
-  /** Select a record (its diff against the cell before it is shown). */
+  /** Select a record: its diff against the cell before it is shown. */
   select(record: CellRecord | null): void {
     this._selected = record;
+    this._custom = null;
     this._invalidate();
     this._changed.emit();
+  }
+
+  /** Snapshot files opened in the panel, oldest first. */
+  get files(): readonly ISnapshotFile[] {
+    return this._files;
+  }
+
+  /** The last file that could not be read, with the reason; null when none. */
+  get fileError(): string | null {
+    return this._fileError;
+  }
+
+  /**
+   * Open a snapshot file and show it against the file opened before it (or
+   * an empty device). An unreadable file leaves everything as it was and
+   * sets fileError.
+   */
+  addFile(name: string, bytes: Uint8Array): ISnapshotFile | null {
+    try {
+      readSnapshot(bytes);
+    } catch (reason) {
+      this._fileError = `${name}: ${reason instanceof SnapshotError ? reason.message : String(reason)}`;
+      this._changed.emit();
+      return null;
+    }
+    const file: ISnapshotFile = { name, bytes };
+    const previous = this._files[this._files.length - 1];
+    this._files = [...this._files, file];
+    this._fileError = null;
+    this.compare(previous ? { kind: 'file', file: previous } : EMPTY, { kind: 'file', file });
+    return file;
+  }
+
+  /** Compare any two snapshots: the notebook's, files, or an empty device. */
+  compare(before: SnapshotRef, after: SnapshotRef): void {
+    this._custom = { before, after };
+    this._invalidate();
+    this._changed.emit();
+  }
+
+  /** Frames every snapshot the panel compares is read into. */
+  get frames(): FrameTable {
+    return this._notebook?.store.frames ?? this._ownFrames;
+  }
+
+  /** The snapshot a reference stands for, in the panel's frame table. */
+  snapshotOf(ref: SnapshotRef): Snapshot {
+    if (ref.kind === 'record') {
+      return ref.record.snapshot;
+    }
+    if (ref.kind === 'empty') {
+      return emptySnapshot(this.frames);
+    }
+    let cached = this._fileSnapshots.get(ref.file);
+    if (!cached || cached.frames !== this.frames) {
+      cached = readSnapshot(ref.file.bytes, this.frames);
+      this._fileSnapshots.set(ref.file, cached);
+    }
+    return cached;
   }
 
   /** Show every frame instead of the filtered stack. */
@@ -89,31 +166,35 @@ export class DiffPanelModel {
     }
   }
 
-  /** The selected cell's before and after. */
+  /** What is compared: what the user picked, else the selected cell against the cell before it. */
   get comparison(): IComparison | null {
+    if (this._custom) {
+      return this._custom;
+    }
     const after = this.selected;
     if (!after) {
       return null;
     }
     const records = this.records;
-    let before: CellRecord | null = null;
     for (let i = records.indexOf(after) - 1; i >= 0; i--) {
       if (records[i].kernelSession === after.kernelSession) {
-        before = records[i];
-        break;
+        return { before: { kind: 'record', record: records[i] }, after: { kind: 'record', record: after } };
       }
     }
-    return { before, after };
+    return { before: EMPTY, after: { kind: 'record', record: after } };
+  }
+
+  /** True when the user picked the pair (not the selected cell's default). */
+  get isCustomComparison(): boolean {
+    return this._custom !== null;
   }
 
   /** The block-level diff of the comparison. */
   get diff(): SnapshotDiff | null {
     if (this._diff === null) {
       const pair = this.comparison;
-      if (pair && this._notebook) {
-        const before: Snapshot =
-          pair.before?.snapshot ?? emptySnapshot(this._notebook.store.frames, pair.after.snapshot.totals.length);
-        this._diff = diffSnapshots(before, pair.after.snapshot);
+      if (pair) {
+        this._diff = diffSnapshots(this.snapshotOf(pair.before), this.snapshotOf(pair.after));
       }
     }
     return this._diff;
@@ -156,6 +237,11 @@ export class DiffPanelModel {
   }
 
   private _notebook: IFollowedNotebook | null = null;
+  private _custom: IComparison | null = null;
+  private _files: ISnapshotFile[] = [];
+  private _fileError: string | null = null;
+  private readonly _ownFrames = new FrameTable();
+  private readonly _fileSnapshots = new WeakMap<ISnapshotFile, Snapshot>();
   private _selected: CellRecord | null = null;
   private _showAllFrames = false;
   private _diff: SnapshotDiff | null = null;

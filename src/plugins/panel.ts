@@ -14,17 +14,18 @@ import { ITranslator, nullTranslator } from '@jupyterlab/translation';
 import { MemdiffPanel } from '../panel';
 import { memoryIcon } from '../panel/icon';
 import { IFollowedNotebook } from '../panel/model';
-import { CommandIDs, ICaptureRegistry, PACKAGE_NAME } from '../tokens';
+import { CommandIDs, ICaptureRegistry, IDiffPanel, PACKAGE_NAME } from '../tokens';
 
 /** Rank among right-side panels: after the debugger and property inspector. */
 const PANEL_RANK = 900;
 
-export const panelPlugin: JupyterFrontEndPlugin<void> = {
+export const panelPlugin: JupyterFrontEndPlugin<IDiffPanel> = {
   id: `${PACKAGE_NAME}:plugin`,
   description: 'The CUDA memory diff side panel and the commands that open it and reveal cells.',
   autoStart: true,
   requires: [INotebookTracker, ICaptureRegistry],
   optional: [ILayoutRestorer, ICommandPalette, ITranslator],
+  provides: IDiffPanel,
   activate: (
     app: JupyterFrontEnd,
     tracker: INotebookTracker,
@@ -32,7 +33,7 @@ export const panelPlugin: JupyterFrontEndPlugin<void> = {
     restorer: ILayoutRestorer | null,
     palette: ICommandPalette | null,
     translator: ITranslator | null
-  ) => {
+  ): IDiffPanel => {
     const trans = (translator ?? nullTranslator).load('jupyterlab_cuda_memdiff');
     const panel = new MemdiffPanel({
       translator: translator ?? nullTranslator,
@@ -114,5 +115,10 @@ export const panelPlugin: JupyterFrontEndPlugin<void> = {
         new CommandToolbarButton({ commands: app.commands, id: CommandIDs.openPanel, icon: memoryIcon, label: '' })
       );
     });
+
+    return {
+      addFile: (name, bytes) => panel.model.addFile(name, bytes) !== null,
+      reveal: () => app.shell.activateById(panel.id)
+    };
   }
 };

@@ -57,3 +57,60 @@ test.describe('diff panel', () => {
     expect(cursor).toEqual({ line: 2, column: 0 });
   });
 });
+
+test.describe('snapshot files', () => {
+  const REC = path.resolve(__dirname, '../../test-data/recordings/eval_without_no_grad--python');
+
+  test('open from the file browser and diff against each other', async ({ page, tmpPath }) => {
+    test.setTimeout(120000);
+    for (const name of ['cell01.pickle.gz', 'cell02.pickle.gz']) {
+      await page.contents.uploadFile(path.join(REC, name), `${tmpPath}/${name}`);
+    }
+    for (const name of ['cell01.pickle.gz', 'cell02.pickle.gz']) {
+      await page.evaluate(
+        ([p]) => window.jupyterapp.commands.execute('docmanager:open', { path: p, factory: 'CUDA Memory Snapshot' }),
+        [`${tmpPath}/${name}`]
+      );
+      await expect(page.locator('.jp-CudaMemdiffFile h2', { hasText: name })).toBeVisible();
+    }
+    await expect(page.locator('.jp-CudaMemdiffFile-totals').last()).toContainText('481 MiB');
+    const panel = page.locator(PANEL);
+    await expect(panel).toBeVisible();
+    // the second file against the first: the graphs `preds` keeps, 321 MiB
+    await expect(panel.getByRole('status')).toHaveText('Born 321 MiB in 26 blocks, freed 0 B in 0 blocks, net +321 MiB');
+    await expect(panel.locator('[data-cuda-memdiff-side="after"]')).toHaveValue('f1');
+    await expect(panel.locator('[data-cuda-memdiff-site]').first()).toHaveAttribute('data-cuda-memdiff-site', /3447429980\.py:3$/);
+  });
+
+  test('say clearly when a file is not a snapshot', async ({ page, tmpPath }) => {
+    await page.contents.uploadContent('not a pickle', 'text', `${tmpPath}/notes.pickle`);
+    await page.evaluate(
+      ([p]) => window.jupyterapp.commands.execute('docmanager:open', { path: p, factory: 'CUDA Memory Snapshot' }),
+      [`${tmpPath}/notes.pickle`]
+    );
+    await expect(page.locator('.jp-CudaMemdiffFile-error')).toHaveText(/^Not a readable CUDA memory snapshot: not a snapshot/);
+  });
+});
+
+test.describe('themes', () => {
+  test('the panel in the light and dark themes', async ({ page, tmpPath }) => {
+    test.setTimeout(180000);
+    await page.setViewportSize({ width: 1400, height: 1000 });
+    await page.contents.uploadFile(path.resolve(__dirname, 'notebooks', NOTEBOOK), `${tmpPath}/${NOTEBOOK}`);
+    await page.notebook.openByPath(`${tmpPath}/${NOTEBOOK}`);
+    await expect(page.locator('.jp-CudaMemdiffStatus')).toContainText('replaying a recorded session', {
+      timeout: 60000
+    });
+    await page.notebook.run();
+    await expect(page.locator('.jp-CudaMemdiffBadge')).toHaveCount(4, { timeout: 60000 });
+    await page.evaluate(() => window.jupyterapp.commands.execute('cuda-memdiff:open-panel'));
+    const panel = page.locator(PANEL);
+    await panel.getByRole('button', { name: /^\[3\] preds = \[\]/ }).click();
+    await panel.locator('.jp-CudaMemdiffSite-head').first().click();
+    await page.mouse.move(0, 0);
+    expect(await panel.screenshot()).toMatchSnapshot('diff-panel-light.png');
+    await page.theme.setDarkTheme();
+    await page.mouse.move(0, 0);
+    expect(await panel.screenshot()).toMatchSnapshot('diff-panel-dark.png');
+  });
+});

@@ -32,10 +32,11 @@ describe('DiffPanelModel', () => {
     model.changed.connect(() => changes++);
     model.setNotebook(notebook);
     expect(model.selected!.cellId).toBe('cell-2');
-    expect(model.comparison!.before!.cellId).toBe('cell-1');
+    const before = model.comparison!.before;
+    expect(before.kind === 'record' && before.record.cellId).toBe('cell-1');
     expect(model.diff!.netBytes).toBe(manifest.cells[2].after.allocated - manifest.cells[1].after.allocated);
     model.select(model.records[0]);
-    expect(model.comparison!.before).toBeNull();
+    expect(model.comparison!.before).toEqual({ kind: 'empty' });
     expect(model.diff!.netBytes).toBe(manifest.cells[0].after.allocated);
     expect(changes).toBe(2);
   });
@@ -50,6 +51,31 @@ describe('DiffPanelModel', () => {
       ['cell-2', 3],
       ['cell-4', null]
     ]);
+  });
+
+  it('compares any two snapshots: the notebook\'s and opened files', () => {
+    const model = new DiffPanelModel();
+    model.setNotebook(notebookWith(3));
+    const bytes = (k: number) => new Uint8Array(fs.readFileSync(path.join(REC, manifest.cells[k].snapshot_file)));
+    const file = model.addFile('cell04.pickle.gz', bytes(4))!;
+    expect(model.isCustomComparison).toBe(true);
+    expect(model.diff!.netBytes).toBe(manifest.cells[4].after.allocated);
+    // the file against the notebook's cell [3]: same memory, graphs rebuilt at new places
+    model.compare({ kind: 'record', record: model.records[2] }, { kind: 'file', file });
+    expect(model.diff!.netBytes).toBe(manifest.cells[4].after.allocated - manifest.cells[2].after.allocated);
+    expect(model.diff!.born.length).toBeGreaterThan(0);
+    model.select(model.records[1]);
+    expect(model.isCustomComparison).toBe(false);
+  });
+
+  it('keeps everything as it was when a file cannot be read', () => {
+    const model = new DiffPanelModel();
+    model.setNotebook(notebookWith(2));
+    const diff = model.diff;
+    expect(model.addFile('notes.txt', new TextEncoder().encode('hello'))).toBeNull();
+    expect(model.fileError).toMatch(/^notes\.txt: not a snapshot/);
+    expect(model.files).toEqual([]);
+    expect(model.diff).toBe(diff);
   });
 
   it('regroups when all frames are shown, and empties without a notebook', () => {
