@@ -68,7 +68,9 @@ test.describe('snapshot files', () => {
     }
     for (const name of ['cell01.pickle.gz', 'cell02.pickle.gz']) {
       await page.evaluate(
-        ([p]) => window.jupyterapp.commands.execute('docmanager:open', { path: p, factory: 'CUDA Memory Snapshot' }),
+        async ([p]) => {
+          await window.jupyterapp.commands.execute('docmanager:open', { path: p, factory: 'CUDA Memory Snapshot' });
+        },
         [`${tmpPath}/${name}`]
       );
       await expect(page.locator('.jp-CudaMemdiffFile h2', { hasText: name })).toBeVisible();
@@ -85,7 +87,9 @@ test.describe('snapshot files', () => {
   test('say clearly when a file is not a snapshot', async ({ page, tmpPath }) => {
     await page.contents.uploadContent('not a pickle', 'text', `${tmpPath}/notes.pickle`);
     await page.evaluate(
-      ([p]) => window.jupyterapp.commands.execute('docmanager:open', { path: p, factory: 'CUDA Memory Snapshot' }),
+      async ([p]) => {
+        await window.jupyterapp.commands.execute('docmanager:open', { path: p, factory: 'CUDA Memory Snapshot' });
+      },
       [`${tmpPath}/notes.pickle`]
     );
     await expect(page.locator('.jp-CudaMemdiffFile-error')).toHaveText(/^Not a readable CUDA memory snapshot: not a snapshot/);
