@@ -142,16 +142,18 @@ export function PanelBody(props: IPanelBodyProps): JSX.Element {
   const { model, trans } = props;
   useModel(model);
   const records = model.records;
-  const inputs: IChartInput[] = React.useMemo(
-    () =>
-      records.map(r => ({
-        allocatedBytes: r.allocatedBytes,
-        reservedBytes: r.snapshot.totals.reduce((n, t) => n + t.reservedBytes, 0),
-        oom: model.notebook?.store.hadOom(r) ?? false,
-        label: recordLabel(r, model)
-      })),
-    [records, model]
-  );
+  const device = model.device;
+  const inputs: IChartInput[] = React.useMemo(() => {
+    const sum = (r: CellRecord, f: (t: CellRecord['snapshot']['totals'][number]) => number) =>
+      r.snapshot.totals.filter(t => device === null || t.device === device).reduce((n, t) => n + f(t), 0);
+    return records.map(r => ({
+      allocatedBytes: sum(r, t => t.allocatedBytes),
+      reservedBytes: sum(r, t => t.reservedBytes),
+      oom: model.notebook?.store.hadOom(r) ?? false,
+      label: recordLabel(r, model)
+    }));
+  }, [records, model, device]);
+  const devices = model.devices;
   const pair = model.comparison;
   const diff = model.diff;
   const cells = model.cellNames();
@@ -172,6 +174,22 @@ export function PanelBody(props: IPanelBodyProps): JSX.Element {
       ) : (
         <>
           {model.notebook ? <h3 className="jp-CudaMemdiffPanel-title">{model.notebook.title}</h3> : null}
+          {devices.length > 1 ? (
+            <label className="jp-CudaMemdiffPanel-device">
+              {trans.__('Device')}{' '}
+              <select
+                value={device === null ? 'all' : String(device)}
+                onChange={e => (model.device = e.currentTarget.value === 'all' ? null : Number(e.currentTarget.value))}
+              >
+                <option value="all">{trans.__('All devices')}</option>
+                {devices.map(d => (
+                  <option key={d} value={String(d)}>
+                    cuda:{d}
+                  </option>
+                ))}
+              </select>
+            </label>
+          ) : null}
           {records.length ? (
             <SessionChart
               inputs={inputs}

@@ -153,6 +153,27 @@ export class DiffPanelModel {
     return cached;
   }
 
+  /** Device the chart shows; null for the sum over devices. */
+  get device(): number | null {
+    return this._device;
+  }
+
+  set device(value: number | null) {
+    if (value !== this._device) {
+      this._device = value;
+      this._changed.emit();
+    }
+  }
+
+  /** Devices the notebook's snapshots hold memory on. */
+  get devices(): number[] {
+    const seen = new Set<number>();
+    for (const r of this.records) {
+      r.snapshot.totals.forEach(t => seen.add(t.device));
+    }
+    return [...seen].sort((a, b) => a - b);
+  }
+
   /** Show every frame instead of the filtered stack. */
   get showAllFrames(): boolean {
     return this._showAllFrames;
@@ -238,6 +259,7 @@ export class DiffPanelModel {
 
   private _notebook: IFollowedNotebook | null = null;
   private _custom: IComparison | null = null;
+  private _device: number | null = null;
   private _files: ISnapshotFile[] = [];
   private _fileError: string | null = null;
   private readonly _ownFrames = new FrameTable();

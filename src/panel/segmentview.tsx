@@ -6,7 +6,7 @@
  */
 import * as React from 'react';
 import { TranslationBundle } from '@jupyterlab/translation';
-import { Block, CellCodeNames, formatBytes, isCellFilename, Snapshot } from '../engine';
+import { allocationSite, Block, CellCodeNames, formatBytes, isCellFilename, Snapshot } from '../engine';
 import { segmentMapLayout } from './segments';
 import { ICellLocation, StackView } from './stack';
 
@@ -36,6 +36,16 @@ function allocatingCell(snapshot: Snapshot, block: Block, cells: CellCodeNames):
     }
   }
   return '';
+}
+
+/** Hover text of a block: size, state and where it was allocated. */
+function blockTitle(snapshot: Snapshot, block: Block, trans: TranslationBundle): string {
+  const site = allocationSite(snapshot.frames, block.stack);
+  const where =
+    site < 0
+      ? trans.__('no Python stack')
+      : `${snapshot.frames.frame(site).name} (${snapshot.frames.frame(site).filename}:${snapshot.frames.frame(site).line})`;
+  return `${formatBytes(block.size)} ${block.state}\n${trans.__('allocated at %1; click for the stack', where)}`;
 }
 
 /** The segments of one snapshot. */
@@ -90,7 +100,7 @@ export function SegmentMap(props: ISegmentMapProps): JSX.Element {
                 <title>
                   {item.count > 1
                     ? trans.__('%1 small blocks', item.count)
-                    : `${formatBytes(snapshot.blocks[item.block].size)} ${item.state}`}
+                    : blockTitle(snapshot, snapshot.blocks[item.block], trans)}
                 </title>
               </rect>
             ))}

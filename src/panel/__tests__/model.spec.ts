@@ -90,3 +90,25 @@ describe('DiffPanelModel', () => {
     expect(model.diff).toBeNull();
   });
 });
+
+describe('DiffPanelModel devices', () => {
+  it('lists the devices a two-GPU session used', () => {
+    const rec = path.resolve(__dirname, '../../../test-data/recordings/multi_gpu_split--python');
+    const m = JSON.parse(fs.readFileSync(path.join(rec, 'manifest.json'), 'utf-8'));
+    const store = new SnapshotStore();
+    store.add({
+      cellId: 'a',
+      executionCount: 4,
+      reason: 'cell',
+      snapshot: readSnapshot(new Uint8Array(fs.readFileSync(path.join(rec, m.cells[3].snapshot_file))), store.frames),
+      devices: [],
+      error: null,
+      replay: null
+    });
+    const model = new DiffPanelModel();
+    model.setNotebook({ title: 'x', store, cells: () => [] });
+    expect(model.devices).toEqual([0, 1]);
+    model.device = 1;
+    expect(model.device).toBe(1);
+  });
+});
