@@ -4,9 +4,10 @@
  */
 import { JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { capturePlugin } from './plugins/capture';
+import { exportPlugin } from './plugins/export';
 import { filesPlugin } from './plugins/files';
 import { panelPlugin } from './plugins/panel';
 
-const plugins: JupyterFrontEndPlugin<unknown>[] = [panelPlugin, capturePlugin, filesPlugin];
+const plugins: JupyterFrontEndPlugin<unknown>[] = [panelPlugin, capturePlugin, filesPlugin, exportPlugin];
 
 export default plugins;

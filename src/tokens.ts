@@ -6,6 +6,7 @@ import { NotebookPanel } from '@jupyterlab/notebook';
 import { Token } from '@lumino/coreutils';
 import { ISignal } from '@lumino/signaling';
 import type { SnapshotStore } from './capture/store';
+import type { Snapshot } from './engine';
 
 /** The npm package name, the prefix of every plugin id. */
 export const PACKAGE_NAME = 'jupyterlab-cuda-memdiff';
@@ -46,6 +47,10 @@ export const ICaptureRegistry = new Token<ICaptureRegistry>(
 export namespace CommandIDs {
   /** Open a notebook cell and put the cursor on a line (args: cellId, line). */
   export const revealCell = 'cuda-memdiff:reveal-cell';
+  /** Write the active notebook's snapshots as a session folder next to it. */
+  export const exportSession = 'cuda-memdiff:export-session';
+  /** Save the snapshot shown in the panel as a pickle PyTorch's tools open. */
+  export const saveSnapshot = 'cuda-memdiff:save-snapshot';
 }
 
 /** The diff panel, for plugins that bring it snapshots (files). */
@@ -54,6 +59,8 @@ export interface IDiffPanel {
   addFile(name: string, bytes: Uint8Array): boolean;
   /** Show the panel. */
   reveal(): void;
+  /** The later snapshot of the panel's comparison, with a name for saving it. */
+  shownSnapshot(): { name: string; snapshot: Snapshot } | null;
 }
 
 /** The diff panel token. */

@@ -43,7 +43,7 @@ class WireEncoder:
         segments = raw["segments"] if isinstance(raw, dict) else raw
         new_frames, new_stacks = [], []
         frame_base, stack_base = len(self._frame_ids), len(self._stack_ids)
-        seg_cols = {k: [] for k in ("device", "address", "total_size", "stream", "pool", "stack")}
+        seg_cols = {k: [] for k in ("device", "address", "total_size", "stream", "pool", "type", "stack")}
         blk_cols = {k: [] for k in ("segment", "address", "size", "requested_size", "state", "stack")}
         states = _STATE_CODES
         for index, seg in enumerate(segments):
@@ -53,6 +53,7 @@ class WireEncoder:
             seg_cols["stream"].append(int(seg.get("stream", 0)))
             pool = seg.get("segment_pool_id", "")
             seg_cols["pool"].append(",".join(str(p) for p in pool) if isinstance(pool, (tuple, list)) else str(pool))
+            seg_cols["type"].append(str(seg.get("segment_type", "")))
             seg_cols["stack"].append(self._stack_id(seg.get("frames"), new_frames, new_stacks))
             cursor = int(seg["address"])
             for blk in seg.get("blocks", ()):

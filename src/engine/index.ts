@@ -14,3 +14,5 @@ export * from './session';
 export * from './snapshot';
 export * from './units';
 export * from './wire';
+export * from './export';
+export * from './pickler';

@@ -36,6 +36,8 @@ export interface IWireSnapshot {
     total_size: number[];
     stream: number[];
     pool: string[];
+    /** 'large' or 'small' (absent from messages of earlier helpers). */
+    type?: string[];
     stack: number[];
   };
   blocks: {
@@ -99,7 +101,7 @@ export class WireDecoder {
         address: s.address[i],
         totalSize: s.total_size[i],
         stream: s.stream[i],
-        segmentType: '',
+        segmentType: s.type?.[i] ?? '',
         pool: s.pool[i],
         isExpandable: false,
         stack: this._stack(s.stack[i])

@@ -118,7 +118,20 @@ export const panelPlugin: JupyterFrontEndPlugin<IDiffPanel> = {
 
     return {
       addFile: (name, bytes) => panel.model.addFile(name, bytes) !== null,
-      reveal: () => app.shell.activateById(panel.id)
+      reveal: () => app.shell.activateById(panel.id),
+      shownSnapshot: () => {
+        const after = panel.model.comparison?.after;
+        if (!after) {
+          return null;
+        }
+        const name =
+          after.kind === 'file'
+            ? after.file.name.replace(/(\.pickle|\.pkl)?(\.gz)?$/, '')
+            : after.kind === 'record'
+              ? `${(panel.model.notebook?.title ?? 'notebook').replace(/\.ipynb$/, '')}-cell${after.record.executionCount ?? ''}`
+              : 'empty';
+        return { name, snapshot: panel.model.snapshotOf(after) };
+      }
     };
   }
 };

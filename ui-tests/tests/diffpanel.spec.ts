@@ -118,3 +118,38 @@ test.describe('themes', () => {
     expect(await panel.screenshot()).toMatchSnapshot('diff-panel-dark.png');
   });
 });
+
+test.describe('export', () => {
+  test('writes the session folder and a pickle of the shown snapshot', async ({ page, tmpPath }) => {
+    test.setTimeout(180000);
+    await page.contents.uploadFile(path.resolve(__dirname, 'notebooks', NOTEBOOK), `${tmpPath}/${NOTEBOOK}`);
+    await page.notebook.openByPath(`${tmpPath}/${NOTEBOOK}`);
+    await expect(page.locator('.jp-CudaMemdiffStatus')).toContainText('replaying a recorded session', {
+      timeout: 60000
+    });
+    await page.notebook.run();
+    await expect(page.locator('.jp-CudaMemdiffBadge')).toHaveCount(4, { timeout: 60000 });
+    const exported = await page.evaluate(async () => {
+      const folder = (await window.jupyterapp.commands.execute('cuda-memdiff:export-session')) as string;
+      const listing = await window.jupyterapp.serviceManager.contents.get(folder);
+      const manifest = await window.jupyterapp.serviceManager.contents.get(`${folder}/manifest.json`, { type: 'file', format: 'text', content: true });
+      return { folder, names: (listing.content as { name: string }[]).map(f => f.name).sort(), manifest: JSON.parse(manifest.content as string) };
+    });
+    expect(exported.folder).toBe(`${tmpPath}/replay_demo-cuda-memdiff-session`);
+    expect(exported.names).toEqual(['cell00.pickle.gz', 'cell01.pickle.gz', 'cell02.pickle.gz', 'cell03.pickle.gz', 'manifest.json']);
+    const recorded = JSON.parse(
+      require('fs').readFileSync(path.resolve(__dirname, '../../test-data/recordings/gpu_memory_demo--python/manifest.json'), 'utf-8')
+    );
+    expect(exported.manifest.cells.map((c: any) => c.after.allocated)).toEqual(recorded.cells.map((c: any) => c.after.allocated));
+    expect(exported.manifest.cells.map((c: any) => c.index)).toEqual([1, 2, 4, 6]);
+
+    await page.evaluate(() => window.jupyterapp.commands.execute('cuda-memdiff:open-panel'));
+    const saved = await page.evaluate(async () => {
+      const p = (await window.jupyterapp.commands.execute('cuda-memdiff:save-snapshot')) as string;
+      const model = await window.jupyterapp.serviceManager.contents.get(p, { content: false });
+      return { path: p, size: model.size };
+    });
+    expect(saved.path).toBe(`${tmpPath}/replay_demo-cell4.pickle.gz`);
+    expect(saved.size).toBeGreaterThan(1000);
+  });
+});

@@ -1,0 +1,176 @@
+/**
+ * Snapshots back to the formats PyTorch and this project read: the raw
+ * `_snapshot()` dict (what `_dump_snapshot()` pickles), and session folders
+ * (docs/session-format.md) of one pickle per cell plus a manifest.
+ */
+import { gzipSync } from 'fflate';
+import { Block, FrameTable, Snapshot } from './model';
+import { PyDict, PyValue } from './pickle';
+import { pickle } from './pickler';
+import { IWireDeviceStats } from './wire';
+
+const SMALL_SEGMENT_BYTES = 2 * 2 ** 20;
+
+function framesOf(table: FrameTable, stack: number): PyValue[] {
+  return table.stack(stack).map(id => {
+    const f = table.frame(id);
+    return { name: f.name, filename: f.filename, line: f.line };
+  });
+}
+
+function blockDict(table: FrameTable, address: number, size: number, requested: number, state: string, stack: number): PyDict {
+  return { address, size, requested_size: requested, state, frames: framesOf(table, stack) };
+}
+
+/**
+ * The snapshot as the dict torch.cuda.memory._snapshot() returns. Free space
+ * the model leaves implicit is written as inactive blocks, so every segment
+ * is tiled by its blocks as PyTorch's tools expect. Trace entries are kept.
+ */
+export function snapshotToRaw(snapshot: Snapshot): PyDict {
+  const table = snapshot.frames;
+  const bySegment = new Map<number, Block[]>();
+  for (const b of snapshot.blocks) {
+    const list = bySegment.get(b.segment) ?? [];
+    list.push(b);
+    bySegment.set(b.segment, list);
+  }
+  const segments: PyValue[] = snapshot.segments.map((seg, i) => {
+    const blocks: PyValue[] = [];
+    let cursor = seg.address;
+    let allocated = 0;
+    let active = 0;
+    let requested = 0;
+    for (const b of bySegment.get(i) ?? []) {
+      if (b.address > cursor) {
+        blocks.push(blockDict(table, cursor, b.address - cursor, 0, 'inactive', 0));
+      }
+      blocks.push(blockDict(table, b.address, b.size, b.requestedSize, b.state, b.stack));
+      cursor = Math.max(cursor, b.address + b.size);
+      if (b.state !== 'inactive') {
+        active += b.size;
+        requested += b.requestedSize;
+      }
+      if (b.state === 'active_allocated') {
+        allocated += b.size;
+      }
+    }
+    const end = seg.address + seg.totalSize;
+    if (end > cursor) {
+      blocks.push(blockDict(table, cursor, end - cursor, 0, 'inactive', 0));
+    }
+    const pool = seg.pool ? seg.pool.split(',').map(Number) : [0, 0];
+    return {
+      device: seg.device,
+      address: seg.address,
+      total_size: seg.totalSize,
+      allocated_size: allocated,
+      active_size: active,
+      requested_size: requested,
+      stream: seg.stream,
+      // Small-pool segments are 2 MiB; larger ones come from the large pool.
+      segment_type: seg.segmentType || (seg.totalSize > SMALL_SEGMENT_BYTES ? 'large' : 'small'),
+      segment_pool_id: pool,
+      is_expandable: seg.isExpandable,
+      frames: framesOf(table, seg.stack),
+      blocks
+    };
+  });
+  const deviceCount = snapshot.totals.reduce((n, t) => Math.max(n, t.device + 1), 0);
+  const traces: PyValue[][] = Array.from({ length: deviceCount }, () => []);
+  for (const e of snapshot.traces) {
+    const entry: PyDict = {
+      action: e.action,
+      size: e.size,
+      stream: e.stream,
+      time_us: e.timeUs,
+      user_metadata: e.userMetadata,
+      frames: framesOf(table, e.stack)
+    };
+    if (e.address !== null) {
+      entry.addr = e.address;
+    }
+    if (e.deviceFree !== null) {
+      entry.device_free = e.deviceFree;
+    }
+    traces[e.device]?.push(entry);
+  }
+  return { segments, device_traces: traces, allocator_settings: {}, external_annotations: [] };
+}
+
+/** The snapshot as a gzip pickle that torch.cuda._memory_viz and this project open. */
+export function snapshotToPickle(snapshot: Snapshot, gzip = true): Uint8Array {
+  const data = pickle(snapshotToRaw(snapshot));
+  return gzip ? gzipSync(data) : data;
+}
+
+/** One executed cell of a session to export. */
+export interface IExportCell {
+  index: number;
+  executionCount: number | null;
+  source: string;
+  cellId: string | null;
+  error: string | null;
+  snapshot: Snapshot;
+  oomSnapshots: Snapshot[];
+  /** Allocator statistics the helper sent with the snapshot, when it did. */
+  devices: readonly IWireDeviceStats[];
+}
+
+function stats(snapshot: Snapshot, devices: readonly IWireDeviceStats[]) {
+  const perDevice = snapshot.totals.map(t => {
+    const d = devices.find(x => x.device === t.device);
+    return {
+      device: t.device,
+      allocated: t.allocatedBytes,
+      reserved: t.reservedBytes,
+      max_allocated: d?.peak_allocated ?? t.allocatedBytes,
+      max_reserved: d?.peak_reserved ?? t.reservedBytes,
+      device_free: d?.device_free ?? null,
+      device_total: d?.device_total ?? null
+    };
+  });
+  const sum = (k: 'allocated' | 'reserved' | 'max_allocated' | 'max_reserved') => perDevice.reduce((n, d) => n + d[k], 0);
+  return {
+    allocated: sum('allocated'),
+    reserved: sum('reserved'),
+    max_allocated: sum('max_allocated'),
+    max_reserved: sum('max_reserved'),
+    per_device: perDevice
+  };
+}
+
+/** The files of a session folder: manifest.json and one gzip pickle per cell (and per OOM snapshot). */
+export function sessionFolderFiles(cells: readonly IExportCell[], meta: { [key: string]: unknown } = {}): Map<string, Uint8Array> {
+  const files = new Map<string, Uint8Array>();
+  let before = { allocated: 0, reserved: 0, max_allocated: 0, max_reserved: 0, per_device: [] as unknown[] };
+  let ooms = 0;
+  const manifestCells = cells.map((cell, k) => {
+    const name = `cell${String(k).padStart(2, '0')}.pickle.gz`;
+    files.set(name, snapshotToPickle(cell.snapshot));
+    const oomFiles = cell.oomSnapshots.map(s => {
+      const oomName = `oom${String(ooms++).padStart(2, '0')}.pickle.gz`;
+      files.set(oomName, snapshotToPickle(s));
+      return oomName;
+    });
+    const after = stats(cell.snapshot, cell.devices);
+    const entry = {
+      index: cell.index,
+      execution_count: cell.executionCount,
+      cell_id: cell.cellId,
+      source: cell.source,
+      error: cell.error,
+      snapshot_file: name,
+      oom_snapshots: oomFiles,
+      blocks: cell.snapshot.blocks.length,
+      segments: cell.snapshot.segments.length,
+      before,
+      after
+    };
+    before = after;
+    return entry;
+  });
+  const manifest = { ...meta, exported_by: 'jupyterlab-cuda-memdiff', cells: manifestCells };
+  files.set('manifest.json', new TextEncoder().encode(JSON.stringify(manifest, null, 1)));
+  return files;
+}

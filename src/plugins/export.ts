@@ -1,0 +1,121 @@
+/**
+ * The export plugin: writes a notebook's snapshots as a session folder
+ * (docs/session-format.md) next to the notebook, and the panel's snapshot as
+ * a pickle that torch.cuda._memory_viz and pytorch.org/memory_viz open.
+ */
+import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
+import { ICommandPalette, Notification } from '@jupyterlab/apputils';
+import { PathExt } from '@jupyterlab/coreutils';
+import { INotebookTracker } from '@jupyterlab/notebook';
+import { Contents } from '@jupyterlab/services';
+import { ITranslator, nullTranslator } from '@jupyterlab/translation';
+import { IExportCell, sessionFolderFiles, snapshotToPickle } from '../engine';
+import { CommandIDs, ICaptureRegistry, IDiffPanel, PACKAGE_NAME } from '../tokens';
+
+/** Base64 of bytes, in chunks small enough for String.fromCharCode. */
+function toBase64(bytes: Uint8Array): string {
+  let binary = '';
+  for (let i = 0; i < bytes.length; i += 0x8000) {
+    binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  }
+  return btoa(binary);
+}
+
+/** A path that does not exist yet: `base`, then `base-2`, `base-3`... */
+async function freshPath(contents: Contents.IManager, base: string, extension = ''): Promise<string> {
+  for (let n = 1; ; n++) {
+    const candidate = `${base}${n === 1 ? '' : `-${n}`}${extension}`;
+    try {
+      await contents.get(candidate, { content: false });
+    } catch {
+      return candidate;
+    }
+  }
+}
+
+export const exportPlugin: JupyterFrontEndPlugin<void> = {
+  id: `${PACKAGE_NAME}:export`,
+  description: 'Exports GPU memory snapshots as session folders and pickles.',
+  autoStart: true,
+  requires: [INotebookTracker, ICaptureRegistry, IDiffPanel],
+  optional: [ICommandPalette, ITranslator],
+  activate: (
+    app: JupyterFrontEnd,
+    tracker: INotebookTracker,
+    captures: ICaptureRegistry,
+    panel: IDiffPanel,
+    palette: ICommandPalette | null,
+    translator: ITranslator | null
+  ) => {
+    const trans = (translator ?? nullTranslator).load('jupyterlab_cuda_memdiff');
+    const contents = app.serviceManager.contents;
+    const save = (path: string, bytes: Uint8Array) =>
+      contents.save(path, { type: 'file', format: 'base64', content: toBase64(bytes) });
+
+    app.commands.addCommand(CommandIDs.exportSession, {
+      label: trans.__('Export GPU Memory Session'),
+      caption: trans.__('Write the notebook\'s snapshots as a session folder the cuda-memdiff CLI reads'),
+      isEnabled: () => !!tracker.currentWidget && !!captures.captureFor(tracker.currentWidget)?.store.records.length,
+      execute: async () => {
+        const notebook = tracker.currentWidget;
+        const store = notebook ? captures.captureFor(notebook)?.store : undefined;
+        if (!notebook || !store) {
+          return;
+        }
+        const cells = Array.from(notebook.content.model?.cells ?? []);
+        const records = store.records;
+        const exported: IExportCell[] = records
+          .filter(r => r.reason === 'cell')
+          .map(r => {
+            const index = cells.findIndex(c => c.id === r.cellId);
+            return {
+              index,
+              executionCount: r.executionCount,
+              source: index >= 0 ? cells[index].sharedModel.getSource() : '',
+              cellId: r.cellId,
+              error: r.error,
+              snapshot: r.snapshot,
+              oomSnapshots: records
+                .filter(o => o.reason === 'oom' && o.cellId === r.cellId && o.executionCount === r.executionCount)
+                .map(o => o.snapshot),
+              devices: r.devices
+            };
+          });
+        const folder = await freshPath(
+          contents,
+          PathExt.join(PathExt.dirname(notebook.context.path), `${PathExt.basename(notebook.context.path, '.ipynb')}-cuda-memdiff-session`)
+        );
+        await contents.save(folder, { type: 'directory' });
+        const files = sessionFolderFiles(exported, { notebook: notebook.context.path });
+        for (const [name, bytes] of files) {
+          await save(PathExt.join(folder, name), bytes);
+        }
+        Notification.success(trans.__('GPU memory session written to %1 (%2 snapshots)', folder, exported.length), {
+          autoClose: 5000
+        });
+        return folder;
+      }
+    });
+
+    app.commands.addCommand(CommandIDs.saveSnapshot, {
+      label: trans.__('Save GPU Memory Snapshot as Pickle'),
+      caption: trans.__('Save the snapshot the panel shows, for torch.cuda._memory_viz and pytorch.org/memory_viz'),
+      isEnabled: () => panel.shownSnapshot() !== null,
+      execute: async () => {
+        const shown = panel.shownSnapshot();
+        if (!shown) {
+          return;
+        }
+        const dir = tracker.currentWidget ? PathExt.dirname(tracker.currentWidget.context.path) : '';
+        const path = await freshPath(contents, PathExt.join(dir, shown.name), '.pickle.gz');
+        await save(path, snapshotToPickle(shown.snapshot));
+        Notification.success(trans.__('Snapshot saved to %1', path), { autoClose: 5000 });
+        return path;
+      }
+    });
+
+    for (const command of [CommandIDs.exportSession, CommandIDs.saveSnapshot]) {
+      palette?.addItem({ command, category: trans.__('CUDA Memory') });
+    }
+  }
+};
