@@ -12,6 +12,8 @@ const JUPYTER_PATH = [path.resolve(__dirname, 'jupyter-path'), process.env.JUPYT
 
 module.exports = {
   ...baseConfig,
+  // bench/ holds the panel benchmark (npm run bench:ui), not tests.
+  testDir: './tests',
   reporter: [['list'], ['html', { open: 'never' }]],
   retries: 0,
   use: {

@@ -1,6 +1,7 @@
-import { expect, galata, test } from '@jupyterlab/galata';
+import { expect, test } from '@jupyterlab/galata';
 import * as fs from 'fs';
 import * as path from 'path';
+import { BADGE, CODE_CELLS, openReplayedDemo } from './demo';
 
 // The demo notebook's session recorded on an H200: the replaying kernel serves
 // these snapshots, so each badge must show the recorded allocator figures.
@@ -8,10 +9,6 @@ const RECORDING = path.resolve(__dirname, '../../test-data/recordings/gpu_memory
 const manifest = JSON.parse(fs.readFileSync(RECORDING, 'utf-8'));
 const NETS: number[] = manifest.cells.map((c: any) => c.after.allocated - c.before.allocated);
 const PEAKS: number[] = manifest.cells.map((c: any) => c.after.max_allocated);
-const NOTEBOOK = 'replay_demo.ipynb';
-// Notebook positions of the four recorded code cells (markdown cells between them).
-const CODE_CELLS = [1, 2, 4, 6];
-const BADGE = '.jp-CudaMemdiffBadge';
 
 
 async function badgeOf(page: any, cellIndex: number) {
@@ -65,11 +62,7 @@ test.describe('kernels', () => {
 
 test.describe('capture replaying an H200 session', () => {
   test.beforeEach(async ({ page, tmpPath }) => {
-    await page.contents.uploadFile(path.resolve(__dirname, 'notebooks', NOTEBOOK), `${tmpPath}/${NOTEBOOK}`);
-    await page.notebook.openByPath(`${tmpPath}/${NOTEBOOK}`);
-    await expect(page.locator('.jp-CudaMemdiffStatus')).toContainText('replaying a recorded session', {
-      timeout: 60000
-    });
+    await openReplayedDemo(page, tmpPath);
   });
 
   test('badges each cell as it runs', async ({ page }) => {

@@ -1,23 +1,17 @@
 import { expect, test } from '@jupyterlab/galata';
 import * as path from 'path';
+import { openReplayedDemo, PANEL, runReplayedDemo } from './demo';
 
 // The demo notebook replayed from its H200 recording: the panel must show the
 // diff of the cell that keeps autograd graphs alive, and its stack must lead
 // back to the cell.
-const NOTEBOOK = 'replay_demo.ipynb';
-const PANEL = '#cuda-memdiff-panel';
 const PREDS_CELL = 4; // preds.append(model(b)), the third code cell, execution [3]
 
 test.describe('diff panel', () => {
   test('shows a cell diff by site and leads from a stack frame back to the cell', async ({ page, tmpPath }) => {
     test.setTimeout(180000);
-    await page.contents.uploadFile(path.resolve(__dirname, 'notebooks', NOTEBOOK), `${tmpPath}/${NOTEBOOK}`);
-    await page.notebook.openByPath(`${tmpPath}/${NOTEBOOK}`);
-    await expect(page.locator('.jp-CudaMemdiffStatus')).toContainText('replaying a recorded session', {
-      timeout: 60000
-    });
-    await page.notebook.run();
-    await expect(page.locator('.jp-CudaMemdiffBadge')).toHaveCount(4, { timeout: 60000 });
+    await openReplayedDemo(page, tmpPath);
+    await runReplayedDemo(page);
 
     // The notebook toolbar button opens the panel (in the overflow menu when the toolbar is narrow).
     const button = page.locator('[data-jp-item-name="cuda-memdiff-open-panel"] button');
@@ -100,13 +94,8 @@ test.describe('themes', () => {
   test('the panel in the light and dark themes', async ({ page, tmpPath }) => {
     test.setTimeout(180000);
     await page.setViewportSize({ width: 1400, height: 1000 });
-    await page.contents.uploadFile(path.resolve(__dirname, 'notebooks', NOTEBOOK), `${tmpPath}/${NOTEBOOK}`);
-    await page.notebook.openByPath(`${tmpPath}/${NOTEBOOK}`);
-    await expect(page.locator('.jp-CudaMemdiffStatus')).toContainText('replaying a recorded session', {
-      timeout: 60000
-    });
-    await page.notebook.run();
-    await expect(page.locator('.jp-CudaMemdiffBadge')).toHaveCount(4, { timeout: 60000 });
+    await openReplayedDemo(page, tmpPath);
+    await runReplayedDemo(page);
     await page.evaluate(() => window.jupyterapp.commands.execute('cuda-memdiff:open-panel'));
     const panel = page.locator(PANEL);
     await panel.getByRole('button', { name: /^\[3\] preds = \[\]/ }).click();
@@ -122,13 +111,8 @@ test.describe('themes', () => {
 test.describe('export', () => {
   test('writes the session folder and a pickle of the shown snapshot', async ({ page, tmpPath }) => {
     test.setTimeout(180000);
-    await page.contents.uploadFile(path.resolve(__dirname, 'notebooks', NOTEBOOK), `${tmpPath}/${NOTEBOOK}`);
-    await page.notebook.openByPath(`${tmpPath}/${NOTEBOOK}`);
-    await expect(page.locator('.jp-CudaMemdiffStatus')).toContainText('replaying a recorded session', {
-      timeout: 60000
-    });
-    await page.notebook.run();
-    await expect(page.locator('.jp-CudaMemdiffBadge')).toHaveCount(4, { timeout: 60000 });
+    await openReplayedDemo(page, tmpPath);
+    await runReplayedDemo(page);
     const exported = await page.evaluate(async () => {
       const folder = (await window.jupyterapp.commands.execute('cuda-memdiff:export-session')) as string;
       const listing = await window.jupyterapp.serviceManager.contents.get(folder);

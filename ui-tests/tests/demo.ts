@@ -1,0 +1,27 @@
+/**
+ * Page-object helpers shared by the specs: the demo notebook replayed from
+ * its H200 recording (kernel "cuda-memdiff-replay", see jupyter-path/).
+ */
+import { expect, IJupyterLabPageFixture } from '@jupyterlab/galata';
+import * as path from 'path';
+
+export const NOTEBOOK = 'replay_demo.ipynb';
+export const PANEL = '#cuda-memdiff-panel';
+export const BADGE = '.jp-CudaMemdiffBadge';
+/** Notebook positions of the demo's four code cells (markdown between them). */
+export const CODE_CELLS = [1, 2, 4, 6];
+
+/** Upload and open the demo notebook; wait until its kernel replays the recording. */
+export async function openReplayedDemo(page: IJupyterLabPageFixture, tmpPath: string): Promise<void> {
+  await page.contents.uploadFile(path.resolve(__dirname, 'notebooks', NOTEBOOK), `${tmpPath}/${NOTEBOOK}`);
+  await page.notebook.openByPath(`${tmpPath}/${NOTEBOOK}`);
+  await expect(page.locator('.jp-CudaMemdiffStatus')).toContainText('replaying a recorded session', {
+    timeout: 60000
+  });
+}
+
+/** Run every cell of the opened demo and wait for the four badges. */
+export async function runReplayedDemo(page: IJupyterLabPageFixture): Promise<void> {
+  await page.notebook.run();
+  await expect(page.locator(BADGE)).toHaveCount(CODE_CELLS.length, { timeout: 60000 });
+}
