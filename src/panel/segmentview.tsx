@@ -6,7 +6,7 @@
  */
 import * as React from 'react';
 import { TranslationBundle } from '@jupyterlab/translation';
-import { allocationSite, Block, CellCodeNames, formatBytes, isCellFilename, Snapshot } from '../engine';
+import { Block, CellCodeNames, formatBytes, isCellFilename, Snapshot, visibleStack } from '../engine';
 import { segmentMapLayout } from './segments';
 import { ICellLocation, StackView } from './stack';
 
@@ -38,14 +38,28 @@ function allocatingCell(snapshot: Snapshot, block: Block, cells: CellCodeNames):
   return '';
 }
 
-/** Hover text of a block: size, state and where it was allocated. */
+/** Frames a block's hover text lists before "…". */
+const HOVER_FRAMES = 6;
+
+/** Hover text of a block: size, state and its stack (filtered, innermost first). */
 function blockTitle(snapshot: Snapshot, block: Block, trans: TranslationBundle): string {
-  const site = allocationSite(snapshot.frames, block.stack);
-  const where =
-    site < 0
-      ? trans.__('no Python stack')
-      : `${snapshot.frames.frame(site).name} (${snapshot.frames.frame(site).filename}:${snapshot.frames.frame(site).line})`;
-  return `${formatBytes(block.size)} ${block.state}\n${trans.__('allocated at %1; click for the stack', where)}`;
+  const lines = [`${formatBytes(block.size)} ${block.state}`];
+  const entries = visibleStack(snapshot.frames, block.stack);
+  for (const entry of entries.slice(0, HOVER_FRAMES)) {
+    if (entry.kind === 'native') {
+      lines.push(`  [${entry.count} C++]`);
+    } else {
+      const f = snapshot.frames.frame(entry.frameId);
+      lines.push(`  ${f.name} (${f.filename}:${f.line})`);
+    }
+  }
+  if (entries.length > HOVER_FRAMES) {
+    lines.push('  …');
+  }
+  if (!entries.length) {
+    lines.push(`  ${trans.__('no Python stack')}`);
+  }
+  return lines.join('\n');
 }
 
 /** The segments of one snapshot. */

@@ -25,6 +25,8 @@ describe('SegmentMap', () => {
       expect(container.querySelectorAll(`.jp-mod-cell${k}`).length).toBeGreaterThan(0);
     }
     const block = container.querySelector('.jp-mod-cell2') as SVGRectElement;
+    // hovering shows the block's stack
+    expect(block.querySelector('title')!.textContent).toMatch(/^\d.* active_allocated\n  .*ipykernel_\d+\/\d+\.py:3\)/m);
     fireEvent.click(block);
     fireEvent.click(screen.getByRole('button', { name: 'Cell [3], line 3' }));
     expect(onReveal).toHaveBeenCalledWith({ cell: expect.objectContaining({ id: 'cell-2' }), line: 3 });
