@@ -16,3 +16,4 @@ export * from './units';
 export * from './wire';
 export * from './export';
 export * from './pickler';
+export * from './retention';
