@@ -19,8 +19,9 @@ export class CellBadges implements IDisposable {
     this._store = options.store;
     this.thresholds = options.thresholds ?? DEFAULT_THRESHOLDS;
     this._store.changed.connect(this.update, this);
+    // New, moved or retyped cells; a badge node moves with its cell, and
+    // edits inside a cell need no update (modelContentChanged fires per keystroke).
     this._panel.content.model?.cells.changed.connect(this.update, this);
-    this._panel.content.modelContentChanged.connect(this.update, this);
     this.update();
   }
 

@@ -3,7 +3,7 @@
  * State and signals only: the session fills it, badges and the panel read it.
  */
 import { ISignal, Signal } from '@lumino/signaling';
-import { FrameTable, IWireDeviceStats, Snapshot } from '../engine';
+import { FrameTable, IWireDeviceStats, Snapshot, totalBytes } from '../engine';
 import { HelperStatus } from './protocol';
 
 /** One snapshot the helper took, after a cell or at an out-of-memory error. */
@@ -96,9 +96,8 @@ export class SnapshotStore {
 
   /** Add a snapshot; net change is against the previous cell snapshot of this kernel session. */
   add(entry: Omit<CellRecord, 'kernelSession' | 'allocatedBytes' | 'netBytes' | 'reservedNetBytes' | 'peakBytes'>): CellRecord {
-    const sum = (f: (t: Snapshot['totals'][number]) => number) => entry.snapshot.totals.reduce((n, t) => n + f(t), 0);
-    const allocated = sum(t => t.allocatedBytes);
-    const reserved = sum(t => t.reservedBytes);
+    const allocated = totalBytes(entry.snapshot, 'allocatedBytes');
+    const reserved = totalBytes(entry.snapshot, 'reservedBytes');
     const previous = entry.reason === 'cell' ? this._lastCell : undefined;
     const record: CellRecord = {
       ...entry,

@@ -13,6 +13,7 @@ import {
   Snapshot,
   SnapshotDiff,
   StackEntry,
+  totalBytes,
   visibleStack
 } from '../engine';
 import { renderTable } from './table';
@@ -91,8 +92,8 @@ function deviceJson(t: DeviceTotals) {
 /** `summary --json`. */
 export function summaryJson(snapshot: Snapshot) {
   return {
-    allocated_bytes: snapshot.totals.reduce((n, t) => n + t.allocatedBytes, 0),
-    reserved_bytes: snapshot.totals.reduce((n, t) => n + t.reservedBytes, 0),
+    allocated_bytes: totalBytes(snapshot, 'allocatedBytes'),
+    reserved_bytes: totalBytes(snapshot, 'reservedBytes'),
     blocks: snapshot.blocks.length,
     trace_entries: snapshot.traces.length,
     oom_entries: snapshot.traces.filter(e => e.action === 'oom').length,

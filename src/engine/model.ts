@@ -156,6 +156,21 @@ export class FrameTable {
   private readonly _stackIds = new Map<string, number>();
 }
 
+/** A per-device total summed over the snapshot's devices, or taken for one device. */
+export function totalBytes(
+  snapshot: Snapshot,
+  key: 'allocatedBytes' | 'reservedBytes' | 'activeBytes' | 'inactiveBytes',
+  device: number | null = null
+): number {
+  let sum = 0;
+  for (const t of snapshot.totals) {
+    if (device === null || t.device === device) {
+      sum += t[key];
+    }
+  }
+  return sum;
+}
+
 /** True for blocks the program still holds (what memory_allocated counts). */
 export function isAllocated(block: Block): boolean {
   return block.state === 'active_allocated';

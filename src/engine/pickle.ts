@@ -234,20 +234,10 @@ namespace Private {
           this._result = result;
           return true;
         }
-        case 0x7d: // EMPTY_DICT
-          this._push(newDict());
-          break;
-        case 0x5d: // EMPTY_LIST
+        // EMPTY_DICT, EMPTY_LIST, MARK and MEMOIZE never get here: load() decodes them.
         case 0x29: // EMPTY_TUPLE
         case 0x8f: // EMPTY_SET
           this._push([]);
-          break;
-        case 0x28: // MARK
-          if (this._marks.length >= this._limits.maxMarks) {
-            throw new SnapshotError('pickle nests too deeply (MARK limit)');
-          }
-          this._marks.push(this._stack.length);
-          this._push(MARK);
           break;
         case 0x61: {
           // APPEND
@@ -392,9 +382,6 @@ namespace Private {
           break;
         case 0x72: // LONG_BINPUT
           this._put(this._u32());
-          break;
-        case 0x94: // MEMOIZE
-          this._put(this._memo.length);
           break;
         case 0x68: // BINGET
           this._push(this._get(this._u8()));

@@ -7,7 +7,7 @@
 import { AllocationSite, diffSnapshots, groupBySite } from './diff';
 import { SnapshotError } from './errors';
 import { IFrameFilterOptions } from './frames';
-import { FrameTable, Snapshot } from './model';
+import { FrameTable, Snapshot, totalBytes } from './model';
 import { emptySnapshot, readSnapshot } from './snapshot';
 
 /** Allocator statistics the recorder stores before and after a cell (summed over devices). */
@@ -136,14 +136,12 @@ export function reportCells(
     const snapshot = session.snapshots[k];
     const diff = diffSnapshots(previous, snapshot);
     previous = snapshot;
-    const sum = (f: (t: Snapshot['totals'][number]) => number) =>
-      snapshot.totals.reduce((n, t) => n + f(t), 0);
     const peak = cell.after?.max_allocated;
     return {
       index: cell.index,
       executionCount: cell.execution_count,
-      allocatedBytes: sum(t => t.allocatedBytes),
-      reservedBytes: sum(t => t.reservedBytes),
+      allocatedBytes: totalBytes(snapshot, 'allocatedBytes'),
+      reservedBytes: totalBytes(snapshot, 'reservedBytes'),
       netBytes: diff.netBytes,
       peakBytes: typeof peak === 'number' ? peak : null,
       bornBytes: diff.bornBytes,

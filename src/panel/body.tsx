@@ -7,6 +7,7 @@
 import * as React from 'react';
 import { TranslationBundle } from '@jupyterlab/translation';
 import { CellRecord } from '../capture/store';
+import { totalBytes } from '../engine';
 import { IChartInput } from './chart';
 import { SessionChart } from './chartview';
 import { DiffView } from './diffview';
@@ -144,11 +145,9 @@ export function PanelBody(props: IPanelBodyProps): JSX.Element {
   const records = model.records;
   const device = model.device;
   const inputs: IChartInput[] = React.useMemo(() => {
-    const sum = (r: CellRecord, f: (t: CellRecord['snapshot']['totals'][number]) => number) =>
-      r.snapshot.totals.filter(t => device === null || t.device === device).reduce((n, t) => n + f(t), 0);
     return records.map(r => ({
-      allocatedBytes: sum(r, t => t.allocatedBytes),
-      reservedBytes: sum(r, t => t.reservedBytes),
+      allocatedBytes: totalBytes(r.snapshot, 'allocatedBytes', device),
+      reservedBytes: totalBytes(r.snapshot, 'reservedBytes', device),
       oom: model.notebook?.store.hadOom(r) ?? false,
       label: recordLabel(r, model)
     }));
