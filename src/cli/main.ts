@@ -7,25 +7,31 @@ import * as path from 'path';
 import {
   CellCodeNames,
   diffSnapshots,
+  findLeaks,
   FrameTable,
   groupBySite,
   IFrameFilterOptions,
+  ISession,
   loadSession,
   readSnapshot,
   reportCells,
+  sessionExecutions,
   Snapshot,
   SnapshotError
 } from '../engine';
 import { diffJson, diffText, sessionJson, sessionText, summaryJson, summaryText } from './report';
+import { leaksJson, leaksText } from './leaks';
 
 const USAGE = `usage:
   cuda-memdiff summary FILE [--json]
   cuda-memdiff diff BEFORE AFTER [--json] [--all-frames]
   cuda-memdiff session DIR [--json] [--all-frames]
+  cuda-memdiff leaks DIR [--json] [--all-frames]
 
 FILE, BEFORE and AFTER are snapshot pickles written by torch.cuda.memory._dump_snapshot()
 (plain or gzip) or the same dict as JSON. DIR is a session folder (manifest.json plus one
-snapshot per cell).`;
+snapshot per cell). \`leaks\` ranks the session's cells by the memory they left alive:
+leak (grows on re-run, or held by nothing the user sees), retained (expected state) or ok.`;
 
 /** Wrong arguments: reported with the usage text. */
 class UsageError extends Error {}
@@ -91,6 +97,17 @@ function expectOperands(args: IArgs, count: number, names: string): void {
   }
 }
 
+function readSessionFolder(dir: string): ISession {
+  if (!fs.existsSync(dir) || !fs.statSync(dir).isDirectory()) {
+    throw new SnapshotError(`${dir}: no such folder`);
+  }
+  const manifestPath = path.join(dir, 'manifest.json');
+  if (!fs.existsSync(manifestPath)) {
+    throw new SnapshotError(`${dir}: no manifest.json, so it is not a session folder`);
+  }
+  return loadSession(fs.readFileSync(manifestPath, 'utf-8'), name => readBytes(path.join(dir, name)));
+}
+
 /** Run one command; returns the text for stdout. */
 export function run(argv: string[]): string {
   const args = parseArgs(argv);
@@ -116,22 +133,18 @@ export function run(argv: string[]): string {
     }
     case 'session': {
       expectOperands(args, 1, 'one DIR');
-      const dir = args.operands[0];
-      const manifestPath = path.join(dir, 'manifest.json');
-      if (!fs.existsSync(dir) || !fs.statSync(dir).isDirectory()) {
-        throw new SnapshotError(`${dir}: no such folder`);
-      }
-      if (!fs.existsSync(manifestPath)) {
-        throw new SnapshotError(`${dir}: no manifest.json, so it is not a session folder`);
-      }
-      const session = loadSession(fs.readFileSync(manifestPath, 'utf-8'), name =>
-        readBytes(path.join(dir, name))
-      );
+      const session = readSessionFolder(args.operands[0]);
       const reports = reportCells(session, filter);
       const cells = new CellCodeNames(
         session.manifest.cells.map(c => ({ id: String(c.index), source: c.source, executionCount: c.execution_count }))
       );
       return out(sessionJson(reports, session.frames, filter, cells), () => sessionText(reports, session.frames));
+    }
+    case 'leaks': {
+      expectOperands(args, 1, 'one DIR');
+      const session = readSessionFolder(args.operands[0]);
+      const report = findLeaks(session.snapshots, sessionExecutions(session.manifest));
+      return out(leaksJson(report, session, filter), () => leaksText(report, session, filter));
     }
     default:
       throw new UsageError(`unknown command ${args.command}`);

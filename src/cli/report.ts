@@ -23,7 +23,7 @@ type FrameJson =
   | { name: string; filename: string; line: number; cells?: { index: string; execution_count: number | null }[] }
   | { native_frames: number };
 
-function frameJson(table: FrameTable, entry: StackEntry, cells?: CellCodeNames): FrameJson {
+export function frameJson(table: FrameTable, entry: StackEntry, cells?: CellCodeNames): FrameJson {
   if (entry.kind === 'native') {
     return { native_frames: entry.count };
   }
@@ -39,7 +39,7 @@ function frameJson(table: FrameTable, entry: StackEntry, cells?: CellCodeNames):
     : { name: f.name, filename: f.filename, line: f.line };
 }
 
-function siteJson(table: FrameTable, frameId: number) {
+export function siteJson(table: FrameTable, frameId: number) {
   if (frameId < 0) {
     return null;
   }
@@ -47,7 +47,7 @@ function siteJson(table: FrameTable, frameId: number) {
   return { filename: f.filename, line: f.line, name: f.name };
 }
 
-function siteLabel(table: FrameTable, frameId: number): string {
+export function siteLabel(table: FrameTable, frameId: number): string {
   if (frameId < 0) {
     return '(no Python stack)';
   }

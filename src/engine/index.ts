@@ -17,3 +17,5 @@ export * from './wire';
 export * from './export';
 export * from './pickler';
 export * from './retention';
+export * from './source';
+export * from './leaks';

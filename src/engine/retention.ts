@@ -1,30 +1,34 @@
 /**
- * Which execution allocated each live block, and what each execution still
- * holds: the facts the leak finder ranks. A block belongs to the execution
- * between whose snapshots it first appeared (same device, address, size and
- * stack) and stays attributed while it remains in every later snapshot.
+ * Which execution allocated each live block, and what became of it: the facts
+ * the leak finder ranks. A block belongs to the execution between whose
+ * snapshots it first appeared (same device, address, size and stack) and
+ * stays attributed while it remains in every later snapshot.
  *
  * Identity alone cannot see a block freed and allocated again at the same
- * address by the same line (a re-run cell rebuilding its tensors). When the
- * snapshots carry allocation history, the last `alloc` event of each live
- * block, placed between the snapshots' own `snapshot` events, decides instead.
+ * address by the same line (a re-run cell rebuilding its tensors). When a
+ * snapshot carries allocation history, its `alloc` events after its newest
+ * `snapshot` event (the previous capture) belong to the execution it closes,
+ * so a live block allocated there is reborn in that execution.
  */
 import { diffSnapshots } from './diff';
-import { Block, Snapshot } from './model';
+import { Block, isAllocated, Snapshot } from './model';
 import { emptySnapshot } from './snapshot';
 
-/** What one execution's allocations became by the last snapshot. */
+/** What one execution's allocations became. */
 export interface IExecutionRetention {
   /** Position of the execution (its snapshot) in the sequence. */
   readonly execution: number;
-  /** Bytes of blocks born during the execution. */
-  readonly bornBytes: number;
-  /** Of those, bytes still alive in the last snapshot. */
+  /** Blocks born during the execution and alive when it ended (in its own snapshot). */
+  readonly left: readonly Block[];
+  readonly leftBytes: number;
+  /** Of the blocks left, bytes still alive in the last snapshot. */
   readonly aliveBytes: number;
-  /** Of those, bytes freed by a later execution (or the same one's end). */
+  /** Of the blocks left, bytes freed by later executions. */
   readonly freedLaterBytes: number;
   /** The blocks still alive in the last snapshot. */
   readonly alive: readonly Block[];
+  /** Bytes of the blocks left that each later execution freed (execution -> bytes). */
+  readonly freedBy: ReadonlyMap<number, number>;
 }
 
 /**
@@ -35,89 +39,98 @@ export function retentionByExecution(snapshots: readonly Snapshot[]): IExecution
   if (!snapshots.length) {
     return [];
   }
-  const frames = snapshots[0].frames;
-  // owner: block identity key -> execution that allocated it, for blocks alive now
-  let owner = new Map<string, number>();
-  const born = snapshots.map(() => 0);
   const key = (b: Block) => `${b.device}:${b.address}:${b.size}:${b.stack}`;
-  let previous = emptySnapshot(frames);
+  const owner = new Map<string, number>();
+  const left = snapshots.map((): Block[] => []);
+  const freedBy = snapshots.map(() => new Map<number, number>());
+  const release = (b: Block, k: number) => {
+    const o = owner.get(key(b));
+    if (o !== undefined) {
+      freedBy[o].set(k, (freedBy[o].get(k) ?? 0) + b.size);
+      owner.delete(key(b));
+    }
+  };
+  let previous = emptySnapshot(snapshots[0].frames);
   snapshots.forEach((snapshot, k) => {
     const diff = diffSnapshots(previous, snapshot);
-    const next = new Map(owner);
     for (const b of diff.freed) {
-      next.delete(key(b));
+      release(b, k);
     }
-    for (const b of diff.born) {
-      next.set(key(b), k);
-      born[k] += b.size;
+    const reborn = allocatedSinceLastCapture(snapshot);
+    for (const b of snapshot.blocks) {
+      if (!isAllocated(b)) {
+        continue;
+      }
+      const o = owner.get(key(b));
+      if (o === undefined || (o < k && reborn?.has(`${b.device}:${b.address}:${b.size}`))) {
+        if (o !== undefined) {
+          release(b, k);
+        }
+        owner.set(key(b), k);
+        left[k].push(b);
+      }
     }
-    owner = next;
     previous = snapshot;
   });
-  const fromTrace = traceOwners(snapshots);
   const alive = snapshots.map((): Block[] => []);
   for (const b of previous.blocks) {
-    const byIdentity = owner.get(key(b));
-    const k = fromTrace?.(b) ?? byIdentity;
-    if (k === undefined || b.state !== 'active_allocated') {
-      continue;
+    const o = isAllocated(b) ? owner.get(key(b)) : undefined;
+    if (o !== undefined) {
+      alive[o].push(b);
     }
-    if (byIdentity !== undefined && k !== byIdentity) {
-      // Freed and allocated again in place: a birth identity could not see.
-      born[k] += b.size;
-    }
-    alive[k].push(b);
   }
   return snapshots.map((_, k) => {
-    const aliveBytes = alive[k].reduce((n, b) => n + b.size, 0);
-    return { execution: k, bornBytes: born[k], aliveBytes, freedLaterBytes: born[k] - aliveBytes, alive: alive[k] };
+    const leftBytes = sizeOf(left[k]);
+    const aliveBytes = sizeOf(alive[k]);
+    return {
+      execution: k,
+      left: left[k],
+      leftBytes,
+      aliveBytes,
+      freedLaterBytes: leftBytes - aliveBytes,
+      alive: alive[k],
+      freedBy: freedBy[k]
+    };
   });
 }
 
+/** Bytes of a retention's blocks still alive after execution `at` (at >= its own execution). */
+export function aliveBytesAt(retention: IExecutionRetention, at: number): number {
+  let freed = 0;
+  for (const [k, bytes] of retention.freedBy) {
+    if (k <= at) {
+      freed += bytes;
+    }
+  }
+  return retention.leftBytes - freed;
+}
+
+function sizeOf(blocks: readonly Block[]): number {
+  return blocks.reduce((n, b) => n + b.size, 0);
+}
+
 /**
- * Owner by allocation history, or null when the snapshots lack it. Each
- * `_snapshot()` call records a `snapshot` event that the next snapshot's
- * trace holds, so execution k ends at the newest such event in snapshot
- * k+1; the last snapshot's trace says when each live block was last allocated.
+ * `device:address:size` of the blocks allocated after the newest `snapshot`
+ * event of their device's history (each device records its own), or null
+ * when no device has one (no history, the first capture, or a ring buffer
+ * that dropped the mark): then identity alone decides.
  */
-function traceOwners(snapshots: readonly Snapshot[]): ((b: Block) => number | undefined) | null {
-  const newestMark = (s: Snapshot): number | null => {
-    let t: number | null = null;
-    for (const e of s.traces) {
-      if (e.action === 'snapshot' && e.timeUs !== null) {
-        t = e.timeUs;
-      }
+function allocatedSinceLastCapture(snapshot: Snapshot): Set<string> | null {
+  const lastMark = new Map<number, number>();
+  snapshot.traces.forEach((e, i) => {
+    if (e.action === 'snapshot') {
+      lastMark.set(e.device, i);
     }
-    return t;
-  };
-  const bounds: number[] = [];
-  for (let k = 1; k < snapshots.length; k++) {
-    const t = newestMark(snapshots[k]);
-    if (t === null) {
-      return null;
-    }
-    bounds.push(t);
+  });
+  if (!lastMark.size) {
+    return null;
   }
-  bounds.push(Infinity);
-  const last = snapshots[snapshots.length - 1];
-  let earliest = Infinity;
-  const allocated = new Map<string, number>();
-  for (const e of last.traces) {
-    if (e.timeUs === null) {
-      continue;
+  const out = new Set<string>();
+  snapshot.traces.forEach((e, i) => {
+    const mark = lastMark.get(e.device);
+    if (mark !== undefined && i > mark && e.action === 'alloc' && e.address !== null) {
+      out.add(`${e.device}:${e.address}:${e.size}`);
     }
-    earliest = Math.min(earliest, e.timeUs);
-    if (e.action === 'alloc' && e.address !== null) {
-      allocated.set(`${e.device}:${e.address}:${e.size}`, e.timeUs);
-    }
-  }
-  return b => {
-    const t = allocated.get(`${b.device}:${b.address}:${b.size}`);
-    // An allocation at the trace's very start may be older than the ring buffer: let identity decide.
-    if (t === undefined || t <= earliest) {
-      return undefined;
-    }
-    const k = bounds.findIndex(bound => t <= bound);
-    return k < 0 ? undefined : k;
-  };
+  });
+  return out;
 }

@@ -7,6 +7,7 @@
 import { AllocationSite, diffSnapshots, groupBySite } from './diff';
 import { SnapshotError } from './errors';
 import { IFrameFilterOptions } from './frames';
+import { ILeakExecution } from './leaks';
 import { FrameTable, Snapshot, totalBytes } from './model';
 import { emptySnapshot, readSnapshot } from './snapshot';
 
@@ -151,4 +152,15 @@ export function reportCells(
       sites: groupBySite(diff, options).slice(0, options.topSites ?? 3)
     };
   });
+}
+
+/** The session's cells as executions for `findLeaks`, labelled `cell 3 [4]`. */
+export function sessionExecutions(manifest: ISessionManifest): ILeakExecution[] {
+  return manifest.cells.map(cell => ({
+    cellId: String(cell.index),
+    executionCount: cell.execution_count,
+    source: cell.source,
+    error: cell.error ?? null,
+    label: cell.execution_count === null ? `cell ${cell.index}` : `cell ${cell.index} [${cell.execution_count}]`
+  }));
 }

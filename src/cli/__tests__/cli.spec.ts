@@ -68,6 +68,43 @@ describe('cuda-memdiff diff', () => {
   });
 });
 
+describe('cuda-memdiff leaks', () => {
+  it.each(fs.readdirSync(REC).filter(d => fs.existsSync(path.join(REC, d, 'manifest.json'))))(
+    '%s: verdicts and top_leak match the manifest',
+    dir => {
+      const expected = JSON.parse(fs.readFileSync(path.join(REC, dir, 'manifest.json'), 'utf-8')).expected;
+      const out = json('leaks', path.join(REC, dir));
+      expect(out.top_leak).toBe(expected.top_leak_cell);
+      expect(out.cells.filter((c: { verdict: string }) => c.verdict === 'leak').map((c: { index: number }) => c.index)).toEqual(
+        expected.leak_cells
+      );
+      for (const cell of out.cells) {
+        expect(['leak', 'retained', 'ok']).toContain(cell.verdict);
+        expect(Number.isInteger(cell.retained_bytes)).toBe(true);
+        expect(cell.reasons.length).toBeGreaterThan(0);
+      }
+    }
+  );
+
+  it('tells people which cell to look at first, why, and what to do', () => {
+    const r = cli('leaks', path.join(REC, 'out_cache--python'));
+    expect(r.code).toBe(0);
+    expect(r.out).toMatch(/^cell\s+exec\s+verdict\s+retained\s+leaked\s+why/);
+    expect(r.out).toMatch(/Look at cell 1 first \(high confidence\)/);
+    expect(r.out).toMatch(/held by: Out\[2\]/);
+    expect(r.out).toMatch(/fix: end the line with `;` or `del Out\[2\]`/);
+    expect(cli('leaks', path.join(REC, 'clean_training--python')).out).toMatch(/No cell leaks\./);
+  });
+
+  it('gives evidence with the stack back to the cell', () => {
+    const out = json('leaks', path.join(REC, 'gpu_memory_demo--python'));
+    const top = out.cells.find((c: { index: number }) => c.index === out.top_leak);
+    expect(top.causes).toEqual(['graph']);
+    const frames = top.evidence[0].stack.filter((f: { cells?: unknown }) => f.cells);
+    expect(frames[frames.length - 1]).toEqual(expect.objectContaining({ line: 3, cells: [{ index: '2', execution_count: 3 }] }));
+  });
+});
+
 describe('cuda-memdiff session', () => {
   it('reports each cell with nets that match the recording', () => {
     const dir = path.join(REC, 'clean_training--python');
@@ -111,6 +148,9 @@ describe('bad input', () => {
   afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
   it.each([
+    [['leaks', 'nowhere'], /nowhere: no such folder/],
+    [['leaks', 'nomanifest'], /nomanifest: no manifest\.json/],
+    [['leaks', 'missing'], /manifest\.json names cell00\.pickle\.gz, which cannot be read/],
     [['summary', 'nope.pickle'], /nope\.pickle: no such file/],
     [['summary', 'empty.pickle'], /empty\.pickle: empty file/],
     [['summary', 'corrupt.pickle.gz'], /corrupt\.pickle\.gz: corrupt gzip data/],

@@ -1,0 +1,680 @@
+/**
+ * The leak finder: which executions left GPU memory alive, whether that is a
+ * leak, and which cell to look at first.
+ *
+ * Memory a cell keeps is not a leak by itself: weights, gradients and
+ * optimizer state are meant to stay. A leak is memory that grows each time
+ * the same code runs again, or that nothing the user can see holds: an
+ * autograd graph kept through the outputs of a forward pass run outside
+ * `torch.no_grad()`, the output cache `Out[n]`, the last traceback. Offline
+ * the evidence is the snapshots and the cells' sources; live, the kernel's
+ * holder analysis (`IBlockHolders`) names the owner and settles the verdict.
+ */
+import { Block, Frame, FrameTable, Snapshot } from './model';
+import { isCellFilename, murmur2, parseCellFilename } from './cells';
+import { isNativeFrame } from './frames';
+import { aliveBytesAt, IExecutionRetention, retentionByExecution } from './retention';
+import {
+  containersOf,
+  displayedLines,
+  gradDisabledAt,
+  recurrentNames,
+  hookTargets,
+  registersHook,
+  runsBackward,
+  setsGradMode,
+  storedNames
+} from './source';
+import { formatBytes } from './units';
+
+/** One execution of a cell, in the order of the snapshots. */
+export interface ILeakExecution {
+  /** The cell's stable key: JupyterLab's cell id, or the manifest index as text. */
+  readonly cellId: string;
+  readonly executionCount: number | null;
+  /** The cell's source when known; rules that read it are skipped otherwise. */
+  readonly source: string | null;
+  /** The error the cell raised, if any. */
+  readonly error: string | null;
+  /** How a person names the cell: `cell 3 [7]`. */
+  readonly label: string;
+}
+
+/** What keeps a block alive, as the kernel's holder analysis reports it. */
+export interface IHolder {
+  readonly kind: HolderKind;
+  /** What a user would type to reach it: `preds[3]`, `Out[12]`, `model.0.weight`. */
+  readonly path: string;
+}
+
+/** The kinds of holder the kernel tells apart. */
+export type HolderKind =
+  | 'variable'
+  | 'graph'
+  | 'output-cache'
+  | 'traceback'
+  | 'parameter'
+  | 'gradient'
+  | 'optimizer'
+  | 'hook'
+  | 'unreachable'
+  | 'native';
+
+/** Holders of live blocks, keyed by `device:address` of the block. */
+export type IBlockHolders = ReadonlyMap<string, readonly IHolder[]>;
+
+export type LeakVerdict = 'leak' | 'retained' | 'ok';
+export type LeakCause = 'growth' | 'graph' | 'output-cache' | 'traceback' | 'hook' | 'unreachable';
+
+/** One allocation site behind a verdict. */
+export interface ILeakEvidence {
+  /** Stack id of the site's largest block. */
+  readonly stack: number;
+  readonly bytes: number;
+  readonly blocks: number;
+  /** Executions whose blocks these are. */
+  readonly executions: readonly number[];
+}
+
+/** The finder's judgement of one execution. */
+export interface IExecutionVerdict {
+  readonly execution: number;
+  readonly cellId: string;
+  readonly executionCount: number | null;
+  readonly verdict: LeakVerdict;
+  readonly confidence: 'high' | 'medium' | 'low';
+  /** Bytes it allocated that are alive in the latest snapshot. */
+  readonly retainedBytes: number;
+  /** Bytes it left alive when it ended. */
+  readonly leftBytes: number;
+  /** Bytes behind the leak evidence (0 unless `leak`). */
+  readonly leakedBytes: number;
+  readonly causes: readonly LeakCause[];
+  readonly reasons: readonly string[];
+  readonly advice: readonly string[];
+  /** Holders named for its live blocks (by the kernel, or guessed from the source). */
+  readonly holders: readonly string[];
+  readonly evidence: readonly ILeakEvidence[];
+}
+
+/** The ranking over a session. */
+export interface LeakReport {
+  /** One verdict per execution, in execution order. */
+  readonly executions: readonly IExecutionVerdict[];
+  /** Execution indices, the one to look at first first. */
+  readonly ranking: readonly number[];
+  /** The execution to look at first, or null when nothing leaks. */
+  readonly topLeak: number | null;
+}
+
+/** Options for `findLeaks`. */
+export interface IFindLeaksOptions {
+  /** Holders from the live kernel for blocks of the latest snapshot. */
+  holders?: IBlockHolders;
+}
+
+/** Rank the executions of a session whose snapshots (one per execution) share one FrameTable. */
+export function findLeaks(
+  snapshots: readonly Snapshot[],
+  executions: readonly ILeakExecution[],
+  options: IFindLeaksOptions = {}
+): LeakReport {
+  if (snapshots.length !== executions.length) {
+    throw new Error(`findLeaks: ${snapshots.length} snapshots for ${executions.length} executions`);
+  }
+  if (!snapshots.length) {
+    return { executions: [], ranking: [], topLeak: null };
+  }
+  const context = new Private.Context(snapshots[0].frames, executions);
+  const retention = retentionByExecution(snapshots);
+  const findings = retention.map(r => new Private.Finding(r, executions[r.execution]));
+  Private.findGrowth(findings, context);
+  for (const f of findings) {
+    Private.findGraph(f, findings, context);
+    Private.findOutputCache(f, context);
+    Private.findTraceback(f, context);
+  }
+  if (options.holders) {
+    for (const f of findings) {
+      Private.applyHolders(f, options.holders);
+    }
+  }
+  const verdicts = findings.map(f => f.verdict(context));
+  const ranking = Private.rank(verdicts, executions);
+  const top = ranking.length && verdicts[ranking[0]].verdict === 'leak' ? ranking[0] : null;
+  return { executions: verdicts, ranking, topLeak: top };
+}
+
+namespace Private {
+  /** What a block's stack says made it. */
+  export type Origin = 'parameters' | 'optimizer' | 'gradient' | 'forward' | 'direct';
+
+  /** A cell frame of a stack, with its source. */
+  interface ICellFrame {
+    readonly frame: Frame;
+    readonly source: string | null;
+  }
+
+  /** Per-session lookups shared by the rules: stacks resolved once. */
+  export class Context {
+    constructor(
+      readonly frames: FrameTable,
+      readonly executions: readonly ILeakExecution[]
+    ) {
+      for (const e of executions) {
+        if (e.source !== null) {
+          this._sourceByHash.set(murmur2(e.source), e.source);
+        }
+      }
+      this.hookTargets = executions.flatMap(e => (e.source !== null ? hookTargets(e.source) : []));
+      this.hooks = this.hookTargets.length > 0 || executions.some(e => e.source !== null && registersHook(e.source));
+      let off = false;
+      this.gradOffGlobally = executions.map(e => {
+        const was = off;
+        off = (e.source !== null ? setsGradMode(e.source) : null) ?? off;
+        return was || off;
+      });
+    }
+
+    /** Per execution: autograd was turned off for the session (`torch.set_grad_enabled(False)`). */
+    readonly gradOffGlobally: readonly boolean[];
+
+    /** Containers the session's module hooks append to. */
+    readonly hookTargets: readonly string[];
+
+    /** True when some cell of the session registers a module hook. */
+    readonly hooks: boolean;
+
+    /** Source of a cell by its code name, when some execution ran it. */
+    sourceOf(filename: string, execution: ILeakExecution): string | null {
+      const name = parseCellFilename(filename);
+      if (!name) {
+        return null;
+      }
+      if (name.kind === 'ipykernel') {
+        return this._sourceByHash.get(name.hash) ?? null;
+      }
+      const match = this.executions.find(e => e.executionCount === name.executionCount);
+      return match?.source ?? (name.executionCount === execution.executionCount ? execution.source : null);
+    }
+
+    /** Cell frames of a stack, innermost first. */
+    cellFrames(stack: number, execution: ILeakExecution): ICellFrame[] {
+      return this.frames
+        .stack(stack)
+        .map(id => this.frames.frame(id))
+        .filter(f => isCellFilename(f.filename))
+        .map(frame => ({ frame, source: this.sourceOf(frame.filename, execution) }));
+    }
+
+    /** What made the blocks of a stack. */
+    origin(stack: number): Origin {
+      let origin = this._origins.get(stack);
+      if (origin === undefined) {
+        origin = classify(this.frames.stack(stack).map(id => this.frames.frame(id)));
+        this._origins.set(stack, origin);
+      }
+      return origin;
+    }
+
+    private readonly _sourceByHash = new Map<number, string>();
+    private readonly _origins = new Map<number, Origin>();
+  }
+
+  const TORCH = /[\\/]torch[\\/]/;
+
+  function classify(stack: readonly Frame[]): Origin {
+    const python = stack.filter(f => !isNativeFrame(f));
+    if (!python.length) {
+      // Autograd's backward thread allocates without Python frames: gradients.
+      return 'gradient';
+    }
+    if (python.some(f => /[\\/]torch[\\/]optim[\\/]/.test(f.filename))) {
+      return 'optimizer';
+    }
+    if (
+      python.some(
+        f =>
+          /[\\/]torch[\\/]nn[\\/]init\.py$/.test(f.filename) ||
+          (/[\\/]torch[\\/]nn[\\/]/.test(f.filename) &&
+            /^(?:_apply|__init__|reset_parameters|flatten_parameters|load_state_dict|_load_from_state_dict|register_buffer|register_parameter)$/.test(
+              f.name
+            ))
+      )
+    ) {
+      return 'parameters';
+    }
+    if (
+      python.some(
+        f =>
+          (/[\\/]torch[\\/]nn[\\/]modules[\\/]/.test(f.filename) && /^(?:_call_impl|forward|_conv_forward)$/.test(f.name)) ||
+          /[\\/]torch[\\/]nn[\\/]functional\.py$/.test(f.filename)
+      )
+    ) {
+      return 'forward';
+    }
+    return TORCH.test(python[0].filename) ? 'forward' : 'direct';
+  }
+
+  /** Evidence and verdict being built for one execution. */
+  export class Finding {
+    constructor(
+      readonly retention: IExecutionRetention,
+      readonly execution: ILeakExecution
+    ) {}
+
+    causes = new Set<LeakCause>();
+    reasons: string[] = [];
+    advice = new Set<string>();
+    holders = new Set<string>();
+    leakedBytes = 0;
+    evidence: Block[] = [];
+    /** Set when live holders show every block has an expected owner. */
+    cleared: string | null = null;
+    confidence: 'high' | 'medium' | 'low' = 'medium';
+
+    get k(): number {
+      return this.retention.execution;
+    }
+
+    leak(cause: LeakCause, bytes: number, blocks: readonly Block[], reason: string, advice: string[]): void {
+      this.causes.add(cause);
+      this.leakedBytes = Math.max(this.leakedBytes, bytes);
+      this.reasons.push(reason);
+      advice.forEach(a => this.advice.add(a));
+      this.evidence.push(...blocks);
+    }
+
+    verdict(context: Context): IExecutionVerdict {
+      const r = this.retention;
+      let verdict: LeakVerdict;
+      let reasons = [...this.reasons];
+      if (this.causes.size && !this.cleared) {
+        verdict = 'leak';
+      } else if (r.aliveBytes > 0) {
+        verdict = 'retained';
+        reasons = [...(this.cleared ? [this.cleared] : []), ...describeRetained(r.alive, this, context)];
+      } else {
+        verdict = 'ok';
+        reasons.length = 0;
+        reasons.push(
+          r.leftBytes > 0
+            ? `left ${formatBytes(r.leftBytes)} alive, all freed later (${freers(r, context)})`
+            : 'left nothing alive'
+        );
+      }
+      return {
+        execution: r.execution,
+        cellId: this.execution.cellId,
+        executionCount: this.execution.executionCount,
+        verdict,
+        confidence: verdict === 'ok' ? 'high' : verdict === 'leak' ? this.confidence : this.cleared ? 'high' : 'medium',
+        retainedBytes: r.aliveBytes,
+        leftBytes: r.leftBytes,
+        leakedBytes: verdict === 'leak' ? this.leakedBytes : 0,
+        causes: verdict === 'leak' ? [...this.causes] : [],
+        reasons,
+        advice: verdict === 'leak' ? (this.advice.size ? [...this.advice] : [GENERIC_ADVICE]) : [],
+        holders: [...this.holders],
+        evidence: verdict === 'leak' ? groupEvidence(this.evidence, this.k) : []
+      };
+    }
+  }
+
+  function label(e: ILeakExecution): string {
+    return e.label;
+  }
+
+  function freers(r: IExecutionRetention, context: Context): string {
+    return [...r.freedBy.keys()].map(k => `by ${label(context.executions[k])}`).join(', ');
+  }
+
+  /** The executions' source key: identical sources are the same code (and the same code name). */
+  function codeOf(e: ILeakExecution): string {
+    return e.source ?? `cell:${e.cellId}`;
+  }
+
+  /**
+   * Growth on re-run: after each re-execution of the same code, the bytes
+   * that code's executions hold are compared with what they held after the
+   * previous one. More means each run adds memory nothing releases.
+   */
+  export function findGrowth(findings: readonly Finding[], context: Context): void {
+    const byCode = new Map<string, Finding[]>();
+    for (const f of findings) {
+      const list = byCode.get(codeOf(f.execution)) ?? [];
+      list.push(f);
+      byCode.set(codeOf(f.execution), list);
+    }
+    for (const runs of byCode.values()) {
+      const held = (upTo: number) =>
+        runs.filter(f => f.k <= runs[upTo].k).reduce((n, f) => n + aliveBytesAt(f.retention, runs[upTo].k), 0);
+      for (let i = 1; i < runs.length; i++) {
+        const growth = held(i) - held(i - 1);
+        // A re-run that only moved blocks (gradients reallocated) adds nothing.
+        const added = runs[i].retention.left.filter(b => context.origin(b.stack) !== 'gradient');
+        if (growth <= 0 || !added.length) {
+          continue;
+        }
+        const before = label(runs[i - 1].execution);
+        const now = label(runs[i].execution);
+        const advice = growthAdvice(added, runs[i], context);
+        runs[i].leak(
+          'growth',
+          growth,
+          added,
+          `memory held by this code grew by ${formatBytes(growth)} when it ran again (${before} → ${now})`,
+          advice
+        );
+        runs[i].confidence = 'high';
+        for (const earlier of runs.slice(0, i)) {
+          if (!earlier.causes.has('growth')) {
+            earlier.leak(
+              'growth',
+              earlier.retention.leftBytes,
+              earlier.retention.left,
+              `runs the same code as ${now}, which added ${formatBytes(growth)} on top of what this run left`,
+              advice
+            );
+            earlier.confidence = 'high';
+          }
+        }
+      }
+    }
+  }
+
+  function growthAdvice(added: readonly Block[], f: Finding, context: Context): string[] {
+    const source = f.execution.source ?? '';
+    const advice: string[] = [];
+    for (const line of new Set(added.map(b => outerLine(b, f, context)).filter((l): l is number => l !== null))) {
+      advice.push(...detachAdvice(source, line));
+      for (const name of storedNames(source, line)) {
+        for (const list of containersOf(source, name)) {
+          advice.push(`append \`${name}.item()\` (or \`${name}.detach()\`) to \`${list}\`, not the tensor`);
+          f.holders.add(list);
+        }
+      }
+    }
+    if (context.hooks && added.some(b => context.origin(b.stack) === 'forward')) {
+      const lists = context.hookTargets.map(t => `\`${t}\``).join(', ');
+      advice.push(`remove the hook that stores outputs, or clear the list it appends to${lists ? ` (${lists})` : ''}`);
+      context.hookTargets.forEach(t => f.holders.add(`${t} (appended to by a forward hook)`));
+    }
+    return advice;
+  }
+
+  function detachAdvice(source: string, line: number): string[] {
+    const names = recurrentNames(source, line);
+    return names.length
+      ? [`call \`.detach()\` on \`${names.join('`, `')}\` before the next step: the hidden state carries every step\u2019s graph`]
+      : [];
+  }
+
+  /** Advice when no rule found a specific cause. */
+  const GENERIC_ADVICE =
+    'find what keeps each run\u2019s tensors (a list, a dict, a hook) and clear it, or keep `.item()` / `.detach()` values';
+
+  /** Line of the executed cell's own frame (the outermost cell frame) in a block's stack. */
+  function outerLine(b: Block, f: Finding, context: Context): number | null {
+    const frames = context.cellFrames(b.stack, f.execution);
+    return frames.length ? frames[frames.length - 1].frame.line : null;
+  }
+
+  /**
+   * An autograd graph: forward-pass blocks left alive by an execution that
+   * ran with grad mode on and ran no backward pass, which would have freed
+   * them. Cleared when another cell frees them (a forward in one cell, the
+   * backward in the next); a re-run of the same code freeing them only
+   * replaces one graph with the next.
+   */
+  export function findGraph(f: Finding, findings: readonly Finding[], context: Context): void {
+    const r = f.retention;
+    const forward = r.left.filter(b => context.origin(b.stack) === 'forward');
+    if (!forward.length) {
+      return;
+    }
+    const stacks = new Set(r.left.map(b => b.stack));
+    const frames = [...stacks].flatMap(s => context.cellFrames(s, f.execution));
+    if (frames.some(c => c.source !== null && runsBackward(c.source)) || (f.execution.source && runsBackward(f.execution.source))) {
+      return;
+    }
+    if (context.gradOffGlobally[f.k]) {
+      return;
+    }
+    const graph = forward.filter(b =>
+      context.cellFrames(b.stack, f.execution).every(c => c.source === null || !gradDisabledAt(c.source, c.frame.line))
+    );
+    if (!graph.length || !context.cellFrames(graph[0].stack, f.execution).length) {
+      return;
+    }
+    const bytes = graph.reduce((n, b) => n + b.size, 0);
+    // Freed mostly by other code: a graph a later cell consumed, not one that lingers.
+    let freedElsewhere = 0;
+    for (const [k, freed] of r.freedBy) {
+      if (codeOf(findings[k].execution) !== codeOf(f.execution)) {
+        freedElsewhere += freed;
+      }
+    }
+    if (freedElsewhere > r.leftBytes - freedElsewhere) {
+      return;
+    }
+    const names = namesFor(graph, f, context);
+    const held = names.length ? `, held through \`${names.join('`, `')}\`` : '';
+    const source = f.execution.source ?? '';
+    const detach = [...new Set(graph.map(b => outerLine(b, f, context)))].flatMap(line =>
+      line === null ? [] : detachAdvice(source, line)
+    );
+    f.leak(
+      'graph',
+      bytes,
+      graph,
+      `keeps ${formatBytes(bytes)} of forward-pass activations outside torch.no_grad() with no backward pass: an autograd graph${held}`,
+      detach.length ? detach : ['evaluate under `torch.no_grad()` (or `torch.inference_mode()`), or keep `.detach()`ed outputs']
+    );
+    names.forEach(n => f.holders.add(`autograd graph of ${n}`));
+  }
+
+  function namesFor(blocks: readonly Block[], f: Finding, context: Context): string[] {
+    const source = f.execution.source;
+    if (source === null) {
+      return [];
+    }
+    const names = new Set<string>();
+    for (const b of blocks) {
+      const line = outerLine(b, f, context);
+      if (line !== null) {
+        storedNames(source, line).forEach(n => names.add(n));
+      }
+    }
+    return [...names];
+  }
+
+  /** The output cache: blocks made by the cell's displayed last expression, which IPython keeps in `Out[n]`. */
+  export function findOutputCache(f: Finding, context: Context): void {
+    const source = f.execution.source;
+    const n = f.execution.executionCount;
+    const shown = source === null || n === null || f.execution.error ? null : displayedLines(source);
+    if (!shown) {
+      return;
+    }
+    // Only what the expression itself or the library code it called made: a
+    // user function's own allocations may well not be in its return value.
+    const cached = f.retention.alive.filter(b => {
+      const frames = context.cellFrames(b.stack, f.execution);
+      const origin = context.origin(b.stack);
+      const line = frames.length === 1 ? frames[0].frame.line : null;
+      return (origin === 'direct' || origin === 'forward') && line !== null && line >= shown.first && line <= shown.last;
+    });
+    if (!cached.length) {
+      return;
+    }
+    const bytes = cached.reduce((s, b) => s + b.size, 0);
+    f.leak(
+      'output-cache',
+      bytes,
+      cached,
+      `${formatBytes(bytes)} made by the cell's last expression is kept by the output cache \`Out[${n}]\` (and \`_\`)`,
+      [`end the line with \`;\` or \`del Out[${n}]\``]
+    );
+    f.confidence = 'high';
+    f.holders.add(`Out[${n}]`);
+  }
+
+  /** The last traceback: a failed cell's function frames keep their locals alive. */
+  export function findTraceback(f: Finding, context: Context): void {
+    if (!f.execution.error) {
+      return;
+    }
+    const pinned = f.retention.alive.filter(b => {
+      const frames = context.cellFrames(b.stack, f.execution);
+      // Allocated below the cell's own <module> frame: in a function the exception unwound.
+      return frames.length > 1 || (frames.length === 1 && frames[0].frame.name !== '<module>');
+    });
+    if (!pinned.length) {
+      return;
+    }
+    const bytes = pinned.reduce((s, b) => s + b.size, 0);
+    const fn = context.cellFrames(pinned[0].stack, f.execution)[0]?.frame.name ?? 'a function';
+    f.leak(
+      'traceback',
+      bytes,
+      pinned,
+      `${formatBytes(bytes)} allocated in \`${fn}\` is kept by the last traceback (sys.last_traceback): the cell raised ${f.execution.error.split(':')[0]}`,
+      ['clear the last traceback (`sys.last_traceback = sys.last_value = sys.last_exc = None`) or run a cell that raises nothing big']
+    );
+    f.holders.add('sys.last_traceback');
+  }
+
+  // Holders nobody sees: each makes the memory it keeps a leak.
+  const INVISIBLE: readonly HolderKind[] = ['graph', 'output-cache', 'traceback', 'hook', 'unreachable'];
+  // Holders of state meant to stay.
+  const EXPECTED: readonly HolderKind[] = ['parameter', 'gradient', 'optimizer', 'native'];
+
+  /** Live holders settle the verdict: named owners replace the guesses. */
+  export function applyHolders(f: Finding, holders: IBlockHolders): void {
+    const known = f.retention.alive
+      .map(block => ({ block, list: holders.get(`${block.device}:${block.address}`) }))
+      .filter((e): e is { block: Block; list: readonly IHolder[] } => e.list !== undefined && e.list.length > 0);
+    if (!known.length) {
+      return;
+    }
+    f.holders.clear();
+    known.forEach(e => e.list.forEach(h => f.holders.add(describeHolder(h))));
+    const invisible = known.filter(e => e.list.some(h => INVISIBLE.includes(h.kind)));
+    if (invisible.length) {
+      const kinds = new Set(invisible.flatMap(e => e.list.map(h => h.kind)));
+      const names = new Set(invisible.flatMap(e => e.list.filter(h => !EXPECTED.includes(h.kind)).map(describeHolder)));
+      const bytes = invisible.reduce((n, e) => n + e.block.size, 0);
+      f.leak(
+        INVISIBLE.find(k => kinds.has(k)) as LeakCause,
+        bytes,
+        invisible.map(e => e.block),
+        `the kernel found ${formatBytes(bytes)} held by ${[...names].join(', ')}`,
+        holderAdvice(kinds)
+      );
+      f.confidence = 'high';
+    } else if (!f.causes.has('growth')) {
+      f.cleared = `the kernel found every live block held by ${[...f.holders].join(', ')}`;
+    }
+  }
+
+  function describeHolder(h: IHolder): string {
+    switch (h.kind) {
+      case 'graph':
+        return `autograd graph of ${h.path}`;
+      case 'native':
+        return 'native code (no tensor: a library workspace)';
+      case 'unreachable':
+        return `a tensor nothing visible references (${h.path})`;
+      default:
+        return h.path;
+    }
+  }
+
+  function holderAdvice(kinds: Set<HolderKind>): string[] {
+    const advice: string[] = [];
+    if (kinds.has('hook')) {
+      advice.push('remove the hook or clear the list');
+    }
+    if (kinds.has('graph')) {
+      advice.push('evaluate under `torch.no_grad()`, or call `.detach()` on what you keep');
+    }
+    if (kinds.has('output-cache')) {
+      advice.push('end the line with `;` or `del Out[n]`');
+    }
+    if (kinds.has('traceback')) {
+      advice.push('clear the last traceback');
+    }
+    return advice.length ? advice : ['drop the references the kernel names'];
+  }
+
+  const ORIGIN_TEXT: Record<Origin, string> = {
+    parameters: 'module parameters and buffers',
+    optimizer: 'optimizer state',
+    gradient: 'gradients and workspaces of the backward pass',
+    forward: 'outputs of a forward pass',
+    direct: 'tensors the cell created'
+  };
+
+  function describeRetained(alive: readonly Block[], f: Finding, context: Context): string[] {
+    const byOrigin = new Map<Origin, Block[]>();
+    for (const b of alive) {
+      const o = context.origin(b.stack);
+      byOrigin.set(o, [...(byOrigin.get(o) ?? []), b]);
+    }
+    return [...byOrigin]
+      .sort((a, b) => total(b[1]) - total(a[1]))
+      .map(([origin, blocks]) => {
+        const names = namesFor(blocks, f, context);
+        const held = names.length ? ` (held by \`${names.join('`, `')}\`)` : '';
+        return `keeps ${formatBytes(total(blocks))} of ${ORIGIN_TEXT[origin]}${held}`;
+      });
+  }
+
+  function total(blocks: readonly Block[]): number {
+    return blocks.reduce((n, b) => n + b.size, 0);
+  }
+
+  function groupEvidence(blocks: readonly Block[], execution: number): ILeakEvidence[] {
+    const byStack = new Map<number, { bytes: number; blocks: number }>();
+    for (const b of new Set(blocks)) {
+      const e = byStack.get(b.stack) ?? { bytes: 0, blocks: 0 };
+      e.bytes += b.size;
+      e.blocks++;
+      byStack.set(b.stack, e);
+    }
+    return [...byStack]
+      .map(([stack, e]) => ({ stack, bytes: e.bytes, blocks: e.blocks, executions: [execution] }))
+      .sort((a, b) => b.bytes - a.bytes);
+  }
+
+  /**
+   * Leaks first, grouped by code: the group with the most leaked bytes, its
+   * latest run first (the one a user would re-run); then what is retained,
+   * largest first; then the rest in execution order.
+   */
+  export function rank(verdicts: readonly IExecutionVerdict[], executions: readonly ILeakExecution[]): number[] {
+    const groupBytes = new Map<string, number>();
+    for (const v of verdicts) {
+      if (v.verdict === 'leak') {
+        const code = codeOf(executions[v.execution]);
+        groupBytes.set(code, Math.max(groupBytes.get(code) ?? 0, v.leakedBytes));
+      }
+    }
+    const order = (v: IExecutionVerdict) => (v.verdict === 'leak' ? 0 : v.verdict === 'retained' ? 1 : 2);
+    return [...verdicts]
+      .sort((a, b) => {
+        const byVerdict = order(a) - order(b);
+        if (byVerdict || a.verdict === 'ok') {
+          return byVerdict || a.execution - b.execution;
+        }
+        if (a.verdict === 'leak') {
+          const ga = groupBytes.get(codeOf(executions[a.execution]))!;
+          const gb = groupBytes.get(codeOf(executions[b.execution]))!;
+          return gb - ga || (codeOf(executions[a.execution]) === codeOf(executions[b.execution]) ? b.execution - a.execution : 0) || b.leakedBytes - a.leakedBytes;
+        }
+        return b.retainedBytes - a.retainedBytes || a.execution - b.execution;
+      })
+      .map(v => v.execution);
+  }
+}
