@@ -9,7 +9,7 @@ reaches the user's cell: failures become an "error" status.
 import time
 import traceback
 
-from . import protocol, torch_probe
+from . import holders, protocol, torch_probe
 from .compact import WireEncoder
 from .replay import replay_from_environment
 
@@ -54,6 +54,9 @@ class CellCapture:
         except Exception as exc:  # a broken torch must not break the kernel
             status, message = protocol.HELPER_ERROR, _describe(exc)
         self.status = status
+        on_request = getattr(self.channel, "on_request", None)
+        if on_request is not None:
+            on_request(self.handle_request)
         if status == protocol.READY:
             self.shell.events.register("pre_run_cell", self._pre_run_cell)
             self.shell.events.register("post_run_cell", self._post_run_cell)
@@ -118,6 +121,27 @@ class CellCapture:
             self._oom_raw.append((raw, {"device": device, "alloc": alloc, "device_free": device_free}))
         except Exception:
             pass
+
+    # -- requests from the frontend -----------------------------------------
+    def handle_request(self, request):
+        """Answer a frontend request; only ``holders`` exists. Bad requests get an error reply."""
+        try:
+            if not isinstance(request, dict) or request.get("type") != "holders-request":
+                raise ValueError(f"unknown request {request!r:.80}")
+            blocks = [{"device": int(d), "address": int(a), "size": int(n)} for d, a, n in request.get("blocks", [])]
+            budget = min(float(request.get("budget_ms", holders.DEFAULT_BUDGET_S * 1000)), 30_000) / 1000
+            if self.replay is not None:
+                # A replayed session has no live tensors to ask about.
+                answer = {"blocks": [], "partial": False, "elapsed_ms": 0.0, "replay": self.replay.name}
+            else:
+                answer = holders.find_holders(self.shell, blocks, budget)
+            reply = {"v": protocol.PROTOCOL_VERSION, "type": "holders", "id": request.get("id")}
+            reply.update(answer)
+        except Exception as exc:
+            reply = {"v": protocol.PROTOCOL_VERSION, "type": "holders", "id": getattr(request, "get", dict().get)("id"),
+                     "error": _describe(exc), "blocks": [], "partial": True, "elapsed_ms": 0.0}
+        self._send(reply)
+        return reply
 
     # -- sending ---------------------------------------------------------
     def _send_live(self, fields):

@@ -127,3 +127,8 @@ def attach_oom_observer(callback):
         return False
     attach(callback)
     return True
+
+
+def torch_module():
+    """The torch module for the holder search, or None without torch."""
+    return _torch()

@@ -17,6 +17,14 @@ class ListChannel:
     def send(self, message):
         self.messages.append(message)
 
+    def on_request(self, callback):
+        self._on_request = callback
+
+    def request(self, data):
+        """Send ``data`` as the frontend would; returns the helper's reply."""
+        self._on_request(data)
+        return self.messages[-1]
+
     def close(self):
         self.closed = True
 

@@ -1,0 +1,156 @@
+"""Holder search in a real IPython shell with real (CPU) torch tensors.
+
+CPU storages stand in for CUDA blocks (device -1): the search is the same
+walk over the user's namespace, the output cache, the last traceback,
+autograd graphs, modules and optimizers. The scenario notebooks are the
+ones recorded on the H200; they pick the CPU when there is no GPU.
+"""
+import gc
+import json
+import sys
+import weakref
+
+import pytest
+from conftest import ROOT
+
+torch = pytest.importorskip("torch")
+
+from cuda_memdiff_kernel import holders, install  # noqa: E402
+
+NOTEBOOKS = ROOT / "test-data" / "notebooks"
+
+
+def block_of(t):
+    s = t.untyped_storage()
+    return {"device": -1, "address": s.data_ptr(), "size": s.nbytes()}
+
+
+def run_notebook(shell, name, saved=None):
+    """Run a scenario notebook's cells; ``saved`` collects the storages autograd saves meanwhile."""
+    nb = json.loads((NOTEBOOKS / f"{name}.ipynb").read_text())
+
+    def pack(t):
+        if saved is not None and t.untyped_storage().data_ptr():
+            saved.append(block_of(t))
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        for cell in nb["cells"]:
+            if cell["cell_type"] == "code":
+                shell.run_cell("".join(cell["source"]), store_history=True)
+    return nb
+
+
+def holders_of(shell, blocks, **kw):
+    answer = holders.find_holders(shell, blocks, **kw)
+    return answer, {(b["device"], b["address"]): b["holders"] for b in answer["blocks"]}
+
+
+def test_rnn_hidden_state_holds_the_graph(shell):
+    # The notebook detaches h at the end; stop before that cell to see the graph it holds.
+    saved = []
+    nb = json.loads((NOTEBOOKS / "rnn_hidden_no_detach.ipynb").read_text())
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: saved.append(block_of(t)) or t, lambda t: t):
+        for cell in nb["cells"][:3]:
+            shell.run_cell("".join(cell["source"]), store_history=True)
+    answer, found = holders_of(shell, saved)
+    assert not answer["partial"]
+    paths = {(h["kind"], h["path"]) for hs in found.values() for h in hs}
+    assert ("graph", "h") in paths
+    # inputs of old steps are held by nothing but the graph
+    only_graph = [hs for hs in found.values() if all(h["kind"] == "graph" for h in hs)]
+    assert only_graph
+
+
+def test_forward_hook_list_names_the_hook(shell):
+    nb = json.loads((NOTEBOOKS / "forward_hook_list.ipynb").read_text())
+    for cell in nb["cells"][:3]:
+        shell.run_cell("".join(cell["source"]), store_history=True)
+    acts = shell.user_ns["acts"]
+    assert len(acts) == 16
+    _, found = holders_of(shell, [block_of(t) for t in acts])
+    for i, t in enumerate(acts):
+        (holder,) = found[(-1, t.untyped_storage().data_ptr())]
+        assert holder == {"kind": "hook", "path": f"acts[{i}]", "via": "forward hook on model.1"}
+
+
+def test_output_cache_holds_a_deleted_variable(shell):
+    run_notebook(shell, "out_cache")
+    assert "x" not in shell.user_ns
+    cached = shell.user_ns["Out"][2]
+    _, found = holders_of(shell, [block_of(cached)])
+    paths = [h["path"] for h in found[(-1, cached.untyped_storage().data_ptr())]]
+    assert paths[0] == "Out[2]"
+    assert all(h["kind"] == "output-cache" for h in found[(-1, cached.untyped_storage().data_ptr())])
+
+
+def test_last_traceback_holds_a_failed_cells_locals(shell):
+    run_notebook(shell, "traceback_pin")
+    tb = sys.last_traceback
+    while tb.tb_frame.f_code.co_name != "step":
+        tb = tb.tb_next
+    buf = tb.tb_frame.f_locals["buf"]
+    _, found = holders_of(shell, [block_of(buf)])
+    assert found[(-1, buf.untyped_storage().data_ptr())] == [
+        {"kind": "traceback", "path": "sys.last_traceback: step() local buf"}
+    ]
+
+
+def test_losses_list_and_expected_state(shell):
+    run_notebook(shell, "losses_without_item")
+    shell.run_cell("adam = torch.optim.Adam(model.parameters())\nmodel(data).sum().backward()\nadam.step()")
+    ns = shell.user_ns
+    losses, model, adam = ns["losses"], ns["model"], ns["adam"]
+    state = [t for t in adam.state[model.weight].values() if t.dim()]
+    blocks = [block_of(t) for t in [*losses[:3], model.weight, model.weight.grad, *state]]
+    _, found = holders_of(shell, blocks)
+    first = [found[(b["device"], b["address"])][0] for b in blocks]
+    assert first[:3] == [{"kind": "variable", "path": f"losses[{i}]"} for i in range(3)]
+    assert first[3] == {"kind": "parameter", "path": "model.weight"}
+    assert first[4] == {"kind": "gradient", "path": "model.weight.grad"}
+    assert [h["kind"] for h in first[5:]] == ["optimizer", "optimizer"]
+    assert first[5]["path"] == "adam.state[0]['exp_avg']"
+
+
+def test_containers_and_unreached_blocks(shell):
+    shell.run_cell("import torch\ncache = {'x': [torch.ones(8)]}\nclass Box: pass\nbox = Box(); box.t = torch.zeros(9)")
+    x, t = shell.user_ns["cache"]["x"][0], shell.user_ns["box"].t
+    nowhere = {"device": -1, "address": 16, "size": 8}
+    _, found = holders_of(shell, [block_of(x), block_of(t), nowhere])
+    assert found[(-1, x.untyped_storage().data_ptr())] == [{"kind": "variable", "path": "cache['x'][0]"}]
+    assert found[(-1, t.untyped_storage().data_ptr())] == [{"kind": "variable", "path": "box.t"}]
+    assert found[(-1, 16)] == [{"kind": "native", "path": ""}]
+    # a tensor only a closure keeps: found, but as nothing visible
+    shell.run_cell("def make():\n    t = torch.full((7,), 3.0)\n    return lambda: t\nkeeper = make()")
+    hidden = shell.user_ns["keeper"]()
+    _, found = holders_of(shell, [block_of(hidden)])
+    (holder,) = found[(-1, hidden.untyped_storage().data_ptr())]
+    assert holder["kind"] == "unreachable" and "(7,) float32" in holder["path"]
+
+
+def test_keeps_no_references_and_respects_its_budget(shell):
+    shell.run_cell("import torch\nbig = [torch.randn(4) for _ in range(2000)]")
+    probe = weakref.ref(shell.user_ns["big"][0])
+    blocks = [block_of(t) for t in shell.user_ns["big"]]
+    answer, _ = holders_of(shell, blocks)
+    assert not answer["partial"] and len(answer["blocks"]) == 2000
+    partial, _ = holders_of(shell, blocks, budget_s=0.0)
+    assert partial["partial"]
+    # a partial answer never calls a block native: it did not look everywhere
+    assert all(h["kind"] != "native" for b in partial["blocks"] for h in b["holders"])
+    del blocks
+    shell.run_cell("del big")
+    gc.collect()
+    assert probe() is None
+
+
+def test_requests_over_the_channel(shell, channel):
+    install(shell, channel=channel)  # CPU torch: no capture of cells, but requests are answered
+    shell.run_cell("import torch\nw = torch.ones(5)")
+    b = block_of(shell.user_ns["w"])
+    ok = channel.request({"type": "holders-request", "id": 7, "blocks": [[-1, b["address"], b["size"]]]})
+    assert ok["id"] == 7 and ok["v"] == 1 and not ok["partial"]
+    assert ok["blocks"] == [{"device": -1, "address": b["address"], "holders": [{"kind": "variable", "path": "w"}]}]
+    bad = channel.request({"type": "holders-request", "id": 8, "blocks": [["x"]]})
+    assert bad["id"] == 8 and "ValueError" in bad["error"] and bad["partial"]
+    assert "unknown request" in channel.request("nonsense")["error"]
