@@ -55,11 +55,8 @@ class WireEncoder:
             seg_cols["pool"].append(",".join(str(p) for p in pool) if isinstance(pool, (tuple, list)) else str(pool))
             seg_cols["type"].append(str(seg.get("segment_type", "")))
             seg_cols["stack"].append(self._stack_id(seg.get("frames"), new_frames, new_stacks))
-            cursor = int(seg["address"])
-            for blk in seg.get("blocks", ()):
+            for address, blk in block_addresses(seg):
                 size = int(blk["size"])
-                address = int(blk.get("address", cursor))
-                cursor = address + size
                 state = states.get(blk.get("state"))
                 if state is None:  # free space: implied by the segment
                     continue
@@ -79,3 +76,13 @@ class WireEncoder:
         }
         message.update(fields)
         return message
+
+
+def block_addresses(segment):
+    """(address, block) for each block of a raw segment; torch before 2.1 gives
+    no block address, so it follows from the segment's and the sizes before it."""
+    cursor = int(segment["address"])
+    for blk in segment.get("blocks", ()):
+        address = int(blk.get("address", cursor))
+        cursor = address + int(blk["size"])
+        yield address, blk

@@ -1,6 +1,6 @@
 """Records a notebook's session folder (docs/session-format.md) on a CUDA machine.
 
-    python -m cuda_memdiff_kernel.recorder NOTEBOOK.ipynb OUT_DIR
+    python -m cuda_memdiff_kernel.recorder NOTEBOOK.ipynb OUT_DIR [--holders]
 
 Runs the notebook's code cells one by one in a real IPython shell, named as
 ipykernel names them when ipykernel is importable, with allocation history
@@ -8,7 +8,9 @@ on, and after each cell writes the raw ``torch.cuda.memory._snapshot()`` as a
 gzip pickle (what ``_dump_snapshot`` writes), the allocator statistics before
 and after, and the snapshot taken at any out-of-memory error. The notebook's
 ``metadata.cuda_memdiff.expected`` (what an honest analysis must conclude) is
-copied into the manifest.
+copied into the manifest. With ``--holders`` it also asks, after each cell,
+who holds every live block (``holders.find_holders``) and writes the answer
+as ``cellNN.holders.json``.
 """
 import gzip
 import json
@@ -18,7 +20,8 @@ import platform
 import sys
 import time
 
-from . import torch_probe
+from . import holders, torch_probe
+from .compact import block_addresses
 
 STAT_NAMES = {"allocated": "allocated", "reserved": "reserved", "peak_allocated": "max_allocated",
               "peak_reserved": "max_reserved", "device_free": "device_free", "device_total": "device_total"}
@@ -50,7 +53,14 @@ def _shell():
     return shell
 
 
-def record(notebook_path, out_dir, settings=None):
+def _live_blocks(snapshot):
+    """(device, address, size) of the snapshot's allocated blocks."""
+    return [{"device": int(seg["device"]), "address": address, "size": int(blk["size"])}
+            for seg in snapshot["segments"] for address, blk in block_addresses(seg)
+            if blk["state"] == "active_allocated"]
+
+
+def record(notebook_path, out_dir, settings=None, with_holders=False):
     """Run the notebook's code cells and write the session folder; returns the manifest."""
     import torch  # noqa: PLC0415 - the recorder needs torch with CUDA
 
@@ -86,6 +96,11 @@ def record(notebook_path, out_dir, settings=None):
         snapshot_seconds = time.perf_counter() - started
         name = f"cell{index:02d}.pickle.gz"
         _dump(snapshot, os.path.join(out_dir, name))
+        holders_file = None
+        if with_holders:
+            holders_file = f"cell{index:02d}.holders.json"
+            with open(os.path.join(out_dir, holders_file), "w", encoding="utf-8") as f:
+                json.dump(holders.find_holders(shell, _live_blocks(snapshot)), f)
         count = result.execution_count
         code_names[str(count)] = shell.compile.get_code_name(source, source, count) \
             if hasattr(shell.compile, "get_code_name") else None
@@ -97,6 +112,7 @@ def record(notebook_path, out_dir, settings=None):
             "blocks": sum(len(s["blocks"]) for s in snapshot["segments"]),
             "trace_entries": sum(len(t) for t in snapshot.get("device_traces", [])),
             "oom_snapshots": [e["file"] for e in oom_events[first_oom:]],
+            **({"holders_file": holders_file} if holders_file else {}),
             "before": before, "after": _stats(),
         })
     props = torch.cuda.get_device_properties(0)
@@ -118,14 +134,16 @@ def record(notebook_path, out_dir, settings=None):
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
+    with_holders = "--holders" in argv
+    argv = [a for a in argv if a != "--holders"]
     if len(argv) != 2:
-        print("usage: python -m cuda_memdiff_kernel.recorder NOTEBOOK.ipynb OUT_DIR", file=sys.stderr)
+        print("usage: python -m cuda_memdiff_kernel.recorder NOTEBOOK.ipynb OUT_DIR [--holders]", file=sys.stderr)
         return 2
     status, message, _ = torch_probe.probe()
     if status != "ready":
         print(f"recorder: cannot record here: {message}", file=sys.stderr)
         return 1
-    manifest = record(argv[0], argv[1])
+    manifest = record(argv[0], argv[1], with_holders=with_holders)
     print(f"recorded {len(manifest['cells'])} cells into {argv[1]}")
     return 0
 

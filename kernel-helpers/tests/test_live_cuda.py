@@ -45,6 +45,16 @@ def test_live_cells_match_memory_allocated(shell, channel):
     ooms = [m for m in snaps if m["reason"] == "oom"]
     assert len(ooms) == 1 and ooms[0]["cell_id"] == "live-3"
     assert "OutOfMemoryError" in cells[3]["error"]
+    # who holds the last cell's blocks, asked as the frontend asks
+    last = cells[-1]["blocks"]
+    segments = cells[-1]["segments"]
+    blocks = [[segments["device"][seg], addr, size]
+              for seg, addr, size, st in zip(last["segment"], last["address"], last["size"], last["state"]) if st == 0]
+    reply = channel.request({"type": "holders-request", "id": 1, "blocks": blocks})
+    assert not reply["partial"] and "error" not in reply
+    paths = {h["path"] for b in reply["blocks"] for h in b["holders"]}
+    assert "y" in paths and {f"keep[{i}]" for i in range(8)} <= paths
+    print(f"holders of {len(blocks)} live blocks in {reply['elapsed_ms']} ms: {sorted(paths)}")
     out = os.environ.get("CUDA_MEMDIFF_LIVE_OUT")
     if out:
         with open(out, "w", encoding="utf-8") as f:

@@ -143,7 +143,9 @@ export function run(argv: string[]): string {
     case 'leaks': {
       expectOperands(args, 1, 'one DIR');
       const session = readSessionFolder(args.operands[0]);
-      const report = findLeaks(session.snapshots, sessionExecutions(session.manifest));
+      // The kernel's holders after the last cell, when the session was recorded with them.
+      const holders = session.holders[session.holders.length - 1] ?? undefined;
+      const report = findLeaks(session.snapshots, sessionExecutions(session.manifest), { holders });
       return out(leaksJson(report, session, filter), () => leaksText(report, session, filter));
     }
     default:

@@ -18,4 +18,5 @@ export * from './export';
 export * from './pickler';
 export * from './retention';
 export * from './source';
+export * from './holders';
 export * from './leaks';

@@ -10,6 +10,7 @@
  * the evidence is the snapshots and the cells' sources; live, the kernel's
  * holder analysis (`IBlockHolders`) names the owner and settles the verdict.
  */
+import { holderKey, HolderKind, IBlockHolders, IHolder, summarizeHolders } from './holders';
 import { Block, Frame, FrameTable, Snapshot } from './model';
 import { isCellFilename, murmur2, parseCellFilename } from './cells';
 import { isNativeFrame } from './frames';
@@ -39,29 +40,6 @@ export interface ILeakExecution {
   /** How a person names the cell: `cell 3 [7]`. */
   readonly label: string;
 }
-
-/** What keeps a block alive, as the kernel's holder analysis reports it. */
-export interface IHolder {
-  readonly kind: HolderKind;
-  /** What a user would type to reach it: `preds[3]`, `Out[12]`, `model.0.weight`. */
-  readonly path: string;
-}
-
-/** The kinds of holder the kernel tells apart. */
-export type HolderKind =
-  | 'variable'
-  | 'graph'
-  | 'output-cache'
-  | 'traceback'
-  | 'parameter'
-  | 'gradient'
-  | 'optimizer'
-  | 'hook'
-  | 'unreachable'
-  | 'native';
-
-/** Holders of live blocks, keyed by `device:address` of the block. */
-export type IBlockHolders = ReadonlyMap<string, readonly IHolder[]>;
 
 export type LeakVerdict = 'leak' | 'retained' | 'ok';
 export type LeakCause = 'growth' | 'graph' | 'output-cache' | 'traceback' | 'hook' | 'unreachable';
@@ -315,7 +293,7 @@ namespace Private {
         causes: verdict === 'leak' ? [...this.causes] : [],
         reasons,
         advice: verdict === 'leak' ? (this.advice.size ? [...this.advice] : [GENERIC_ADVICE]) : [],
-        holders: [...this.holders],
+        holders: summarizeHolders([...this.holders]),
         evidence: verdict === 'leak' ? groupEvidence(this.evidence, this.k) : []
       };
     }
@@ -549,32 +527,48 @@ namespace Private {
   const INVISIBLE: readonly HolderKind[] = ['graph', 'output-cache', 'traceback', 'hook', 'unreachable'];
   // Holders of state meant to stay.
   const EXPECTED: readonly HolderKind[] = ['parameter', 'gradient', 'optimizer', 'native'];
+  // Holders a user sees and names.
+  const VISIBLE: readonly HolderKind[] = ['variable', 'parameter', 'gradient', 'optimizer'];
 
   /** Live holders settle the verdict: named owners replace the guesses. */
   export function applyHolders(f: Finding, holders: IBlockHolders): void {
     const known = f.retention.alive
-      .map(block => ({ block, list: holders.get(`${block.device}:${block.address}`) }))
+      .map(block => ({ block, list: holders.get(holderKey(block.device, block.address)) }))
       .filter((e): e is { block: Block; list: readonly IHolder[] } => e.list !== undefined && e.list.length > 0);
     if (!known.length) {
       return;
     }
     f.holders.clear();
     known.forEach(e => e.list.forEach(h => f.holders.add(describeHolder(h))));
-    const invisible = known.filter(e => e.list.some(h => INVISIBLE.includes(h.kind)));
+    // Freeing a graph, the cache or the traceback frees only blocks no visible name also holds.
+    // A tensor reached only through the garbage collector is held from C++ (a later
+    // cell's autograd graph, a library cache): it confirms a cause, it does not make one.
+    const invisible = known.filter(
+      e =>
+        e.list.some(h => INVISIBLE.includes(h.kind) && (h.kind !== 'unreachable' || f.causes.size > 0)) &&
+        !e.list.some(h => VISIBLE.includes(h.kind))
+    );
     if (invisible.length) {
       const kinds = new Set(invisible.flatMap(e => e.list.map(h => h.kind)));
-      const names = new Set(invisible.flatMap(e => e.list.filter(h => !EXPECTED.includes(h.kind)).map(describeHolder)));
+      const names = invisible.flatMap(e => e.list.filter(h => !EXPECTED.includes(h.kind)).map(describeHolder));
       const bytes = invisible.reduce((n, e) => n + e.block.size, 0);
+      const cause = INVISIBLE.find(k => kinds.has(k)) as LeakCause;
+      const confirmed = f.causes.has(cause);
       f.leak(
-        INVISIBLE.find(k => kinds.has(k)) as LeakCause,
+        cause,
         bytes,
         invisible.map(e => e.block),
-        `the kernel found ${formatBytes(bytes)} held by ${[...names].join(', ')}`,
-        holderAdvice(kinds)
+        `${confirmed ? 'confirmed by the kernel' : 'the kernel found'}: ${formatBytes(bytes)} held only by ${summarizeHolders(names).join(', ')}`,
+        confirmed ? [] : holderAdvice(kinds)
       );
       f.confidence = 'high';
     } else if (!f.causes.has('growth')) {
-      f.cleared = `the kernel found every live block held by ${[...f.holders].join(', ')}`;
+      const named = known.filter(e => e.list.some(h => h.kind !== 'unreachable'));
+      const orphans = known.length - named.length;
+      const names = summarizeHolders(named.flatMap(e => e.list.filter(h => h.kind !== 'unreachable').map(describeHolder)));
+      f.cleared =
+        `the kernel found ${orphans ? 'its live blocks' : 'every live block'} held by ${names.join(', ') || 'nothing it could name'}` +
+        (orphans ? `; ${orphans} held only from C++ (a later cell's autograd graph or a library cache)` : '');
     }
   }
 
@@ -586,6 +580,8 @@ namespace Private {
         return 'native code (no tensor: a library workspace)';
       case 'unreachable':
         return `a tensor nothing visible references (${h.path})`;
+      case 'hook':
+        return h.via ? `${h.path} (${h.via})` : h.path;
       default:
         return h.path;
     }
@@ -636,8 +632,10 @@ namespace Private {
   }
 
   function groupEvidence(blocks: readonly Block[], execution: number): ILeakEvidence[] {
+    // The same block can come from its own snapshot and from the latest one.
+    const unique = new Map(blocks.map(b => [holderKey(b.device, b.address), b]));
     const byStack = new Map<number, { bytes: number; blocks: number }>();
-    for (const b of new Set(blocks)) {
+    for (const b of unique.values()) {
       const e = byStack.get(b.stack) ?? { bytes: 0, blocks: 0 };
       e.bytes += b.size;
       e.blocks++;

@@ -7,6 +7,7 @@
 import { AllocationSite, diffSnapshots, groupBySite } from './diff';
 import { SnapshotError } from './errors';
 import { IFrameFilterOptions } from './frames';
+import { IBlockHolders, parseHolderAnswer } from './holders';
 import { ILeakExecution } from './leaks';
 import { FrameTable, Snapshot, totalBytes } from './model';
 import { emptySnapshot, readSnapshot } from './snapshot';
@@ -31,6 +32,8 @@ export interface ISessionCell {
   cell_id?: string;
   error?: string | null;
   oom_snapshots?: string[];
+  /** The kernel's holders of the live blocks after the cell (`recorder --holders`). */
+  holders_file?: string;
   before?: IAllocatorStats;
   after?: IAllocatorStats;
 }
@@ -47,6 +50,8 @@ export interface ISession {
   readonly manifest: ISessionManifest;
   readonly snapshots: readonly Snapshot[];
   readonly frames: FrameTable;
+  /** Per cell, the kernel's holders after it, when recorded. */
+  readonly holders: readonly (IBlockHolders | null)[];
 }
 
 /** What one cell did to GPU memory. */
@@ -85,8 +90,11 @@ export function parseManifest(text: string): ISessionManifest {
     if (typeof cell.snapshot_file !== 'string' || !cell.snapshot_file) {
       throw new SnapshotError(`${where} has no snapshot_file`);
     }
-    if (/(^|[\\/])\.\.([\\/]|$)/.test(cell.snapshot_file) || /^[\\/]/.test(cell.snapshot_file)) {
-      throw new SnapshotError(`${where} snapshot_file must be a name inside the folder`);
+    for (const key of ['snapshot_file', 'holders_file'] as const) {
+      const name = cell[key];
+      if (name !== undefined && (typeof name !== 'string' || /(^|[\\/])\.\.([\\/]|$)/.test(name) || /^[\\/]/.test(name))) {
+        throw new SnapshotError(`${where} ${key} must be a name inside the folder`);
+      }
     }
     if (typeof cell.index !== 'number') {
       cell.index = i;
@@ -123,7 +131,18 @@ export function loadSession(
       throw new SnapshotError(`${cell.snapshot_file}: ${(reason as Error).message}`);
     }
   });
-  return { manifest, snapshots, frames };
+  const holders = manifest.cells.map(cell => {
+    if (!cell.holders_file) {
+      return null;
+    }
+    const name = cell.holders_file;
+    try {
+      return parseHolderAnswer(JSON.parse(new TextDecoder().decode(readFile(name)))).holders;
+    } catch (reason) {
+      throw new SnapshotError(`${name}: ${(reason as Error).message}`);
+    }
+  });
+  return { manifest, snapshots, frames, holders };
 }
 
 /** Per cell: memory after it, the change it made, and the sites behind the change. */

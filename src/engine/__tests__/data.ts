@@ -6,6 +6,7 @@ import { FrameTable, ISessionManifest, readSnapshot, Snapshot } from '..';
 export const TEST_DATA = path.resolve(__dirname, '../../../test-data');
 export const RECORDINGS = path.join(TEST_DATA, 'recordings');
 export const FIXTURES = path.join(TEST_DATA, 'fixtures');
+export const LIVE = path.join(TEST_DATA, 'live');
 
 /** Every recorded H200 session folder. */
 export function recordingNames(): string[] {

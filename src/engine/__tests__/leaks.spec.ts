@@ -2,13 +2,11 @@
 // `expected` block states, with and without allocation history.
 import * as fs from 'fs';
 import * as path from 'path';
-import { findLeaks, IHolder, ILeakExecution, loadSession, sessionExecutions, Snapshot } from '..';
-import { manifestOf, readBytes, recordingNames, RECORDINGS } from './data';
+import { findLeaks, holderKey, ILeakExecution, loadSession, sessionExecutions, Snapshot, summarizeHolders } from '..';
+import { LIVE, manifestOf, readBytes, recordingNames, RECORDINGS } from './data';
 
-function sessionOf(name: string) {
-  return loadSession(fs.readFileSync(path.join(RECORDINGS, name, 'manifest.json'), 'utf-8'), f =>
-    readBytes(path.join(RECORDINGS, name, f))
-  );
+function sessionOf(name: string, root = RECORDINGS) {
+  return loadSession(fs.readFileSync(path.join(root, name, 'manifest.json'), 'utf-8'), f => readBytes(path.join(root, name, f)));
 }
 
 interface IExpected {
@@ -111,25 +109,66 @@ describe('findLeaks rules', () => {
     expect(findLeaks(demo.snapshots, executions).topLeak).toBeNull();
   });
 
-  it('takes the kernel\u2019s holders over its own guesses', () => {
-    const alive = findLeaks(demo.snapshots, demoExecutions).executions[2];
+  it('lets the kernel clear a guess: every live block held by a named variable', () => {
     const last = demo.snapshots[demo.snapshots.length - 1];
-    const cellBlocks = last.blocks.filter(b => b.state === 'active_allocated' && b.size >= alive.retainedBytes / 100);
-    const holders = (kind: IHolder['kind']) =>
-      new Map(cellBlocks.map((b, i) => [`${b.device}:${b.address}`, [{ kind, path: `preds[${i}]` }]]));
-
-    const graph = findLeaks(demo.snapshots, demoExecutions, { holders: holders('graph') }).executions[2];
-    expect(graph.verdict).toBe('leak');
-    expect(graph.confidence).toBe('high');
-    expect(graph.holders.some(h => /^autograd graph of preds\[\d+\]$/.test(h))).toBe(true);
-
-    const plain = findLeaks(demo.snapshots, demoExecutions, { holders: holders('variable') }).executions[2];
+    const holders = new Map(
+      last.blocks.map((b, i) => [holderKey(b.device, b.address), [{ kind: 'variable' as const, path: `preds[${i}]` }]])
+    );
+    const plain = findLeaks(demo.snapshots, demoExecutions, { holders }).executions[2];
     expect(plain.verdict).toBe('retained');
-    expect(plain.reasons[0]).toMatch(/the kernel found every live block held by preds\[/);
+    expect(plain.confidence).toBe('high');
+    expect(plain.reasons[0]).toMatch(/^the kernel found every live block held by preds\[/);
   });
 
   it('refuses mismatched input and handles an empty session', () => {
     expect(() => findLeaks(demo.snapshots, demoExecutions.slice(1))).toThrow(/4 snapshots for 3 executions/);
     expect(findLeaks([], [])).toEqual({ executions: [], ranking: [], topLeak: null });
+  });
+});
+
+describe('findLeaks with holders the kernel named live on the H200', () => {
+  // Sessions recorded with `recorder --holders` by kernel-helpers/tests/test_live_leaks.py.
+  const names = fs.readdirSync(LIVE).filter(n => n.endsWith('--holders'));
+
+  it('has a session for each scenario', () => {
+    expect(names.sort()).toEqual(
+      ['forward_hook_list', 'gpu_memory_demo', 'losses_without_item', 'out_cache', 'rnn_hidden_no_detach', 'traceback_pin'].map(
+        n => `${n}--holders`
+      )
+    );
+  });
+
+  describe.each(names)('%s', name => {
+    const session = sessionOf(name, LIVE);
+    const expected = session.manifest.expected as IExpected;
+    const executions = sessionExecutions(session.manifest);
+
+    it('keeps the expected verdicts with the holders after the last cell', () => {
+      const report = findLeaks(session.snapshots, executions, { holders: session.holders[session.holders.length - 1]! });
+      expect(report.executions.filter(v => v.verdict === 'leak').map(v => v.execution)).toEqual(expected.leak_cells);
+      expect(report.topLeak).toBe(expected.top_leak_cell);
+    });
+
+    it('names the holder when asked right after the leaking cell', () => {
+      const top = expected.top_leak_cell!;
+      const upTo = session.snapshots.slice(0, top + 1);
+      const report = findLeaks(upTo, executions.slice(0, top + 1), { holders: session.holders[top]! });
+      const verdict = report.executions[top];
+      expect(report.topLeak).toBe(top);
+      expect(verdict.confidence).toBe('high');
+      const holder = expected.holder!;
+      expect(verdict.holders.some(h => h === holder || h.startsWith(`${holder}[`) || h.startsWith(`${holder}:`) || h.includes(` of ${holder}`))).toBe(true);
+    });
+  });
+});
+
+describe('summarizeHolders', () => {
+  it('folds runs of indices and keeps the order', () => {
+    expect(summarizeHolders(['a', 'preds[0]', 'preds[1]', 'preds[2]', 'x[3]', 'x[7]', 'graph of h[0].w', 'a'])).toEqual([
+      'a',
+      'preds[0:3]',
+      'x[\u2026] (2 items)',
+      'graph of h[0].w'
+    ]);
   });
 });

@@ -1,0 +1,125 @@
+/**
+ * The kernel's answer to "who holds these blocks?" (kernel-helpers'
+ * holders.py), as it arrives over the comm or sits in a recorded session's
+ * `cellNN.holders.json`.
+ */
+import { SnapshotError } from './errors';
+
+/** The kinds of holder the kernel tells apart. */
+export type HolderKind =
+  | 'variable'
+  | 'graph'
+  | 'output-cache'
+  | 'traceback'
+  | 'parameter'
+  | 'gradient'
+  | 'optimizer'
+  | 'hook'
+  | 'unreachable'
+  | 'native';
+
+const KINDS: ReadonlySet<string> = new Set<HolderKind>([
+  'variable',
+  'graph',
+  'output-cache',
+  'traceback',
+  'parameter',
+  'gradient',
+  'optimizer',
+  'hook',
+  'unreachable',
+  'native'
+]);
+
+/** What keeps a block alive. */
+export interface IHolder {
+  readonly kind: HolderKind;
+  /** What a user would type to reach it: `preds[3]`, `Out[12]`, `model.0.weight`. */
+  readonly path: string;
+  /** For hooks: which hook appends to the container. */
+  readonly via?: string;
+}
+
+/** Holders of live blocks, keyed by `device:address`. */
+export type IBlockHolders = ReadonlyMap<string, readonly IHolder[]>;
+
+/** A parsed answer. */
+export interface IHolderAnswer {
+  readonly holders: IBlockHolders;
+  /** True when the kernel ran out of time before looking everywhere. */
+  readonly partial: boolean;
+  readonly elapsedMs: number;
+  /** Set when the kernel replays a recording and has no live tensors to ask. */
+  readonly replay: string | null;
+  /** The kernel's error, when the request failed there. */
+  readonly error: string | null;
+}
+
+/** The key of a block in `IBlockHolders`. */
+export function holderKey(device: number, address: number): string {
+  return `${device}:${address}`;
+}
+
+/** Validate and index an answer; throws SnapshotError naming what is wrong. */
+export function parseHolderAnswer(value: unknown): IHolderAnswer {
+  const answer = value as { blocks?: unknown; partial?: unknown; elapsed_ms?: unknown; replay?: unknown; error?: unknown };
+  if (typeof answer !== 'object' || answer === null || !Array.isArray(answer.blocks)) {
+    throw new SnapshotError("holders: no 'blocks' list");
+  }
+  const holders = new Map<string, IHolder[]>();
+  answer.blocks.forEach((b: { device?: unknown; address?: unknown; holders?: unknown }, i: number) => {
+    if (!Number.isInteger(b?.device) || !Number.isInteger(b?.address) || !Array.isArray(b?.holders)) {
+      throw new SnapshotError(`holders: blocks[${i}] needs an integer device and address and a holders list`);
+    }
+    const list = (b.holders as { kind?: unknown; path?: unknown; via?: unknown }[]).map((h, j) => {
+      if (typeof h?.kind !== 'string' || !KINDS.has(h.kind) || typeof h.path !== 'string') {
+        throw new SnapshotError(`holders: blocks[${i}].holders[${j}] has no known kind and path`);
+      }
+      return typeof h.via === 'string'
+        ? { kind: h.kind as HolderKind, path: h.path, via: h.via }
+        : { kind: h.kind as HolderKind, path: h.path };
+    });
+    holders.set(holderKey(b.device as number, b.address as number), list);
+  });
+  return {
+    holders,
+    partial: answer.partial === true,
+    elapsedMs: typeof answer.elapsed_ms === 'number' ? answer.elapsed_ms : 0,
+    replay: typeof answer.replay === 'string' ? answer.replay : null,
+    error: typeof answer.error === 'string' ? answer.error : null
+  };
+}
+
+/**
+ * Shorten holder names for people: `preds[0]` ... `preds[7]` become
+ * `preds[0:8]` (or `preds[…] (5 items)` when not contiguous); order is kept.
+ */
+export function summarizeHolders(names: readonly string[]): string[] {
+  const groups = new Map<string, { prefix: string; suffix: string; indices: number[] }>();
+  const order: string[] = [];
+  for (const name of new Set(names)) {
+    const m = /^(.*)\[(\d+)\]([^[\]]*)$/.exec(name);
+    const key = m ? `${m[1]}\u0000${m[3]}` : name;
+    if (!groups.has(key)) {
+      groups.set(key, { prefix: m ? m[1] : name, suffix: m ? m[3] : '', indices: [] });
+      order.push(key);
+    }
+    if (m) {
+      groups.get(key)!.indices.push(Number(m[2]));
+    }
+  }
+  return order.map(key => {
+    const { prefix, suffix, indices } = groups.get(key)!;
+    if (indices.length === 0) {
+      return prefix;
+    }
+    if (indices.length === 1) {
+      return `${prefix}[${indices[0]}]${suffix}`;
+    }
+    const sorted = [...indices].sort((a, b) => a - b);
+    const contiguous = sorted.every((v, i) => v === sorted[0] + i);
+    return contiguous
+      ? `${prefix}[${sorted[0]}:${sorted[sorted.length - 1] + 1}]${suffix}`
+      : `${prefix}[\u2026]${suffix} (${sorted.length} items)`;
+  });
+}
