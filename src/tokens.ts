@@ -6,7 +6,8 @@ import { NotebookPanel } from '@jupyterlab/notebook';
 import { Token } from '@lumino/coreutils';
 import { ISignal } from '@lumino/signaling';
 import type { SnapshotStore } from './capture/store';
-import type { Snapshot } from './engine';
+import type { BlockQuery } from './capture/protocol';
+import type { IHolderAnswer, Snapshot } from './engine';
 
 /** The npm package name, the prefix of every plugin id. */
 export const PACKAGE_NAME = 'jupyterlab-cuda-memdiff';
@@ -27,6 +28,8 @@ export const PANEL_ID = 'cuda-memdiff-panel';
 export interface INotebookCapture {
   /** The notebook's snapshots. */
   readonly store: SnapshotStore;
+  /** Ask the kernel who holds these blocks (rejects when it cannot answer). */
+  requestHolders(blocks: readonly BlockQuery[]): Promise<IHolderAnswer>;
 }
 
 /** Finds the capture of a notebook panel; provided by the capture plugin. */
@@ -51,6 +54,8 @@ export namespace CommandIDs {
   export const exportSession = 'cuda-memdiff:export-session';
   /** Save the snapshot shown in the panel as a pickle PyTorch's tools open. */
   export const saveSnapshot = 'cuda-memdiff:save-snapshot';
+  /** Rank the active notebook's cells by leaked GPU memory, show why, and jump to the first. */
+  export const findLeakingCell = 'cuda-memdiff:find-leaking-cell';
 }
 
 /** The diff panel, for plugins that bring it snapshots (files). */

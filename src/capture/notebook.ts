@@ -7,7 +7,8 @@ import { TranslationBundle } from '@jupyterlab/translation';
 import { IDisposable } from '@lumino/disposable';
 import { CellBadges } from '../badges';
 import { IBadgeThresholds } from '../badges/view';
-import { IHelperSettings } from './protocol';
+import { IHolderAnswer } from '../engine';
+import { BlockQuery, IHelperSettings } from './protocol';
 import { CaptureSession } from './session';
 import { CaptureStatus } from './status';
 import { SnapshotStore } from './store';
@@ -29,6 +30,11 @@ export class NotebookCapture implements IDisposable {
   readonly store: SnapshotStore;
   readonly session: CaptureSession;
   readonly badges: CellBadges;
+
+  /** Ask the kernel who holds these blocks. */
+  requestHolders(blocks: readonly BlockQuery[]): Promise<IHolderAnswer> {
+    return this.session.requestHolders(blocks);
+  }
 
   get isDisposed(): boolean {
     return this._isDisposed;

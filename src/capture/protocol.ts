@@ -26,8 +26,19 @@ export interface IStatusMessage {
   device_count?: number;
 }
 
+/** The helper's answer to a holders request (fields of engine/holders.ts's answer). */
+export interface IHoldersMessage {
+  v: number;
+  type: 'holders';
+  id: number | null;
+  [field: string]: unknown;
+}
+
+/** A block the frontend asks about: [device, address, size]. */
+export type BlockQuery = [number, number, number];
+
 /** Any message the helper sends. */
-export type HelperMessage = IStatusMessage | IWireSnapshot | { v: number; type: 'open' };
+export type HelperMessage = IStatusMessage | IWireSnapshot | IHoldersMessage | { v: number; type: 'open' };
 
 /** Settings the helper takes (kernel-helpers/.../capture.py DEFAULT_SETTINGS). */
 export interface IHelperSettings {

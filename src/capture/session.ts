@@ -8,8 +8,8 @@ import { ISessionContext } from '@jupyterlab/apputils';
 import { Kernel, KernelMessage } from '@jupyterlab/services';
 import { IDisposable } from '@lumino/disposable';
 import { Signal } from '@lumino/signaling';
-import { IWireSnapshot, WireDecoder } from '../engine';
-import { COMM_TARGET, HelperMessage, IHelperSettings, injectionCode, PROTOCOL_VERSION } from './protocol';
+import { IHolderAnswer, IWireSnapshot, parseHolderAnswer, WireDecoder } from '../engine';
+import { BlockQuery, COMM_TARGET, HelperMessage, IHelperSettings, IHoldersMessage, injectionCode, PROTOCOL_VERSION } from './protocol';
 import { SnapshotStore } from './store';
 
 /** Connects one notebook's kernel to its snapshot store. */
@@ -32,12 +32,42 @@ export class CaptureSession implements IDisposable {
     await this._start();
   }
 
+  /**
+   * Ask the kernel who holds these blocks. Rejects when the helper has no
+   * comm open yet, or when no answer comes within `timeoutMs` (the kernel
+   * answers between cells, so a long cell delays it).
+   */
+  requestHolders(blocks: readonly BlockQuery[], options: { budgetMs?: number; timeoutMs?: number } = {}): Promise<IHolderAnswer> {
+    const comm = this._comm;
+    if (this._isDisposed || !comm || comm.isDisposed) {
+      return Promise.reject(new Error('the kernel helper is not connected'));
+    }
+    const id = ++this._requestId;
+    const timeoutMs = options.timeoutMs ?? CaptureSession.HOLDERS_TIMEOUT_MS;
+    return new Promise<IHolderAnswer>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this._pending.delete(id);
+        reject(new Error(`the kernel did not answer within ${Math.round(timeoutMs / 1000)} s (is a cell still running?)`));
+      }, timeoutMs);
+      this._pending.set(id, message => {
+        clearTimeout(timer);
+        try {
+          resolve(parseHolderAnswer(message));
+        } catch (reason) {
+          reject(reason);
+        }
+      });
+      comm.send({ type: 'holders-request', id, blocks: blocks.map(b => [...b]), budget_ms: options.budgetMs ?? 2000 });
+    });
+  }
+
   dispose(): void {
     if (this._isDisposed) {
       return;
     }
     this._isDisposed = true;
     this._kernel?.removeCommTarget(COMM_TARGET, this._onCommOpen);
+    this._pending.clear();
     Signal.clearData(this);
   }
 
@@ -93,6 +123,7 @@ export class CaptureSession implements IDisposable {
   }
 
   private _onCommOpen = (comm: Kernel.IComm): void => {
+    this._comm = comm;
     comm.onMsg = msg => this._handle(msg.content.data as unknown as HelperMessage);
   };
 
@@ -115,6 +146,11 @@ export class CaptureSession implements IDisposable {
         }
       } else if (message.type === 'snapshot') {
         this._addSnapshot(message);
+      } else if (message.type === 'holders') {
+        const id = (message as IHoldersMessage).id;
+        const answer = id === null ? undefined : this._pending.get(id);
+        this._pending.delete(id ?? -1);
+        answer?.(message as IHoldersMessage);
       }
     } catch (reason) {
       this._store.setHelper({ status: 'error', message: (reason as Error).message, replay: null });
@@ -141,12 +177,18 @@ export class CaptureSession implements IDisposable {
   private readonly _settings: () => IHelperSettings;
   private _kernel: Kernel.IKernelConnection | null = null;
   private _decoder: WireDecoder | null = null;
+  private _comm: Kernel.IComm | null = null;
+  private _requestId = 0;
+  private readonly _pending = new Map<number, (message: IHoldersMessage) => void>();
   private _pendingRestart = false;
   private _isDisposed = false;
 }
 
 /** A namespace for CaptureSession statics. */
 export namespace CaptureSession {
+  /** How long to wait for a holders answer. */
+  export const HOLDERS_TIMEOUT_MS = 30000;
+
   export interface IOptions {
     sessionContext: ISessionContext;
     store: SnapshotStore;

@@ -13,13 +13,17 @@ import { SessionChart } from './chartview';
 import { DiffView } from './diffview';
 import { DiffPanelModel, SnapshotRef } from './model';
 import { SegmentMap } from './segmentview';
+import { LeakFinderModel } from '../leaks/model';
+import { LeakView } from '../leaks/view';
 import { ICellLocation } from './stack';
 
 /** Props of the panel body. */
 export interface IPanelBodyProps {
   model: DiffPanelModel;
+  leaks: LeakFinderModel;
   trans: TranslationBundle;
   onReveal: (location: ICellLocation) => void;
+  onShowCell: (cellId: string) => void;
 }
 
 /** Re-render when the model says it changed. */
@@ -163,6 +167,15 @@ export function PanelBody(props: IPanelBodyProps): JSX.Element {
       onDragOver={e => e.preventDefault()}
       onDrop={e => void dropFiles(model, e)}
     >
+      <LeakView
+        model={props.leaks}
+        frames={model.frames}
+        cells={cells}
+        trans={trans}
+        onReveal={props.onReveal}
+        onShowCell={entry => entry.record.cellId && props.onShowCell(entry.record.cellId)}
+        onShowDiff={entry => model.select(entry.record)}
+      />
       {model.fileError ? (
         <p className="jp-CudaMemdiffPanel-error" role="alert">
           {trans.__('Could not read %1', model.fileError)}

@@ -10,3 +10,13 @@ const MEMORY_SVG = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24" 
 
 /** Icon of the CUDA memory diff panel. */
 export const memoryIcon = new LabIcon({ name: 'jupyterlab-cuda-memdiff:memory', svgstr: MEMORY_SVG });
+
+const LEAK_SVG = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24" width="16">
+  <g class="jp-icon3" fill="#616161">
+    <path d="M5 4h10a1 1 0 0 1 1 1v5h-2V6H6v8h4v2H5a1 1 0 0 1-1-1V5a1 1 0 0 1 1-1z"/>
+    <path d="M16.5 11a4.5 4.5 0 0 1 3.6 7.2l2.6 2.6-1.4 1.4-2.6-2.6a4.5 4.5 0 1 1-2.2-8.6zm0 2a2.5 2.5 0 1 0 0 5 2.5 2.5 0 0 0 0-5z"/>
+  </g>
+</svg>`;
+
+/** Icon of "Find leaking cell": a chip under a magnifier. */
+export const leakIcon = new LabIcon({ name: 'jupyterlab-cuda-memdiff:leak', svgstr: LEAK_SVG });

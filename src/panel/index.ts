@@ -9,6 +9,7 @@ import * as React from 'react';
 import { PANEL_ID } from '../tokens';
 import { PanelBody } from './body';
 import { memoryIcon } from './icon';
+import { LeakFinderModel } from '../leaks/model';
 import { DiffPanelModel } from './model';
 import { ICellLocation } from './stack';
 
@@ -24,8 +25,12 @@ export class MemdiffPanel extends SidePanel {
     this.title.icon = memoryIcon;
     this.title.caption = trans.__('CUDA memory diff');
     this.node.setAttribute('aria-label', trans.__('CUDA memory diff'));
+    this.leaks = new LeakFinderModel(this.model);
     const onReveal = options.onReveal ?? (() => undefined);
-    const body = ReactWidget.create(React.createElement(PanelBody, { model: this.model, trans, onReveal }));
+    const onShowCell = options.onShowCell ?? (() => undefined);
+    const body = ReactWidget.create(
+      React.createElement(PanelBody, { model: this.model, leaks: this.leaks, trans, onReveal, onShowCell })
+    );
     body.addClass('jp-CudaMemdiffPanel-body');
     this.addWidget(body);
   }
@@ -33,10 +38,14 @@ export class MemdiffPanel extends SidePanel {
   /** What the panel shows. */
   readonly model: DiffPanelModel;
 
+  /** The leak finder's state for the notebook the panel follows. */
+  readonly leaks: LeakFinderModel;
+
   dispose(): void {
     if (this.isDisposed) {
       return;
     }
+    this.leaks.dispose();
     this.model.dispose();
     super.dispose();
   }
@@ -50,5 +59,7 @@ export namespace MemdiffPanel {
     model?: DiffPanelModel;
     /** Open a notebook cell at a line (a stack frame was clicked). */
     onReveal?: (location: ICellLocation) => void;
+    /** Scroll to and highlight a cell the leak finder lists. */
+    onShowCell?: (cellId: string) => void;
   }
 }

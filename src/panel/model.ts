@@ -4,6 +4,7 @@
  * engine and caches the result; the React views only render it.
  */
 import { ISignal, Signal } from '@lumino/signaling';
+import { BlockQuery } from '../capture/protocol';
 import { CellRecord, SnapshotStore } from '../capture/store';
 import {
   AllocationSite,
@@ -13,6 +14,7 @@ import {
   FrameTable,
   groupBySite,
   ICellSource,
+  IHolderAnswer,
   readSnapshot,
   Snapshot,
   SnapshotDiff,
@@ -23,8 +25,10 @@ import {
 export interface IFollowedNotebook {
   readonly title: string;
   readonly store: SnapshotStore;
-  /** The code cells as they are now (id and source). */
+  /** The code cells as they are now (id and source), in notebook order. */
   cells(): ICellSource[];
+  /** Ask the kernel who holds these blocks; absent where no kernel can answer. */
+  requestHolders?(blocks: readonly BlockQuery[]): Promise<IHolderAnswer>;
 }
 
 /** A snapshot file opened in the panel (a pickle from _dump_snapshot, or JSON). */

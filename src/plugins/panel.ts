@@ -1,7 +1,7 @@
 /**
  * The panel plugin: adds the side panel (restored across reloads), makes it
- * follow the active notebook, and registers the commands that open it and
- * that reveal a cell line from a stack frame.
+ * follow the active notebook, and registers the commands that open it,
+ * that reveal a cell line from a stack frame, and that find the leaking cell.
  */
 import {
   ILayoutRestorer,
@@ -12,7 +12,8 @@ import { CommandToolbarButton, ICommandPalette } from '@jupyterlab/apputils';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { ITranslator, nullTranslator } from '@jupyterlab/translation';
 import { MemdiffPanel } from '../panel';
-import { memoryIcon } from '../panel/icon';
+import { highlightCell } from '../leaks/highlight';
+import { leakIcon, memoryIcon } from '../panel/icon';
 import { IFollowedNotebook } from '../panel/model';
 import { CommandIDs, ICaptureRegistry, IDiffPanel, PACKAGE_NAME } from '../tokens';
 
@@ -35,9 +36,17 @@ export const panelPlugin: JupyterFrontEndPlugin<IDiffPanel> = {
     translator: ITranslator | null
   ): IDiffPanel => {
     const trans = (translator ?? nullTranslator).load('jupyterlab_cuda_memdiff');
+    const notebookOf = (cellId: string) => tracker.find(nb => nb.content.widgets.some(c => c.model.id === cellId));
     const panel = new MemdiffPanel({
       translator: translator ?? nullTranslator,
-      onReveal: ({ cell, line }) => void app.commands.execute(CommandIDs.revealCell, { cellId: cell.id, line })
+      onReveal: ({ cell, line }) => void app.commands.execute(CommandIDs.revealCell, { cellId: cell.id, line }),
+      onShowCell: cellId => {
+        const notebook = notebookOf(cellId);
+        if (notebook) {
+          app.shell.activateById(notebook.id);
+          void highlightCell(notebook, cellId);
+        }
+      }
     });
     app.shell.add(panel, 'right', { rank: PANEL_RANK });
     restorer?.add(panel, panel.id);
@@ -58,6 +67,7 @@ export const panelPlugin: JupyterFrontEndPlugin<IDiffPanel> = {
             return notebook.title.label;
           },
           store: capture.store,
+          requestHolders: blocks => capture.requestHolders(blocks),
           cells: () =>
             Array.from(notebook.content.model?.cells ?? [])
               .filter(c => c.type === 'code')
@@ -108,11 +118,49 @@ export const panelPlugin: JupyterFrontEndPlugin<IDiffPanel> = {
       }
     });
 
+    app.commands.addCommand(CommandIDs.findLeakingCell, {
+      label: trans.__('Find Leaking Cell'),
+      caption: trans.__('Rank cells by the GPU memory they left alive, say who holds it, and jump to the first'),
+      icon: leakIcon,
+      execute: async () => {
+        const notebook = tracker.currentWidget;
+        app.shell.activateById(panel.id);
+        const { findings, refined } = panel.leaks.run();
+        const first = findings?.top?.record.cellId ?? null;
+        if (notebook) {
+          await highlightCell(notebook, first);
+        }
+        // The kernel's holders can change the ranking: follow it.
+        const final = await refined;
+        const top = final?.top?.record.cellId ?? null;
+        if (notebook && !notebook.isDisposed && top !== first) {
+          await highlightCell(notebook, top);
+        }
+        return { cellId: top, label: final?.top?.label ?? null };
+      }
+    });
+    palette?.addItem({ command: CommandIDs.findLeakingCell, category: trans.__('CUDA Memory') });
+    panel.toolbar.addItem(
+      'cuda-memdiff-panel-find-leaking-cell',
+      new CommandToolbarButton({ commands: app.commands, id: CommandIDs.findLeakingCell, icon: leakIcon, label: '' })
+    );
+    // Closing the findings takes the highlight away.
+    panel.leaks.changed.connect(() => {
+      if (!panel.leaks.findings) {
+        tracker.forEach(nb => void highlightCell(nb, null));
+      }
+    });
+
     tracker.widgetAdded.connect((_, notebook) => {
       notebook.toolbar.insertItem(
         11,
         'cuda-memdiff-open-panel',
         new CommandToolbarButton({ commands: app.commands, id: CommandIDs.openPanel, icon: memoryIcon, label: '' })
+      );
+      notebook.toolbar.insertItem(
+        12,
+        'cuda-memdiff-find-leaking-cell',
+        new CommandToolbarButton({ commands: app.commands, id: CommandIDs.findLeakingCell, icon: leakIcon, label: '' })
       );
     });
 

@@ -25,3 +25,17 @@ export async function runReplayedDemo(page: IJupyterLabPageFixture): Promise<voi
   await page.notebook.run();
   await expect(page.locator(BADGE)).toHaveCount(CODE_CELLS.length, { timeout: 60000 });
 }
+
+/** Click a notebook toolbar item by name, opening the overflow menu when the toolbar is too narrow for it. */
+export async function clickNotebookToolbarItem(page: IJupyterLabPageFixture, name: string): Promise<void> {
+  const button = page.locator(`[data-jp-item-name="${name}"] button`);
+  const more = page.locator('.jp-NotebookPanel-toolbar').getByRole('button', { name: 'More commands' });
+  const overflowed = !(await button.isVisible());
+  if (overflowed) {
+    await more.click();
+  }
+  await button.click();
+  if (overflowed) {
+    await more.click(); // close the overflow popup again
+  }
+}

@@ -1,6 +1,6 @@
 import { expect, test } from '@jupyterlab/galata';
 import * as path from 'path';
-import { openReplayedDemo, PANEL, runReplayedDemo } from './demo';
+import { clickNotebookToolbarItem, openReplayedDemo, PANEL, runReplayedDemo } from './demo';
 
 // The demo notebook replayed from its H200 recording: the panel must show the
 // diff of the cell that keeps autograd graphs alive, and its stack must lead
@@ -13,17 +13,8 @@ test.describe('diff panel', () => {
     await openReplayedDemo(page, tmpPath);
     await runReplayedDemo(page);
 
-    // The notebook toolbar button opens the panel (in the overflow menu when the toolbar is narrow).
-    const button = page.locator('[data-jp-item-name="cuda-memdiff-open-panel"] button');
-    const more = page.locator('.jp-NotebookPanel-toolbar').getByRole('button', { name: 'More commands' });
-    const overflowed = !(await button.isVisible());
-    if (overflowed) {
-      await more.click();
-    }
-    await button.click();
-    if (overflowed) {
-      await more.click(); // close the overflow popup again
-    }
+    // The notebook toolbar button opens the panel.
+    await clickNotebookToolbarItem(page, 'cuda-memdiff-open-panel');
     const panel = page.locator(PANEL);
     await expect(panel).toBeVisible();
 

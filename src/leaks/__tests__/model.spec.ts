@@ -1,0 +1,113 @@
+// The leak finder's model over a session recorded on the H200, with the
+// holders the kernel named there (test-data/live/): what the panel shows
+// before and after the kernel answers, and when it cannot.
+import * as fs from 'fs';
+import * as path from 'path';
+import { BlockQuery } from '../../capture/protocol';
+import { SnapshotStore } from '../../capture/store';
+import { IHolderAnswer, parseHolderAnswer, readSnapshot } from '../../engine';
+import { DiffPanelModel, IFollowedNotebook } from '../../panel/model';
+import { LeakFinderModel } from '../model';
+
+const LIVE = path.resolve(__dirname, '../../../test-data/live/gpu_memory_demo--holders');
+const manifest = JSON.parse(fs.readFileSync(path.join(LIVE, 'manifest.json'), 'utf-8'));
+const read = (name: string) => fs.readFileSync(path.join(LIVE, name));
+// What the kernel answered after the last cell, on the H200.
+const recordedAnswer = () => parseHolderAnswer(JSON.parse(read(manifest.cells[manifest.cells.length - 1].holders_file).toString()));
+
+function notebook(requestHolders?: (blocks: readonly BlockQuery[]) => Promise<IHolderAnswer>): IFollowedNotebook {
+  const store = new SnapshotStore();
+  manifest.cells.forEach((c: { snapshot_file: string; execution_count: number }, k: number) =>
+    store.add({
+      cellId: `cell-${k}`,
+      executionCount: c.execution_count,
+      reason: 'cell',
+      snapshot: readSnapshot(new Uint8Array(read(c.snapshot_file)), store.frames),
+      devices: [],
+      error: null,
+      replay: null
+    })
+  );
+  return {
+    title: 'gpu_memory_demo.ipynb',
+    store,
+    cells: () => manifest.cells.map((c: { source: string }, i: number) => ({ id: `cell-${i}`, source: c.source })),
+    requestHolders
+  };
+}
+
+function finder(nb: IFollowedNotebook | null) {
+  const panel = new DiffPanelModel();
+  panel.setNotebook(nb);
+  return { panel, leaks: new LeakFinderModel(panel) };
+}
+
+describe('LeakFinderModel', () => {
+  it('ranks at once from the snapshots, then again with the kernel\u2019s holders', async () => {
+    const asked: BlockQuery[][] = [];
+    const { leaks } = finder(
+      notebook(blocks => {
+        asked.push([...blocks]);
+        return Promise.resolve(recordedAnswer());
+      })
+    );
+    const { findings, refined } = leaks.run();
+    expect(leaks.running).toBe(true);
+    expect(findings!.holders).toBe('pending');
+    expect(findings!.top!.label).toBe('Cell [3]');
+    expect(findings!.top!.record.cellId).toBe('cell-2');
+    const final = (await refined)!;
+    expect(leaks.running).toBe(false);
+    expect(final.holders).toBe('kernel');
+    expect(final.top!.record.cellId).toBe('cell-2');
+    expect(final.top!.verdict.confidence).toBe('high');
+    expect(final.top!.verdict.holders).toContain('autograd graph of preds[0:8]');
+    // it asked about every allocated block of the latest snapshot, largest first
+    // (the recorder asked the kernel the same question: its answer covers each block once)
+    expect(asked[0].length).toBe(recordedAnswer().holders.size);
+    expect(asked[0][0][2]).toBeGreaterThanOrEqual(asked[0][asked[0].length - 1][2]);
+    expect(final.entries.map(e => e.verdict.verdict)).toEqual(['leak', 'retained', 'retained', 'retained']);
+  });
+
+  it('says why holders are only guessed: a replayed session, or a kernel that does not answer', async () => {
+    const replayed = finder(notebook(() => Promise.resolve({ ...recordedAnswer(), holders: new Map(), replay: 'gpu_memory_demo--python' })));
+    const a = (await replayed.leaks.run().refined)!;
+    expect(a.holders).toBe('guessed');
+    expect(a.holdersNote).toMatch(/^Replayed session \(gpu_memory_demo--python\)/);
+    expect(a.top!.record.cellId).toBe('cell-2');
+
+    const silent = finder(notebook(() => Promise.reject(new Error('the kernel did not answer within 30 s'))));
+    const b = (await silent.leaks.run().refined)!;
+    expect(b.holdersNote).toMatch(/could not say who holds the memory \(the kernel did not answer within 30 s\)/);
+    expect(b.top!.record.cellId).toBe('cell-2');
+  });
+
+  it('explains an empty ranking and drops findings when the panel follows another notebook', async () => {
+    expect(finder(null).leaks.run().findings).toBeNull();
+    const none = finder(null).leaks;
+    none.run();
+    expect(none.error).toMatch(/Open a notebook/);
+    const empty = finder({ title: 'x', store: new SnapshotStore(), cells: () => [] }).leaks;
+    empty.run();
+    expect(empty.error).toMatch(/run some cells first/);
+
+    const { panel, leaks } = finder(notebook(() => Promise.resolve(recordedAnswer())));
+    await leaks.run().refined;
+    expect(leaks.findings).not.toBeNull();
+    panel.setNotebook(notebook());
+    expect(leaks.findings).toBeNull();
+  });
+
+  it('keeps only the latest run\u2019s answer', async () => {
+    let release: (a: IHolderAnswer) => void = () => undefined;
+    const slow = new Promise<IHolderAnswer>(resolve => (release = resolve));
+    let calls = 0;
+    const { leaks } = finder(notebook(() => (calls++ === 0 ? slow : Promise.resolve(recordedAnswer()))));
+    const first = leaks.run();
+    const second = leaks.run();
+    await second.refined;
+    release({ ...recordedAnswer(), holders: new Map(), replay: 'stale' });
+    await first.refined;
+    expect(leaks.findings!.holders).toBe('kernel');
+  });
+});

@@ -1,0 +1,172 @@
+/**
+ * The leak finder's ranking in the panel: per cell its verdict, the bytes
+ * behind it, why, who holds the memory and what to do, with the stack of the
+ * main allocation site. Renders the model; computes nothing.
+ */
+import * as React from 'react';
+import { TranslationBundle } from '@jupyterlab/translation';
+import { CellCodeNames, formatBytes, FrameTable } from '../engine';
+import { ICellLocation, StackView } from '../panel/stack';
+import { ILeakEntry, LeakFinderModel } from './model';
+
+/** Props of LeakView. */
+export interface ILeakViewProps {
+  model: LeakFinderModel;
+  frames: FrameTable;
+  cells: CellCodeNames;
+  trans: TranslationBundle;
+  /** Scroll to and highlight a cell (its entry was clicked). */
+  onShowCell: (entry: ILeakEntry) => void;
+  /** Open a stack frame's cell line. */
+  onReveal: (location: ICellLocation) => void;
+  /** Show the entry's snapshot diff in the panel. */
+  onShowDiff: (entry: ILeakEntry) => void;
+}
+
+function useFinder(model: LeakFinderModel): void {
+  const [, setVersion] = React.useState(0);
+  React.useEffect(() => {
+    const update = () => setVersion(v => v + 1);
+    model.changed.connect(update);
+    return () => {
+      model.changed.disconnect(update);
+    };
+  }, [model]);
+}
+
+/** Text with `code` spans as the engine writes them, rendered as <code> (text only, never markup). */
+export function InlineCode(props: { text: string }): JSX.Element {
+  return (
+    <>
+      {props.text.split('`').map((part, i) => (i % 2 ? <code key={i}>{part}</code> : <React.Fragment key={i}>{part}</React.Fragment>))}
+    </>
+  );
+}
+
+function verdictLabel(entry: ILeakEntry, trans: TranslationBundle): string {
+  switch (entry.verdict.verdict) {
+    case 'leak':
+      return trans.__('Leak');
+    case 'retained':
+      return trans.__('Retained');
+    default:
+      return trans.__('OK');
+  }
+}
+
+function Entry(props: ILeakViewProps & { entry: ILeakEntry; top: boolean }): JSX.Element {
+  const { entry, trans, top } = props;
+  const v = entry.verdict;
+  const bytes = v.verdict === 'leak' ? v.leakedBytes : v.retainedBytes;
+  const evidence = v.evidence[0];
+  return (
+    <li
+      className={`jp-CudaMemdiffLeak${top ? ' jp-mod-top' : ''}`}
+      data-verdict={v.verdict}
+      data-cell-id={entry.record.cellId ?? ''}
+    >
+      <div className="jp-CudaMemdiffLeak-head">
+        <button
+          className="jp-CudaMemdiffLeak-cell"
+          onClick={() => props.onShowCell(entry)}
+          disabled={entry.cellIndex === null}
+          title={trans.__('Scroll to the cell')}
+        >
+          {entry.label}
+        </button>
+        <span className="jp-CudaMemdiffLeak-verdict">{verdictLabel(entry, trans)}</span>
+        {bytes > 0 ? <span className="jp-CudaMemdiffLeak-bytes">{formatBytes(bytes)}</span> : null}
+        {v.verdict !== 'ok' ? (
+          <span className="jp-CudaMemdiffLeak-confidence">{trans.__('%1 confidence', v.confidence)}</span>
+        ) : null}
+      </div>
+      <ul className="jp-CudaMemdiffLeak-reasons">
+        {v.reasons.map((r, i) => (
+          <li key={i}>
+            <InlineCode text={r} />
+          </li>
+        ))}
+      </ul>
+      {v.holders.length ? (
+        <p className="jp-CudaMemdiffLeak-holders">
+          {trans.__('Held by: ')}
+          {v.holders.map((h, i) => (
+            <code key={i}>{h}</code>
+          ))}
+        </p>
+      ) : null}
+      {v.advice.length ? (
+        <ul className="jp-CudaMemdiffLeak-advice" aria-label={trans.__('What to do')}>
+          {v.advice.map((a, i) => (
+            <li key={i}>
+              <InlineCode text={a} />
+            </li>
+          ))}
+        </ul>
+      ) : null}
+      {evidence ? (
+        <details className="jp-CudaMemdiffLeak-evidence">
+          <summary>
+            {trans.__('%1 in %2 blocks allocated here', formatBytes(evidence.bytes), evidence.blocks)}
+          </summary>
+          <StackView
+            frames={props.frames}
+            stack={evidence.stack}
+            filter={{}}
+            cells={props.cells}
+            trans={trans}
+            onReveal={props.onReveal}
+          />
+        </details>
+      ) : null}
+      <button className="jp-CudaMemdiffLeak-diff" onClick={() => props.onShowDiff(entry)}>
+        {trans.__('Show its diff')}
+      </button>
+    </li>
+  );
+}
+
+/** The ranking, or why there is none. */
+export function LeakView(props: ILeakViewProps): JSX.Element | null {
+  const { model, trans } = props;
+  useFinder(model);
+  const findings = model.findings;
+  if (!findings && !model.error) {
+    return null;
+  }
+  const shown = findings?.entries.filter(e => e.verdict.verdict !== 'ok') ?? [];
+  const fine = (findings?.entries.length ?? 0) - shown.length;
+  return (
+    <section className="jp-CudaMemdiffLeaks" aria-label={trans.__('Leak finder')}>
+      <div className="jp-CudaMemdiffLeaks-head">
+        <h3>{trans.__('Find leaking cell')}</h3>
+        <button className="jp-mod-styled jp-mod-reject" onClick={() => model.clear()} aria-label={trans.__('Close the leak finder')}>
+          {trans.__('Close')}
+        </button>
+      </div>
+      {model.error ? (
+        <p className="jp-CudaMemdiffLeaks-status" role="status">
+          {model.error}
+        </p>
+      ) : null}
+      {findings ? (
+        <>
+          <p className="jp-CudaMemdiffLeaks-status" role="status">
+            {findings.top
+              ? trans.__('Look at %1 first.', findings.top.label)
+              : trans.__('No cell leaks: what stays on the GPU has an owner you can see.')}{' '}
+            {model.running ? trans.__('Asking the kernel who holds the memory\u2026') : findings.holdersNote}
+          </p>
+          <ol className="jp-CudaMemdiffLeaks-list">
+            {shown.map(entry => (
+              <Entry key={entry.verdict.execution} {...props} entry={entry} top={entry === findings.top} />
+            ))}
+          </ol>
+          {fine ? (
+            <p className="jp-CudaMemdiffLeaks-fine">{trans.__('%1 more cell runs left nothing behind.', fine)}</p>
+          ) : null}
+        </>
+      ) : null}
+    </section>
+  );
+}

@@ -1,0 +1,69 @@
+/**
+ * "Find leaking cell" end to end: the demo notebook, replayed from its H200
+ * recording by a real ipykernel, leaks through `preds` (a forward pass kept
+ * outside torch.no_grad()); the command must highlight that cell, rank it
+ * first in the panel and say why and what to do.
+ */
+import { expect, test } from '@jupyterlab/galata';
+import { clickNotebookToolbarItem, CODE_CELLS, openReplayedDemo, PANEL, runReplayedDemo } from './demo';
+
+const COMMAND = 'cuda-memdiff:find-leaking-cell';
+const LEAKING = '.jp-Cell.jp-mod-cudaMemdiffLeak';
+// The demo's third code cell builds `preds`.
+const PREDS_CELL = CODE_CELLS[2];
+
+test.describe('find leaking cell', () => {
+  test.beforeEach(async ({ page, tmpPath }) => {
+    await openReplayedDemo(page, tmpPath);
+  });
+
+  test('highlights the cell that builds preds, from the notebook toolbar', async ({ page }) => {
+    test.setTimeout(180000);
+    await runReplayedDemo(page);
+    await expect(page.locator(LEAKING)).toHaveCount(0);
+    await clickNotebookToolbarItem(page, 'cuda-memdiff-find-leaking-cell');
+
+    const leaking = page.locator(LEAKING);
+    await expect(leaking).toHaveCount(1);
+    await expect(leaking).toHaveAttribute('data-windowed-list-index', String(PREDS_CELL));
+    await expect(leaking).toContainText('preds.append(model(b))');
+    await expect(leaking).toBeInViewport();
+
+    const panel = page.locator(PANEL);
+    await expect(panel).toBeVisible();
+    const status = panel.locator('.jp-CudaMemdiffLeaks-status');
+    await expect(status).toContainText('Look at Cell [3] first.');
+    // the replay kernel answers the holders request: it has no live tensors to name
+    await expect(status).toContainText('Replayed session (gpu_memory_demo--python)');
+    const top = panel.locator('.jp-CudaMemdiffLeak.jp-mod-top');
+    await expect(top).toHaveAttribute('data-verdict', 'leak');
+    await expect(top).toContainText('autograd graph');
+    await expect(top.getByLabel('What to do')).toContainText('evaluate under torch.no_grad()');
+    // the model's weights and the inputs stay, as they should
+    await expect(panel.locator('.jp-CudaMemdiffLeak[data-verdict="retained"]')).toHaveCount(3);
+    await expect(panel.locator('.jp-CudaMemdiffLeak[data-verdict="leak"]')).toHaveCount(1);
+
+    // closing the findings takes the highlight away
+    await panel.getByLabel('Close the leak finder').click();
+    await expect(page.locator(LEAKING)).toHaveCount(0);
+  });
+
+  test('runs from the palette and the panel toolbar, and explains an empty notebook', async ({ page }) => {
+    test.setTimeout(180000);
+    // before any cell ran there is nothing to rank, and it says so
+    await page.evaluate(id => window.jupyterapp.commands.execute(id), COMMAND);
+    await expect(page.locator(`${PANEL} .jp-CudaMemdiffLeaks-status`)).toContainText('run some cells first');
+
+    await runReplayedDemo(page);
+    await page.keyboard.press('Control+Shift+c');
+    await page.locator('#command-palette input').fill('Find Leaking Cell');
+    await page.locator('#command-palette .lm-CommandPalette-item', { hasText: 'Find Leaking Cell' }).click();
+    await expect(page.locator(LEAKING)).toHaveAttribute('data-windowed-list-index', String(PREDS_CELL));
+
+    // scroll away, then jump back from the panel toolbar
+    await page.notebook.selectCells(0);
+    await page.locator(`${PANEL} .jp-SidePanel-toolbar [data-command="${COMMAND}"]`).click();
+    await expect(page.locator(LEAKING)).toHaveCount(1);
+    await expect(page.locator('.jp-Cell.jp-mod-active')).toHaveAttribute('data-windowed-list-index', String(PREDS_CELL));
+  });
+});
