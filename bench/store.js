@@ -51,10 +51,8 @@ function stepMessage(base, k, frameCount, stackCount) {
   };
 }
 
-function main() {
-  if (typeof global.gc !== 'function') {
-    throw new Error('run with node --expose-gc');
-  }
+/** A SnapshotStore of SNAPSHOTS snapshots decoded from the helper's real messages; returns it and the time taken. */
+function buildStore() {
   const messages = realMessages();
   const base = messages[messages.length - 1];
   const frameCount = base.frames.base + base.frames.items.length;
@@ -63,7 +61,6 @@ function main() {
   const decoder = new WireDecoder(store.frames);
   // The earlier cells' messages carry the frames and stacks the last one refers to.
   messages.slice(0, -1).forEach(m => decoder.decode(m));
-  const before = heapMiB();
   const started = performance.now();
   for (let k = 0; k < SNAPSHOTS; k++) {
     const message = k === 0 ? base : stepMessage(base, k, frameCount, stackCount);
@@ -77,7 +74,15 @@ function main() {
       replay: null
     });
   }
-  const ms = performance.now() - started;
+  return { store, ms: performance.now() - started };
+}
+
+function main() {
+  if (typeof global.gc !== 'function') {
+    throw new Error('run with node --expose-gc');
+  }
+  const before = heapMiB();
+  const { store, ms } = buildStore();
   const used = heapMiB() - before;
   const blocks = store.records[0].snapshot.blocks.length;
   console.log(`store of ${SNAPSHOTS} snapshots x ${blocks} blocks, ${CHANGED} changed per cell`);
@@ -92,4 +97,8 @@ function main() {
   console.log(`distinct block objects ${shared.size} for ${SNAPSHOTS * blocks} block slots`);
 }
 
-main();
+module.exports = { buildStore, SNAPSHOTS };
+
+if (require.main === module) {
+  main();
+}

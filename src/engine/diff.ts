@@ -65,6 +65,16 @@ export function diffSnapshots(before: Snapshot, after: Snapshot): SnapshotDiff {
   while (i < a.length || j < b.length) {
     const x = i < a.length ? a[i] : undefined;
     const y = j < b.length ? b[j] : undefined;
+    if (x === y) {
+      // The store shares unchanged blocks between snapshots: the same object is kept.
+      if (isAllocated(x!)) {
+        keptCount++;
+        keptBytes += x!.size;
+      }
+      i++;
+      j++;
+      continue;
+    }
     const order = !x ? 1 : !y ? -1 : x.device - y.device || x.address - y.address;
     if (order < 0) {
       if (isAllocated(x!)) {

@@ -164,7 +164,7 @@ namespace Private {
     readonly hooks: boolean;
 
     /** Source of a cell by its code name, when some execution ran it. */
-    sourceOf(filename: string, execution: ILeakExecution): string | null {
+    sourceOf(filename: string): string | null {
       const name = parseCellFilename(filename);
       if (!name) {
         return null;
@@ -172,17 +172,21 @@ namespace Private {
       if (name.kind === 'ipykernel') {
         return this._sourceByHash.get(name.hash) ?? null;
       }
-      const match = this.executions.find(e => e.executionCount === name.executionCount);
-      return match?.source ?? (name.executionCount === execution.executionCount ? execution.source : null);
+      return this.executions.find(e => e.executionCount === name.executionCount)?.source ?? null;
     }
 
-    /** Cell frames of a stack, innermost first. */
-    cellFrames(stack: number, execution: ILeakExecution): ICellFrame[] {
-      return this.frames
-        .stack(stack)
-        .map(id => this.frames.frame(id))
-        .filter(f => isCellFilename(f.filename))
-        .map(frame => ({ frame, source: this.sourceOf(frame.filename, execution) }));
+    /** Cell frames of a stack, innermost first (resolved once per stack). */
+    cellFrames(stack: number): readonly ICellFrame[] {
+      let frames = this._cellFrames.get(stack);
+      if (!frames) {
+        frames = this.frames
+          .stack(stack)
+          .map(id => this.frames.frame(id))
+          .filter(f => isCellFilename(f.filename))
+          .map(frame => ({ frame, source: this.sourceOf(frame.filename) }));
+        this._cellFrames.set(stack, frames);
+      }
+      return frames;
     }
 
     /** What made the blocks of a stack. */
@@ -197,6 +201,7 @@ namespace Private {
 
     private readonly _sourceByHash = new Map<number, string>();
     private readonly _origins = new Map<number, Origin>();
+    private readonly _cellFrames = new Map<number, readonly ICellFrame[]>();
   }
 
   const TORCH = /[\\/]torch[\\/]/;
@@ -394,7 +399,7 @@ namespace Private {
 
   /** Line of the executed cell's own frame (the outermost cell frame) in a block's stack. */
   function outerLine(b: Block, f: Finding, context: Context): number | null {
-    const frames = context.cellFrames(b.stack, f.execution);
+    const frames = context.cellFrames(b.stack);
     return frames.length ? frames[frames.length - 1].frame.line : null;
   }
 
@@ -412,7 +417,7 @@ namespace Private {
       return;
     }
     const stacks = new Set(r.left.map(b => b.stack));
-    const frames = [...stacks].flatMap(s => context.cellFrames(s, f.execution));
+    const frames = [...stacks].flatMap(s => context.cellFrames(s));
     if (frames.some(c => c.source !== null && runsBackward(c.source)) || (f.execution.source && runsBackward(f.execution.source))) {
       return;
     }
@@ -420,9 +425,9 @@ namespace Private {
       return;
     }
     const graph = forward.filter(b =>
-      context.cellFrames(b.stack, f.execution).every(c => c.source === null || !gradDisabledAt(c.source, c.frame.line))
+      context.cellFrames(b.stack).every(c => c.source === null || !gradDisabledAt(c.source, c.frame.line))
     );
-    if (!graph.length || !context.cellFrames(graph[0].stack, f.execution).length) {
+    if (!graph.length || !context.cellFrames(graph[0].stack).length) {
       return;
     }
     const bytes = graph.reduce((n, b) => n + b.size, 0);
@@ -478,7 +483,7 @@ namespace Private {
     // Only what the expression itself or the library code it called made: a
     // user function's own allocations may well not be in its return value.
     const cached = f.retention.alive.filter(b => {
-      const frames = context.cellFrames(b.stack, f.execution);
+      const frames = context.cellFrames(b.stack);
       const origin = context.origin(b.stack);
       const line = frames.length === 1 ? frames[0].frame.line : null;
       return (origin === 'direct' || origin === 'forward') && line !== null && line >= shown.first && line <= shown.last;
@@ -504,7 +509,7 @@ namespace Private {
       return;
     }
     const pinned = f.retention.alive.filter(b => {
-      const frames = context.cellFrames(b.stack, f.execution);
+      const frames = context.cellFrames(b.stack);
       // Allocated below the cell's own <module> frame: in a function the exception unwound.
       return frames.length > 1 || (frames.length === 1 && frames[0].frame.name !== '<module>');
     });
@@ -512,7 +517,7 @@ namespace Private {
       return;
     }
     const bytes = pinned.reduce((s, b) => s + b.size, 0);
-    const fn = context.cellFrames(pinned[0].stack, f.execution)[0]?.frame.name ?? 'a function';
+    const fn = context.cellFrames(pinned[0].stack)[0]?.frame.name ?? 'a function';
     f.leak(
       'traceback',
       bytes,

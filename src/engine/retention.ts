@@ -39,42 +39,44 @@ export function retentionByExecution(snapshots: readonly Snapshot[]): IExecution
   if (!snapshots.length) {
     return [];
   }
-  const key = (b: Block) => `${b.device}:${b.address}:${b.size}:${b.stack}`;
-  const owner = new Map<string, number>();
+  const owner = new BlockOwners();
   const left = snapshots.map((): Block[] => []);
   const freedBy = snapshots.map(() => new Map<number, number>());
   const release = (b: Block, k: number) => {
-    const o = owner.get(key(b));
+    const o = owner.take(b);
     if (o !== undefined) {
       freedBy[o].set(k, (freedBy[o].get(k) ?? 0) + b.size);
-      owner.delete(key(b));
     }
   };
   let previous = emptySnapshot(snapshots[0].frames);
   snapshots.forEach((snapshot, k) => {
+    // Only what the diff or the history says changed is touched: kept blocks keep their owner.
     const diff = diffSnapshots(previous, snapshot);
     for (const b of diff.freed) {
       release(b, k);
     }
+    const adopt = (b: Block) => {
+      owner.set(b, k);
+      left[k].push(b);
+    };
+    diff.born.forEach(adopt);
     const reborn = allocatedSinceLastCapture(snapshot);
-    for (const b of snapshot.blocks) {
-      if (!isAllocated(b)) {
-        continue;
-      }
-      const o = owner.get(key(b));
-      if (o === undefined || (o < k && reborn?.has(`${b.device}:${b.address}:${b.size}`))) {
-        if (o !== undefined) {
-          release(b, k);
+    if (reborn) {
+      for (const b of snapshot.blocks) {
+        if (reborn.get(b.device)?.get(b.address) === b.size && isAllocated(b)) {
+          const o = owner.get(b);
+          if (o !== undefined && o < k) {
+            release(b, k);
+            adopt(b);
+          }
         }
-        owner.set(key(b), k);
-        left[k].push(b);
       }
     }
     previous = snapshot;
   });
   const alive = snapshots.map((): Block[] => []);
   for (const b of previous.blocks) {
-    const o = isAllocated(b) ? owner.get(key(b)) : undefined;
+    const o = isAllocated(b) ? owner.get(b) : undefined;
     if (o !== undefined) {
       alive[o].push(b);
     }
@@ -105,17 +107,50 @@ export function aliveBytesAt(retention: IExecutionRetention, at: number): number
   return retention.leftBytes - freed;
 }
 
+/**
+ * Which execution owns each live block, by identity (device, address, size,
+ * stack). Keyed by numbers, not strings: it is updated for every block born
+ * or freed in a session.
+ */
+class BlockOwners {
+  /** The owner of a block with this identity, if any. */
+  get(b: Block): number | undefined {
+    const e = this._byDevice.get(b.device)?.get(b.address);
+    return e && e.size === b.size && e.stack === b.stack ? e.execution : undefined;
+  }
+
+  set(b: Block, execution: number): void {
+    let device = this._byDevice.get(b.device);
+    if (!device) {
+      device = new Map();
+      this._byDevice.set(b.device, device);
+    }
+    device.set(b.address, { size: b.size, stack: b.stack, execution });
+  }
+
+  /** Remove the block's entry and return its owner, if it had one. */
+  take(b: Block): number | undefined {
+    const o = this.get(b);
+    if (o !== undefined) {
+      this._byDevice.get(b.device)!.delete(b.address);
+    }
+    return o;
+  }
+
+  private readonly _byDevice = new Map<number, Map<number, { size: number; stack: number; execution: number }>>();
+}
+
 function sizeOf(blocks: readonly Block[]): number {
   return blocks.reduce((n, b) => n + b.size, 0);
 }
 
 /**
- * `device:address:size` of the blocks allocated after the newest `snapshot`
- * event of their device's history (each device records its own), or null
- * when no device has one (no history, the first capture, or a ring buffer
- * that dropped the mark): then identity alone decides.
+ * Address -> size, per device, of the blocks allocated after the newest
+ * `snapshot` event of their device's history (each device records its own),
+ * or null when no device has one (no history, the first capture, or a ring
+ * buffer that dropped the mark): then identity alone decides.
  */
-function allocatedSinceLastCapture(snapshot: Snapshot): Set<string> | null {
+function allocatedSinceLastCapture(snapshot: Snapshot): Map<number, Map<number, number>> | null {
   const lastMark = new Map<number, number>();
   snapshot.traces.forEach((e, i) => {
     if (e.action === 'snapshot') {
@@ -125,11 +160,16 @@ function allocatedSinceLastCapture(snapshot: Snapshot): Set<string> | null {
   if (!lastMark.size) {
     return null;
   }
-  const out = new Set<string>();
+  const out = new Map<number, Map<number, number>>();
   snapshot.traces.forEach((e, i) => {
     const mark = lastMark.get(e.device);
     if (mark !== undefined && i > mark && e.action === 'alloc' && e.address !== null) {
-      out.add(`${e.device}:${e.address}:${e.size}`);
+      let device = out.get(e.device);
+      if (!device) {
+        device = new Map();
+        out.set(e.device, device);
+      }
+      device.set(e.address, e.size);
     }
   });
   return out;
