@@ -6,6 +6,7 @@
 import * as React from 'react';
 import { TranslationBundle } from '@jupyterlab/translation';
 import { CellCodeNames, formatBytes, FrameTable } from '../engine';
+import { useSignal } from '../panel/signal';
 import { ICellLocation, StackView } from '../panel/stack';
 import { ILeakEntry, LeakFinderModel } from './model';
 
@@ -23,16 +24,6 @@ export interface ILeakViewProps {
   onShowDiff: (entry: ILeakEntry) => void;
 }
 
-function useFinder(model: LeakFinderModel): void {
-  const [, setVersion] = React.useState(0);
-  React.useEffect(() => {
-    const update = () => setVersion(v => v + 1);
-    model.changed.connect(update);
-    return () => {
-      model.changed.disconnect(update);
-    };
-  }, [model]);
-}
 
 /** Text with `code` spans as the engine writes them, rendered as <code> (text only, never markup). */
 export function InlineCode(props: { text: string }): JSX.Element {
@@ -129,7 +120,7 @@ function Entry(props: ILeakViewProps & { entry: ILeakEntry; top: boolean }): JSX
 /** The ranking, or why there is none. */
 export function LeakView(props: ILeakViewProps): JSX.Element | null {
   const { model, trans } = props;
-  useFinder(model);
+  useSignal(model.changed);
   const findings = model.findings;
   if (!findings && !model.error) {
     return null;

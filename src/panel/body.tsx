@@ -15,6 +15,7 @@ import { DiffPanelModel, SnapshotRef } from './model';
 import { SegmentMap } from './segmentview';
 import { LeakFinderModel } from '../leaks/model';
 import { LeakView } from '../leaks/view';
+import { useSignal } from './signal';
 import { ICellLocation } from './stack';
 
 /** Props of the panel body. */
@@ -26,17 +27,6 @@ export interface IPanelBodyProps {
   onShowCell: (cellId: string) => void;
 }
 
-/** Re-render when the model says it changed. */
-function useModel(model: DiffPanelModel): void {
-  const [, setVersion] = React.useState(0);
-  React.useEffect(() => {
-    const update = () => setVersion(v => v + 1);
-    model.changed.connect(update);
-    return () => {
-      model.changed.disconnect(update);
-    };
-  }, [model]);
-}
 
 function recordLabel(record: CellRecord, model: DiffPanelModel): string {
   const cell = model.notebook?.cells().find(c => c.id === record.cellId);
@@ -145,7 +135,7 @@ async function dropFiles(model: DiffPanelModel, event: React.DragEvent): Promise
 /** The panel body. */
 export function PanelBody(props: IPanelBodyProps): JSX.Element {
   const { model, trans } = props;
-  useModel(model);
+  useSignal(model.changed);
   const records = model.records;
   const device = model.device;
   const inputs: IChartInput[] = React.useMemo(() => {

@@ -5,9 +5,10 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { BlockQuery } from '../../capture/protocol';
 import { SnapshotStore } from '../../capture/store';
-import { IHolderAnswer, parseHolderAnswer, readSnapshot } from '../../engine';
+import { IHolderAnswer, parseHolderAnswer } from '../../engine';
 import { DiffPanelModel, IFollowedNotebook } from '../../panel/model';
 import { LeakFinderModel } from '../model';
+import { recordedStore } from './recorded';
 
 const LIVE = path.resolve(__dirname, '../../../test-data/live/gpu_memory_demo--holders');
 const manifest = JSON.parse(fs.readFileSync(path.join(LIVE, 'manifest.json'), 'utf-8'));
@@ -16,18 +17,7 @@ const read = (name: string) => fs.readFileSync(path.join(LIVE, name));
 const recordedAnswer = () => parseHolderAnswer(JSON.parse(read(manifest.cells[manifest.cells.length - 1].holders_file).toString()));
 
 function notebook(requestHolders?: (blocks: readonly BlockQuery[]) => Promise<IHolderAnswer>): IFollowedNotebook {
-  const store = new SnapshotStore();
-  manifest.cells.forEach((c: { snapshot_file: string; execution_count: number }, k: number) =>
-    store.add({
-      cellId: `cell-${k}`,
-      executionCount: c.execution_count,
-      reason: 'cell',
-      snapshot: readSnapshot(new Uint8Array(read(c.snapshot_file)), store.frames),
-      devices: [],
-      error: null,
-      replay: null
-    })
-  );
+  const { store } = recordedStore(LIVE);
   return {
     title: 'gpu_memory_demo.ipynb',
     store,

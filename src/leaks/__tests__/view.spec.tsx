@@ -3,29 +3,18 @@ import { nullTranslator } from '@jupyterlab/translation';
 import * as fs from 'fs';
 import * as path from 'path';
 import * as React from 'react';
-import { SnapshotStore } from '../../capture/store';
-import { CellCodeNames, readSnapshot } from '../../engine';
+import { CellCodeNames } from '../../engine';
 import { DiffPanelModel } from '../../panel/model';
 import { LeakFinderModel } from '../model';
 import { LeakView } from '../view';
+import { recordedStore } from './recorded';
 
 const trans = nullTranslator.load('jupyterlab_cuda_memdiff');
 const REC = path.resolve(__dirname, '../../../test-data/recordings/out_cache--python');
 const manifest = JSON.parse(fs.readFileSync(path.join(REC, 'manifest.json'), 'utf-8'));
 
 function setup(sources = manifest.cells.map((c: { source: string }) => c.source)) {
-  const store = new SnapshotStore();
-  manifest.cells.forEach((c: { snapshot_file: string; execution_count: number }, k: number) =>
-    store.add({
-      cellId: `cell-${k}`,
-      executionCount: c.execution_count,
-      reason: 'cell',
-      snapshot: readSnapshot(new Uint8Array(fs.readFileSync(path.join(REC, c.snapshot_file))), store.frames),
-      devices: [],
-      error: null,
-      replay: null
-    })
-  );
+  const { store } = recordedStore(REC);
   const cells = () => sources.map((source: string, i: number) => ({ id: `cell-${i}`, source }));
   const panel = new DiffPanelModel();
   panel.setNotebook({ title: 'out_cache.ipynb', store, cells });

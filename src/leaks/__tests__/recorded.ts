@@ -1,0 +1,23 @@
+/** A SnapshotStore filled from a recorded session folder, as the capture would fill it. */
+import * as fs from 'fs';
+import * as path from 'path';
+import { SnapshotStore } from '../../capture/store';
+import { ISessionManifest, readSnapshot } from '../../engine';
+
+/** The folder's manifest and a store with one record per cell, keyed `cell-<index>`. */
+export function recordedStore(folder: string): { manifest: ISessionManifest; store: SnapshotStore } {
+  const manifest: ISessionManifest = JSON.parse(fs.readFileSync(path.join(folder, 'manifest.json'), 'utf-8'));
+  const store = new SnapshotStore();
+  manifest.cells.forEach((c, k) =>
+    store.add({
+      cellId: `cell-${k}`,
+      executionCount: c.execution_count,
+      reason: 'cell',
+      snapshot: readSnapshot(new Uint8Array(fs.readFileSync(path.join(folder, c.snapshot_file))), store.frames),
+      devices: [],
+      error: c.error ?? null,
+      replay: null
+    })
+  );
+  return { manifest, store };
+}
