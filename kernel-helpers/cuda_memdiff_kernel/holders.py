@@ -68,7 +68,8 @@ class _Walk:
         self.found = {}
         self.deadline = time.perf_counter() + budget_s
         self.steps = 0
-        self.seen = set()
+        # id -> object: holding what was seen keeps ids from being reused mid-walk.
+        self.seen = {}
         self.hook_lists = {}
 
     def tick(self):
@@ -108,7 +109,7 @@ class _Walk:
             return
         if isinstance(obj, (str, bytes, int, float, bool, type(None), type)):
             return
-        self.seen.add(id(obj))
+        self.seen[id(obj)] = obj
         if kind == VARIABLE and id(obj) in self.hook_lists:
             kind, via = HOOK, self.hook_lists[id(obj)]
         if isinstance(obj, torch.nn.Module):
@@ -136,7 +137,7 @@ class _Walk:
         self.record(t, kind, path, via)
         if id(t) in self.seen:
             return
-        self.seen.add(id(t))
+        self.seen[id(t)] = t
         grad = getattr(t, "grad", None) if t.is_leaf else None
         if grad is not None:
             self.record(grad, GRADIENT, f"{path}.grad")
@@ -145,13 +146,15 @@ class _Walk:
 
     def graph(self, node, path):
         """Saved tensors of every node reachable from ``node``: kept alive by ``path``'s graph."""
-        stack, visited = [node], set()
+        # Node objects are made afresh on each access and die as soon as they
+        # are dropped, so their ids are reused: hold them until the walk ends.
+        stack, visited = [node], {}
         while stack:
             self.tick()
             fn = stack.pop()
             if fn is None or id(fn) in visited:
                 continue
-            visited.add(id(fn))
+            visited[id(fn)] = fn
             for name in dir(fn):
                 if name.startswith("_saved_"):
                     try:

@@ -22,7 +22,13 @@ NOTEBOOKS = ROOT / "test-data" / "notebooks"
 
 def block_of(t):
     s = t.untyped_storage()
-    return {"device": -1, "address": s.data_ptr(), "size": s.nbytes()}
+    return {"device": t.device.index if t.is_cuda else -1, "address": s.data_ptr(), "size": s.nbytes()}
+
+
+def key(t):
+    """How the answer names the block of a tensor (CPU tensors stand in as device -1)."""
+    b = block_of(t)
+    return b["device"], b["address"]
 
 
 def run_notebook(shell, name, saved=None):
@@ -60,6 +66,9 @@ def test_rnn_hidden_state_holds_the_graph(shell):
     # inputs of old steps are held by nothing but the graph
     only_graph = [hs for hs in found.values() if all(h["kind"] == "graph" for h in hs)]
     assert only_graph
+    # every tensor autograd saved is reached through a graph (or a variable), none only via the gc list
+    assert len(found) == len({(b["device"], b["address"]) for b in saved})
+    assert all(any(h["kind"] in ("graph", "variable") for h in hs) for hs in found.values())
 
 
 def test_forward_hook_list_names_the_hook(shell):
@@ -70,7 +79,7 @@ def test_forward_hook_list_names_the_hook(shell):
     assert len(acts) == 16
     _, found = holders_of(shell, [block_of(t) for t in acts])
     for i, t in enumerate(acts):
-        (holder,) = found[(-1, t.untyped_storage().data_ptr())]
+        (holder,) = found[key(t)]
         assert holder == {"kind": "hook", "path": f"acts[{i}]", "via": "forward hook on model.1"}
 
 
@@ -79,9 +88,9 @@ def test_output_cache_holds_a_deleted_variable(shell):
     assert "x" not in shell.user_ns
     cached = shell.user_ns["Out"][2]
     _, found = holders_of(shell, [block_of(cached)])
-    paths = [h["path"] for h in found[(-1, cached.untyped_storage().data_ptr())]]
+    paths = [h["path"] for h in found[key(cached)]]
     assert paths[0] == "Out[2]"
-    assert all(h["kind"] == "output-cache" for h in found[(-1, cached.untyped_storage().data_ptr())])
+    assert all(h["kind"] == "output-cache" for h in found[key(cached)])
 
 
 def test_last_traceback_holds_a_failed_cells_locals(shell):
@@ -91,7 +100,7 @@ def test_last_traceback_holds_a_failed_cells_locals(shell):
         tb = tb.tb_next
     buf = tb.tb_frame.f_locals["buf"]
     _, found = holders_of(shell, [block_of(buf)])
-    assert found[(-1, buf.untyped_storage().data_ptr())] == [
+    assert found[key(buf)] == [
         {"kind": "traceback", "path": "sys.last_traceback: step() local buf"}
     ]
 
@@ -117,14 +126,14 @@ def test_containers_and_unreached_blocks(shell):
     x, t = shell.user_ns["cache"]["x"][0], shell.user_ns["box"].t
     nowhere = {"device": -1, "address": 16, "size": 8}
     _, found = holders_of(shell, [block_of(x), block_of(t), nowhere])
-    assert found[(-1, x.untyped_storage().data_ptr())] == [{"kind": "variable", "path": "cache['x'][0]"}]
-    assert found[(-1, t.untyped_storage().data_ptr())] == [{"kind": "variable", "path": "box.t"}]
+    assert found[key(x)] == [{"kind": "variable", "path": "cache['x'][0]"}]
+    assert found[key(t)] == [{"kind": "variable", "path": "box.t"}]
     assert found[(-1, 16)] == [{"kind": "native", "path": ""}]
     # a tensor only a closure keeps: found, but as nothing visible
     shell.run_cell("def make():\n    t = torch.full((7,), 3.0)\n    return lambda: t\nkeeper = make()")
     hidden = shell.user_ns["keeper"]()
     _, found = holders_of(shell, [block_of(hidden)])
-    (holder,) = found[(-1, hidden.untyped_storage().data_ptr())]
+    (holder,) = found[key(hidden)]
     assert holder["kind"] == "unreachable" and "(7,) float32" in holder["path"]
 
 
@@ -154,3 +163,20 @@ def test_requests_over_the_channel(shell, channel):
     bad = channel.request({"type": "holders-request", "id": 8, "blocks": [["x"]]})
     assert bad["id"] == 8 and "ValueError" in bad["error"] and bad["partial"]
     assert "unknown request" in channel.request("nonsense")["error"]
+
+
+def test_every_saved_tensor_of_the_demo_is_found_through_a_graph(shell):
+    # The demo keeps each batch's graph through preds; autograd's own record of
+    # what it saved is the oracle. Graph nodes are made afresh on each access,
+    # so a walk that forgets them could skip nodes whose ids were reused.
+    saved = []
+    nb = json.loads((ROOT / "demo" / "gpu_memory_demo.ipynb").read_text())
+    code = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: saved.append(block_of(t)) or t, lambda t: t):
+        for source in code[:3]:
+            shell.run_cell(source, store_history=True)
+        shell.run_cell("more = [model(b) for b in batches for _ in range(6)]")
+    blocks = list({(b["device"], b["address"]): b for b in saved}.values())
+    _, found = holders_of(shell, blocks)
+    missing = [b for b in blocks if not any(h["kind"] in ("graph", "variable") for h in found[(b["device"], b["address"])])]
+    assert not missing and len(blocks) > 100

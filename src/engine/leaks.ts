@@ -114,7 +114,7 @@ export function findLeaks(
   }
   if (options.holders) {
     for (const f of findings) {
-      Private.applyHolders(f, options.holders);
+      Private.applyHolders(f, options.holders, context);
     }
   }
   const verdicts = findings.map(f => f.verdict(context));
@@ -536,7 +536,7 @@ namespace Private {
   const VISIBLE: readonly HolderKind[] = ['variable', 'parameter', 'gradient', 'optimizer'];
 
   /** Live holders settle the verdict: named owners replace the guesses. */
-  export function applyHolders(f: Finding, holders: IBlockHolders): void {
+  export function applyHolders(f: Finding, holders: IBlockHolders, context: Context): void {
     const known = f.retention.alive
       .map(block => ({ block, list: holders.get(holderKey(block.device, block.address)) }))
       .filter((e): e is { block: Block; list: readonly IHolder[] } => e.list !== undefined && e.list.length > 0);
@@ -546,13 +546,13 @@ namespace Private {
     f.holders.clear();
     known.forEach(e => e.list.forEach(h => f.holders.add(describeHolder(h))));
     // Freeing a graph, the cache or the traceback frees only blocks no visible name also holds.
-    // A tensor reached only through the garbage collector is held from C++ (a later
-    // cell's autograd graph, a library cache): it confirms a cause, it does not make one.
-    const invisible = known.filter(
-      e =>
-        e.list.some(h => INVISIBLE.includes(h.kind) && (h.kind !== 'unreachable' || f.causes.size > 0)) &&
-        !e.list.some(h => VISIBLE.includes(h.kind))
-    );
+    // Some holders confirm a cause without making one: a tensor reached only through the
+    // garbage collector is held from C++ (a library cache), and an input this cell made
+    // that a later cell's graph saved is that cell's leak, not this one's.
+    const makesLeak = (h: IHolder, b: Block) =>
+      INVISIBLE.includes(h.kind) &&
+      (f.causes.size > 0 || (h.kind !== 'unreachable' && (h.kind !== 'graph' || context.origin(b.stack) === 'forward')));
+    const invisible = known.filter(e => e.list.some(h => makesLeak(h, e.block)) && !e.list.some(h => VISIBLE.includes(h.kind)));
     if (invisible.length) {
       const kinds = new Set(invisible.flatMap(e => e.list.map(h => h.kind)));
       const names = invisible.flatMap(e => e.list.filter(h => !EXPECTED.includes(h.kind)).map(describeHolder));
