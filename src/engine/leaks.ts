@@ -37,7 +37,7 @@ export interface ILeakExecution {
   readonly source: string | null;
   /** The error the cell raised, if any. */
   readonly error: string | null;
-  /** How a person names the cell: `cell 3 [7]`. */
+  /** How a person names the cell: `cell 3 [7]` (CLI), `Cell [7]` (panel). */
   readonly label: string;
 }
 
@@ -304,12 +304,8 @@ namespace Private {
     }
   }
 
-  function label(e: ILeakExecution): string {
-    return e.label;
-  }
-
   function freers(r: IExecutionRetention, context: Context): string {
-    return [...r.freedBy.keys()].map(k => `by ${label(context.executions[k])}`).join(', ');
+    return [...r.freedBy.keys()].map(k => `by ${context.executions[k].label}`).join(', ');
   }
 
   /** The executions' source key: identical sources are the same code (and the same code name). */
@@ -339,8 +335,8 @@ namespace Private {
         if (growth <= 0 || !added.length) {
           continue;
         }
-        const before = label(runs[i - 1].execution);
-        const now = label(runs[i].execution);
+        const before = runs[i - 1].execution.label;
+        const now = runs[i].execution.label;
         const advice = growthAdvice(added, runs[i], context);
         runs[i].leak(
           'growth',
