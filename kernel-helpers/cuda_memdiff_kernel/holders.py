@@ -280,7 +280,7 @@ def find_holders(shell, blocks, budget_s=DEFAULT_BUDGET_S):
             if isinstance(value, torch.nn.Module):
                 walk.note_hooks(value, name)
         for name, value in names:
-            walk.value(value, "variable", name)
+            walk.value(value, VARIABLE, name)
         for count, value in list(shell.user_ns.get("Out", {}).items()):
             walk.value(value, OUTPUT_CACHE, f"Out[{count}]")
         for name in ("_", "__", "___"):

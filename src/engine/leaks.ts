@@ -89,6 +89,8 @@ export interface LeakReport {
 export interface IFindLeaksOptions {
   /** Holders from the live kernel for blocks of the latest snapshot. */
   holders?: IBlockHolders;
+  /** `retentionByExecution(snapshots)`, when the caller already has it (ranking again with holders). */
+  retention?: readonly IExecutionRetention[];
 }
 
 /** Rank the executions of a session whose snapshots (one per execution) share one FrameTable. */
@@ -104,7 +106,7 @@ export function findLeaks(
     return { executions: [], ranking: [], topLeak: null };
   }
   const context = new Private.Context(snapshots[0].frames, executions);
-  const retention = retentionByExecution(snapshots);
+  const retention = options.retention ?? retentionByExecution(snapshots);
   const findings = retention.map(r => new Private.Finding(r, executions[r.execution]));
   Private.findGrowth(findings, context);
   for (const f of findings) {

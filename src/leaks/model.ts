@@ -8,7 +8,17 @@
 import { ISignal, Signal } from '@lumino/signaling';
 import { BlockQuery } from '../capture/protocol';
 import { CellRecord } from '../capture/store';
-import { findLeaks, IExecutionVerdict, IHolderAnswer, ILeakExecution, isAllocated, LeakReport, Snapshot } from '../engine';
+import {
+  findLeaks,
+  IExecutionRetention,
+  IExecutionVerdict,
+  IHolderAnswer,
+  ILeakExecution,
+  isAllocated,
+  LeakReport,
+  retentionByExecution,
+  Snapshot
+} from '../engine';
 import { DiffPanelModel } from '../panel/model';
 
 /** One ranked cell execution. */
@@ -75,19 +85,18 @@ export class LeakFinderModel {
       return { findings: null, refined: Promise.resolve(null) };
     }
     const run = ++this._run;
-    const executions = this._executions(records);
-    const snapshots = records.map(r => r.snapshot);
-    const offline = findLeaks(snapshots, executions);
+    const session = this._session(records);
+    const offline = findLeaks(session.snapshots, session.executions, { retention: session.retention });
     const ask = notebook.requestHolders;
-    this._findings = this._entries(offline, records, executions, ask ? 'pending' : 'guessed', ask ? '' : 'No kernel to ask: holders are guessed from the cells\u2019 sources.');
+    this._findings = this._entries(offline, session, ask ? 'pending' : 'guessed', ask ? '' : 'No kernel to ask: holders are guessed from the cells\u2019 sources.');
     this._running = !!ask;
     this._changed.emit();
     const refined = ask
       ? ask
           .call(notebook, Private.liveBlocks(records[records.length - 1]))
           .then(
-            answer => this._refine(run, snapshots, executions, records, answer),
-            reason => this._refine(run, snapshots, executions, records, null, (reason as Error).message)
+            answer => this._refine(run, session, answer),
+            reason => this._refine(run, session, null, (reason as Error).message)
           )
       : Promise.resolve(this._findings);
     return { findings: this._findings, refined };
@@ -107,14 +116,7 @@ export class LeakFinderModel {
     Signal.clearData(this);
   }
 
-  private _refine(
-    run: number,
-    snapshots: readonly Snapshot[],
-    executions: ILeakExecution[],
-    records: readonly CellRecord[],
-    answer: IHolderAnswer | null,
-    failure?: string
-  ): ILeakFindings | null {
+  private _refine(run: number, session: Private.ISession, answer: IHolderAnswer | null, failure?: string): ILeakFindings | null {
     if (run !== this._run) {
       return this._findings;
     }
@@ -127,8 +129,9 @@ export class LeakFinderModel {
       this._findings = { ...this._findings!, holders: 'guessed', holdersNote: note };
     } else {
       note = answer.partial ? `The kernel ran out of time after ${Math.round(answer.elapsedMs)} ms: holders are partial.` : '';
-      const report = findLeaks(snapshots, executions, { holders: answer.holders });
-      this._findings = this._entries(report, records, executions, 'kernel', note);
+      // The snapshots have not changed since the first ranking: its retention still holds.
+      const report = findLeaks(session.snapshots, session.executions, { holders: answer.holders, retention: session.retention });
+      this._findings = this._entries(report, session, 'kernel', note);
     }
     this._changed.emit();
     return this._findings;
@@ -141,34 +144,37 @@ export class LeakFinderModel {
     return all.filter(r => r.kernelSession === session);
   }
 
-  private _executions(records: readonly CellRecord[]): ILeakExecution[] {
+  /** What both rankings of a run share: executions, snapshots, retention, cell positions. */
+  private _session(records: readonly CellRecord[]): Private.ISession {
     const cells = this._panel.notebook?.cells() ?? [];
-    return records.map((r, k) => {
-      const index = cells.findIndex(c => c.id === r.cellId);
+    const cellIndex = records.map(r => cells.findIndex(c => c.id === r.cellId));
+    const executions = records.map((r, k) => {
       // Named as the stack frames name cells: by execution count, what the notebook shows.
       const count = `[${r.executionCount ?? ' '}]`;
       return {
         cellId: r.cellId ?? `execution ${k}`,
         executionCount: r.executionCount,
-        source: index >= 0 ? cells[index].source : null,
+        source: cellIndex[k] >= 0 ? cells[cellIndex[k]].source : null,
         error: r.error,
-        label: index >= 0 ? `Cell ${count}` : `A deleted cell ${count}`
+        label: cellIndex[k] >= 0 ? `Cell ${count}` : `A deleted cell ${count}`
       };
     });
+    const snapshots = records.map(r => r.snapshot);
+    return { records, executions, snapshots, retention: retentionByExecution(snapshots), cellIndex };
   }
 
   private _entries(
     report: LeakReport,
-    records: readonly CellRecord[],
-    executions: readonly ILeakExecution[],
+    session: Private.ISession,
     holders: ILeakFindings['holders'],
     holdersNote: string
   ): ILeakFindings {
-    const cells = this._panel.notebook?.cells() ?? [];
-    const entries = report.ranking.map(k => {
-      const index = cells.findIndex(c => c.id === records[k].cellId);
-      return { verdict: report.executions[k], record: records[k], cellIndex: index >= 0 ? index : null, label: executions[k].label };
-    });
+    const entries = report.ranking.map(k => ({
+      verdict: report.executions[k],
+      record: session.records[k],
+      cellIndex: session.cellIndex[k] >= 0 ? session.cellIndex[k] : null,
+      label: session.executions[k].label
+    }));
     const top = report.topLeak === null ? null : (entries.find(e => e.verdict.execution === report.topLeak) ?? null);
     return { entries, top, holders, holdersNote };
   }
@@ -191,6 +197,16 @@ export class LeakFinderModel {
 }
 
 namespace Private {
+  /** One run's inputs, computed once for both rankings. */
+  export interface ISession {
+    readonly records: readonly CellRecord[];
+    readonly executions: readonly ILeakExecution[];
+    readonly snapshots: readonly Snapshot[];
+    readonly retention: readonly IExecutionRetention[];
+    /** Position of each record's cell in the notebook, -1 when it is gone. */
+    readonly cellIndex: readonly number[];
+  }
+
   /** Most blocks asked about in one request: the largest first. */
   export const MAX_QUERIES = 20000;
 

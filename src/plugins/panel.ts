@@ -103,7 +103,7 @@ export const panelPlugin: JupyterFrontEndPlugin<IDiffPanel> = {
       execute: async args => {
         const cellId = args.cellId as string;
         const line = Math.max(1, Number(args.line ?? 1));
-        const notebook = tracker.find(nb => nb.content.widgets.some(c => c.model.id === cellId));
+        const notebook = notebookOf(cellId);
         if (!notebook) {
           return;
         }

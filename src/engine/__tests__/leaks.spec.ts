@@ -2,7 +2,7 @@
 // `expected` block states, with and without allocation history.
 import * as fs from 'fs';
 import * as path from 'path';
-import { findLeaks, holderKey, ILeakExecution, loadSession, sessionExecutions, Snapshot, summarizeHolders } from '..';
+import { findLeaks, holderKey, ILeakExecution, loadSession, retentionByExecution, sessionExecutions, Snapshot, summarizeHolders } from '..';
 import { LIVE, manifestOf, readBytes, recordingNames, RECORDINGS } from './data';
 
 function sessionOf(name: string, root = RECORDINGS) {
@@ -118,6 +118,11 @@ describe('findLeaks rules', () => {
     expect(plain.verdict).toBe('retained');
     expect(plain.confidence).toBe('high');
     expect(plain.reasons[0]).toMatch(/^the kernel found every live block held by preds\[/);
+  });
+
+  it('gives the same report from a retention the caller already computed', () => {
+    const retention = retentionByExecution(demo.snapshots);
+    expect(findLeaks(demo.snapshots, demoExecutions, { retention })).toEqual(findLeaks(demo.snapshots, demoExecutions));
   });
 
   it('refuses mismatched input and handles an empty session', () => {
