@@ -7,6 +7,8 @@ const baseConfig = require('@jupyterlab/galata/lib/playwright-config');
 const path = require('path');
 
 const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
+// UI_TESTS_PORT lets two checkouts run their browser tests side by side.
+const PORT = Number(process.env.UI_TESTS_PORT || 8888);
 // Extra kernel specs for the tests (a kernel replaying a recorded H200 session).
 const JUPYTER_PATH = [path.resolve(__dirname, 'jupyter-path'), process.env.JUPYTER_PATH].filter(Boolean).join(path.delimiter);
 
@@ -18,6 +20,7 @@ module.exports = {
   retries: 0,
   use: {
     ...baseConfig.use,
+    baseURL: `http://localhost:${PORT}`,
     video: 'off',
     trace: 'retain-on-failure',
     launchOptions: {
@@ -34,8 +37,8 @@ module.exports = {
     }
   },
   webServer: {
-    command: 'jupyter lab --config jupyter_server_test_config.py',
-    url: 'http://localhost:8888/lab',
+    command: `jupyter lab --config jupyter_server_test_config.py --ServerApp.port=${PORT}`,
+    url: `http://localhost:${PORT}/lab`,
     timeout: 120 * 1000,
     reuseExistingServer: !process.env.CI,
     env: { ...process.env, JUPYTER_PATH }
