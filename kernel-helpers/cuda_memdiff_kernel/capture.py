@@ -1,106 +1,188 @@
 """Per-cell capture: IPython's pre/post_run_cell hooks take a snapshot after
-every cell and push it to the frontend. Capture runs inside the kernel because
-"Run All" queues every cell at once: a request sent by the frontend after cell
-k would only run after the whole queue.
+every cell and push it to the attached frontends. Capture runs inside the
+kernel because "Run All" queues every cell at once: a request sent by the
+frontend after cell k would only run after the whole queue.
 
-Nothing here enters the user's namespace, history or ``Out``, and no exception
-reaches the user's cell: failures become an "error" status.
+The helper's first law: it imports no torch and touches no device until the
+user's code has (it waits for torch in ``sys.modules``, then for CUDA's
+initialisation); it leaves the user's history, metadata and peak counters as
+they were unless the settings say otherwise; it keeps a bounded log and
+releases it on stop. Nothing here enters the user's namespace, history or
+``Out``, and no exception, KeyboardInterrupt included, reaches the user's
+cell: failures become an "error" status and the next cell captures again.
 """
 import time
 import traceback
 
-from . import holders, protocol, torch_probe
-from .compact import WireEncoder
+from . import holders, process, protocol, torch_probe
+from .channel import Frontends
+from .log import SnapshotLog
 from .replay import replay_from_environment
 
-DEFAULT_SETTINGS = {
-    "capture": True,
-    "history": "all",  # 'all' | 'state' | 'off'
-    "stacks": "python",  # 'python' | 'all' (C++ frames too, much slower)
-    "max_entries": 100000,
-    "include_traces": False,
-}
+METADATA_PREFIX = "cuda-memdiff cell "
 
 
 class CellCapture:
-    """Owns the hooks, the encoder and the channel for one IPython shell."""
+    """Owns the hooks, the snapshot log and the attached frontends for one IPython shell."""
 
-    def __init__(self, shell, channel, settings=None, replay=None):
+    def __init__(self, shell, settings=None, replay=None, frontends=None):
         self.shell = shell
-        self.channel = channel
-        self.settings = dict(DEFAULT_SETTINGS, **(settings or {}))
-        self.replay = replay if replay is not None else replay_from_environment()
-        self.encoder = WireEncoder()
-        self.status = None
-        self._cell = None
-        self._oom_raw = []
+        self.settings = dict(protocol.DEFAULT_SETTINGS, **(settings or {}))
+        self.log = SnapshotLog(max_entries=self.settings["snapshots_kept"])
+        self.frontends = frontends if frontends is not None else Frontends(self.log)
+        self.frontends.log = self.log
+        self.replay = replay
+        self.status, self.message, self.facts = protocol.WAITING_TORCH, "", {}
+        self.active = False
         self._registered = False
-        self._history_started = False
+        self._cell = None
+        self._oom = None  # [raw, oom fields] of the current cell's first OOM
+        self._before = {}
+        self._peak_before = {}
+        self._metadata_set = False
 
     # -- lifecycle -------------------------------------------------------
     def start(self):
-        """Probe torch, start history, warm up, and hook the cell events."""
-        facts = {}
+        """Hook the cell events and say where things stand; touches no device."""
         try:
-            if not self.settings["capture"]:
-                status, message = protocol.CAPTURE_OFF, "capture is turned off in the settings"
-            elif self.replay is not None:
-                status, message = protocol.READY, ""
-                facts = {"replay": self.replay.name}
-            else:
-                status, message, facts = torch_probe.probe()
-                if status == protocol.READY:
-                    self._start_live()
-        except Exception as exc:  # a broken torch must not break the kernel
-            status, message = protocol.HELPER_ERROR, _describe(exc)
-        self.status = status
-        on_request = getattr(self.channel, "on_request", None)
-        if on_request is not None:
-            on_request(self.handle_request)
-        if status == protocol.READY:
+            if self.replay is None:
+                self.replay = replay_from_environment()
+        except Exception as exc:  # a bad replay folder is a status, not an error in a cell
+            self._set_status(protocol.HELPER_ERROR, f"cannot replay: {_describe(exc)}")
+        else:
+            self._settle()
+        process.set_current(self)
+        self.frontends.listen(self.handle_request, self.hello)
+        if self.status != protocol.CAPTURE_OFF:
             self.shell.events.register("pre_run_cell", self._pre_run_cell)
             self.shell.events.register("post_run_cell", self._post_run_cell)
             self._registered = True
-        self._send(protocol.status_message(status, message, **facts))
-        return status
+        return self.status
 
-    def _start_live(self):
-        if self.settings["history"] != "off":
-            torch_probe.start_history(self.settings["history"], self.settings["stacks"], self.settings["max_entries"])
-            self._history_started = True
-        torch_probe.warm_up()
-        torch_probe.attach_oom_observer(self._on_oom)
+    def configure(self, settings):
+        """New settings from the frontend, keeping the log and the attached frontends."""
+        old = self.settings
+        self.settings = dict(protocol.DEFAULT_SETTINGS, **(settings or {}))
+        self.log.max_entries = max(1, int(self.settings["snapshots_kept"]))
+        if self.active and old["history"] != self.settings["history"]:
+            self._apply_history()
+        self._settle(force=True)
 
     def stop(self):
-        """Unhook; stop the history this helper started."""
+        """Unhook; stop the history only if this helper started it; keep nothing."""
         if self._registered:
-            self.shell.events.unregister("pre_run_cell", self._pre_run_cell)
-            self.shell.events.unregister("post_run_cell", self._post_run_cell)
+            for name, hook in (("pre_run_cell", self._pre_run_cell), ("post_run_cell", self._post_run_cell)):
+                try:
+                    self.shell.events.unregister(name, hook)
+                except ValueError:
+                    pass
             self._registered = False
-        if self._history_started:
+        if process.current_capture() is self:
+            process.set_current(None)
+        self._restore_metadata()
+        if process.state().history_by_helper:
             try:
                 torch_probe.stop_history()
             except Exception:
                 pass
-            self._history_started = False
+            process.state().history_by_helper = False
+        self._oom = None
+        self.active = False
+        self.frontends.close()
+
+    def hello(self):
+        """The status a frontend gets on attach (and on every change)."""
+        extra = dict(self.facts)
+        if self.replay is not None:
+            extra["replay"] = self.replay.name
+        return protocol.status_message(
+            self.status, self.message, run=process.state().run, installs=process.state().installs,
+            kept=len(self.log.entries), dropped=self.log.dropped, peaks=self.settings["peaks"],
+            history=self._history_owner(), **extra)
+
+    # -- where torch and CUDA stand -------------------------------------------
+    def _settle(self, force=False):
+        """Move on as far as the user's code has: waiting, no CUDA, or capturing."""
+        if not self.settings["capture"]:
+            return self._set_status(protocol.CAPTURE_OFF, "capture is turned off in the settings", force=force)
+        if self.replay is not None:
+            return self._set_status(protocol.READY, "", force=force)
+        status, message, facts = torch_probe.phase()
+        self.facts = facts
+        if status == protocol.WAITING_CUDA and not process.state().init_queued:
+            process.state().init_queued = torch_probe.on_cuda_init(process.forward_cuda_init)
+        if status == protocol.READY and not self.active:
+            self._activate()
+        self._set_status(status, message, force=force)
+
+    def on_cuda_init(self):
+        """Inside torch's lazy CUDA initialisation: start history before the first allocation."""
+        try:
+            if self.settings["capture"] and self.replay is None:
+                self._apply_history(initialising=True)
+        except BaseException:  # never in the user's way, whatever happens
+            pass
+
+    def _activate(self):
+        self._apply_history()
+        state = process.state()
+        if not state.oom_attached:
+            state.oom_attached = torch_probe.attach_oom_observer(process.forward_oom)
+        if not state.warmed_up:
+            state.warmed_up = True
+            torch_probe.warm_up_in_background()
+        self.active = True
+
+    def _apply_history(self, initialising=False):
+        """Start the history the settings ask for, unless the user already records one."""
+        state = process.state()
+        enabled = torch_probe.history_enabled(initialising=initialising)
+        wanted = self.settings["history"]
+        if enabled and not state.history_by_helper:
+            return  # the user's own history: theirs to configure and to stop
+        if wanted == "off":
+            if state.history_by_helper:
+                torch_probe.stop_history()
+                state.history_by_helper = False
+            return
+        if enabled is None and not initialising:
+            return  # torch cannot say: leave it alone
+        torch_probe.start_history(wanted, self.settings["stacks"], self.settings["max_entries"])
+        state.history_by_helper = True
+
+    def _history_owner(self):
+        if self.replay is not None or not self.active:
+            return None
+        if process.state().history_by_helper:
+            return "helper"
+        return "user" if torch_probe.history_enabled() else "off"
+
+    def _set_status(self, status, message, force=False):
+        changed = (status, message) != (self.status, self.message)
+        self.status, self.message = status, message
+        if changed or force:
+            self.frontends.status(self.hello())
+        return status
 
     # -- IPython events --------------------------------------------------
     def _pre_run_cell(self, info):
         try:
-            self._cell = {
-                "cell_id": getattr(info, "cell_id", None),
-                "source": getattr(info, "raw_cell", "") or "",
-            }
-            self._oom_raw = []
-            if self.replay is None:
-                torch_probe.reset_peaks()
-                torch_probe.set_allocation_metadata(f"cuda-memdiff cell {self._cell['cell_id']}")
-        except Exception as exc:
-            self._report(exc)
+            self._cell = {"cell_id": getattr(info, "cell_id", None), "source": getattr(info, "raw_cell", "") or ""}
+            self._oom = None
+            self._before, self._peak_before = {}, {}
+            if self.active and self.replay is None:
+                torch = torch_probe.loaded_torch()
+                if self.settings["peaks"] == "per-cell":
+                    torch_probe.reset_peaks(torch)
+                self._before = torch_probe.usage_by_device(torch)
+                self._peak_before = {d: int(torch.cuda.max_memory_allocated(d)) for d in self._before}
+                self._stamp_metadata()
+        except BaseException as exc:  # an interrupt in the helper's work is the helper's, not the cell's
+            self._report(exc, self._cell)
 
     def _post_run_cell(self, result):
         try:
-            cell = self._cell or {"cell_id": None, "source": getattr(result.info, "raw_cell", "")}
+            cell = self._cell or {"cell_id": None, "source": getattr(getattr(result, "info", None), "raw_cell", "")}
             self._cell = None
             fields = {
                 "cell_id": cell["cell_id"],
@@ -108,23 +190,33 @@ class CellCapture:
                 "error": _error_text(result),
             }
             if self.replay is not None:
-                self._send_replayed(cell, fields)
-            else:
-                self._send_live(fields)
-        except Exception as exc:
-            self._report(exc)
+                if self.status == protocol.READY:
+                    self._capture_replayed(cell, fields)
+                return
+            self._restore_metadata()
+            if not self.active:
+                self._settle()
+                if not self.active:
+                    return
+            self._capture_live(fields)
+        except BaseException as exc:
+            self._report(exc, cell)
 
-    def _on_oom(self, device, alloc, device_allocated, device_free):
-        # Inside the allocator: only take the snapshot; compact and send after the cell.
+    def on_oom(self, device, alloc, device_allocated, device_free):
+        """Inside the allocator: take the first OOM's snapshot of the cell; compact and send after it."""
         try:
-            raw = torch_probe.raw_snapshot(include_traces=True)
-            self._oom_raw.append((raw, {"device": device, "alloc": alloc, "device_free": device_free}))
-        except Exception:
+            if self._oom is None:
+                raw = torch_probe.raw_snapshot(include_traces=True)
+                self._oom = [raw, {"device": int(device), "alloc": int(alloc), "device_free": int(device_free),
+                                   "count": 1}]
+            else:
+                self._oom[1]["count"] += 1
+        except BaseException:
             pass
 
-    # -- requests from the frontend -----------------------------------------
+    # -- requests from a frontend -------------------------------------------
     def handle_request(self, request):
-        """Answer a frontend request; only ``holders`` exists. Bad requests get an error reply."""
+        """The reply to a frontend request; only ``holders`` exists. Bad requests get an error reply."""
         try:
             if not isinstance(request, dict) or request.get("type") != "holders-request":
                 raise ValueError(f"unknown request {request!r:.80}")
@@ -133,54 +225,105 @@ class CellCapture:
             if self.replay is not None:
                 # A replayed session has no live tensors to ask about.
                 answer = {"blocks": [], "partial": False, "elapsed_ms": 0.0, "replay": self.replay.name}
+            elif torch_probe.loaded_torch() is None:
+                answer = {"blocks": [], "partial": False, "elapsed_ms": 0.0}
             else:
                 answer = holders.find_holders(self.shell, blocks, budget)
             reply = {"v": protocol.PROTOCOL_VERSION, "type": "holders", "id": request.get("id")}
             reply.update(answer)
-        except Exception as exc:
-            reply = {"v": protocol.PROTOCOL_VERSION, "type": "holders", "id": getattr(request, "get", dict().get)("id"),
+        except BaseException as exc:
+            reply = {"v": protocol.PROTOCOL_VERSION, "type": "holders",
+                     "id": request.get("id") if isinstance(request, dict) else None,
                      "error": _describe(exc), "blocks": [], "partial": True, "elapsed_ms": 0.0}
-        self._send(reply)
         return reply
 
-    # -- sending ---------------------------------------------------------
-    def _send_live(self, fields):
+    # -- capturing ---------------------------------------------------------
+    def _capture_live(self, fields):
         started = time.perf_counter()
-        for raw, oom in self._oom_raw:
-            self._send(self.encoder.encode(raw, reason="oom", oom=oom, devices=torch_probe.device_stats(), **fields))
-        self._oom_raw = []
-        raw = torch_probe.raw_snapshot(self.settings["include_traces"])
-        devices = torch_probe.device_stats()
-        message = self.encoder.encode(raw, reason="cell", devices=devices, **fields)
-        message["capture_ms"] = round((time.perf_counter() - started) * 1000, 3)
-        self._send(message)
+        torch = torch_probe.loaded_torch()
+        devices = torch_probe.device_stats(torch)
+        before = [{"device": d, "allocated": a, "reserved": r} for d, (a, r) in sorted(self._before.items())]
+        oom, self._oom = self._oom, None
+        if oom is not None:
+            self._publish(oom[0], dict(fields, reason="oom", oom=oom[1], devices=devices, before=before))
+        raw = torch_probe.raw_snapshot(self.settings["include_traces"], torch)
+        fields.update(reason="cell", devices=devices, before=before, peak=self._cell_peak(devices))
+        fields["capture_ms"] = round((time.perf_counter() - started) * 1000, 3)
+        self._publish(raw, fields)
 
-    def _send_replayed(self, cell, fields):
+    def _cell_peak(self, devices):
+        """The cell's peak allocated bytes, exact or an upper bound, without resetting anything by default.
+
+        With peaks 'passive' the counter is the process's high-water mark: when
+        the cell raised it, its new value is the cell's peak; otherwise the
+        cell's peak lies at or below the mark it found.
+        """
+        if self.settings["peaks"] == "per-cell":
+            return {"bytes": sum(d["peak_allocated"] for d in devices), "exact": True}
+        exact, total = True, 0
+        for d in devices:
+            found = self._peak_before.get(d["device"], 0)
+            if d["peak_allocated"] > found or d["peak_allocated"] == max(d["allocated"], self._before.get(d["device"], (0, 0))[0]):
+                total += d["peak_allocated"]
+            else:
+                exact = False
+                total += found
+        return {"bytes": total, "exact": exact}
+
+    def _capture_replayed(self, cell, fields):
         recorded = self.replay.take(cell["source"])
         if recorded is None:
-            self._send(protocol.status_message(
-                protocol.READY, "no recorded snapshot for this cell", replay=self.replay.name,
-                cell_id=fields["cell_id"], execution_count=fields["execution_count"]))
+            self.frontends.status(protocol.cell_note(
+                fields["cell_id"], fields["execution_count"], "not-recorded",
+                f"this cell is not in the replayed recording {self.replay.name}"))
             return
         devices = self.replay.device_stats(recorded)
+        before = self.replay.before_stats(recorded)
+        peak = {"bytes": sum(d["peak_allocated"] for d in devices), "exact": True}
         for name in recorded.get("oom_snapshots") or ():
-            self._send(self.encoder.encode(self.replay.snapshot(name), reason="oom", devices=devices,
-                                           replay=self.replay.name, **fields))
-        fields["error"] = fields["error"] or recorded.get("error")
-        self._send(self.encoder.encode(self.replay.snapshot(recorded["snapshot_file"]), reason="cell",
-                                       devices=devices, replay=self.replay.name, **fields))
+            self._publish(self.replay.snapshot(name),
+                          dict(fields, reason="oom", devices=devices, before=before, replay=self.replay.name))
+        fields.update(error=fields["error"] or recorded.get("error"), reason="cell", devices=devices, before=before,
+                      peak=peak, replay=self.replay.name)
+        self._publish(self.replay.snapshot(recorded["snapshot_file"]), fields)
 
-    def _send(self, message):
-        self.channel.send(message)
+    def _publish(self, raw, fields):
+        entry = self.log.add(raw, **fields)
+        self.frontends.publish(entry)
 
-    def _report(self, exc):
+    # -- metadata ------------------------------------------------------------
+    def _stamp_metadata(self):
+        """Tag the cell's allocations, only where the user set no metadata of their own."""
+        current = torch_probe.memory_metadata()
+        if current is None or not (current == "" or current.startswith(METADATA_PREFIX)):
+            return
+        torch_probe.set_memory_metadata(f"{METADATA_PREFIX}{self._cell['cell_id']}")
+        self._metadata_set = True
+
+    def _restore_metadata(self):
+        if self._metadata_set:
+            self._metadata_set = False
+            try:
+                if (torch_probe.memory_metadata() or "").startswith(METADATA_PREFIX):
+                    torch_probe.set_memory_metadata("")
+            except Exception:
+                pass
+
+    def _report(self, exc, cell=None):
         try:
-            self._send(protocol.status_message(protocol.HELPER_ERROR, _describe(exc)))
-        except Exception:
+            message = _describe(exc)
+            if cell is not None:
+                self.frontends.status(protocol.cell_note(
+                    cell.get("cell_id"), None, "capture-failed", f"no snapshot for this cell: {message}"))
+            else:
+                self.frontends.status(protocol.status_message(protocol.HELPER_ERROR, message))
+        except BaseException:
             pass
 
 
 def _describe(exc):
+    if isinstance(exc, KeyboardInterrupt):
+        return "interrupted while taking the snapshot"
     return "".join(traceback.format_exception_only(type(exc), exc)).strip()
 
 

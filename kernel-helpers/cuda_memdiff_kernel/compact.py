@@ -1,81 +1,95 @@
-"""Raw allocator snapshot -> the compact wire message.
+"""Raw allocator snapshot -> the compact state the wire carries.
 
-A raw ``_snapshot()`` repeats every frame dict for every block. The message
+A raw ``_snapshot()`` repeats every frame dict for every block. The helper
 keeps segments and active blocks only (free space is what a segment has
-left), as columns, with frames and stacks interned per kernel: each new frame
-and each new stack is sent once, and later messages refer to it by id.
+left), with frames and stacks interned for the kernel's life in one
+append-only table: a frontend is sent each frame once and refers to it by id.
 """
 from . import protocol
 
 _STATE_CODES = {name: code for code, name in enumerate(protocol.BLOCK_STATES)}
 
+# A block row: (device, address, size, requested_size, state code, stack id, segment address).
+ROW_DEVICE, ROW_ADDRESS, ROW_SIZE, ROW_REQUESTED, ROW_STATE, ROW_STACK, ROW_SEGMENT = range(7)
 
-class WireEncoder:
-    """Interns frames and stacks across the snapshots of one kernel."""
+
+class FrameTable:
+    """Frames and stacks of one kernel, interned; ids never change and the lists only grow."""
 
     def __init__(self):
+        self.frames = []  # [filename, line, name]
+        self.stacks = [[]]  # frame ids; stack 0 is the empty one
         self._frame_ids = {}
         self._stack_ids = {(): 0}
-        self._frames_sent = 0
-        self._stacks_sent = 1  # stack 0, the empty one, is implied
 
-    def _stack_id(self, frames, new_frames, new_stacks):
+    def stack_id(self, frames):
         if not frames:
             return 0
-        frame_ids = self._frame_ids
         ids = []
         for f in frames:
             key = (f.get("filename", "??"), f.get("line", 0), f.get("name", "??"))
-            fid = frame_ids.get(key)
+            fid = self._frame_ids.get(key)
             if fid is None:
-                fid = frame_ids[key] = len(frame_ids)
-                new_frames.append(list(key))
+                # Append first: an interrupt between the two leaves a spare frame, never a wrong id.
+                self.frames.append(list(key))
+                fid = self._frame_ids[key] = len(self.frames) - 1
             ids.append(fid)
         ids = tuple(ids)
         sid = self._stack_ids.get(ids)
         if sid is None:
-            sid = self._stack_ids[ids] = len(self._stack_ids)
-            new_stacks.append(list(ids))
+            self.stacks.append(list(ids))
+            sid = self._stack_ids[ids] = len(self.stacks) - 1
         return sid
 
-    def encode(self, raw, **fields):
-        """The snapshot message for a raw snapshot dict (or bare segment list)."""
-        segments = raw["segments"] if isinstance(raw, dict) else raw
-        new_frames, new_stacks = [], []
-        frame_base, stack_base = len(self._frame_ids), len(self._stack_ids)
-        seg_cols = {k: [] for k in ("device", "address", "total_size", "stream", "pool", "type", "stack")}
-        blk_cols = {k: [] for k in ("segment", "address", "size", "requested_size", "state", "stack")}
-        states = _STATE_CODES
-        for index, seg in enumerate(segments):
-            seg_cols["device"].append(int(seg.get("device", 0)))
-            seg_cols["address"].append(int(seg["address"]))
-            seg_cols["total_size"].append(int(seg["total_size"]))
-            seg_cols["stream"].append(int(seg.get("stream", 0)))
-            pool = seg.get("segment_pool_id", "")
-            seg_cols["pool"].append(",".join(str(p) for p in pool) if isinstance(pool, (tuple, list)) else str(pool))
-            seg_cols["type"].append(str(seg.get("segment_type", "")))
-            seg_cols["stack"].append(self._stack_id(seg.get("frames"), new_frames, new_stacks))
-            for address, blk in block_addresses(seg):
-                size = int(blk["size"])
-                state = states.get(blk.get("state"))
-                if state is None:  # free space: implied by the segment
-                    continue
-                blk_cols["segment"].append(index)
-                blk_cols["address"].append(address)
-                blk_cols["size"].append(size)
-                blk_cols["requested_size"].append(int(blk.get("requested_size", size)))
-                blk_cols["state"].append(state)
-                blk_cols["stack"].append(self._stack_id(blk.get("frames"), new_frames, new_stacks))
-        message = {
-            "v": protocol.PROTOCOL_VERSION,
-            "type": "snapshot",
-            "frames": {"base": frame_base, "items": new_frames},
-            "stacks": {"base": stack_base, "items": new_stacks},
-            "segments": seg_cols,
-            "blocks": blk_cols,
-        }
-        message.update(fields)
-        return message
+
+def read_state(raw, table):
+    """(segments, blocks) of a raw snapshot dict (or bare segment list).
+
+    segments: tuples (device, address, total_size, stream, pool, type, stack id)
+    sorted by device and address; blocks: {(device, address): row} of the
+    active blocks (see ROW_*).
+    """
+    raw_segments = raw["segments"] if isinstance(raw, dict) else raw
+    segments, blocks = [], {}
+    states = _STATE_CODES
+    for seg in raw_segments:
+        device = int(seg.get("device", 0))
+        seg_address = int(seg["address"])
+        pool = seg.get("segment_pool_id", "")
+        pool = ",".join(str(p) for p in pool) if isinstance(pool, (tuple, list)) else str(pool)
+        segments.append((device, seg_address, int(seg["total_size"]), int(seg.get("stream", 0)), pool,
+                         str(seg.get("segment_type", "")), table.stack_id(seg.get("frames"))))
+        for address, blk in block_addresses(seg):
+            state = states.get(blk.get("state"))
+            if state is None:  # free space: implied by the segment
+                continue
+            size = int(blk["size"])
+            blocks[(device, address)] = (device, address, size, int(blk.get("requested_size", size)), state,
+                                         table.stack_id(blk.get("frames")), seg_address)
+    segments.sort(key=lambda s: (s[0], s[1]))
+    return segments, blocks
+
+
+def segment_columns(segments):
+    cols = {k: [] for k in ("device", "address", "total_size", "stream", "pool", "type", "stack")}
+    for seg in segments:
+        for key, value in zip(("device", "address", "total_size", "stream", "pool", "type", "stack"), seg):
+            cols[key].append(value)
+    return cols
+
+
+def block_columns(rows, segments):
+    """Columns of block rows, each naming its segment by index in ``segments``."""
+    index = {(s[0], s[1]): k for k, s in enumerate(segments)}
+    cols = {k: [] for k in ("segment", "address", "size", "requested_size", "state", "stack")}
+    for row in rows:
+        cols["segment"].append(index[(row[ROW_DEVICE], row[ROW_SEGMENT])])
+        cols["address"].append(row[ROW_ADDRESS])
+        cols["size"].append(row[ROW_SIZE])
+        cols["requested_size"].append(row[ROW_REQUESTED])
+        cols["state"].append(row[ROW_STATE])
+        cols["stack"].append(row[ROW_STACK])
+    return cols
 
 
 def block_addresses(segment):

@@ -1,26 +1,48 @@
 """The wire protocol between this helper and the frontend (src/capture/protocol.ts).
 
 Every message is JSON-safe and carries ``v``, the protocol version; the
-frontend ignores messages of another version and says so.
+frontend refuses messages of another version and says so. The message shapes
+are in ``protocol.schema.json`` beside this file, which the frontend and the
+tests validate against. The frontend opens one comm per notebook to
+``COMM_TARGET``; the helper answers on it (see channel.py).
 """
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 COMM_TARGET = "cuda-memdiff"
 
 # Statuses, in the words the frontend shows.
+WAITING_TORCH = "waiting-for-torch"
+WAITING_CUDA = "waiting-for-cuda"
 READY = "ready"
-NO_TORCH = "no-torch"
 NO_CUDA = "no-cuda"
 TORCH_TOO_OLD = "torch-too-old"
 CAPTURE_OFF = "capture-off"
 HELPER_ERROR = "error"
+STATUSES = (WAITING_TORCH, WAITING_CUDA, READY, NO_CUDA, TORCH_TOO_OLD, CAPTURE_OFF, HELPER_ERROR)
 
 # Block states, as small integers in the columnar block table.
 BLOCK_STATES = ("active_allocated", "active_pending_free")
 
+# The helper's settings and their defaults; schema/plugin.json offers the same keys.
+DEFAULT_SETTINGS = {
+    "capture": True,
+    "history": "all",  # 'all' | 'state' | 'off'; a history the user started is never changed
+    "stacks": "python",  # 'python' | 'all' (C++ frames too, much slower)
+    "max_entries": 100000,
+    "include_traces": False,
+    "peaks": "passive",  # 'passive' never resets torch's peak counters; 'per-cell' resets them before each cell
+    "snapshots_kept": 200,  # snapshots the kernel keeps for frontends that attach later
+}
+
 
 def status_message(status, message="", **extra):
-    """A status message: ready, no torch, no CUDA, too old, off, or an error."""
+    """A status message: waiting, ready, no CUDA, too old, off, or an error."""
     msg = {"v": PROTOCOL_VERSION, "type": "status", "status": status, "message": message}
     msg.update(extra)
     return msg
+
+
+def cell_note(cell_id, execution_count, note, message):
+    """A word about one cell that has no snapshot (not in the replayed recording, capture failed)."""
+    return {"v": PROTOCOL_VERSION, "type": "cell-note", "cell_id": cell_id, "execution_count": execution_count,
+            "note": note, "message": message}

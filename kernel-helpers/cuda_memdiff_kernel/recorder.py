@@ -139,9 +139,9 @@ def main(argv=None):
     if len(argv) != 2:
         print("usage: python -m cuda_memdiff_kernel.recorder NOTEBOOK.ipynb OUT_DIR [--holders]", file=sys.stderr)
         return 2
-    status, message, _ = torch_probe.probe()
-    if status != "ready":
-        print(f"recorder: cannot record here: {message}", file=sys.stderr)
+    torch = torch_probe.import_torch()
+    if torch is None or not torch.cuda.is_available():
+        print("recorder: cannot record here: it needs torch with a CUDA device", file=sys.stderr)
         return 1
     manifest = record(argv[0], argv[1], with_holders=with_holders)
     print(f"recorded {len(manifest['cells'])} cells into {argv[1]}")

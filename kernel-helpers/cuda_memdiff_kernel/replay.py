@@ -3,7 +3,9 @@
 Set ``CUDA_MEMDIFF_REPLAY=<session folder>`` in the kernel's environment
 (the folder layout is docs/session-format.md). Each executed cell gets the
 recorded snapshot of the next recorded cell with the same source; everything
-after that (compaction, sending, badges) is the live path unchanged.
+after that (compaction, sending, badges) is the live path unchanged. A
+folder that cannot be read raises ``ReplayError`` with one line, which the
+helper turns into a status.
 """
 import gzip
 import io
@@ -12,6 +14,10 @@ import os
 import pickle
 
 REPLAY_ENV = "CUDA_MEMDIFF_REPLAY"
+
+
+class ReplayError(Exception):
+    """The replay folder or one of its files cannot be used."""
 
 
 class _PlainDataUnpickler(pickle.Unpickler):
@@ -29,14 +35,32 @@ def load_snapshot_file(path):
     return _PlainDataUnpickler(io.BytesIO(data)).load()
 
 
+def _inside(name):
+    """A file name inside the folder: relative, no '..' part (as the TypeScript reader checks)."""
+    if not isinstance(name, str) or not name or os.path.isabs(name) or name.startswith(("/", "\\")):
+        return False
+    return ".." not in name.replace("\\", "/").split("/")
+
+
 class ReplaySource:
     """Recorded snapshots and allocator stats, looked up by cell source."""
 
     def __init__(self, folder):
         self.folder = folder
-        with open(os.path.join(folder, "manifest.json"), encoding="utf-8") as f:
-            self.manifest = json.load(f)
-        self._cells = self.manifest["cells"]
+        try:
+            with open(os.path.join(folder, "manifest.json"), encoding="utf-8") as f:
+                self.manifest = json.load(f)
+        except (OSError, ValueError) as exc:
+            raise ReplayError(f"{folder}: no readable manifest.json ({exc})") from None
+        cells = self.manifest.get("cells") if isinstance(self.manifest, dict) else None
+        if not isinstance(cells, list):
+            raise ReplayError(f"{folder}: manifest.json has no cells list")
+        for i, cell in enumerate(cells):
+            if not isinstance(cell, dict) or not _inside(cell.get("snapshot_file")):
+                raise ReplayError(f"{folder}: manifest.json cells[{i}] snapshot_file must be a name inside the folder")
+            if not all(_inside(n) for n in cell.get("oom_snapshots") or ()):
+                raise ReplayError(f"{folder}: manifest.json cells[{i}] oom_snapshots must be names inside the folder")
+        self._cells = cells
         self._next = 0
 
     @property
@@ -48,7 +72,7 @@ class ReplaySource:
         n = len(self._cells)
         for step in range(n):
             k = (self._next + step) % n
-            if self._cells[k].get("source", "").strip() == source.strip():
+            if str(self._cells[k].get("source", "")).strip() == source.strip():
                 self._next = k + 1
                 return self._cells[k]
         return None
@@ -57,9 +81,12 @@ class ReplaySource:
         return load_snapshot_file(os.path.join(self.folder, file_name))
 
     @staticmethod
-    def device_stats(cell):
-        after = cell.get("after") or {}
-        per_device = after.get("per_device") or [dict(after, device=0)]
+    def _per_device(stats):
+        stats = stats or {}
+        return stats.get("per_device") or [dict(stats, device=0)]
+
+    @classmethod
+    def device_stats(cls, cell):
         return [
             {
                 "device": d.get("device", 0),
@@ -70,8 +97,14 @@ class ReplaySource:
                 "device_free": d.get("device_free"),
                 "device_total": d.get("device_total"),
             }
-            for d in per_device
+            for d in cls._per_device(cell.get("after"))
         ]
+
+    @classmethod
+    def before_stats(cls, cell):
+        """Allocated bytes per device at the recorded cell's start."""
+        return [{"device": d.get("device", 0), "allocated": d.get("allocated", 0), "reserved": d.get("reserved", 0)}
+                for d in cls._per_device(cell.get("before"))]
 
 
 def replay_from_environment():

@@ -1,52 +1,96 @@
-"""The one module that touches torch. Every call is guarded: a kernel without
-torch, a CPU build, or an old release answers with a status, never an error
-in the user's cell."""
+"""The one module that touches torch. It never imports torch for the kernel:
+it looks at ``sys.modules`` and works with the torch the user's code
+imported, and it touches the device only once the user's code has
+initialised CUDA. Every call is guarded: a kernel without torch, a CPU build,
+or an old release answers with a status, never an error in the user's cell.
+(The recorder, a tool the user runs on purpose, may import torch itself.)
+"""
 import inspect
+import sys
+import threading
 
 from . import protocol
 
 
-def _torch():
+def loaded_torch():
+    """The torch module the user's code imported, or None; never imports it."""
+    torch = sys.modules.get("torch")
+    # A failed or half-done import leaves a module without its submodules.
+    if torch is None or not hasattr(torch, "cuda") or not hasattr(torch, "version"):
+        return None
+    return torch
+
+
+def import_torch():
+    """Import torch (the recorder only); None without it."""
     try:
-        import torch  # noqa: PLC0415 - optional, imported only when asked
+        import torch  # noqa: PLC0415 - optional, imported only by the recorder
     except Exception:  # ImportError, or a broken install raising anything
         return None
     return torch
 
 
-def probe():
-    """(status, message, facts) for this kernel's torch and CUDA."""
-    torch = _torch()
+def phase():
+    """(status, message, facts) of this kernel's torch and CUDA, read without touching the device.
+
+    ``waiting-for-torch`` until the user's code imports torch, ``no-cuda`` for
+    a CPU build, ``waiting-for-cuda`` until the user's code initialises CUDA,
+    then ``ready`` (or ``torch-too-old``).
+    """
+    torch = loaded_torch()
     if torch is None:
-        return protocol.NO_TORCH, "torch is not installed in this kernel", {}
-    facts = {"torch": str(torch.__version__)}
-    try:
-        available = bool(torch.cuda.is_available())
-    except Exception as exc:  # driver errors surface here
-        return protocol.NO_CUDA, f"CUDA is not usable: {exc}", facts
-    if not available:
-        return protocol.NO_CUDA, "torch has no CUDA device here", facts
-    memory = torch.cuda.memory
+        return protocol.WAITING_TORCH, "torch is not imported in this kernel yet", {}
+    facts = {"torch": str(getattr(torch, "__version__", "?"))}
+    version = torch.version
+    if getattr(version, "cuda", None) is None and getattr(version, "hip", None) is None:
+        return protocol.NO_CUDA, "this torch is a build without CUDA", facts
+    memory = getattr(torch.cuda, "memory", None)
     if not hasattr(memory, "_record_memory_history") or not hasattr(memory, "_snapshot"):
         return protocol.TORCH_TOO_OLD, "this torch cannot record allocation history (2.1 or newer can)", facts
-    facts["device_count"] = torch.cuda.device_count()
+    # is_initialized() is a Python flag; it neither initialises CUDA nor forks badly.
+    if not torch.cuda.is_initialized():
+        return protocol.WAITING_CUDA, "torch is imported; capture starts when your code first uses CUDA", facts
     return protocol.READY, "", facts
 
 
-def start_history(mode, stacks, max_entries):
-    """Record allocation history: mode 'all' (stacks and trace), 'state' (stacks only) or 'off'."""
-    torch = _torch()
-    if mode == "off":
-        torch.cuda.memory._record_memory_history(enabled=None)
-        return
-    torch.cuda.memory._record_memory_history(
-        enabled=mode, context="all", stacks=stacks, max_entries=int(max_entries)
-    )
+def on_cuda_init(callback):
+    """Run ``callback`` when the user's code initialises CUDA (at once if it has).
+
+    torch runs queued calls at the end of its lazy CUDA initialisation, before
+    the allocation that triggered it, so history started there sees the
+    user's very first block. Returns False where torch cannot queue calls.
+    """
+    torch = loaded_torch()
+    lazy_call = getattr(torch.cuda, "_lazy_call", None) if torch is not None else None
+    if lazy_call is None:
+        return False
+    lazy_call(callback)
+    return True
+
+
+def history_enabled(initialising=False):
+    """Whether allocation history is on (None where torch cannot say).
+
+    Only once CUDA is initialised (or from a call queued for its
+    initialisation, which runs after the driver is up): on torch 2.11 asking
+    before that crashes the process (seen on an H200).
+    """
+    torch = loaded_torch()
+    if torch is None or not (initialising or torch.cuda.is_initialized()):
+        return None
+    probe = getattr(torch._C, "_cuda_isHistoryEnabled", None)
+    return None if probe is None else bool(probe())
+
+
+def start_history(mode, stacks, max_entries, torch=None):
+    """Record allocation history: mode 'all' (stacks and trace) or 'state' (stacks only)."""
+    torch = torch or loaded_torch()
+    torch.cuda.memory._record_memory_history(enabled=mode, context="all", stacks=stacks, max_entries=int(max_entries))
 
 
 def stop_history():
-    torch = _torch()
-    if torch is not None and torch.cuda.is_available():
+    torch = loaded_torch()
+    if torch is not None and torch.cuda.is_initialized():
         torch.cuda.memory._record_memory_history(enabled=None)
 
 
@@ -59,25 +103,9 @@ def _snapshot_without_traces(torch):
     return None
 
 
-def warm_up():
-    """Pay the first snapshot's one-time cost now rather than in the user's first cell.
-
-    On an H200 with torch 2.11 the first snapshot that holds a live block took
-    about 4 s (an empty one took none), so the warm-up allocates one small
-    block, snapshots it, and frees it again.
-    """
-    torch = _torch()
-    untouched = torch.cuda.memory_reserved() == 0
-    block = torch.empty(1, device="cuda")
-    raw_snapshot()
-    del block
-    if untouched:  # give back the segment the warm-up reserved
-        torch.cuda.empty_cache()
-
-
-def raw_snapshot(include_traces=False):
+def raw_snapshot(include_traces=False, torch=None):
     """The allocator snapshot dict, without trace entries unless asked."""
-    torch = _torch()
+    torch = torch or loaded_torch()
     if not include_traces:
         snap = _snapshot_without_traces(torch)
         if snap is not None:
@@ -85,11 +113,60 @@ def raw_snapshot(include_traces=False):
     return torch.cuda.memory._snapshot()
 
 
-def device_stats():
-    """Per device: allocated, reserved, peaks since the last reset, free and total."""
-    torch = _torch()
+def warm_up_in_background():
+    """Pay the first snapshot's one-time cost on a daemon thread.
+
+    On an H200 (torch 2.11) the first snapshot that holds a block with Python
+    frames took 4.5-6 s, but released the GIL for all but 0.15 s at a time.
+    The thread only reads the allocator: it waits (up to a minute) for the
+    user's first block, then takes one snapshot (the one that pays), so the
+    first cell's capture need not pay it in the user's cell.
+    """
+    torch = loaded_torch()
+
+    def run():
+        try:
+            for _ in range(1200):
+                snap = _snapshot_without_traces(torch)
+                if snap is None or any(s["blocks"] for s in snap["segments"]):
+                    return
+                threading.Event().wait(0.05)
+        except Exception:
+            pass
+
+    threading.Thread(target=run, name="cuda-memdiff-warm-up", daemon=True).start()
+
+
+def warm_up(torch=None):
+    """The recorder's warm-up: allocate one small block, snapshot it, free it."""
+    torch = torch or loaded_torch()
+    untouched = torch.cuda.memory_reserved() == 0
+    block = torch.empty(1, device="cuda")
+    raw_snapshot(torch=torch)
+    del block
+    if untouched:  # give back the segment the warm-up reserved
+        torch.cuda.empty_cache()
+
+
+def _used_devices(torch):
+    # mem_get_info on a device the user never touched would create a CUDA
+    # context there (hundreds of MiB): only ask devices that have one.
+    has_context = getattr(torch._C, "_cuda_hasPrimaryContext", None)
+    count = torch.cuda.device_count()
+    return [d for d in range(count) if has_context is None or has_context(d)]
+
+
+def usage_by_device(torch=None):
+    """{device: (allocated, reserved)} for the devices in use: cheap counters, for a cell's start."""
+    torch = torch or loaded_torch()
+    return {d: (int(torch.cuda.memory_allocated(d)), int(torch.cuda.memory_reserved(d))) for d in _used_devices(torch)}
+
+
+def device_stats(torch=None):
+    """Per device in use: allocated, reserved, peaks since the last reset, free and total."""
+    torch = torch or loaded_torch()
     stats = []
-    for device in range(torch.cuda.device_count()):
+    for device in _used_devices(torch):
         free, total = torch.cuda.mem_get_info(device)
         stats.append({
             "device": device,
@@ -103,15 +180,22 @@ def device_stats():
     return stats
 
 
-def reset_peaks():
-    torch = _torch()
-    for device in range(torch.cuda.device_count()):
+def reset_peaks(torch=None):
+    torch = torch or loaded_torch()
+    for device in _used_devices(torch):
         torch.cuda.reset_peak_memory_stats(device)
 
 
-def set_allocation_metadata(text):
-    """Stamp the allocations that follow with the cell (torch 2.10+); False where unsupported."""
-    torch = _torch()
+def memory_metadata():
+    """The allocation metadata string in force (torch 2.10+), or None where torch cannot say."""
+    torch = loaded_torch()
+    getter = getattr(torch.cuda.memory, "_get_memory_metadata", None) if torch is not None else None
+    return None if getter is None else getter()
+
+
+def set_memory_metadata(text):
+    """Stamp the allocations that follow (torch 2.10+); False where unsupported."""
+    torch = loaded_torch()
     setter = getattr(torch.cuda.memory, "_set_memory_metadata", None)
     if setter is None:
         return False
@@ -119,9 +203,12 @@ def set_allocation_metadata(text):
     return True
 
 
-def attach_oom_observer(callback):
-    """Call callback(device, alloc, device_allocated, device_free) when an allocation fails."""
-    torch = _torch()
+def attach_oom_observer(callback, torch=None):
+    """Call callback(device, alloc, device_allocated, device_free) when an allocation fails.
+
+    torch offers no way to detach one: attach once per process.
+    """
+    torch = torch or loaded_torch()
     attach = getattr(torch._C, "_cuda_attach_out_of_memory_observer", None)
     if attach is None:
         return False
@@ -130,5 +217,5 @@ def attach_oom_observer(callback):
 
 
 def torch_module():
-    """The torch module for the holder search, or None without torch."""
-    return _torch()
+    """The torch module for the holder search, or None when the user has not imported it."""
+    return loaded_torch()

@@ -1,3 +1,4 @@
+import json
 import pathlib
 
 import pytest
@@ -5,31 +6,54 @@ from IPython.core.interactiveshell import InteractiveShell
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 RECORDINGS = ROOT / "test-data" / "recordings"
+SCHEMA = ROOT / "kernel-helpers" / "cuda_memdiff_kernel" / "protocol.schema.json"
 
 
-class ListChannel:
-    """A channel that keeps what the helper sends, in order."""
+class FakeComm:
+    """A frontend's comm as the helper sees it: keeps what the helper sends, in order.
+
+    ``fail_next`` makes the next sends raise, as a comm whose socket broke.
+    """
 
     def __init__(self):
         self.messages = []
         self.closed = False
+        self.fail_next = 0
+        self._on_msg = None
+        self._on_close = None
 
-    def send(self, message):
-        self.messages.append(message)
+    def send(self, data):
+        if self.fail_next:
+            self.fail_next -= 1
+            raise RuntimeError("comm closed")
+        json.dumps(data)  # JSON-safe, as the real comm needs
+        self.messages.append(data)
 
-    def on_request(self, callback):
-        self._on_request = callback
+    def on_msg(self, callback):
+        self._on_msg = callback
 
-    def request(self, data):
-        """Send ``data`` as the frontend would; returns the helper's reply."""
-        self._on_request(data)
-        return self.messages[-1]
+    def on_close(self, callback):
+        self._on_close = callback
 
     def close(self):
         self.closed = True
 
+    def request(self, data):
+        """Send ``data`` as the frontend would; returns the helper's last message."""
+        self._on_msg({"content": {"data": data}})
+        return self.messages[-1]
+
     def of_type(self, kind):
         return [m for m in self.messages if m["type"] == kind]
+
+
+def attach(shell):
+    """A new frontend attached to the shell's helper."""
+    from cuda_memdiff_kernel import current
+
+    comm = FakeComm()
+    current(shell).frontends.attach(comm)
+    return comm
 
 
 @pytest.fixture
@@ -42,6 +66,19 @@ def shell():
     InteractiveShell.clear_instance()
 
 
-@pytest.fixture
-def channel():
-    return ListChannel()
+@pytest.fixture(scope="session")
+def validate():
+    """Validates a message against protocol.schema.json, the schema the frontend uses too."""
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads(SCHEMA.read_text())
+    validators = {}
+
+    def check(message, definition=None):
+        name = definition or {"status": "status", "snapshot": "snapshot", "holders": "holders",
+                              "cell-note": "cellNote"}[message["type"]]
+        if name not in validators:
+            validators[name] = jsonschema.Draft7Validator({**schema, "$ref": f"#/definitions/{name}"})
+        validators[name].validate(message)
+        return message
+
+    return check

@@ -11,13 +11,21 @@ import tempfile
 
 from IPython.core.interactiveshell import InteractiveShell
 
-from cuda_memdiff_kernel import install
+from cuda_memdiff_kernel import current, install
 from cuda_memdiff_kernel.replay import ReplaySource
 
 
 class Printer:
+    """A frontend's comm that prints what the helper sends."""
+
     def send(self, message):
         print(json.dumps(message))
+
+    def on_msg(self, callback):
+        pass
+
+    def on_close(self, callback):
+        pass
 
     def close(self):
         pass
@@ -34,7 +42,8 @@ def main():
                 shutil.copy(src / name, pathlib.Path(tmp) / name)
         (pathlib.Path(tmp) / "manifest.json").write_text(json.dumps(manifest))
         shell = InteractiveShell.instance()
-        install(shell, channel=Printer(), replay=ReplaySource(tmp))
+        install(shell, replay=ReplaySource(tmp))
+        current(shell).frontends.attach(Printer())
         for k, cell in enumerate(manifest["cells"]):
             shell.run_cell(cell["source"], store_history=True, cell_id=f"cell-{k}")
 

@@ -1,51 +1,80 @@
-"""The helper in a real IPython shell with the real CPU build of torch."""
+"""The helper in a real IPython shell with the real CPU build of torch, and
+replayed H200 recordings standing in for the device."""
 import json
 import shutil
 import subprocess
 import sys
 
 import pytest
-from conftest import RECORDINGS
+from conftest import RECORDINGS, FakeComm, attach
 
 import cuda_memdiff_kernel
-from cuda_memdiff_kernel import install, protocol
-from cuda_memdiff_kernel.replay import ReplaySource
+from cuda_memdiff_kernel import current, install, process, protocol
+from cuda_memdiff_kernel.replay import ReplayError, ReplaySource
+
+IN_FRESH_KERNEL = (
+    "import sys, json\n"
+    "from IPython.core.interactiveshell import InteractiveShell\n"
+    "from cuda_memdiff_kernel import install, current\n"
+    "shell = InteractiveShell.instance()\n"
+    "class Comm:\n"
+    "    sent = []\n"
+    "    def send(self, m): self.sent.append(m)\n"
+    "    def on_msg(self, f): pass\n"
+    "    def on_close(self, f): pass\n"
+    "    def close(self): pass\n"
+    "install(shell)\n"
+    "comm = Comm(); current(shell).frontends.attach(comm)\n"
+)
 
 
-def test_cpu_torch_reports_torch_without_cuda(shell, channel):
+def run_fresh(code):
+    """Run ``code`` after installing the helper in a fresh process; returns its last printed JSON line."""
+    out = subprocess.run([sys.executable, "-c", IN_FRESH_KERNEL + code], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_loading_imports_no_torch_and_waits_for_it():
+    pytest.importorskip("torch")
+    seen = run_fresh(
+        "loaded = 'torch' in sys.modules\n"
+        "first = comm.sent[-1]['status']\n"
+        "shell.run_cell('x = 1', store_history=True)\n"
+        "still = 'torch' in sys.modules\n"
+        "shell.run_cell('import torch', store_history=True)\n"
+        "print(json.dumps({'loaded': loaded, 'still': still, 'first': first,\n"
+        "                  'statuses': [m['status'] for m in comm.sent if m['type'] == 'status']}))\n")
+    assert seen["loaded"] is False and seen["still"] is False
+    assert seen["first"] == "waiting-for-torch"
+    # the cell that imports torch is followed by the status the frontend shows: a CPU build here
+    assert seen["statuses"][-1] == "no-cuda"
+
+
+def test_a_kernel_without_torch_keeps_waiting():
+    seen = run_fresh(
+        "sys.modules['torch'] = None\n"
+        "shell.run_cell('import math', store_history=True)\n"
+        "print(json.dumps([m['status'] for m in comm.sent if m['type'] == 'status']))\n")
+    assert seen == ["waiting-for-torch"]
+
+
+def test_cpu_torch_reports_torch_without_cuda(shell, validate):
     torch = pytest.importorskip("torch")
     if torch.cuda.is_available():
         pytest.skip("this machine has CUDA: test_live_cuda.py covers it")
-    status = install(shell, channel=channel)
+    status = install(shell)
+    comm = attach(shell)
     assert status == protocol.NO_CUDA
-    (msg,) = channel.messages
-    assert msg["v"] == protocol.PROTOCOL_VERSION
+    (msg,) = comm.messages
+    validate(msg)
     assert msg["status"] == "no-cuda" and msg["torch"].startswith("2.")
-    # no hooks: running cells sends nothing
+    assert msg["run"] == process.state().run
     shell.run_cell("x = 1", store_history=True)
-    assert len(channel.messages) == 1
+    assert comm.of_type("snapshot") == []
 
 
-def test_kernel_without_torch_reports_no_torch(tmp_path):
-    # sys.modules['torch'] = None makes `import torch` fail as in a kernel without it
-    code = (
-        "import sys, json; sys.modules['torch'] = None\n"
-        "from IPython.core.interactiveshell import InteractiveShell\n"
-        "from cuda_memdiff_kernel import install\n"
-        "sent = []\n"
-        "class C:\n"
-        "    def send(self, m): sent.append(m)\n"
-        "    def close(self): pass\n"
-        "install(InteractiveShell.instance(), channel=C())\n"
-        "print(json.dumps(sent))\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    (msg,) = json.loads(out.stdout.strip().splitlines()[-1])
-    assert msg["status"] == "no-torch"
-
-
-def test_capture_off_in_settings(shell, channel):
-    assert install(shell, settings={"capture": False}, channel=channel) == protocol.CAPTURE_OFF
+def test_capture_off_in_settings(shell):
+    assert install(shell, settings={"capture": False}) == protocol.CAPTURE_OFF
 
 
 def replay_folder(tmp_path, name):
@@ -60,97 +89,265 @@ def replay_folder(tmp_path, name):
     return tmp_path, manifest
 
 
-def test_replay_sends_one_snapshot_per_cell_and_leaves_no_trace(shell, channel, tmp_path):
+class Tables:
+    """What a frontend rebuilds from the messages: the active blocks of each snapshot."""
+
+    def __init__(self):
+        self.blocks = {}
+        self.frames = 0
+        self.by_seq = {}
+
+    def apply(self, msg):
+        assert msg["frames"]["base"] <= self.frames, "a gap in the frames"
+        self.frames = max(self.frames, msg["frames"]["base"] + len(msg["frames"]["items"]))
+        if msg["prev"] is None:
+            self.blocks = {}
+        else:
+            assert msg["prev"] == self.last, "a delta against a snapshot this frontend does not have"
+            for d, a in zip(msg["freed"]["device"], msg["freed"]["address"]):
+                del self.blocks[(d, a)]
+        seg = msg["segments"]
+        b = msg["blocks"]
+        for i, address in enumerate(b["address"]):
+            self.blocks[(seg["device"][b["segment"][i]], address)] = (b["size"][i], b["state"][i])
+        self.last = msg["seq"]
+        self.by_seq[msg["seq"]] = dict(self.blocks)
+        return sum(size for size, state in self.blocks.values() if state == 0)
+
+
+def test_replay_sends_each_cell_once_as_changes_and_leaves_no_trace(shell, tmp_path, validate):
     folder, manifest = replay_folder(tmp_path, "eval_without_no_grad--python")
     before_ns = set(shell.user_ns)
-    assert install(shell, channel=channel, replay=ReplaySource(str(folder))) == protocol.READY
-    assert channel.messages[0]["replay"] == folder.name
+    assert install(shell, replay=ReplaySource(str(folder))) == protocol.READY
+    comm = attach(shell)
+    assert comm.messages[0]["replay"] == folder.name
     for k, cell in enumerate(manifest["cells"]):
         assert shell.run_cell(cell["source"], store_history=True, cell_id=f"cell-{k}").success
-    snaps = channel.of_type("snapshot")
+    snaps = comm.of_type("snapshot")
     assert [m["cell_id"] for m in snaps] == [f"cell-{k}" for k in range(len(manifest["cells"]))]
     assert [m["execution_count"] for m in snaps] == [k + 1 for k in range(len(snaps))]
+    assert snaps[0]["prev"] is None and all(m["prev"] == p["seq"] for p, m in zip(snaps, snaps[1:]))
+    tables = Tables()
     for msg, cell in zip(snaps, manifest["cells"]):
-        allocated = sum(size for size, state in zip(msg["blocks"]["size"], msg["blocks"]["state"]) if state == 0)
-        assert allocated == cell["after"]["allocated"]
+        validate(msg)
+        assert tables.apply(msg) == cell["after"]["allocated"]
         assert sum(d["allocated"] for d in msg["devices"]) == cell["after"]["allocated"]
-        json.dumps(msg)  # JSON-safe
-    # frames and stacks are sent once: later messages only add new ones
-    bases = [m["frames"]["base"] for m in snaps]
-    assert bases == sorted(bases) and bases[-1] > 0
+        assert sum(d["allocated"] for d in msg["before"]) == cell["before"]["allocated"]
+    # a cell that changes few blocks sends few
+    assert min(len(m["blocks"]["size"]) for m in snaps[1:]) < len(tables.blocks)
     added = set(shell.user_ns) - before_ns
-    assert {f"step_{k}" for k in range(len(snaps))} <= added
     assert all(n.startswith(("step_", "_i")) for n in added), added  # the user's and IPython's own
     assert not any("memdiff" in name for name in shell.user_ns)
     assert shell.user_ns["Out"] == {}
 
 
-def test_replay_sends_the_oom_snapshot_before_the_cell(shell, channel, tmp_path):
+def test_a_frontend_that_attaches_later_gets_every_kept_snapshot(shell, tmp_path):
+    folder, manifest = replay_folder(tmp_path, "eval_without_no_grad--python")
+    install(shell, replay=ReplaySource(str(folder)))
+    first = attach(shell)
+    for k, cell in enumerate(manifest["cells"][:3]):
+        shell.run_cell(cell["source"], store_history=True, cell_id=f"cell-{k}")
+    second = attach(shell)  # a reloaded page, a second notebook on this kernel
+    assert second.messages[0]["type"] == "status" and second.messages[0]["kept"] == 3
+    late, early = Tables(), Tables()
+    for m in second.of_type("snapshot"):
+        late.apply(m)
+    for m in first.of_type("snapshot"):
+        early.apply(m)
+    assert late.by_seq == early.by_seq
+    shell.run_cell(manifest["cells"][3]["source"], store_history=True, cell_id="cell-3")
+    assert early.apply(first.of_type("snapshot")[-1]) == late.apply(second.of_type("snapshot")[-1])
+    # the second frontend's frames started from 0; the first's went on where they were
+    assert second.of_type("snapshot")[0]["frames"]["base"] == 0
+    assert first.of_type("snapshot")[-1]["frames"]["base"] > 0
+
+
+def test_the_log_is_bounded(shell, tmp_path):
+    folder, manifest = replay_folder(tmp_path, "eval_without_no_grad--python")
+    install(shell, settings={"snapshots_kept": 2}, replay=ReplaySource(str(folder)))
+    first = attach(shell)
+    for k, cell in enumerate(manifest["cells"]):
+        shell.run_cell(cell["source"], store_history=True, cell_id=f"cell-{k}")
+    log = current(shell).log
+    assert len(log.entries) == 2 and log.dropped == len(manifest["cells"]) - 2
+    late = attach(shell)
+    tables = Tables()
+    sums = [tables.apply(m) for m in late.of_type("snapshot")]
+    assert sums == [c["after"]["allocated"] for c in manifest["cells"][-2:]]
+    assert late.messages[0]["dropped"] == len(manifest["cells"]) - 2
+    assert len(first.of_type("snapshot")) == len(manifest["cells"])
+
+
+def test_a_failed_send_heals_with_a_whole_message(shell, tmp_path):
+    folder, manifest = replay_folder(tmp_path, "eval_without_no_grad--python")
+    install(shell, replay=ReplaySource(str(folder)))
+    comm = attach(shell)
+    cells = manifest["cells"]
+    shell.run_cell(cells[0]["source"], store_history=True, cell_id="cell-0")
+    comm.fail_next = 1
+    assert shell.run_cell(cells[1]["source"], store_history=True, cell_id="cell-1").success  # lost on the way
+    shell.run_cell(cells[2]["source"], store_history=True, cell_id="cell-2")
+    snaps = comm.of_type("snapshot")
+    assert [m["cell_id"] for m in snaps] == ["cell-0", "cell-2"]
+    assert snaps[1]["prev"] is None and snaps[1]["frames"]["base"] == 0  # whole again, frames from the start
+    tables = Tables()
+    assert [tables.apply(m) for m in snaps] == [cells[0]["after"]["allocated"], cells[2]["after"]["allocated"]]
+
+
+def test_a_frontend_can_ask_for_everything_again(shell, tmp_path):
+    folder, manifest = replay_folder(tmp_path, "eval_without_no_grad--python")
+    install(shell, replay=ReplaySource(str(folder)))
+    comm = attach(shell)
+    for k, cell in enumerate(manifest["cells"][:2]):
+        shell.run_cell(cell["source"], store_history=True, cell_id=f"cell-{k}")
+    count = len(comm.messages)
+    comm.request({"type": "resend"})
+    again = comm.messages[count:]
+    assert again[0]["type"] == "status"
+    assert [m["cell_id"] for m in again[1:]] == ["cell-0", "cell-1"] and again[1]["frames"]["base"] == 0
+
+
+def test_an_interrupt_inside_the_helper_never_reaches_the_cell(shell, tmp_path, capsys, monkeypatch):
+    folder, manifest = replay_folder(tmp_path, "clean_training--python")
+    install(shell, replay=ReplaySource(str(folder)))
+    comm = attach(shell)
+    log = current(shell).log
+    real_add = log.add
+    calls = []
+
+    def interrupted(raw, **fields):
+        calls.append(1)
+        if len(calls) == 1:
+            raise KeyboardInterrupt
+        return real_add(raw, **fields)
+
+    monkeypatch.setattr(log, "add", interrupted)
+    result = shell.run_cell(manifest["cells"][0]["source"], store_history=True, cell_id="cell-0")
+    assert result.success
+    out = capsys.readouterr()
+    assert "Error in callback" not in out.out + out.err and "KeyboardInterrupt" not in out.out + out.err
+    note = comm.of_type("cell-note")[-1]
+    assert note["note"] == "capture-failed" and "interrupted" in note["message"]
+    # capture goes on with the next cell
+    shell.run_cell(manifest["cells"][1]["source"], store_history=True, cell_id="cell-1")
+    (snap,) = comm.of_type("snapshot")
+    assert snap["cell_id"] == "cell-1" and Tables().apply(snap) == manifest["cells"][1]["after"]["allocated"]
+    assert comm.of_type("status")[-1]["status"] == "ready"
+
+
+def test_replay_sends_the_oom_snapshot_before_the_cell(shell, tmp_path):
     folder, manifest = replay_folder(tmp_path, "oom--python")
-    install(shell, channel=channel, replay=ReplaySource(str(folder)))
+    install(shell, replay=ReplaySource(str(folder)))
+    comm = attach(shell)
     for cell in manifest["cells"]:
         shell.run_cell(cell["source"], store_history=True)
-    reasons = [m["reason"] for m in channel.of_type("snapshot")]
+    reasons = [m["reason"] for m in comm.of_type("snapshot")]
     assert reasons == ["cell", "oom", "cell", "cell"]
-    assert "OutOfMemoryError" in channel.of_type("snapshot")[2]["error"]
+    assert "OutOfMemoryError" in comm.of_type("snapshot")[2]["error"]
 
 
-def test_output_cache_holds_only_the_users_values(shell, channel, tmp_path):
+def test_a_cell_not_in_the_recording_gets_a_note(shell, tmp_path, validate):
     folder, manifest = replay_folder(tmp_path, "clean_training--python")
-    install(shell, channel=channel, replay=ReplaySource(str(folder)))
+    install(shell, replay=ReplaySource(str(folder)))
+    comm = attach(shell)
+    shell.run_cell("not_recorded = 1", store_history=True, cell_id="new-cell")
+    (note,) = comm.of_type("cell-note")
+    validate(note)
+    assert note["cell_id"] == "new-cell" and note["note"] == "not-recorded"
+
+
+def test_output_cache_holds_only_the_users_values(shell, tmp_path):
+    folder, manifest = replay_folder(tmp_path, "clean_training--python")
+    install(shell, replay=ReplaySource(str(folder)))
     shell.run_cell(manifest["cells"][0]["source"], store_history=True)
     shell.run_cell("41 + 1", store_history=True)
     assert shell.user_ns["Out"] == {2: 42}
 
 
-def test_callbacks_never_raise_into_the_cell(shell, tmp_path):
-    class Broken:
-        def __init__(self):
-            self.calls = 0
-
-        def send(self, message):
-            self.calls += 1
-            if message["type"] == "snapshot":
-                raise RuntimeError("comm closed")
-
-        def close(self):
-            pass
-
-    folder, manifest = replay_folder(tmp_path, "clean_training--python")
-    broken = Broken()
-    install(shell, channel=broken, replay=ReplaySource(str(folder)))
-    result = shell.run_cell(manifest["cells"][0]["source"], store_history=True)
-    assert result.success and result.error_in_exec is None
-    assert broken.calls == 3  # status, the failed snapshot, then the error status
-
-
-def test_a_corrupt_recording_becomes_an_error_status(shell, channel, tmp_path):
+def test_a_corrupt_recording_is_a_note_and_capture_goes_on(shell, tmp_path):
     folder, manifest = replay_folder(tmp_path, "clean_training--python")
     (folder / manifest["cells"][0]["snapshot_file"]).write_bytes(b"\x1f\x8bnot gzip")
-    install(shell, channel=channel, replay=ReplaySource(str(folder)))
+    install(shell, replay=ReplaySource(str(folder)))
+    comm = attach(shell)
     assert shell.run_cell(manifest["cells"][0]["source"], store_history=True).success
-    status = channel.of_type("status")[-1]
-    assert status["status"] == "error" and status["message"]
+    assert comm.of_type("cell-note")[-1]["message"]
+    shell.run_cell(manifest["cells"][1]["source"], store_history=True)
+    assert len(comm.of_type("snapshot")) == 1
 
 
-def test_a_recording_that_imports_code_is_refused(shell, channel, tmp_path):
+def test_a_recording_that_imports_code_is_refused(shell, tmp_path):
     folder, manifest = replay_folder(tmp_path, "clean_training--python")
     (folder / manifest["cells"][0]["snapshot_file"]).write_bytes(b"\x80\x02cposix\nsystem\nX\x02\x00\x00\x00ls\x85R.")
-    install(shell, channel=channel, replay=ReplaySource(str(folder)))
+    install(shell, replay=ReplaySource(str(folder)))
+    comm = attach(shell)
     shell.run_cell(manifest["cells"][0]["source"], store_history=True)
-    assert "refused" in channel.of_type("status")[-1]["message"]
+    assert "refused" in comm.of_type("cell-note")[-1]["message"]
 
 
-def test_unload_removes_the_hooks(shell, channel, tmp_path):
+@pytest.mark.parametrize("name", ["../outside.pickle.gz", "/etc/passwd", "a/../../b.pickle.gz", ""])
+def test_replay_refuses_files_outside_its_folder(tmp_path, name):
+    (tmp_path / "manifest.json").write_text(json.dumps({"cells": [{"source": "x", "snapshot_file": name}]}))
+    with pytest.raises(ReplayError, match="inside the folder"):
+        ReplaySource(str(tmp_path))
+
+
+def test_a_bad_replay_folder_is_a_status_not_an_error_in_a_cell(shell, tmp_path, monkeypatch):
+    monkeypatch.setenv("CUDA_MEMDIFF_REPLAY", str(tmp_path / "missing"))
+    assert install(shell) == protocol.HELPER_ERROR
+    comm = attach(shell)
+    assert "cannot replay" in comm.messages[0]["message"]
+    assert shell.run_cell("z = 3", store_history=True).success
+
+
+def test_unload_removes_the_hooks_and_closes_the_comms(shell, tmp_path):
     folder, manifest = replay_folder(tmp_path, "clean_training--python")
-    install(shell, channel=channel, replay=ReplaySource(str(folder)))
+    install(shell, replay=ReplaySource(str(folder)))
+    comm = attach(shell)
     cuda_memdiff_kernel.unload_ipython_extension(shell)
-    assert channel.closed
+    assert comm.closed and process.current_capture() is None
     shell.run_cell(manifest["cells"][0]["source"], store_history=True)
-    assert channel.of_type("snapshot") == []
+    assert comm.of_type("snapshot") == []
+
+
+def test_injecting_again_keeps_the_running_helper(shell, tmp_path, monkeypatch):
+    """Another notebook or a reloaded page injects again: same source, same helper, same log."""
+    import pathlib
+
+    folder, manifest = replay_folder(tmp_path, "clean_training--python")
+    monkeypatch.setenv("CUDA_MEMDIFF_REPLAY", str(folder))
+    package = pathlib.Path(cuda_memdiff_kernel.__file__).parent
+    modules = {("_cuda_memdiff_kernel" if p.stem == "__init__" else f"_cuda_memdiff_kernel.{p.stem}"): p.read_text()
+               for p in package.glob("*.py") if p.name != "_bootstrap.py"}
+    bootstrap = (package / "_bootstrap.py").read_text()
+
+    def inject(source_hash, settings=None):
+        payload = json.dumps({"modules": modules, "hash": source_hash, "settings": settings or {}})
+        exec(compile(bootstrap, "<bootstrap>", "exec"), {"__name__": "_cuda_memdiff_boot", "_payload": payload,
+                                                           "get_ipython": lambda: shell})
+        return sys.modules["_cuda_memdiff_kernel"].current(shell)
+
+    installs = process.state().installs
+    helper = inject("abc")
+    shell.run_cell(manifest["cells"][0]["source"], store_history=True, cell_id="cell-0")
+    assert inject("abc", {"snapshots_kept": 50}) is helper and len(helper.log.entries) == 1
+    assert helper.log.max_entries == 50
+    assert process.state().installs == installs + 1
+    upgraded = inject("def")  # a new version of the extension replaces the helper
+    assert upgraded is not helper and process.state().installs == installs + 2
+    for name in [n for n in sys.modules if n.startswith("_cuda_memdiff_kernel")]:
+        del sys.modules[name]
 
 
 def test_load_ext_works_in_a_plain_shell(shell):
-    # No kernel: the comm package hands out a comm that drops messages.
+    # No kernel: no frontend can attach, and nothing fails.
     shell.run_line_magic("load_ext", "cuda_memdiff_kernel")
     assert shell.run_cell("y = 2", store_history=True).success
+
+
+def test_recorded_manifests_and_holders_files_match_the_schema(validate):
+    for manifest_path in sorted(RECORDINGS.glob("*/manifest.json")):
+        manifest = json.loads(manifest_path.read_text())
+        validate(manifest, "manifest")
+        for cell in manifest["cells"]:
+            if cell.get("holders_file"):
+                validate(json.loads((manifest_path.parent / cell["holders_file"]).read_text()), "holdersFile")

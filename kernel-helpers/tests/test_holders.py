@@ -11,11 +11,11 @@ import sys
 import weakref
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, attach
 
 torch = pytest.importorskip("torch")
 
-from cuda_memdiff_kernel import holders, install  # noqa: E402
+from cuda_memdiff_kernel import holders, install, protocol  # noqa: E402
 
 NOTEBOOKS = ROOT / "test-data" / "notebooks"
 
@@ -155,12 +155,13 @@ def test_keeps_no_references_and_respects_its_budget(shell):
     assert probe() is None
 
 
-def test_requests_over_the_channel(shell, channel):
-    install(shell, channel=channel)  # CPU torch: no capture of cells, but requests are answered
+def test_requests_over_the_channel(shell):
+    install(shell)  # CPU torch: no capture of cells, but requests are answered
+    channel = attach(shell)
     shell.run_cell("import torch\nw = torch.ones(5)")
     b = block_of(shell.user_ns["w"])
     ok = channel.request({"type": "holders-request", "id": 7, "blocks": [[-1, b["address"], b["size"]]]})
-    assert ok["id"] == 7 and ok["v"] == 1 and not ok["partial"]
+    assert ok["id"] == 7 and ok["v"] == protocol.PROTOCOL_VERSION and not ok["partial"]
     assert ok["blocks"] == [{"device": -1, "address": b["address"], "holders": [{"kind": "variable", "path": "w"}]}]
     bad = channel.request({"type": "holders-request", "id": 8, "blocks": [["x"]]})
     assert bad["id"] == 8 and "ValueError" in bad["error"] and bad["partial"]

@@ -64,8 +64,9 @@ export class CellBadges implements IDisposable {
 
   private _render(cell: Cell): void {
     const record = cell.model.type === 'code' ? this._store.latestForCell(cell.model.id) : undefined;
+    const note = cell.model.type === 'code' && !record ? this._store.noteForCell(cell.model.id) : undefined;
     let node = cell.node.querySelector<HTMLElement>(`:scope > .${BADGE_CLASS}`);
-    if (!record) {
+    if (!record && !note) {
       node?.remove();
       return;
     }
@@ -79,6 +80,16 @@ export class CellBadges implements IDisposable {
     const outputs = cell.node.querySelector(':scope > .jp-Cell-outputWrapper');
     if (node.parentNode !== cell.node || node.nextSibling !== outputs) {
       cell.node.insertBefore(node, outputs);
+    }
+    if (!record) {
+      // No snapshot, and the kernel said why: say it where the badge would be.
+      node.textContent = note!.note === 'not-recorded' ? 'not in the recording' : 'no snapshot';
+      node.title = note!.message;
+      node.setAttribute('aria-label', note!.message);
+      delete node.dataset.cudaMemdiffNetBytes;
+      delete node.dataset.cudaMemdiffPeakBytes;
+      node.dataset.level = 'note';
+      return;
     }
     const view = badgeView(record, {
       oom: this._store.hadOom(record),

@@ -46,11 +46,18 @@ export function badgeView(
           : net < 0
             ? 'freed'
             : 'flat';
-  const text = `${options.oom ? 'OOM ' : ''}${formatBytes(net, true)} · peak ${formatBytes(record.peakBytes)}`;
+  const peak = `${record.peakExact ? '' : '≤ '}${formatBytes(record.peakBytes)}`;
+  const text = `${options.oom ? 'OOM ' : ''}${formatBytes(net, true)} · peak ${peak}`;
   const lines = [
     `GPU memory left by this cell: ${formatBytes(net, true)} allocated, ${formatBytes(record.reservedNetBytes, true)} reserved; ` +
-      `peak ${formatBytes(record.peakBytes)}; ${formatBytes(record.allocatedBytes)} allocated after it.`
+      `peak ${peak}; ${formatBytes(record.allocatedBytes)} allocated after it.`
   ];
+  if (!record.peakExact) {
+    lines.push(
+      `The cell stayed under the session's earlier peak of ${formatBytes(record.peakBytes)}: torch's peak counter is ` +
+        "left alone so max_memory_allocated() stays yours (setting 'Cell peaks' gives each cell its own)."
+    );
+  }
   for (const d of record.devices) {
     if (d.device_total !== null && d.device_free !== null) {
       const outside = Math.max(0, d.device_total - d.device_free - d.reserved);

@@ -1,7 +1,8 @@
 /**
- * The frontend side of the kernel helper's protocol. Version and comm target
- * come from kernel-helpers/ (embedded at build time), so both sides always
- * agree; the snapshot message type lives in the engine (engine/wire.ts).
+ * The frontend side of the kernel helper's protocol. Version, comm target,
+ * the helper's hash and the message schema come from kernel-helpers/
+ * (embedded at build time), so both sides always agree; the snapshot
+ * message type lives in the engine (engine/wire.ts).
  */
 import helper from './helper.generated.json';
 import { IWireSnapshot } from '../engine';
@@ -9,21 +10,46 @@ import { IWireSnapshot } from '../engine';
 /** Protocol version both sides speak; messages of another version are refused. */
 export const PROTOCOL_VERSION: number = helper.protocolVersion;
 
-/** Comm target the frontend registers and the helper opens. */
+/** Comm target the helper registers and each notebook's session opens a comm to. */
 export const COMM_TARGET: string = helper.commTarget;
 
-/** What the helper found in the kernel. */
-export type HelperStatus = 'ready' | 'no-torch' | 'no-cuda' | 'torch-too-old' | 'capture-off' | 'error';
+/** The message schema (kernel-helpers/cuda_memdiff_kernel/protocol.schema.json). */
+export const MESSAGE_SCHEMA: Record<string, unknown> = helper.schema;
 
-/** A status message from the helper. */
+/** What the helper found in the kernel. */
+export type HelperStatus =
+  | 'waiting-for-torch'
+  | 'waiting-for-cuda'
+  | 'ready'
+  | 'no-cuda'
+  | 'torch-too-old'
+  | 'capture-off'
+  | 'error';
+
+/** A status message from the helper; `run` tells one kernel process from the next. */
 export interface IStatusMessage {
   v: number;
   type: 'status';
   status: HelperStatus;
   message: string;
+  run?: string;
+  installs?: number;
+  kept?: number;
+  dropped?: number;
+  peaks?: 'passive' | 'per-cell';
+  history?: 'helper' | 'user' | 'off' | null;
   torch?: string;
   replay?: string;
-  device_count?: number;
+}
+
+/** A word about one cell that has no snapshot. */
+export interface ICellNoteMessage {
+  v: number;
+  type: 'cell-note';
+  cell_id: string | null;
+  execution_count?: number | null;
+  note: 'not-recorded' | 'capture-failed';
+  message: string;
 }
 
 /** The helper's answer to a holders request (fields of engine/holders.ts's answer). */
@@ -38,24 +64,27 @@ export interface IHoldersMessage {
 export type BlockQuery = [number, number, number];
 
 /** Any message the helper sends. */
-export type HelperMessage = IStatusMessage | IWireSnapshot | IHoldersMessage | { v: number; type: 'open' };
+export type HelperMessage = IStatusMessage | ICellNoteMessage | IWireSnapshot | IHoldersMessage;
 
-/** Settings the helper takes (kernel-helpers/.../capture.py DEFAULT_SETTINGS). */
+/** Settings the helper takes (kernel-helpers/.../protocol.py DEFAULT_SETTINGS). */
 export interface IHelperSettings {
   capture: boolean;
   history: 'all' | 'state' | 'off';
   stacks: 'python' | 'all';
   max_entries: number;
   include_traces: boolean;
+  peaks: 'passive' | 'per-cell';
+  snapshots_kept: number;
 }
 
 /**
  * Python code that installs the embedded helper: run silently and without
  * history, it execs the bootstrap in a namespace of its own, so nothing
- * reaches the user's namespace, history or Out.
+ * reaches the user's namespace, history or Out. A kernel already running
+ * this very helper only takes the settings.
  */
 export function injectionCode(settings: IHelperSettings): string {
-  const payload = JSON.stringify({ modules: helper.modules, settings });
+  const payload = JSON.stringify({ modules: helper.modules, hash: helper.hash, settings });
   return (
     `exec(compile(${JSON.stringify(helper.bootstrap)}, "<cuda-memdiff-bootstrap>", "exec"), ` +
     `{"__name__": "_cuda_memdiff_boot", "_payload": ${JSON.stringify(payload)}})`

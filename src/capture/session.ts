@@ -1,16 +1,20 @@
 /**
- * The only code that talks to the kernel: one per notebook session context.
- * It registers the comm target, injects the helper into Python kernels (again
- * after each restart or kernel change), and turns helper messages into store
- * records. Non-Python kernels are left alone.
+ * The only code that talks to the kernel: one per notebook (every view of a
+ * notebook shares it). It injects the helper into Python kernels once per
+ * kernel process (a kernel that already runs the same helper only takes the
+ * settings), opens its own comm to the helper, validates every message, and
+ * turns snapshots into store records. When a message does not follow what it
+ * has, it asks the helper to send everything again. Non-Python kernels are
+ * left alone.
  */
 import { ISessionContext } from '@jupyterlab/apputils';
 import { Kernel, KernelMessage } from '@jupyterlab/services';
 import { IDisposable } from '@lumino/disposable';
 import { Signal } from '@lumino/signaling';
-import { IHolderAnswer, IWireSnapshot, parseHolderAnswer, WireDecoder } from '../engine';
+import { IHolderAnswer, IWireSnapshot, parseHolderAnswer, SnapshotError, WireDecoder } from '../engine';
 import { BlockQuery, COMM_TARGET, HelperMessage, IHelperSettings, IHoldersMessage, injectionCode, PROTOCOL_VERSION } from './protocol';
 import { SnapshotStore } from './store';
+import { MessageError, validateMessage } from './validate';
 
 /** Connects one notebook's kernel to its snapshot store. */
 export class CaptureSession implements IDisposable {
@@ -20,22 +24,31 @@ export class CaptureSession implements IDisposable {
     this._settings = options.settings;
     this._context.kernelChanged.connect(this._onKernelChanged, this);
     this._context.statusChanged.connect(this._onStatusChanged, this);
-    void this._context.ready.then(() => this._start());
+    void this._context.ready.then(() => this._connect());
   }
 
   get isDisposed(): boolean {
     return this._isDisposed;
   }
 
-  /** Install the helper again, e.g. after the settings changed. */
+  /** How many times this session sent the helper's source (one per kernel process, for tests). */
+  get injections(): number {
+    return this._injections;
+  }
+
+  /** Pass changed settings to the helper; the helper, its log and its frontends stay. */
   async reinstall(): Promise<void> {
-    await this._start();
+    const kernel = this._kernel;
+    if (this._isDisposed || !kernel || !this._comm) {
+      return;
+    }
+    await kernel.requestExecute(this._execute(), true).done;
   }
 
   /**
    * Ask the kernel who holds these blocks. Rejects when the helper has no
-   * comm open yet, or when no answer comes within `timeoutMs` (the kernel
-   * answers between cells, so a long cell delays it).
+   * comm open, when the session is disposed, or when no answer comes within
+   * `timeoutMs` (the kernel answers between cells, so a long cell delays it).
    */
   requestHolders(blocks: readonly BlockQuery[], options: { budgetMs?: number; timeoutMs?: number } = {}): Promise<IHolderAnswer> {
     const comm = this._comm;
@@ -49,12 +62,18 @@ export class CaptureSession implements IDisposable {
         this._pending.delete(id);
         reject(new Error(`the kernel did not answer within ${Math.round(timeoutMs / 1000)} s (is a cell still running?)`));
       }, timeoutMs);
-      this._pending.set(id, message => {
-        clearTimeout(timer);
-        try {
-          resolve(parseHolderAnswer(message));
-        } catch (reason) {
-          reject(reason);
+      this._pending.set(id, {
+        answer: message => {
+          clearTimeout(timer);
+          try {
+            resolve(parseHolderAnswer(message));
+          } catch (reason) {
+            reject(reason);
+          }
+        },
+        cancel: reason => {
+          clearTimeout(timer);
+          reject(new Error(reason));
         }
       });
       comm.send({ type: 'holders-request', id, blocks: blocks.map(b => [...b]), budget_ms: options.budgetMs ?? 2000 });
@@ -66,94 +85,150 @@ export class CaptureSession implements IDisposable {
       return;
     }
     this._isDisposed = true;
-    this._kernel?.removeCommTarget(COMM_TARGET, this._onCommOpen);
-    this._pending.clear();
+    this._closeComm();
+    this._cancelPending('the notebook was closed');
     Signal.clearData(this);
   }
 
   private _onKernelChanged(): void {
     this._store.newKernelSession();
-    void this._start();
+    this._generation++;
+    void this._connect();
   }
 
   private _onStatusChanged(_: ISessionContext, status: Kernel.Status): void {
     if (status === 'restarting' || status === 'autorestarting') {
       this._store.newKernelSession();
+      this._generation++;
+      this._closeComm();
+      this._cancelPending('the kernel restarted');
       this._pendingRestart = true;
     } else if (status === 'idle' && this._pendingRestart) {
       this._pendingRestart = false;
-      void this._start();
+      void this._connect();
     }
   }
 
-  private async _start(): Promise<void> {
+  /** Inject and attach once per kernel connection and kernel process. */
+  private _connect(): Promise<void> {
     const kernel = this._context.session?.kernel ?? null;
     if (this._isDisposed || !kernel) {
-      return;
+      return Promise.resolve();
     }
-    if (kernel !== this._kernel) {
-      this._kernel?.removeCommTarget(COMM_TARGET, this._onCommOpen);
-      this._kernel = kernel;
-      kernel.registerCommTarget(COMM_TARGET, this._onCommOpen);
+    const key = this._connecting;
+    if (key && key.kernel === kernel && key.generation === this._generation) {
+      return key.done;
     }
+    const generation = this._generation;
+    const done = this._attach(kernel, generation).catch(reason => {
+      if (!this._isStale(kernel, generation)) {
+        this._store.setHelper({ status: 'error', message: (reason as Error).message, replay: null });
+      }
+    });
+    this._connecting = { kernel, generation, done };
+    return done;
+  }
+
+  private _isStale(kernel: Kernel.IKernelConnection, generation: number): boolean {
+    return this._isDisposed || kernel !== (this._context.session?.kernel ?? null) || generation !== this._generation;
+  }
+
+  private async _attach(kernel: Kernel.IKernelConnection, generation: number): Promise<void> {
+    this._closeComm();
+    this._kernel = kernel;
     const info = await kernel.info;
-    if (this._isDisposed || kernel !== this._kernel) {
+    if (this._isStale(kernel, generation)) {
       return;
     }
     if (info.language_info.name !== 'python') {
       this._store.setHelper({ status: 'not-python', message: info.language_info.name, replay: null });
       return;
     }
-    this._decoder = new WireDecoder(this._store.frames);
-    const future = kernel.requestExecute(
-      { code: injectionCode(this._settings()), silent: true, store_history: false, allow_stdin: false, stop_on_error: false },
-      true
-    );
-    const reply = (await future.done) as KernelMessage.IExecuteReplyMsg;
-    if (this._isDisposed) {
+    this._injections++;
+    const reply = (await kernel.requestExecute(this._execute(), true).done) as KernelMessage.IExecuteReplyMsg;
+    if (this._isStale(kernel, generation)) {
       return;
     }
     if (reply.content.status === 'error') {
-      this._store.setHelper({
-        status: 'error',
-        message: `${reply.content.ename}: ${reply.content.evalue}`,
-        replay: null
-      });
-    }
-  }
-
-  private _onCommOpen = (comm: Kernel.IComm): void => {
-    this._comm = comm;
-    comm.onMsg = msg => this._handle(msg.content.data as unknown as HelperMessage);
-  };
-
-  private _handle(message: HelperMessage): void {
-    if (this._isDisposed) {
+      this._store.setHelper({ status: 'error', message: `${reply.content.ename}: ${reply.content.evalue}`, replay: null });
       return;
     }
-    if (message.v !== PROTOCOL_VERSION) {
-      this._store.setHelper({
-        status: 'error',
-        message: `the kernel helper speaks protocol ${message.v}, this extension ${PROTOCOL_VERSION}`,
-        replay: null
-      });
+    const comm = kernel.createComm(COMM_TARGET);
+    this._comm = comm;
+    this._decoder = new WireDecoder(this._store.frames);
+    comm.onMsg = msg => this._handle(comm, msg.content.data);
+    comm.onClose = () => {
+      if (this._comm === comm) {
+        this._comm = null;
+        this._cancelPending('the kernel helper closed its connection');
+      }
+    };
+    comm.open({ v: PROTOCOL_VERSION, type: 'attach' });
+  }
+
+  private _execute(): KernelMessage.IExecuteRequestMsg['content'] {
+    return {
+      code: injectionCode(this._settings()),
+      silent: true,
+      store_history: false,
+      allow_stdin: false,
+      stop_on_error: false
+    };
+  }
+
+  private _handle(comm: Kernel.IComm, data: unknown): void {
+    if (this._isDisposed || comm !== this._comm) {
+      return;
+    }
+    let message: HelperMessage;
+    try {
+      message = validateMessage(data);
+    } catch (reason) {
+      this._refuse(reason as Error, (data as { type?: unknown } | null)?.type === 'snapshot');
       return;
     }
     try {
       if (message.type === 'status') {
-        if (!('cell_id' in message)) {
-          this._store.setHelper({ status: message.status, message: message.message, replay: message.replay ?? null });
+        if (message.run) {
+          this._store.setRun(message.run);
+        }
+        this._store.setHelper({
+          status: message.status,
+          message: message.message,
+          replay: message.replay ?? null,
+          peaks: message.peaks,
+          history: message.history
+        });
+      } else if (message.type === 'cell-note') {
+        if (message.cell_id !== null) {
+          this._store.addNote(message.cell_id, { note: message.note, message: message.message });
         }
       } else if (message.type === 'snapshot') {
         this._addSnapshot(message);
       } else if (message.type === 'holders') {
-        const id = (message as IHoldersMessage).id;
-        const answer = id === null ? undefined : this._pending.get(id);
+        const id = message.id;
+        const pending = id === null ? undefined : this._pending.get(id);
         this._pending.delete(id ?? -1);
-        answer?.(message as IHoldersMessage);
+        pending?.answer(message as IHoldersMessage);
       }
     } catch (reason) {
-      this._store.setHelper({ status: 'error', message: (reason as Error).message, replay: null });
+      this._refuse(reason as Error, reason instanceof SnapshotError);
+    }
+  }
+
+  /** Say why a message was refused; for a snapshot, ask the helper for everything again. */
+  private _refuse(reason: Error, resend: boolean): void {
+    const known = reason instanceof MessageError || reason instanceof SnapshotError;
+    this._store.setHelper({
+      ...this._store.helper,
+      status: 'error',
+      message: known ? reason.message : `the kernel helper's message could not be read: ${reason.message}`
+    });
+    const comm = this._comm;
+    if (resend && comm && !comm.isDisposed && this._resends < CaptureSession.MAX_RESENDS) {
+      this._resends++;
+      this._decoder = new WireDecoder(this._store.frames);
+      comm.send({ type: 'resend' });
     }
   }
 
@@ -161,15 +236,43 @@ export class CaptureSession implements IDisposable {
     if (!this._decoder) {
       return;
     }
+    const snapshot = this._decoder.decode(message);
     this._store.add({
       cellId: message.cell_id,
       executionCount: message.execution_count,
       reason: message.reason,
-      snapshot: this._decoder.decode(message),
+      seq: message.seq,
+      snapshot,
       devices: message.devices,
+      before: message.before,
+      peak: message.peak,
       error: message.error,
       replay: message.replay ?? null
     });
+    if (this._store.helper.status === 'error') {
+      // A whole message after a refused one: the wire healed.
+      this._store.setHelper({ ...this._store.helper, status: 'ready', message: '' });
+    }
+  }
+
+  private _closeComm(): void {
+    const comm = this._comm;
+    this._comm = null;
+    this._decoder = null;
+    if (comm && !comm.isDisposed) {
+      try {
+        comm.close();
+      } catch {
+        // the kernel is gone; nothing to tell it
+      }
+    }
+  }
+
+  private _cancelPending(reason: string): void {
+    for (const pending of this._pending.values()) {
+      pending.cancel(reason);
+    }
+    this._pending.clear();
   }
 
   private readonly _context: ISessionContext;
@@ -178,8 +281,12 @@ export class CaptureSession implements IDisposable {
   private _kernel: Kernel.IKernelConnection | null = null;
   private _decoder: WireDecoder | null = null;
   private _comm: Kernel.IComm | null = null;
+  private _connecting: { kernel: Kernel.IKernelConnection; generation: number; done: Promise<void> } | null = null;
+  private _generation = 0;
+  private _injections = 0;
+  private _resends = 0;
   private _requestId = 0;
-  private readonly _pending = new Map<number, (message: IHoldersMessage) => void>();
+  private readonly _pending = new Map<number, { answer: (m: IHoldersMessage) => void; cancel: (reason: string) => void }>();
   private _pendingRestart = false;
   private _isDisposed = false;
 }
@@ -188,6 +295,9 @@ export class CaptureSession implements IDisposable {
 export namespace CaptureSession {
   /** How long to wait for a holders answer. */
   export const HOLDERS_TIMEOUT_MS = 30000;
+
+  /** How often one connection asks the helper to send everything again before it gives up. */
+  export const MAX_RESENDS = 5;
 
   export interface IOptions {
     sessionContext: ISessionContext;

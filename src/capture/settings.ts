@@ -12,7 +12,15 @@ export interface ICaptureSettings {
 }
 
 export const DEFAULT_CAPTURE_SETTINGS: ICaptureSettings = {
-  helper: { capture: true, history: 'all', stacks: 'python', max_entries: 100000, include_traces: false },
+  helper: {
+    capture: true,
+    history: 'all',
+    stacks: 'python',
+    max_entries: 100000,
+    include_traces: false,
+    peaks: 'passive',
+    snapshots_kept: SnapshotStore.DEFAULT_MAX_RECORDS
+  },
   thresholds: DEFAULT_THRESHOLDS,
   snapshotsKept: SnapshotStore.DEFAULT_MAX_RECORDS
 };
@@ -27,7 +35,9 @@ export function readCaptureSettings(settings: ISettingRegistry.ISettings): ICapt
       history: get('history', d.helper.history),
       stacks: get('stacks', d.helper.stacks),
       max_entries: get('maxEntries', d.helper.max_entries),
-      include_traces: get('includeTraces', d.helper.include_traces)
+      include_traces: get('includeTraces', d.helper.include_traces),
+      peaks: get('peaks', d.helper.peaks),
+      snapshots_kept: get('snapshotsKept', d.snapshotsKept)
     },
     thresholds: {
       warnBytes: get('badgeWarnBytes', d.thresholds.warnBytes),

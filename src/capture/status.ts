@@ -23,6 +23,8 @@ export class CaptureStatus extends Widget {
     const trans = this._trans;
     const texts: { [key: string]: string } = {
       starting: trans.__('GPU memory: connecting…'),
+      'waiting-for-torch': trans.__('GPU memory: waiting for torch'),
+      'waiting-for-cuda': trans.__('GPU memory: waiting for CUDA'),
       ready: replay
         ? trans.__('GPU memory: replaying a recorded session (%1)', replay)
         : trans.__('GPU memory: capturing'),
@@ -33,13 +35,17 @@ export class CaptureStatus extends Widget {
       error: trans.__('GPU memory: helper error'),
       'not-python': ''
     };
-    let text = texts[status] ?? status;
+    let text = Object.prototype.hasOwnProperty.call(texts, status) ? texts[status] : trans.__('GPU memory: unknown status');
     const dropped = this._store.droppedCount;
     if (dropped && text) {
       text += ' ' + trans._n('(%1 oldest snapshot dropped)', '(%1 oldest snapshots dropped)', dropped);
     }
     this.node.textContent = text;
-    this.node.title = message || text;
+    const peaks =
+      this._store.helper.peaks === 'per-cell'
+        ? trans.__('Peak counters are reset before each cell, so max_memory_allocated() counts from the cell\'s start.')
+        : '';
+    this.node.title = [message || text, peaks].filter(Boolean).join('\n');
     this.node.dataset.cudaMemdiffStatus = status;
     this.setHidden(!text);
   }

@@ -3,7 +3,7 @@
  * State and signals only: the session fills it, badges and the panel read it.
  */
 import { ISignal, Signal } from '@lumino/signaling';
-import { FrameTable, IWireDeviceStats, Snapshot, totalBytes } from '../engine';
+import { FrameTable, IWireBefore, IWireDeviceStats, Snapshot, totalBytes } from '../engine';
 import { HelperStatus } from './protocol';
 
 /** One snapshot the helper took, after a cell or at an out-of-memory error. */
@@ -22,8 +22,16 @@ export interface CellRecord {
   readonly netBytes: number;
   /** Change in reserved bytes since the previous cell of the same kernel session. */
   readonly reservedNetBytes: number;
-  /** Peak allocated during the cell, over all devices. */
+  /** Peak allocated during the cell, over all devices (an upper bound when not peakExact). */
   readonly peakBytes: number;
+  /**
+   * False when the peak counters were not reset for the cell (the default,
+   * so the user's max_memory_allocated() stays theirs) and the cell did not
+   * raise the high-water mark: its peak lies at or below peakBytes.
+   */
+  readonly peakExact: boolean;
+  /** The kernel's sequence number of the snapshot (within one kernel process). */
+  readonly seq: number;
   readonly error: string | null;
   /** Name of the recorded session replayed in place of live snapshots, if any. */
   readonly replay: string | null;
@@ -33,6 +41,30 @@ export interface CellRecord {
 export interface IHelperState {
   status: HelperStatus | 'starting' | 'not-python';
   message: string;
+  replay: string | null;
+  /** 'passive' when the helper leaves torch's peak counters alone. */
+  peaks?: 'passive' | 'per-cell';
+  /** Who records allocation history: this helper, the user's own code, or nobody. */
+  history?: 'helper' | 'user' | 'off' | null;
+}
+
+/** Why a cell has no snapshot (not in a replayed recording, capture failed). */
+export interface ICellNote {
+  readonly note: 'not-recorded' | 'capture-failed';
+  readonly message: string;
+}
+
+/** What the session passes on for one snapshot message. */
+export interface ISnapshotEntry {
+  cellId: string | null;
+  executionCount: number | null;
+  reason: 'cell' | 'oom';
+  seq: number;
+  snapshot: Snapshot;
+  devices: readonly IWireDeviceStats[];
+  before?: readonly IWireBefore[];
+  peak?: { bytes: number; exact: boolean };
+  error: string | null;
   replay: string | null;
 }
 
@@ -94,21 +126,38 @@ export class SnapshotStore {
     );
   }
 
-  /** Add a snapshot; net change is against the previous cell snapshot of this kernel session. */
-  add(entry: Omit<CellRecord, 'kernelSession' | 'allocatedBytes' | 'netBytes' | 'reservedNetBytes' | 'peakBytes'>): CellRecord {
+  /**
+   * Add a snapshot, unless this kernel process already gave it (a frontend
+   * that attaches again is sent every kept snapshot). The net change is
+   * against the kernel's own figures at the cell's start, so a missed
+   * message or a reload never makes it wrong.
+   */
+  add(entry: ISnapshotEntry): CellRecord | undefined {
+    if (entry.seq <= this._lastSeq) {
+      return undefined;
+    }
+    this._lastSeq = entry.seq;
     const allocated = totalBytes(entry.snapshot, 'allocatedBytes');
     const reserved = totalBytes(entry.snapshot, 'reservedBytes');
-    const previous = entry.reason === 'cell' ? this._lastCell : undefined;
+    const before = entry.before;
     const record: CellRecord = {
-      ...entry,
+      cellId: entry.cellId,
+      executionCount: entry.executionCount,
+      reason: entry.reason,
+      seq: entry.seq,
+      snapshot: entry.snapshot,
+      devices: entry.devices,
+      error: entry.error,
+      replay: entry.replay,
       kernelSession: this._kernelSession,
       allocatedBytes: allocated,
-      netBytes: allocated - (previous?.allocated ?? 0),
-      reservedNetBytes: reserved - (previous?.reserved ?? 0),
-      peakBytes: entry.devices.reduce((n, d) => n + (d.peak_allocated ?? 0), 0)
+      netBytes: allocated - (before ? before.reduce((n, d) => n + d.allocated, 0) : 0),
+      reservedNetBytes: reserved - (before ? before.reduce((n, d) => n + (d.reserved ?? 0), 0) : 0),
+      peakBytes: entry.peak?.bytes ?? entry.devices.reduce((n, d) => n + (d.peak_allocated ?? 0), 0),
+      peakExact: entry.peak?.exact ?? true
     };
-    if (entry.reason === 'cell') {
-      this._lastCell = { allocated, reserved };
+    if (entry.cellId !== null) {
+      this._notes.delete(entry.cellId);
     }
     this._records.push(record);
     const excess = this._records.length - this.maxRecords;
@@ -120,11 +169,50 @@ export class SnapshotStore {
     return record;
   }
 
+  /** The highest allocated peak the current kernel's allocator counters reported. */
+  get sessionPeakBytes(): number {
+    let peak = 0;
+    for (const r of this._records) {
+      if (r.kernelSession === this._kernelSession) {
+        peak = Math.max(peak, r.devices.reduce((n, d) => n + (d.peak_allocated ?? 0), 0));
+      }
+    }
+    return peak;
+  }
+
+  /** Why a cell has no snapshot, when the kernel said. */
+  noteForCell(cellId: string): ICellNote | undefined {
+    return this._notes.get(cellId);
+  }
+
+  /** The kernel said a cell has no snapshot. */
+  addNote(cellId: string, note: ICellNote): void {
+    this._notes.set(cellId, note);
+    this._changed.emit();
+  }
+
+  /**
+   * The kernel process the helper runs in: a new one (a restart made
+   * elsewhere, a reload after one) starts a new kernel session here.
+   */
+  setRun(run: string): void {
+    if (this._run !== null && this._run !== run) {
+      this._startKernelSession();
+    }
+    this._run = run;
+  }
+
   /** Start a new kernel session: earlier records stay, marked as the previous kernel's. */
   newKernelSession(): void {
-    this._kernelSession++;
-    this._lastCell = undefined;
+    this._startKernelSession();
+    this._run = null;
     this.setHelper({ status: 'starting', message: '', replay: null });
+  }
+
+  private _startKernelSession(): void {
+    this._kernelSession++;
+    this._lastSeq = 0;
+    this._notes.clear();
   }
 
   setHelper(state: IHelperState): void {
@@ -139,7 +227,9 @@ export class SnapshotStore {
   private _records: CellRecord[] = [];
   private _dropped = 0;
   private _kernelSession = 0;
-  private _lastCell: { allocated: number; reserved: number } | undefined;
+  private _lastSeq = 0;
+  private _run: string | null = null;
+  private readonly _notes = new Map<string, ICellNote>();
   private _helper: IHelperState = { status: 'starting', message: '', replay: null };
   private _changed = new Signal<this, void>(this);
 }

@@ -20,10 +20,24 @@ export interface IWireDeviceStats {
   device_total: number | null;
 }
 
-/** A snapshot message as the helper sends it (protocol version 1). */
+/** Allocated and reserved bytes on one device when a cell started. */
+export interface IWireBefore {
+  device: number;
+  allocated: number;
+  reserved?: number;
+}
+
+/**
+ * A snapshot message as the helper sends it (protocol version 2). A message
+ * with `prev` null is whole; otherwise `blocks` holds the blocks born (or
+ * changed) since snapshot `prev` and `freed` the ones gone. Segments are
+ * always whole.
+ */
 export interface IWireSnapshot {
   v: number;
   type: 'snapshot';
+  seq: number;
+  prev: number | null;
   reason: 'cell' | 'oom';
   cell_id: string | null;
   execution_count: number | null;
@@ -36,7 +50,7 @@ export interface IWireSnapshot {
     total_size: number[];
     stream: number[];
     pool: string[];
-    /** 'large' or 'small' (absent from messages of earlier helpers). */
+    /** 'large' or 'small'. */
     type?: string[];
     stack: number[];
   };
@@ -48,7 +62,13 @@ export interface IWireSnapshot {
     state: number[];
     stack: number[];
   };
+  freed?: { device: number[]; address: number[] };
   devices: IWireDeviceStats[];
+  /** Allocated per device at the cell's start, measured by the kernel. */
+  before?: IWireBefore[];
+  /** The cell's peak allocated bytes: exact, or (not exact) the high-water mark it stayed under. */
+  peak?: { bytes: number; exact: boolean };
+  oom?: { device?: number; alloc?: number; device_free?: number; count?: number };
   replay?: string;
   capture_ms?: number;
 }
@@ -72,30 +92,58 @@ function sameSegment(a: Segment, b: Segment): boolean {
   return a.totalSize === b.totalSize && a.stream === b.stream && a.pool === b.pool && a.stack === b.stack;
 }
 
-/** Decodes the snapshot messages of one kernel session. */
+/** A live block as the decoder keeps it between messages. */
+interface IKeptBlock {
+  readonly device: number;
+  readonly address: number;
+  readonly size: number;
+  readonly requestedSize: number;
+  readonly state: BlockState;
+  readonly stack: number;
+  readonly segmentAddress: number;
+}
+
+/** Decodes the snapshot messages one comm receives, whole or as changes. */
 export class WireDecoder {
   constructor(readonly frames: FrameTable) {}
 
-  /** The snapshot a message describes; throws SnapshotError when messages were lost. */
+  /** Sequence number of the last snapshot decoded (null before the first). */
+  get lastSeq(): number | null {
+    return this._lastSeq;
+  }
+
+  /**
+   * The snapshot a message describes. Throws SnapshotError when the message
+   * does not follow what this decoder has (a lost message): the caller then
+   * asks the kernel for everything again, with a new decoder.
+   */
   decode(message: IWireSnapshot): Snapshot {
     const { frames, stacks, segments: s, blocks: b } = message;
-    if (frames.base !== this._frameIds.length || stacks.base !== this._stackIds.length) {
+    if (frames.base > this._frameIds.length || stacks.base > this._stackIds.length) {
       throw new SnapshotError(
-        `snapshot message out of order: frames from ${frames.base}, expected ${this._frameIds.length}`
+        `snapshot message out of step: frames from ${frames.base}, expected ${this._frameIds.length}`
       );
     }
-    for (const [filename, line, name] of frames.items) {
-      this._frameIds.push(this.frames.internFrame(name, filename, line));
+    if (message.prev !== null && message.prev !== this._lastSeq) {
+      throw new SnapshotError(`snapshot message out of step: changes since ${message.prev}, have ${this._lastSeq}`);
     }
-    for (const ids of stacks.items) {
-      this._stackIds.push(this.frames.internStack(ids.map(id => this._frame(id))));
-    }
+    // Frame and stack ids never change in a kernel: items already known are skipped.
+    frames.items.forEach(([filename, line, name], i) => {
+      if (frames.base + i === this._frameIds.length) {
+        this._frameIds.push(this.frames.internFrame(name, filename, line));
+      }
+    });
+    stacks.items.forEach((ids, i) => {
+      if (stacks.base + i === this._stackIds.length) {
+        this._stackIds.push(this.frames.internStack(ids.map(id => this._frame(id))));
+      }
+    });
     const order = s.address.map((_, i) => i).sort((x, y) => s.device[x] - s.device[y] || s.address[x] - s.address[y]);
-    const position = new Array<number>(order.length);
+    const position = new Map<number, number>();
     const previousSegments = this._segments;
     this._segments = new Map();
     const segments: Segment[] = order.map((i, k) => {
-      position[i] = k;
+      position.set(s.address[i] * DEVICE_SLOTS + s.device[i], k);
       const segment: Segment = {
         device: s.device[i],
         address: s.address[i],
@@ -108,25 +156,49 @@ export class WireDecoder {
       };
       return this._share(previousSegments, this._segments, segment, sameSegment);
     });
-    const previousBlocks = this._blocks;
-    this._blocks = new Map();
-    const blocks: Block[] = b.address.map((address, i) => {
-      const segment = position[b.segment[i]];
-      if (segment === undefined || WIRE_STATES[b.state[i]] === undefined) {
+    const kept = message.prev === null ? new Map<number, IKeptBlock>() : this._kept;
+    if (message.freed) {
+      const { device, address } = message.freed;
+      address.forEach((a, i) => kept.delete(a * DEVICE_SLOTS + device[i]));
+    }
+    b.address.forEach((address, i) => {
+      const segment = s.device[b.segment[i]] === undefined ? undefined : b.segment[i];
+      const state = WIRE_STATES[b.state[i]];
+      if (segment === undefined || state === undefined) {
         throw new SnapshotError(`snapshot message block ${i} is malformed`);
       }
-      const block: Block = {
-        device: segments[segment].device,
+      kept.set(address * DEVICE_SLOTS + s.device[segment], {
+        device: s.device[segment],
         address,
         size: b.size[i],
         requestedSize: b.requested_size[i],
-        state: WIRE_STATES[b.state[i]],
+        state,
         stack: this._stack(b.stack[i]),
+        segmentAddress: s.address[segment]
+      });
+    });
+    const previousBlocks = this._blocks;
+    this._blocks = new Map();
+    const blocks: Block[] = [];
+    for (const [key, k] of kept) {
+      const segment = position.get(k.segmentAddress * DEVICE_SLOTS + k.device);
+      if (segment === undefined) {
+        throw new SnapshotError(`snapshot message keeps a block at ${k.address} outside every segment`);
+      }
+      const block: Block = {
+        device: k.device,
+        address: k.address,
+        size: k.size,
+        requestedSize: k.requestedSize,
+        state: k.state,
+        stack: k.stack,
         segment
       };
-      return this._share(previousBlocks, this._blocks, block, sameBlock);
-    });
+      blocks.push(this._share(previousBlocks, this._blocks, block, sameBlock, key));
+    }
     blocks.sort((x, y) => x.segment - y.segment || x.address - y.address);
+    this._kept = kept;
+    this._lastSeq = message.seq;
     const deviceCount = message.devices.reduce((n, d) => Math.max(n, d.device + 1), 0);
     return { segments, blocks, traces: [], totals: computeTotals(segments, blocks, deviceCount), frames: this.frames };
   }
@@ -140,9 +212,9 @@ export class WireDecoder {
     previous: Map<number, T>,
     next: Map<number, T>,
     item: T,
-    same: (a: T, b: T) => boolean
+    same: (a: T, b: T) => boolean,
+    key: number = item.address * DEVICE_SLOTS + item.device
   ): T {
-    const key = item.address * DEVICE_SLOTS + item.device;
     const old = previous.get(key);
     const kept = old !== undefined && same(old, item) ? old : item;
     next.set(key, kept);
@@ -165,6 +237,8 @@ export class WireDecoder {
     return mapped;
   }
 
+  private _kept = new Map<number, IKeptBlock>();
+  private _lastSeq: number | null = null;
   private _segments = new Map<number, Segment>();
   private _blocks = new Map<number, Block>();
   private readonly _frameIds: number[] = [];

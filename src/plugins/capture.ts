@@ -32,30 +32,38 @@ export const capturePlugin: JupyterFrontEndPlugin<ICaptureRegistry> = {
       const helperChanged = JSON.stringify(next.helper) !== JSON.stringify(settings.helper);
       settings = next;
       for (const capture of captures.all()) {
-        capture.badges.thresholds = next.thresholds;
+        capture.thresholds = next.thresholds;
         capture.store.maxRecords = next.snapshotsKept;
-        capture.badges.update();
         if (helperChanged) {
           void capture.session.reinstall();
         }
       }
     };
     if (registry) {
-      void registry.load(SETTINGS_ID).then(loaded => {
-        apply(readCaptureSettings(loaded));
-        loaded.changed.connect(() => apply(readCaptureSettings(loaded)));
-      });
+      registry
+        .load(SETTINGS_ID)
+        .then(loaded => {
+          apply(readCaptureSettings(loaded));
+          loaded.changed.connect(() => apply(readCaptureSettings(loaded)));
+        })
+        .catch(reason => {
+          console.warn('cuda-memdiff: settings could not be loaded; using the defaults', reason);
+        });
     }
 
     tracker.widgetAdded.connect((_, panel) => {
-      const capture = new NotebookCapture({
+      // Every view of a notebook shares its capture: one kernel connection, one store.
+      captures.add(
         panel,
-        settings: () => settings.helper,
-        thresholds: settings.thresholds,
-        maxRecords: settings.snapshotsKept,
-        trans
-      });
-      captures.add(panel, capture);
+        () =>
+          new NotebookCapture({
+            panel,
+            settings: () => settings.helper,
+            thresholds: settings.thresholds,
+            maxRecords: settings.snapshotsKept,
+            trans
+          })
+      );
     });
     return captures;
   }

@@ -18,6 +18,8 @@ function record(net: number, extra: Partial<CellRecord> = {}): CellRecord {
     netBytes: net,
     reservedNetBytes: 2 * GiB,
     peakBytes: 5 * GiB,
+    peakExact: true,
+    seq: 1,
     error: null,
     replay: null,
     ...extra
@@ -31,6 +33,12 @@ describe('badgeView', () => {
     expect(v.netBytes).toBe(1.2 * GiB);
     expect(v.level).toBe('warn');
     expect(v.stale).toBe(false);
+  });
+
+  it('says when the peak is only a bound, because the peak counter was left alone', () => {
+    const v = badgeView(record(GiB, { peakExact: false }), { oom: false, currentKernelSession: 0 });
+    expect(v.text).toBe('+1.00 GiB · peak ≤ 5.00 GiB');
+    expect(v.description).toContain('max_memory_allocated() stays yours');
   });
 
   it('colours by the thresholds', () => {

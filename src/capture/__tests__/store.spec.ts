@@ -10,12 +10,17 @@ function recorded(store: SnapshotStore, k: number): Snapshot {
   return readSnapshot(new Uint8Array(fs.readFileSync(path.join(REC, manifest.cells[k].snapshot_file))), store.frames);
 }
 
-function add(store: SnapshotStore, k: number, cellId = `c${k}`, reason: 'cell' | 'oom' = 'cell') {
+let seq = 0;
+
+function add(store: SnapshotStore, k: number, cellId = `c${k}`, reason: 'cell' | 'oom' = 'cell', at = ++seq) {
   const after = manifest.cells[k].after;
+  const before = manifest.cells[k].before;
   return store.add({
     cellId,
     executionCount: k + 1,
     reason,
+    seq: at,
+    before: [{ device: 0, allocated: before.allocated, reserved: before.reserved }],
     snapshot: recorded(store, k),
     devices: [{ device: 0, allocated: after.allocated, reserved: after.reserved, peak_allocated: after.max_allocated, peak_reserved: after.max_reserved, device_free: after.device_free, device_total: after.device_total }],
     error: null,
@@ -24,7 +29,7 @@ function add(store: SnapshotStore, k: number, cellId = `c${k}`, reason: 'cell' |
 }
 
 describe('SnapshotStore', () => {
-  it('nets each cell against the previous cell of the same kernel session', () => {
+  it("nets each cell against the kernel's own figures at its start", () => {
     const store = new SnapshotStore();
     manifest.cells.forEach((_: unknown, k: number) => add(store, k));
     store.records.forEach((r, k) => {
@@ -32,6 +37,7 @@ describe('SnapshotStore', () => {
       expect(r.peakBytes).toBe(manifest.cells[k].after.max_allocated);
     });
     expect(store.latestForCell('c2')!.executionCount).toBe(3);
+    expect(store.sessionPeakBytes).toBe(Math.max(...manifest.cells.map((c: any) => c.after.max_allocated)));
   });
 
   it('keys by cell id and returns the latest run of a cell', () => {
@@ -53,17 +59,43 @@ describe('SnapshotStore', () => {
     expect(changes).toBe(4);
   });
 
-  it('starts counting from zero in a new kernel session and marks the OOM run', () => {
+  it('nets a cell correctly although the snapshot before it never arrived', () => {
+    const store = new SnapshotStore();
+    add(store, 0);
+    const third = add(store, 2); // cell 1's message was lost
+    expect(third!.netBytes).toBe(manifest.cells[2].after.allocated - manifest.cells[2].before.allocated);
+  });
+
+  it('keeps one record per snapshot when a frontend is sent the kept ones again', () => {
+    const store = new SnapshotStore();
+    store.setRun('run-a');
+    add(store, 0, 'c0', 'cell', 1);
+    add(store, 1, 'c1', 'cell', 2);
+    expect(add(store, 0, 'c0', 'cell', 1)).toBeUndefined();
+    expect(add(store, 1, 'c1', 'cell', 2)).toBeUndefined();
+    expect(store.records).toHaveLength(2);
+    store.setRun('run-b'); // the kernel process changed under us (a restart made elsewhere)
+    expect(add(store, 0, 'c0', 'cell', 1)!.kernelSession).toBe(1);
+  });
+
+  it('starts a new kernel session and marks the OOM run', () => {
     const store = new SnapshotStore();
     add(store, 0);
     store.newKernelSession();
     expect(store.helper.status).toBe('starting');
-    const again = add(store, 0);
+    const again = add(store, 0, 'c0', 'cell', 1)!;
     expect(again.kernelSession).toBe(1);
-    expect(again.netBytes).toBe(manifest.cells[0].after.allocated);
     expect(store.hadOom(again)).toBe(false);
-    add(store, 0, 'c0', 'oom');
+    add(store, 0, 'c0', 'oom', 2);
     expect(store.hadOom(again)).toBe(true);
     expect(store.latestForCell('c0')).toBe(again);
+  });
+
+  it("notes why a cell has no snapshot, until one arrives", () => {
+    const store = new SnapshotStore();
+    store.addNote('c0', { note: 'not-recorded', message: 'not in the recording' });
+    expect(store.noteForCell('c0')!.note).toBe('not-recorded');
+    add(store, 0);
+    expect(store.noteForCell('c0')).toBeUndefined();
   });
 });
