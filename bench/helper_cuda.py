@@ -1,8 +1,13 @@
-"""Per-cell cost of the kernel helper against a bare torch.cuda.memory._snapshot().
+"""Per-cell cost of the kernel helper against a bare snapshot, on a CUDA machine.
 
-Run on a CUDA machine:  PYTHONPATH=kernel-helpers python3 bench/helper_cuda.py
+    PYTHONPATH=kernel-helpers python3 bench/helper_cuda.py
+
 Prints figures (median of 5) at 10,000 and 100,000 live blocks with history
-recording on; the target is at most 1.25x the bare call at 100,000 blocks.
+on: the bare ``memory_snapshot(include_traces=False)`` and ``_snapshot()``,
+the helper's whole per-cell work (snapshot, the log's changes, the message
+for one attached frontend, JSON as the comm sends it) for a cell that changed
+nothing and for one that changed 300 blocks, and the bytes sent. Then the
+cost of allocation history on a GPU-bound and a CPU-bound training step.
 """
 import json
 import statistics
@@ -11,51 +16,122 @@ import time
 import torch
 
 from cuda_memdiff_kernel import torch_probe
-from cuda_memdiff_kernel.compact import WireEncoder
+from cuda_memdiff_kernel.channel import Frontends
+from cuda_memdiff_kernel.log import SnapshotLog
 
 RUNS = 5
 
 
-def median_ms(fn):
+class SizeComm:
+    """A comm that serialises as the real one does and keeps the size."""
+
+    def __init__(self):
+        self.bytes = 0
+
+    def send(self, data):
+        self.bytes = len(json.dumps(data))
+
+    def on_msg(self, f):
+        pass
+
+    def on_close(self, f):
+        pass
+
+
+def median_ms(fn, runs=RUNS):
     times = []
-    for _ in range(RUNS):
+    for _ in range(runs):
         t = time.perf_counter()
         fn()
         times.append((time.perf_counter() - t) * 1000)
     return statistics.median(times)
 
 
-def helper_cell(encoder):
+def helper_cell(log, frontends):
     raw = torch_probe.raw_snapshot(include_traces=False)
-    message = encoder.encode(raw, reason="cell", devices=torch_probe.device_stats(), cell_id="c", execution_count=1,
-                             error=None)
-    return json.dumps(message)
+    entry = log.add(raw, reason="cell", cell_id="c", execution_count=1, error=None,
+                    devices=torch_probe.device_stats())
+    frontends.publish(entry)
+
+
+def capture_costs():
+    for n in (10_000, 100_000):
+        keep = [torch.empty(256, device="cuda") for _ in range(n)]
+        bare = median_ms(lambda: torch.cuda.memory.memory_snapshot(include_traces=False))
+        bare_traced = median_ms(torch.cuda.memory._snapshot)
+        log = SnapshotLog()
+        frontends = Frontends(log)
+        comm = SizeComm()
+        frontends.attach(comm)
+        helper_cell(log, frontends)
+        whole = comm.bytes
+        same = median_ms(lambda: helper_cell(log, frontends))
+
+        def change_300():
+            for i in range(300):
+                keep[i] = torch.empty(512, device="cuda")
+            helper_cell(log, frontends)
+
+        changed = median_ms(change_300)
+        print(f"{n:>7} live blocks: bare memory_snapshot(include_traces=False) {bare:6.1f} ms, _snapshot() "
+              f"{bare_traced:6.1f} ms | helper per cell, nothing changed {same:6.1f} ms "
+              f"({same / bare:.2f}x) | 300 blocks changed {changed:6.1f} ms ({changed / bare:.2f}x) | "
+              f"message: whole {whole / 2**20:.2f} MiB, 300 changed {comm.bytes / 2**10:.1f} KiB "
+              f"({comm.bytes / whole:.1%})")
+        del keep
+        torch.cuda.empty_cache()
+
+
+def step_ms(model, opt, x, runs=50):
+    def step():
+        opt.zero_grad(set_to_none=True)
+        model(x).square().mean().backward()
+        opt.step()
+    for _ in range(5):
+        step()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        step()
+        torch.cuda.synchronize()
+        times.append((time.perf_counter() - t) * 1000)
+    return statistics.median(times)
+
+
+def history_costs():
+    cases = {
+        "GPU-bound (transformer layer, batch 32x512x1024)": (
+            torch.nn.TransformerEncoderLayer(1024, 16, 4096, batch_first=True).cuda(),
+            torch.randn(32, 512, 1024, device="cuda")),
+        "CPU-bound (3-layer MLP, batch 8x64)": (
+            torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, 64), torch.nn.ReLU(),
+                                torch.nn.Linear(64, 1)).cuda(),
+            torch.randn(8, 64, device="cuda")),
+    }
+    for name, (model, x) in cases.items():
+        opt = torch.optim.AdamW(model.parameters())
+        torch.cuda.memory._record_memory_history(enabled=None)
+        off = step_ms(model, opt, x)
+        torch.cuda.memory._record_memory_history(enabled="all", context="all", stacks="python")
+        on = step_ms(model, opt, x)
+        torch.cuda.memory._record_memory_history(enabled="state", context="all", stacks="python")
+        state = step_ms(model, opt, x)
+        torch.cuda.memory._record_memory_history(enabled=None)
+        print(f"{name}: step {off:.3f} ms without history, {on:.3f} ms with 'all' (+{(on / off - 1):.1%}), "
+              f"{state:.3f} ms with 'state' (+{(state / off - 1):.1%})")
 
 
 def main():
     print(f"torch {torch.__version__}, {torch.cuda.get_device_name(0)}; median of {RUNS}")
+    torch.empty(1, device="cuda")
     torch_probe.start_history("all", "python", 100000)
     t = time.perf_counter()
     torch_probe.warm_up()
-    print(f"warm-up when the helper loads (first snapshot with a live block): {(time.perf_counter() - t) * 1000:.0f} ms")
-    first = torch.empty(2**20, device="cuda")
-    t = time.perf_counter()
-    helper_cell(WireEncoder())
-    print(f"first cell's capture after the warm-up: {(time.perf_counter() - t) * 1000:.1f} ms")
-    del first
-    for n in (10_000, 100_000):
-        keep = [torch.empty(256, device="cuda") for _ in range(n)]
-        bare = median_ms(torch.cuda.memory._snapshot)
-        encoder = WireEncoder()
-        first = median_ms(lambda: helper_cell(WireEncoder()))
-        helper_cell(encoder)  # frames and stacks now interned, as after the first cell
-        steady = median_ms(lambda: helper_cell(encoder))
-        size = len(helper_cell(encoder)) / 2**20
-        print(f"{n:>7} live blocks: bare _snapshot() {bare:7.1f} ms | helper per cell {steady:7.1f} ms "
-              f"(ratio {steady / bare:.2f}, target <= 1.25) | helper with all frames new {first:7.1f} ms | "
-              f"message {size:.1f} MiB")
-        del keep
-        torch.cuda.empty_cache()
+    print(f"first snapshot with a live block (paid once, on a background thread by the helper): "
+          f"{(time.perf_counter() - t) * 1000:.0f} ms")
+    capture_costs()
+    history_costs()
 
 
 if __name__ == "__main__":

@@ -13,6 +13,8 @@ import pytest
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 
+from conftest import attach  # noqa: E402
+
 from cuda_memdiff_kernel import install, protocol  # noqa: E402
 
 CELLS = [
@@ -25,14 +27,36 @@ CELLS = [
 ]
 
 
-def test_live_cells_match_memory_allocated(shell, channel):
-    assert install(shell, channel=channel) == protocol.READY
+def whole_tables(messages):
+    """Each snapshot message with its full block table rebuilt from the changes, as the frontend does."""
+    table = {}
+    for m in messages:
+        if m["type"] != "snapshot":
+            yield m
+            continue
+        if m["prev"] is None:
+            table = {}
+        else:
+            for d, a in zip(m["freed"]["device"], m["freed"]["address"]):
+                del table[(d, a)]
+        seg, b = m["segments"], m["blocks"]
+        for i, a in enumerate(b["address"]):
+            table[(seg["device"][b["segment"][i]], a)] = (seg["device"][b["segment"][i]], b["size"][i], b["state"][i])
+        rows = list(table.values())
+        whole = dict(m, blocks={"device": [r[0] for r in rows], "address": [k[1] for k in table],
+                                "size": [r[1] for r in rows], "state": [r[2] for r in rows]})
+        yield whole
+
+
+def test_live_cells_match_memory_allocated(shell):
+    install(shell)  # waits for the user's torch and CUDA
+    channel = attach(shell)
     measured = []
     for k, source in enumerate(CELLS):
         result = shell.run_cell(source, store_history=True, cell_id=f"live-{k}")
         assert result.success == (k != 3)
         measured.append(sum(torch.cuda.memory_allocated(d) for d in range(torch.cuda.device_count())))
-    snaps = [m for m in channel.messages if m["type"] == "snapshot"]
+    snaps = [m for m in whole_tables(channel.messages) if m["type"] == "snapshot"]
     cells = [m for m in snaps if m["reason"] == "cell"]
     assert [m["cell_id"] for m in cells] == [f"live-{k}" for k in range(len(CELLS))]
     for msg, allocated in zip(cells, measured):
@@ -47,9 +71,8 @@ def test_live_cells_match_memory_allocated(shell, channel):
     assert "OutOfMemoryError" in cells[3]["error"]
     # who holds the last cell's blocks, asked as the frontend asks
     last = cells[-1]["blocks"]
-    segments = cells[-1]["segments"]
-    blocks = [[segments["device"][seg], addr, size]
-              for seg, addr, size, st in zip(last["segment"], last["address"], last["size"], last["state"]) if st == 0]
+    blocks = [[device, addr, size]
+              for device, addr, size, st in zip(last["device"], last["address"], last["size"], last["state"]) if st == 0]
     reply = channel.request({"type": "holders-request", "id": 1, "blocks": blocks})
     assert not reply["partial"] and "error" not in reply
     paths = {h["path"] for b in reply["blocks"] for h in b["holders"]}

@@ -9,6 +9,7 @@ import { IDisposable } from '@lumino/disposable';
 import { CellBadges } from '../badges';
 import { IBadgeThresholds } from '../badges/view';
 import { IHolderAnswer } from '../engine';
+import { KernelComms } from './comms';
 import { BlockQuery, IHelperSettings } from './protocol';
 import { CaptureSession } from './session';
 import { CaptureStatus } from './status';
@@ -22,7 +23,8 @@ export class NotebookCapture implements IDisposable {
     this.session = new CaptureSession({
       sessionContext: options.panel.sessionContext,
       store: this.store,
-      settings: options.settings
+      settings: options.settings,
+      comms: options.comms
     });
     this.addView(options.panel);
   }
@@ -96,5 +98,6 @@ export namespace NotebookCapture {
     thresholds: IBadgeThresholds;
     maxRecords: number;
     trans: TranslationBundle;
+    comms: KernelComms;
   }
 }

@@ -13,6 +13,7 @@ import { IDisposable } from '@lumino/disposable';
 import { Signal } from '@lumino/signaling';
 import { IHolderAnswer, IWireSnapshot, parseHolderAnswer, SnapshotError, WireDecoder } from '../engine';
 import { BlockQuery, COMM_TARGET, HelperMessage, IHelperSettings, IHoldersMessage, injectionCode, PROTOCOL_VERSION } from './protocol';
+import { KernelComms } from './comms';
 import { SnapshotStore } from './store';
 import { MessageError, validateMessage } from './validate';
 
@@ -22,6 +23,7 @@ export class CaptureSession implements IDisposable {
     this._context = options.sessionContext;
     this._store = options.store;
     this._settings = options.settings;
+    this._comms = options.comms ?? new KernelComms();
     this._context.kernelChanged.connect(this._onKernelChanged, this);
     this._context.statusChanged.connect(this._onStatusChanged, this);
     void this._context.ready.then(() => this._connect());
@@ -100,7 +102,9 @@ export class CaptureSession implements IDisposable {
     if (status === 'restarting' || status === 'autorestarting') {
       this._store.newKernelSession();
       this._generation++;
-      this._closeComm();
+      // The kernel process is going away with its end of the comm: forget ours, send nothing now.
+      this._comm = null;
+      this._decoder = null;
       this._cancelPending('the kernel restarted');
       this._pendingRestart = true;
     } else if (status === 'idle' && this._pendingRestart) {
@@ -153,7 +157,17 @@ export class CaptureSession implements IDisposable {
       this._store.setHelper({ status: 'error', message: `${reply.content.ename}: ${reply.content.evalue}`, replay: null });
       return;
     }
-    const comm = kernel.createComm(COMM_TARGET);
+    this._comms.add(kernel);
+    const carrier = this._comms.connectionFor(kernel);
+    if (!carrier) {
+      this._store.setHelper({
+        status: 'error',
+        message: 'another page holds the comms of this kernel: open the notebook there to see its GPU memory',
+        replay: null
+      });
+      return;
+    }
+    const comm = carrier.createComm(COMM_TARGET);
     this._comm = comm;
     this._decoder = new WireDecoder(this._store.frames);
     comm.onMsg = msg => this._handle(comm, msg.content.data);
@@ -197,7 +211,8 @@ export class CaptureSession implements IDisposable {
           message: message.message,
           replay: message.replay ?? null,
           peaks: message.peaks,
-          history: message.history
+          history: message.history,
+          installs: message.installs
         });
       } else if (message.type === 'cell-note') {
         if (message.cell_id !== null) {
@@ -278,6 +293,7 @@ export class CaptureSession implements IDisposable {
   private readonly _context: ISessionContext;
   private readonly _store: SnapshotStore;
   private readonly _settings: () => IHelperSettings;
+  private readonly _comms: KernelComms;
   private _kernel: Kernel.IKernelConnection | null = null;
   private _decoder: WireDecoder | null = null;
   private _comm: Kernel.IComm | null = null;
@@ -304,5 +320,7 @@ export namespace CaptureSession {
     store: SnapshotStore;
     /** The helper settings to inject with (read at each injection). */
     settings: () => IHelperSettings;
+    /** The page's comm-capable kernel connections, shared by every notebook's session. */
+    comms?: KernelComms;
   }
 }

@@ -47,6 +47,7 @@ export class CaptureStatus extends Widget {
         : '';
     this.node.title = [message || text, peaks].filter(Boolean).join('\n');
     this.node.dataset.cudaMemdiffStatus = status;
+    this.node.dataset.cudaMemdiffInstalls = String(this._store.helper.installs ?? 0);
     this.setHidden(!text);
   }
 

@@ -46,6 +46,8 @@ export interface IHelperState {
   peaks?: 'passive' | 'per-cell';
   /** Who records allocation history: this helper, the user's own code, or nobody. */
   history?: 'helper' | 'user' | 'off' | null;
+  /** How often the helper was installed in this kernel process (1 unless its version changed). */
+  installs?: number;
 }
 
 /** Why a cell has no snapshot (not in a replayed recording, capture failed). */

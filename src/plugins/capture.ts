@@ -8,6 +8,7 @@ import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { ITranslator, nullTranslator } from '@jupyterlab/translation';
 import { NotebookCapture } from '../capture/notebook';
 import { DEFAULT_CAPTURE_SETTINGS, ICaptureSettings, readCaptureSettings } from '../capture/settings';
+import { KernelComms } from '../capture/comms';
 import { CaptureRegistry } from '../capture/registry';
 import { ICaptureRegistry, PACKAGE_NAME, SETTINGS_ID } from '../tokens';
 
@@ -27,6 +28,7 @@ export const capturePlugin: JupyterFrontEndPlugin<ICaptureRegistry> = {
     const trans = (translator ?? nullTranslator).load('jupyterlab_cuda_memdiff');
     let settings: ICaptureSettings = DEFAULT_CAPTURE_SETTINGS;
     const captures = new CaptureRegistry<NotebookCapture>();
+    const comms = new KernelComms();
 
     const apply = (next: ICaptureSettings) => {
       const helperChanged = JSON.stringify(next.helper) !== JSON.stringify(settings.helper);
@@ -61,7 +63,8 @@ export const capturePlugin: JupyterFrontEndPlugin<ICaptureRegistry> = {
             settings: () => settings.helper,
             thresholds: settings.thresholds,
             maxRecords: settings.snapshotsKept,
-            trans
+            trans,
+            comms
           })
       );
     });

@@ -1,7 +1,8 @@
 import { expect, test } from '@jupyterlab/galata';
+import { execSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
-import { BADGE, CODE_CELLS, openReplayedDemo } from './demo';
+import { BADGE, CODE_CELLS, NOTEBOOK, openReplayedDemo } from './demo';
 
 // The demo notebook's session recorded on an H200: the replaying kernel serves
 // these snapshots, so each badge must show the recorded allocator figures.
@@ -25,13 +26,19 @@ async function expectRecordedBadges(page: any) {
 }
 
 test.describe('capture in a CPU kernel', () => {
-  test('says once, in the toolbar, that torch has no CUDA', async ({ page }) => {
+  test('waits for torch, then says once, in the toolbar, that torch has no CUDA', async ({ page }) => {
     await page.notebook.createNew(undefined, { kernel: 'python3' });
     const status = page.locator('.jp-CudaMemdiffStatus');
-    await expect(status).toHaveText('GPU memory: torch without CUDA', { timeout: 60000 });
-    await expect(status).toHaveAttribute('data-cuda-memdiff-status', 'no-cuda');
+    // The helper imports nothing: until the notebook imports torch, it waits.
+    await expect(status).toHaveText('GPU memory: waiting for torch', { timeout: 60000 });
+    await page.notebook.setCell(0, 'code', "import sys\nprint('torch' in sys.modules)");
+    await page.notebook.runCell(0);
+    expect(await page.notebook.getCellTextOutput(0)).toEqual(['False\n']);
+    await expect(status).toHaveText('GPU memory: waiting for torch');
     await page.notebook.setCell(0, 'code', 'import torch\nx = torch.ones(3)');
     await page.notebook.runCell(0);
+    await expect(status).toHaveText('GPU memory: torch without CUDA');
+    await expect(status).toHaveAttribute('data-cuda-memdiff-status', 'no-cuda');
     await expect(page.locator(BADGE)).toHaveCount(0);
   });
 });
@@ -56,7 +63,8 @@ test.describe('kernels', () => {
       const panel = window.jupyterapp.shell.currentWidget as any;
       await panel.sessionContext.changeKernel({ name: 'python3' });
     });
-    await expect(status).toHaveText('GPU memory: torch without CUDA', { timeout: 60000 });
+    await expect(status).toHaveText('GPU memory: waiting for torch', { timeout: 60000 });
+    await expect(status).toHaveAttribute('data-cuda-memdiff-installs', '1');
   });
 });
 
@@ -100,5 +108,95 @@ test.describe('capture replaying an H200 session', () => {
     await page.notebook.runCell(CODE_CELLS[0]);
     await expect(first).not.toHaveClass(/jp-CudaMemdiffBadge-stale/);
     await expect(first).toHaveAttribute('data-cuda-memdiff-net-bytes', String(NETS[0]));
+  });
+});
+
+test.describe('the helper never breaks the session it watches', () => {
+  test.beforeEach(async ({ page, tmpPath }) => {
+    await openReplayedDemo(page, tmpPath);
+  });
+
+  test('closing and reopening mid-session gets every badge back, right', async ({ page, tmpPath }) => {
+    test.setTimeout(180000);
+    const errors: string[] = [];
+    page.on('pageerror', e => errors.push(e.message));
+    await page.notebook.runCell(CODE_CELLS[0]);
+    await page.notebook.runCell(CODE_CELLS[1]);
+    await page.notebook.save();
+    // Closing keeps the kernel; the reopened notebook is a new frontend that attaches to its helper.
+    await page.notebook.close();
+    await expect(page.locator('.jp-NotebookPanel')).toHaveCount(0);
+    await page.notebook.openByPath(`${tmpPath}/${NOTEBOOK}`);
+    for (const k of [0, 1]) {
+      const badge = await badgeOf(page, CODE_CELLS[k]);
+      await expect(badge).toHaveAttribute('data-cuda-memdiff-net-bytes', String(NETS[k]), { timeout: 60000 });
+    }
+    // and capture goes on, against the kernel's own figures, with the helper injected once
+    await page.notebook.runCell(CODE_CELLS[2]);
+    const third = await badgeOf(page, CODE_CELLS[2]);
+    await expect(third).toHaveAttribute('data-cuda-memdiff-net-bytes', String(NETS[2]), { timeout: 60000 });
+    await expect(page.locator('.jp-CudaMemdiffStatus')).toHaveAttribute('data-cuda-memdiff-installs', '1');
+    expect(errors).toEqual([]);
+  });
+
+  test('a second notebook on the same kernel leaves the first one right', async ({ page }) => {
+    test.setTimeout(180000);
+    // Wide enough that the toolbar keeps the status in sight rather than in its overflow menu.
+    await page.setViewportSize({ width: 1800, height: 900 });
+    await page.notebook.runCell(CODE_CELLS[0]);
+    const kernelId = await page.evaluate(() => (window.jupyterapp.shell.currentWidget as any).sessionContext.session.kernel.id);
+    await page.notebook.createNew('second.ipynb');
+    await page.evaluate(async id => {
+      await (window.jupyterapp.shell.currentWidget as any).sessionContext.changeKernel({ id });
+    }, kernelId);
+    // The reactive toolbar of a hidden notebook keeps its items out of the page: read the visible one's.
+    const visibleStatus = page.locator('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-CudaMemdiffStatus');
+    await expect(visibleStatus).toContainText('replaying a recorded session', { timeout: 60000 });
+    await page.notebook.activate(NOTEBOOK);
+    await expect(page.locator('.jp-NotebookPanel:not(.lm-mod-hidden)')).toHaveCount(1);
+    await page.notebook.runCell(CODE_CELLS[1]);
+    const badge = await badgeOf(page, CODE_CELLS[1]);
+    await expect(badge).toHaveAttribute('data-cuda-memdiff-net-bytes', String(NETS[1]), { timeout: 60000 });
+    await expect(visibleStatus).toContainText('replaying a recorded session');
+    await expect(visibleStatus).toHaveAttribute('data-cuda-memdiff-installs', '1');
+  });
+
+  test('a second view keeps capturing after the first one closes', async ({ page }) => {
+    test.setTimeout(180000);
+    await page.notebook.runCell(CODE_CELLS[0]);
+    await page.evaluate(async () => {
+      await window.jupyterapp.commands.execute('docmanager:clone', {});
+    });
+    await expect(page.locator('.jp-NotebookPanel')).toHaveCount(2);
+    // Close the first view; the clone is the one left.
+    await page.evaluate(() => {
+      const panels = [...window.jupyterapp.shell.widgets('main')].filter((w: any) => w.hasClass('jp-NotebookPanel'));
+      panels[0].close();
+    });
+    await expect(page.locator('.jp-NotebookPanel')).toHaveCount(1);
+    await page.notebook.runCell(CODE_CELLS[1]);
+    const badge = await badgeOf(page, CODE_CELLS[1]);
+    await expect(badge).toHaveAttribute('data-cuda-memdiff-net-bytes', String(NETS[1]), { timeout: 60000 });
+    await expect(page.locator('.jp-CudaMemdiffStatus')).toContainText('replaying a recorded session');
+  });
+
+  test('an interrupt during Run All prints nothing in cells and capture goes on', async ({ page }) => {
+    test.setTimeout(180000);
+    await page.notebook.setCell(CODE_CELLS[0], 'code', 'import time\ntime.sleep(30)');
+    await page.evaluate(() => {
+      void window.jupyterapp.commands.execute('notebook:run-all-cells');
+    });
+    await page.waitForTimeout(3000);
+    // SIGINT to the kernel process, as the interrupt button's request does on the server.
+    const kernelId = await page.evaluate(() => (window.jupyterapp.shell.currentWidget as any).sessionContext.session.kernel.id);
+    const pid = execSync(`pgrep -f "kernel-${kernelId}.json"`, { encoding: 'utf-8' }).trim().split('\n')[0];
+    process.kill(Number(pid), 'SIGINT');
+    await page.waitForTimeout(5000);
+    const outputs = await page.locator('.jp-OutputArea-output').allInnerTexts();
+    expect(outputs.join('\n')).not.toMatch(/Error in callback|cuda_memdiff/);
+    await page.notebook.runCell(CODE_CELLS[1]);
+    const badge = await badgeOf(page, CODE_CELLS[1]);
+    await expect(badge).toHaveAttribute('data-cuda-memdiff-net-bytes', /^-?\d+$/, { timeout: 60000 });
+    await expect(page.locator('.jp-CudaMemdiffStatus')).not.toHaveAttribute('data-cuda-memdiff-status', 'error');
   });
 });
