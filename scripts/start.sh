@@ -47,6 +47,11 @@ for original in sorted(demo.glob("*.ipynb")):
     if kept and (was == kernel or was not in specs):
         continue
     nb["metadata"]["kernelspec"] = specs[kernel]
+    # What the kernel reports on start; JupyterLab writes it into the notebook
+    # (marking it modified) unless it is there already.
+    from ipykernel.ipkernel import IPythonKernel  # here: the import takes a moment
+
+    nb["metadata"]["language_info"] = IPythonKernel.language_info
     # The layout nbformat writes, so that JupyterLab's first save changes nothing.
     copy.write_text(json.dumps(nb, sort_keys=True, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     what = f"kernel of {copy} set to" if kept else f"{original.name} copied to {work}/ with kernel"
