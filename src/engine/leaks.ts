@@ -14,7 +14,7 @@ import { holderKey, HolderKind, IBlockHolders, IHolder, summarizeHolders } from 
 import { Block, Frame, FrameTable, Snapshot } from './model';
 import { isCellFilename, murmur2, parseCellFilename } from './cells';
 import { isNativeFrame } from './frames';
-import { aliveBytesAt, IExecutionRetention, retentionByExecution } from './retention';
+import { aliveBytesAt, IExecutionRetention, kernelPositions, retentionByExecution } from './retention';
 import {
   containersOf,
   displayedLines,
@@ -39,6 +39,11 @@ export interface ILeakExecution {
   readonly error: string | null;
   /** How a person names the cell: `cell 3 [7]` (CLI), `Cell [7]` (panel). */
   readonly label: string;
+  /**
+   * The kernel session the execution ran in (the frontend's `CellRecord.kernelSession`,
+   * a manifest's `kernel_session`): a change is a restart. Absent: the kernel of the execution before.
+   */
+  readonly kernelSession?: number | null;
 }
 
 export type LeakVerdict = 'leak' | 'retained' | 'ok';
@@ -61,7 +66,11 @@ export interface IExecutionVerdict {
   readonly executionCount: number | null;
   readonly verdict: LeakVerdict;
   readonly confidence: 'high' | 'medium' | 'low';
-  /** Bytes it allocated that are alive in the latest snapshot. */
+  /** Position of its kernel among the session's kernels (0 for the first; a restart starts the next). */
+  readonly kernel: number;
+  /** True when the kernel restarted after it with its memory still alive: the restart, not a cell, ended it. */
+  readonly endedByRestart: boolean;
+  /** Bytes it allocated that are alive in the latest snapshot of its kernel. */
   readonly retainedBytes: number;
   /** Bytes it left alive when it ended. */
   readonly leftBytes: number;
@@ -89,7 +98,7 @@ export interface LeakReport {
 export interface IFindLeaksOptions {
   /** Holders from the live kernel for blocks of the latest snapshot. */
   holders?: IBlockHolders;
-  /** `retentionByExecution(snapshots)`, when the caller already has it (ranking again with holders). */
+  /** `retentionByExecution(snapshots, kernels)`, when the caller already has it (ranking again with holders). */
   retention?: readonly IExecutionRetention[];
 }
 
@@ -106,7 +115,7 @@ export function findLeaks(
     return { executions: [], ranking: [], topLeak: null };
   }
   const context = new Private.Context(snapshots[0].frames, executions);
-  const retention = options.retention ?? retentionByExecution(snapshots);
+  const retention = options.retention ?? retentionByExecution(snapshots, kernelPositions(executions.map(e => e.kernelSession)));
   const findings = retention.map(r => new Private.Finding(r, executions[r.execution]));
   Private.findGrowth(findings, context);
   for (const f of findings) {
@@ -115,7 +124,9 @@ export function findLeaks(
     Private.findTraceback(f, context);
   }
   if (options.holders) {
-    for (const f of findings) {
+    // The holders answer for the latest snapshot: only its kernel's blocks can be in it.
+    const lastKernel = retention[retention.length - 1].kernel;
+    for (const f of findings.filter(x => x.retention.kernel === lastKernel)) {
       Private.applyHolders(f, options.holders, context);
     }
   }
@@ -294,6 +305,8 @@ namespace Private {
         executionCount: this.execution.executionCount,
         verdict,
         confidence: verdict === 'ok' ? 'high' : verdict === 'leak' ? this.confidence : this.cleared ? 'high' : 'medium',
+        kernel: r.kernel,
+        endedByRestart: r.endedByRestart && r.aliveBytes > 0,
         retainedBytes: r.aliveBytes,
         leftBytes: r.leftBytes,
         leakedBytes: verdict === 'leak' ? this.leakedBytes : 0,
@@ -315,6 +328,11 @@ namespace Private {
     return e.source ?? `cell:${e.cellId}`;
   }
 
+  /** Runs of the same code in the same kernel: a restart starts over, so a run is never compared with another kernel's. */
+  function runKey(f: Finding): string {
+    return `${f.retention.kernel}\u0000${codeOf(f.execution)}`;
+  }
+
   /**
    * Growth on re-run: after each re-execution of the same code, the bytes
    * that code's executions hold are compared with what they held after the
@@ -323,9 +341,9 @@ namespace Private {
   export function findGrowth(findings: readonly Finding[], context: Context): void {
     const byCode = new Map<string, Finding[]>();
     for (const f of findings) {
-      const list = byCode.get(codeOf(f.execution)) ?? [];
+      const list = byCode.get(runKey(f)) ?? [];
       list.push(f);
-      byCode.set(codeOf(f.execution), list);
+      byCode.set(runKey(f), list);
     }
     for (const runs of byCode.values()) {
       const held = (upTo: number) =>
