@@ -2,7 +2,17 @@
  * `cuda-memdiff leaks`: the leak finder's ranking as JSON for tools and as a
  * table plus the first leak's story for people.
  */
-import { allocationSite, CellCodeNames, formatBytes, IFrameFilterOptions, ISession, LeakReport, visibleStack } from '../engine';
+import {
+  allocationSite,
+  CellCodeNames,
+  formatBytes,
+  IExecutionVerdict,
+  IFrameFilterOptions,
+  ISession,
+  kernelSessionsOf,
+  LeakReport,
+  visibleStack
+} from '../engine';
 import { frameJson, siteJson, siteLabel } from './report';
 import { renderTable } from './table';
 
@@ -10,10 +20,13 @@ import { renderTable } from './table';
 export function leaksJson(report: LeakReport, session: ISession, options: IFrameFilterOptions) {
   const cells = session.manifest.cells;
   const names = new CellCodeNames(cells.map(c => ({ id: String(c.index), source: c.source, executionCount: c.execution_count })));
+  const kernelSessions = kernelSessionsOf(session.manifest);
   return {
     cells: report.executions.map(v => ({
       index: cells[v.execution].index,
       execution_count: v.executionCount,
+      kernel_session: kernelSessions[v.execution],
+      ended_by_restart: v.endedByRestart,
       verdict: v.verdict,
       confidence: v.confidence,
       retained_bytes: v.retainedBytes,
@@ -35,13 +48,32 @@ export function leaksJson(report: LeakReport, session: ISession, options: IFrame
   };
 }
 
+/** The last execution of a verdict's kernel: the one after which the kernel restarted. */
+function lastOfKernel(report: LeakReport, v: IExecutionVerdict): number {
+  let last = v.execution;
+  while (last + 1 < report.executions.length && report.executions[last + 1].kernel === v.kernel) {
+    last++;
+  }
+  return last;
+}
+
+/** How a person names a cell of the session: `cell 5 [6]`. */
+function cellName(session: ISession, k: number): string {
+  const cell = session.manifest.cells[k];
+  return cell.execution_count === null ? `cell ${cell.index}` : `cell ${cell.index} [${cell.execution_count}]`;
+}
+
 /** `leaks` for people: one row per cell in ranking order, then why the first leak is one. */
 export function leaksText(report: LeakReport, session: ISession, options: IFrameFilterOptions): string {
   const cells = session.manifest.cells;
+  const kernels = report.executions.length ? report.executions[report.executions.length - 1].kernel + 1 : 1;
+  const restartWhy = (v: IExecutionVerdict) =>
+    v.endedByRestart ? ` (until the kernel restarted after ${cellName(session, lastOfKernel(report, v))})` : '';
   const table = renderTable(
     [
       { header: 'cell', right: true },
       { header: 'exec', right: true },
+      ...(kernels > 1 ? [{ header: 'kernel', right: true }] : []),
       { header: 'verdict' },
       { header: 'retained', right: true },
       { header: 'leaked', right: true },
@@ -52,10 +84,11 @@ export function leaksText(report: LeakReport, session: ISession, options: IFrame
       return [
         String(cells[k].index),
         v.executionCount === null ? '' : `[${v.executionCount}]`,
+        ...(kernels > 1 ? [String(v.kernel + 1)] : []),
         v.verdict,
         formatBytes(v.retainedBytes),
         v.verdict === 'leak' ? formatBytes(v.leakedBytes) : '',
-        v.reasons[0] ?? ''
+        (v.reasons[0] ?? '') + restartWhy(v)
       ];
     })
   );
@@ -63,8 +96,12 @@ export function leaksText(report: LeakReport, session: ISession, options: IFrame
     return `${table}\n\nNo cell leaks.`;
   }
   const top = report.executions[report.topLeak];
-  const lines = [table, '', `Look at cell ${cells[report.topLeak].index} first (${top.confidence} confidence):`];
+  const where = kernels > 1 ? `kernel ${top.kernel + 1} of ${kernels}, ` : '';
+  const lines = [table, '', `Look at cell ${cells[report.topLeak].index} first (${where}${top.confidence} confidence):`];
   top.reasons.forEach(r => lines.push(`  - ${r}`));
+  if (top.endedByRestart) {
+    lines.push(`  ended by: the kernel restart after ${cellName(session, lastOfKernel(report, top))}, not by a cell`);
+  }
   if (top.holders.length) {
     lines.push(`  held by: ${top.holders.join(', ')}`);
   }

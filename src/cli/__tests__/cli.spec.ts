@@ -125,6 +125,41 @@ describe('cuda-memdiff session', () => {
   });
 });
 
+describe('an export made across a kernel restart', () => {
+  // test-data/make_restart_session.js: eval_without_no_grad, restart, its first two cells again.
+  const dir = path.join(ROOT, 'test-data', 'exports', 'eval_without_no_grad--restart');
+
+  it('session shows the restart: a line in the table, kernel_session per cell, kernel 2 from an empty device', () => {
+    const r = cli('session', dir);
+    expect(r.code).toBe(0);
+    const lines = r.out.trim().split('\n');
+    const marker = lines.findIndex(l => /kernel restarted: kernel 2 starts from an empty device/.test(l));
+    expect(marker).toBe(2 + 6);
+    expect(lines[marker + 1]).toMatch(/^\s+0\s+\[1\]\s+128 MiB\s+\+128 MiB/);
+    const out = json('session', dir);
+    expect(out.cells.map((c: { kernel_session: number }) => c.kernel_session)).toEqual([0, 0, 0, 0, 0, 0, 1, 1]);
+    expect(out.cells.map((c: { after_restart: boolean }) => c.after_restart)).toEqual([false, false, false, false, false, false, true, false]);
+    expect(out.cells[6]).toMatchObject({ net_bytes: 134258688, freed_bytes: 0 });
+  });
+
+  it('leaks still finds kernel 1\'s leak and names the restart, not a cell, as what ended it', () => {
+    const out = json('leaks', dir);
+    expect(out.top_leak).toBe(4);
+    const leaks = out.cells.filter((c: { verdict: string }) => c.verdict === 'leak');
+    expect(leaks.map((c: { index: number; kernel_session: number }) => [c.index, c.kernel_session])).toEqual([
+      [2, 0],
+      [4, 0]
+    ]);
+    expect(leaks.every((c: { ended_by_restart: boolean }) => c.ended_by_restart)).toBe(true);
+    const r = cli('leaks', dir);
+    expect(r.out).not.toMatch(/No cell leaks/);
+    expect(r.out).not.toMatch(/freed later \(by cell 0 \[1\]/);
+    expect(r.out).toMatch(/^cell\s+exec\s+kernel\s+verdict/);
+    expect(r.out).toMatch(/Look at cell 4 first \(kernel 1 of 2, /);
+    expect(r.out).toMatch(/ended by: the kernel restart after cell 5 \[6\], not by a cell/);
+  });
+});
+
 describe('bad input', () => {
   let tmp: string;
   beforeAll(() => {
