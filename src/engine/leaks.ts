@@ -13,7 +13,7 @@
 import { holderKey, HolderKind, IBlockHolders, IHolder, summarizeHolders } from './holders';
 import { Block, Frame, FrameTable, Snapshot } from './model';
 import { isCellFilename, murmur2, parseCellFilename } from './cells';
-import { isNativeFrame } from './frames';
+import { allocationSite, isNativeFrame } from './frames';
 import { aliveBytesAt, IExecutionRetention, kernelPositions, retentionByExecution } from './retention';
 import {
   containersOf,
@@ -47,12 +47,37 @@ export interface ILeakExecution {
 }
 
 export type LeakVerdict = 'leak' | 'retained' | 'ok';
+export type Confidence = 'high' | 'medium' | 'low';
+
+/**
+ * Sizes below which a leak's confidence is capped: a few KiB (loss scalars,
+ * indices) is worth knowing about but never the first thing to look at.
+ */
+export const LEAK_CONFIDENCE_BYTES = {
+  /** Below this, a leak is low confidence whatever the rule. */
+  low: 2 ** 20,
+  /** Below this, a leak is at most medium confidence. */
+  medium: 16 * 2 ** 20
+} as const;
+
+/** A rule's confidence capped by the leak's size. */
+export function confidenceForSize(rule: Confidence, bytes: number): Confidence {
+  if (bytes < LEAK_CONFIDENCE_BYTES.low) {
+    return 'low';
+  }
+  return bytes < LEAK_CONFIDENCE_BYTES.medium && rule === 'high' ? 'medium' : rule;
+}
 export type LeakCause = 'growth' | 'graph' | 'output-cache' | 'traceback' | 'hook' | 'unreachable';
 
-/** One allocation site behind a verdict. */
+/**
+ * One allocation site behind a verdict: the blocks whose stacks end at the
+ * same frame once torch and IPython plumbing is hidden (`allocationSite`
+ * with the default filter), the line a person would fix.
+ */
 export interface ILeakEvidence {
   /** Stack id of the site's largest block. */
   readonly stack: number;
+  /** Bytes of the site's blocks; the evidence of a verdict adds up to its `leakedBytes`. */
   readonly bytes: number;
   readonly blocks: number;
   /** Executions whose blocks these are. */
@@ -65,16 +90,30 @@ export interface IExecutionVerdict {
   readonly cellId: string;
   readonly executionCount: number | null;
   readonly verdict: LeakVerdict;
-  readonly confidence: 'high' | 'medium' | 'low';
+  /**
+   * How sure the finder is that this deserves a look: the rule's certainty,
+   * capped by size (a leak under `LEAK_CONFIDENCE_BYTES.low` is low, under
+   * `LEAK_CONFIDENCE_BYTES.medium` at most medium).
+   */
+  readonly confidence: Confidence;
   /** Position of its kernel among the session's kernels (0 for the first; a restart starts the next). */
   readonly kernel: number;
   /** True when the kernel restarted after it with its memory still alive: the restart, not a cell, ended it. */
   readonly endedByRestart: boolean;
-  /** Bytes it allocated that are alive in the latest snapshot of its kernel. */
-  readonly retainedBytes: number;
-  /** Bytes it left alive when it ended. */
+  /**
+   * Bytes it left alive when it ended. Every other figure is part of it:
+   * `leftBytes = retainedBytes + sum(freedLater.bytes)`, and `leakedBytes <= leftBytes`.
+   */
   readonly leftBytes: number;
-  /** Bytes behind the leak evidence (0 unless `leak`). */
+  /** Of `leftBytes`, what is still alive in the latest snapshot of its kernel. */
+  readonly retainedBytes: number;
+  /** Of `leftBytes`, what later executions of its kernel freed, per execution in order. */
+  readonly freedLater: readonly { readonly execution: number; readonly bytes: number }[];
+  /**
+   * Of `leftBytes`, the memory the leak evidence covers, counted when the
+   * execution ended (a later cell may have freed part of it since): exactly
+   * the sum of `evidence[].bytes`. 0 unless `leak`.
+   */
   readonly leakedBytes: number;
   readonly causes: readonly LeakCause[];
   readonly reasons: readonly string[];
@@ -202,6 +241,16 @@ namespace Private {
       return frames;
     }
 
+    /** The allocation site (frame id, -1 for none) a person sees for a stack, resolved once per stack. */
+    site(stack: number): number {
+      let site = this._sites.get(stack);
+      if (site === undefined) {
+        site = allocationSite(this.frames, stack);
+        this._sites.set(stack, site);
+      }
+      return site;
+    }
+
     /** What made the blocks of a stack. */
     origin(stack: number): Origin {
       let origin = this._origins.get(stack);
@@ -214,6 +263,7 @@ namespace Private {
 
     private readonly _sourceByHash = new Map<number, string>();
     private readonly _origins = new Map<number, Origin>();
+    private readonly _sites = new Map<number, number>();
     private readonly _cellFrames = new Map<number, readonly ICellFrame[]>();
   }
 
@@ -263,11 +313,10 @@ namespace Private {
     reasons: string[] = [];
     advice = new Set<string>();
     holders = new Set<string>();
-    leakedBytes = 0;
     evidence: Block[] = [];
     /** Set when live holders show every block has an expected owner. */
     cleared: string | null = null;
-    confidence: 'high' | 'medium' | 'low' = 'medium';
+    confidence: Confidence = 'medium';
 
     get k(): number {
       return this.retention.execution;
@@ -275,7 +324,6 @@ namespace Private {
 
     leak(cause: LeakCause, bytes: number, blocks: readonly Block[], reason: string, advice: string[]): void {
       this.causes.add(cause);
-      this.leakedBytes = Math.max(this.leakedBytes, bytes);
       this.reasons.push(reason);
       advice.forEach(a => this.advice.add(a));
       this.evidence.push(...blocks);
@@ -299,22 +347,27 @@ namespace Private {
             : 'left nothing alive'
         );
       }
+      // The headline is the evidence: its sites add up to it.
+      const evidence = verdict === 'leak' ? groupEvidence(this.evidence, this.k, context) : [];
+      const leakedBytes = evidence.reduce((n, e) => n + e.bytes, 0);
       return {
         execution: r.execution,
         cellId: this.execution.cellId,
         executionCount: this.execution.executionCount,
         verdict,
-        confidence: verdict === 'ok' ? 'high' : verdict === 'leak' ? this.confidence : this.cleared ? 'high' : 'medium',
+        confidence:
+          verdict === 'ok' ? 'high' : verdict === 'leak' ? confidenceForSize(this.confidence, leakedBytes) : this.cleared ? 'high' : 'medium',
         kernel: r.kernel,
         endedByRestart: r.endedByRestart && r.aliveBytes > 0,
-        retainedBytes: r.aliveBytes,
         leftBytes: r.leftBytes,
-        leakedBytes: verdict === 'leak' ? this.leakedBytes : 0,
+        retainedBytes: r.aliveBytes,
+        freedLater: [...r.freedBy].sort((a, b) => a[0] - b[0]).map(([execution, bytes]) => ({ execution, bytes })),
+        leakedBytes,
         causes: verdict === 'leak' ? [...this.causes] : [],
         reasons,
         advice: verdict === 'leak' ? (this.advice.size ? [...this.advice] : [GENERIC_ADVICE]) : [],
         holders: summarizeHolders([...this.holders]),
-        evidence: verdict === 'leak' ? groupEvidence(this.evidence, this.k) : []
+        evidence
       };
     }
   }
@@ -355,23 +408,32 @@ namespace Private {
         if (growth <= 0 || !added.length) {
           continue;
         }
+        // The evidence is what each run left at the stacks that grew, not all it left:
+        // a training step that appends its loss leaks the loss, not its gradients.
+        const grown = grownStacks(runs, i, context);
+        const atGrown = (f: Finding, fallback: readonly Block[]) => {
+          const blocks = f.retention.left.filter(b => grown.has(b.stack));
+          return blocks.length ? blocks : fallback;
+        };
         const before = runs[i - 1].execution.label;
         const now = runs[i].execution.label;
-        const advice = growthAdvice(added, runs[i], context);
+        const evidence = atGrown(runs[i], added);
+        const advice = growthAdvice(evidence, runs[i], context);
         runs[i].leak(
           'growth',
           growth,
-          added,
+          evidence,
           `memory held by this code grew by ${formatBytes(growth)} when it ran again (${before} → ${now})`,
           advice
         );
         runs[i].confidence = 'high';
         for (const earlier of runs.slice(0, i)) {
           if (!earlier.causes.has('growth')) {
+            const blocks = atGrown(earlier, earlier.retention.left);
             earlier.leak(
               'growth',
-              earlier.retention.leftBytes,
-              earlier.retention.left,
+              total(blocks),
+              blocks,
               `runs the same code as ${now}, which added ${formatBytes(growth)} on top of what this run left`,
               advice
             );
@@ -380,6 +442,29 @@ namespace Private {
         }
       }
     }
+  }
+
+  /**
+   * Stacks whose bytes, over the runs of one code up to `runs[i]`, are higher
+   * after `runs[i]` than after the run before it (gradients excepted).
+   */
+  function grownStacks(runs: readonly Finding[], i: number, context: Context): Set<number> {
+    const heldByStack = (upTo: number) => {
+      const at = runs[upTo].k;
+      const bytes = new Map<number, number>();
+      for (const f of runs.slice(0, upTo + 1)) {
+        f.retention.left.forEach((b, j) => {
+          const freed = f.retention.freedAt[j];
+          if ((freed === null || freed > at) && context.origin(b.stack) !== 'gradient') {
+            bytes.set(b.stack, (bytes.get(b.stack) ?? 0) + b.size);
+          }
+        });
+      }
+      return bytes;
+    };
+    const now = heldByStack(i);
+    const then = heldByStack(i - 1);
+    return new Set([...now].filter(([stack, bytes]) => bytes > (then.get(stack) ?? 0)).map(([stack]) => stack));
   }
 
   function growthAdvice(added: readonly Block[], f: Finding, context: Context): string[] {
@@ -652,18 +737,23 @@ namespace Private {
     return blocks.reduce((n, b) => n + b.size, 0);
   }
 
-  function groupEvidence(blocks: readonly Block[], execution: number): ILeakEvidence[] {
+  function groupEvidence(blocks: readonly Block[], execution: number, context: Context): ILeakEvidence[] {
     // The same block can come from its own snapshot and from the latest one.
     const unique = new Map(blocks.map(b => [holderKey(b.device, b.address), b]));
-    const byStack = new Map<number, { bytes: number; blocks: number }>();
+    const bySite = new Map<number, { stack: number; largest: number; bytes: number; blocks: number }>();
     for (const b of unique.values()) {
-      const e = byStack.get(b.stack) ?? { bytes: 0, blocks: 0 };
+      const site = context.site(b.stack);
+      const e = bySite.get(site) ?? { stack: b.stack, largest: 0, bytes: 0, blocks: 0 };
+      if (b.size > e.largest) {
+        e.stack = b.stack;
+        e.largest = b.size;
+      }
       e.bytes += b.size;
       e.blocks++;
-      byStack.set(b.stack, e);
+      bySite.set(site, e);
     }
-    return [...byStack]
-      .map(([stack, e]) => ({ stack, bytes: e.bytes, blocks: e.blocks, executions: [execution] }))
+    return [...bySite.values()]
+      .map(e => ({ stack: e.stack, bytes: e.bytes, blocks: e.blocks, executions: [execution] }))
       .sort((a, b) => b.bytes - a.bytes);
   }
 
