@@ -29,8 +29,9 @@ export function leaksJson(report: LeakReport, session: ISession, options: IFrame
       ended_by_restart: v.endedByRestart,
       verdict: v.verdict,
       confidence: v.confidence,
-      retained_bytes: v.retainedBytes,
       left_bytes: v.leftBytes,
+      retained_bytes: v.retainedBytes,
+      freed_later: v.freedLater.map(f => ({ index: cells[f.execution].index, execution_count: cells[f.execution].execution_count, bytes: f.bytes })),
       leaked_bytes: v.leakedBytes,
       causes: v.causes,
       reasons: v.reasons,
@@ -63,32 +64,71 @@ function cellName(session: ISession, k: number): string {
   return cell.execution_count === null ? `cell ${cell.index}` : `cell ${cell.index} [${cell.execution_count}]`;
 }
 
-/** `leaks` for people: one row per cell in ranking order, then why the first leak is one. */
+/** Evidence merged by the allocation site a person sees (several stacks can end at one line). */
+function evidenceBySite(v: IExecutionVerdict, session: ISession, options: IFrameFilterOptions) {
+  const bySite = new Map<number, { site: number; bytes: number; blocks: number }>();
+  for (const e of v.evidence) {
+    const site = allocationSite(session.frames, e.stack, options);
+    const entry = bySite.get(site) ?? { site, bytes: 0, blocks: 0 };
+    entry.bytes += e.bytes;
+    entry.blocks += e.blocks;
+    bySite.set(site, entry);
+  }
+  return [...bySite.values()].sort((a, b) => b.bytes - a.bytes);
+}
+
+function blocksText(n: number): string {
+  return `${n} block${n === 1 ? '' : 's'}`;
+}
+
+/** Most evidence sites the story lists; the rest are summed on one line. */
+const EVIDENCE_SITES_SHOWN = 3;
+
+/**
+ * `leaks` for people: one row per cell in ranking order, then why the first
+ * leak is one. Every figure on a row is part of `left` (what the cell left
+ * alive when it ended): `retained` is what is still alive, `leaked` what the
+ * evidence covers, and what is neither was freed later, which the row says.
+ */
 export function leaksText(report: LeakReport, session: ISession, options: IFrameFilterOptions): string {
   const cells = session.manifest.cells;
   const kernels = report.executions.length ? report.executions[report.executions.length - 1].kernel + 1 : 1;
-  const restartWhy = (v: IExecutionVerdict) =>
-    v.endedByRestart ? ` (until the kernel restarted after ${cellName(session, lastOfKernel(report, v))})` : '';
+  // What became of the memory a cell left: freed by later cells, or ended by a restart.
+  const fate = (v: IExecutionVerdict) => {
+    const notes: string[] = [];
+    if (v.verdict !== 'ok' && v.freedLater.length) {
+      const freed = v.freedLater.reduce((n, f) => n + f.bytes, 0);
+      notes.push(`${formatBytes(freed)} freed later by ${v.freedLater.map(f => cellName(session, f.execution)).join(', ')}`);
+    }
+    if (v.endedByRestart) {
+      notes.push(`until the kernel restarted after ${cellName(session, lastOfKernel(report, v))}`);
+    }
+    return notes.length ? ` (${notes.join('; ')})` : '';
+  };
   const table = renderTable(
     [
       { header: 'cell', right: true },
       { header: 'exec', right: true },
       ...(kernels > 1 ? [{ header: 'kernel', right: true }] : []),
       { header: 'verdict' },
+      { header: 'left', right: true },
       { header: 'retained', right: true },
       { header: 'leaked', right: true },
       { header: 'why' }
     ],
     report.ranking.map(k => {
       const v = report.executions[k];
+      // A retained cell's reasons split its retained bytes by what made them: show them all.
+      const why = v.verdict === 'retained' ? v.reasons.join('; ') : (v.reasons[0] ?? '');
       return [
         String(cells[k].index),
         v.executionCount === null ? '' : `[${v.executionCount}]`,
         ...(kernels > 1 ? [String(v.kernel + 1)] : []),
         v.verdict,
+        formatBytes(v.leftBytes),
         formatBytes(v.retainedBytes),
         v.verdict === 'leak' ? formatBytes(v.leakedBytes) : '',
-        (v.reasons[0] ?? '') + restartWhy(v)
+        why + fate(v)
       ];
     })
   );
@@ -106,8 +146,17 @@ export function leaksText(report: LeakReport, session: ISession, options: IFrame
     lines.push(`  held by: ${top.holders.join(', ')}`);
   }
   top.advice.forEach(a => lines.push(`  fix: ${a}`));
-  for (const e of top.evidence.slice(0, 3)) {
-    lines.push(`  ${formatBytes(e.bytes)} in ${e.blocks} block(s) from ${siteLabel(session.frames, allocationSite(session.frames, e.stack, options))}`);
+  const sites = evidenceBySite(top, session, options);
+  const blocks = sites.reduce((n, e) => n + e.blocks, 0);
+  lines.push(`  leaked: ${formatBytes(top.leakedBytes)} in ${blocksText(blocks)}, allocated at:`);
+  for (const e of sites.slice(0, EVIDENCE_SITES_SHOWN)) {
+    lines.push(`    ${formatBytes(e.bytes)} in ${blocksText(e.blocks)} from ${siteLabel(session.frames, e.site)}`);
+  }
+  const rest = sites.slice(EVIDENCE_SITES_SHOWN);
+  if (rest.length) {
+    const bytes = rest.reduce((n, e) => n + e.bytes, 0);
+    const count = rest.reduce((n, e) => n + e.blocks, 0);
+    lines.push(`    ${formatBytes(bytes)} in ${blocksText(count)} from ${rest.length} more site${rest.length === 1 ? '' : 's'}`);
   }
   return lines.join('\n');
 }

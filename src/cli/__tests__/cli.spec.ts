@@ -89,11 +89,31 @@ describe('cuda-memdiff leaks', () => {
   it('tells people which cell to look at first, why, and what to do', () => {
     const r = cli('leaks', path.join(REC, 'out_cache--python'));
     expect(r.code).toBe(0);
-    expect(r.out).toMatch(/^cell\s+exec\s+verdict\s+retained\s+leaked\s+why/);
+    expect(r.out).toMatch(/^cell\s+exec\s+verdict\s+left\s+retained\s+leaked\s+why/);
     expect(r.out).toMatch(/Look at cell 1 first \(high confidence\)/);
     expect(r.out).toMatch(/held by: Out\[2\]/);
     expect(r.out).toMatch(/fix: end the line with `;` or `del Out\[2\]`/);
     expect(cli('leaks', path.join(REC, 'clean_training--python')).out).toMatch(/No cell leaks\./);
+  });
+
+  it('shows figures that add up: the leak is its evidence, and a row says where the rest went', () => {
+    // gpu_memory_demo: "321 MiB" leaked was shown with "193 MiB in 18 block(s)" and "128 MiB in 8 block(s)" at one line
+    const demo = cli('leaks', path.join(REC, 'gpu_memory_demo--python')).out;
+    expect(demo).toMatch(/^ {2}leaked: 321 MiB in 26 blocks, allocated at:\n {4}321 MiB in 26 blocks from \/tmp\/ipykernel_503\/3447429980\.py:3 <module>$/m);
+    // forward_hook_list: "retained 0 B / leaked 32 MiB" now says what freed it
+    const hook = cli('leaks', path.join(REC, 'forward_hook_list--python')).out;
+    expect(hook).toMatch(/^ +2 +\[3\] +leak +32\.0 MiB +0 B +32\.0 MiB +memory held by this code grew .*\(32\.0 MiB freed later by cell 3 \[4\]\)$/m);
+    // losses_without_item: a 5 KiB leak is low confidence, and the earlier run leaked 5 KiB, not the 81 MiB it left
+    const losses = cli('leaks', path.join(REC, 'losses_without_item--python')).out;
+    expect(losses).toMatch(/Look at cell 2 first \(low confidence\)/);
+    expect(losses).toMatch(/^ +1 +\[2\] +leak +81\.0 MiB +65\.0 MiB +5\.00 KiB /m);
+    for (const dir of fs.readdirSync(REC).filter(d => fs.existsSync(path.join(REC, d, 'manifest.json')))) {
+      for (const c of json('leaks', path.join(REC, dir)).cells) {
+        const freed = c.freed_later.reduce((n: number, f: { bytes: number }) => n + f.bytes, 0);
+        expect(c.retained_bytes + freed).toBe(c.left_bytes);
+        expect(c.evidence.reduce((n: number, e: { bytes: number }) => n + e.bytes, 0)).toBe(c.leaked_bytes);
+      }
+    }
   });
 
   it('gives evidence with the stack back to the cell', () => {
