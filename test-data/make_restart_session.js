@@ -1,18 +1,23 @@
 #!/usr/bin/env node
 /*
- * Writes exports/eval_without_no_grad--restart/: an exported session made
- * across a kernel restart, from the real H200 recording
- * recordings/eval_without_no_grad--python. The notebook ran cell by cell
- * (kernel 1), the kernel restarted, and its first two cells ran again
- * (kernel 2): the situation of issue 10 item 4.
+ * Writes exports/*--restart/: sessions exported across a kernel restart, made
+ * from real H200 recordings (issue 10, item 4).
  *
- * Nothing is made up: every snapshot is one the H200 wrote, and the folder is
- * written by the same code as the command "Export GPU Memory Session"
- * (sessionFolderFiles), with each cell's kernel session as the frontend's
- * store numbers it. The second kernel's snapshots are the recording's own
- * snapshots of those cells, as a fresh process running the same code gives
- * (a fresh CUDA context hands out the same addresses, which is the hard case:
- * the two kernels' blocks look identical).
+ * - gpu_memory_demo--restart: the demo notebook ran in one process
+ *   (recordings/gpu_memory_demo--python, pid 503), the kernel restarted, and
+ *   its first two cells ran again in another process (the same notebook
+ *   recorded separately, live/gpu_memory_demo--holders, pid 669): two real
+ *   kernels, with their own code names and their own block addresses.
+ * - eval_without_no_grad--restart: recordings/eval_without_no_grad--python ran
+ *   whole, the kernel restarted, and its first two cells ran again, replayed
+ *   from the same recording. The two kernels' blocks then look identical
+ *   (same addresses, same stacks): the worst case for telling kernels apart,
+ *   which a new process can meet when it happens to get the same addresses.
+ *
+ * Nothing is made up: every snapshot is one the H200 wrote, and each folder
+ * is written by the same code as the command "Export GPU Memory Session"
+ * (sessionFolderFiles), with each cell's kernel session numbered as the
+ * frontend's store numbers it (0, then 1 after the restart).
  *
  * Run: npm run build:cli && node test-data/make_restart_session.js
  */
@@ -21,58 +26,88 @@ const path = require('path');
 const engine = require('../dist/node/engine');
 
 const HERE = __dirname;
-const NAME = 'eval_without_no_grad--python';
-const SOURCE = path.join(HERE, 'recordings', NAME);
-const OUT = path.join(HERE, 'exports', 'eval_without_no_grad--restart');
 
-/** The recorded cells to export, as [manifest position, kernel session]. */
-const RUN = [
-  [0, 0], [1, 0], [2, 0], [3, 0], [4, 0], [5, 0],
-  // the kernel restarts; the store's kernel session rises to 1
-  [0, 1], [1, 1]
-];
-
-function main() {
-  const manifestText = fs.readFileSync(path.join(SOURCE, 'manifest.json'), 'utf-8');
-  const session = engine.loadSession(manifestText, f => new Uint8Array(fs.readFileSync(path.join(SOURCE, f))));
-  const cells = session.manifest.cells;
-  const exported = RUN.map(([k, kernelSession]) => ({
-    index: cells[k].index,
-    executionCount: cells[k].execution_count,
-    source: cells[k].source,
-    cellId: `cell-${cells[k].index}`,
-    error: cells[k].error ?? null,
-    snapshot: session.snapshots[k],
-    oomSnapshots: [],
-    devices: (cells[k].after.per_device ?? []).map(d => ({
-      device: d.device,
-      allocated: d.allocated,
-      reserved: d.reserved,
-      peak_allocated: d.max_allocated,
-      peak_reserved: d.max_reserved,
-      device_free: d.device_free,
-      device_total: d.device_total
-    })),
-    kernelSession
-  }));
-  const files = engine.sessionFolderFiles(exported, {
+/** The sessions to write: each kernel's recorded folder and the manifest positions of the cells it ran. */
+const SESSIONS = [
+  {
+    name: 'gpu_memory_demo--restart',
+    notebook: 'demo/gpu_memory_demo.ipynb',
+    kernels: [
+      { folder: 'recordings/gpu_memory_demo--python', cells: [0, 1, 2, 3] },
+      { folder: 'live/gpu_memory_demo--holders', cells: [0, 1] }
+    ],
+    expected: {
+      leak_cells: [2],
+      top_leak_cell: 2,
+      notes:
+        'kernel 1 ran the demo (cell 2 keeps autograd graphs through `preds`); the kernel restarted and ran ' +
+        'cells 0 and 1 again: the restart, not a cell, ended kernel 1\'s leak'
+    }
+  },
+  {
+    name: 'eval_without_no_grad--restart',
     notebook: 'eval_without_no_grad.ipynb',
-    made_from: `recordings/${NAME} by test-data/make_restart_session.js`,
+    kernels: [
+      { folder: 'recordings/eval_without_no_grad--python', cells: [0, 1, 2, 3, 4, 5] },
+      { folder: 'recordings/eval_without_no_grad--python', cells: [0, 1] }
+    ],
     expected: {
       leak_cells: [2, 4],
       top_leak_cell: 4,
       clean_cells: [3, 5],
       notes:
         'kernel 1 ran every cell (cells 2 and 4 keep autograd graphs through `preds`); the kernel restarted ' +
-        'and ran cells 0 and 1 again: the restart, not a cell, ended kernel 1\'s leak'
+        'and ran cells 0 and 1 again, with blocks identical to kernel 1\'s: no block may be matched across kernels'
     }
-  });
-  fs.rmSync(OUT, { recursive: true, force: true });
-  fs.mkdirSync(OUT, { recursive: true });
-  for (const [name, bytes] of files) {
-    fs.writeFileSync(path.join(OUT, name), bytes);
   }
-  process.stdout.write(`wrote ${OUT} (${files.size} files)\n`);
+];
+
+/** The cells of one session, as the export command hands them to sessionFolderFiles. */
+function exportCells(spec) {
+  const frames = new engine.FrameTable();
+  return spec.kernels.flatMap((kernel, kernelSession) => {
+    const dir = path.join(HERE, kernel.folder);
+    const manifest = engine.parseManifest(fs.readFileSync(path.join(dir, 'manifest.json'), 'utf-8'));
+    return kernel.cells.map(k => {
+      const cell = manifest.cells[k];
+      return {
+        index: cell.index,
+        executionCount: cell.execution_count,
+        source: cell.source,
+        cellId: `cell-${cell.index}`,
+        error: cell.error ?? null,
+        snapshot: engine.readSnapshot(new Uint8Array(fs.readFileSync(path.join(dir, cell.snapshot_file))), frames),
+        oomSnapshots: [],
+        devices: (cell.after.per_device ?? []).map(d => ({
+          device: d.device,
+          allocated: d.allocated,
+          reserved: d.reserved,
+          peak_allocated: d.max_allocated,
+          peak_reserved: d.max_reserved,
+          device_free: d.device_free,
+          device_total: d.device_total
+        })),
+        kernelSession
+      };
+    });
+  });
+}
+
+function main() {
+  for (const spec of SESSIONS) {
+    const files = engine.sessionFolderFiles(exportCells(spec), {
+      notebook: spec.notebook,
+      made_from: `${spec.kernels.map(k => k.folder).join(' + ')} by test-data/make_restart_session.js`,
+      expected: spec.expected
+    });
+    const out = path.join(HERE, 'exports', spec.name);
+    fs.rmSync(out, { recursive: true, force: true });
+    fs.mkdirSync(out, { recursive: true });
+    for (const [name, bytes] of files) {
+      fs.writeFileSync(path.join(out, name), bytes);
+    }
+    process.stdout.write(`wrote ${out} (${files.size} files)\n`);
+  }
 }
 
 main();

@@ -14,8 +14,9 @@
  * from an empty device, its first execution is compared with nothing, and
  * what the old process still held at its last snapshot ended with it. That
  * memory was not freed by any execution, and no block of one kernel is ever
- * matched with a block of another, however alike they look (a fresh CUDA
- * context hands out the same addresses).
+ * matched with a block of another, however alike they look (the same source
+ * gets the same code name in every process, and a new process may be handed
+ * addresses the old one used).
  */
 import { diffSnapshots } from './diff';
 import { Block, isAllocated, Snapshot } from './model';

@@ -180,6 +180,26 @@ describe('an export made across a kernel restart', () => {
   });
 });
 
+describe('the demo exported across a restart (two real kernels)', () => {
+  const dir = path.join(ROOT, 'test-data', 'exports', 'gpu_memory_demo--restart');
+
+  it('leaks finds the demo\'s leak instead of "No cell leaks ... all freed later (by cell 0 [1])"', () => {
+    const r = cli('leaks', dir);
+    expect(r.code).toBe(0);
+    expect(r.out).not.toMatch(/No cell leaks|freed later/);
+    expect(r.out).toMatch(/^ +2 +\[3\] +1 +leak +321 MiB +321 MiB +321 MiB +keeps 321 MiB .*\(until the kernel restarted after cell 3 \[4\]\)$/m);
+    expect(r.out).toMatch(/Look at cell 2 first \(kernel 1 of 2, medium confidence\)/);
+    const out = json('leaks', dir);
+    expect(out.top_leak).toBe(2);
+    expect(out.cells.map((c: { kernel_session: number }) => c.kernel_session)).toEqual([0, 0, 0, 0, 1, 1]);
+  });
+
+  it('session starts kernel 2 from an empty device', () => {
+    const r = cli('session', dir);
+    expect(r.out).toMatch(/\n~~ kernel restarted: kernel 2 starts from an empty device ~~\n +0 +\[1\] +128 MiB +\+128 MiB +128 MiB +128 MiB +0 B +\/tmp\/ipykernel_669\//);
+  });
+});
+
 describe('bad input', () => {
   let tmp: string;
   beforeAll(() => {
