@@ -5,18 +5,25 @@
 import {
   allocationSite,
   CellCodeNames,
+  findingText,
   formatBytes,
   IExecutionVerdict,
   IFrameFilterOptions,
   ISession,
   kernelSessionsOf,
   LeakReport,
+  sessionExecutions,
   visibleStack
 } from '../engine';
 import { frameJson, siteJson, siteLabel } from './report';
 import { renderTable } from './table';
 
-/** `leaks --json`: cells in execution order, `ranking` and `top_leak` as manifest cell indices. */
+/**
+ * `leaks --json`: cells in execution order, `ranking` and `top_leak` as
+ * manifest cell indices. `execution` is a cell's position in the session
+ * (a cell run again, as after a restart, has one index and several
+ * positions); `findings` are the engine's, executions in them by position.
+ */
 export function leaksJson(report: LeakReport, session: ISession, options: IFrameFilterOptions) {
   const cells = session.manifest.cells;
   const names = new CellCodeNames(cells.map(c => ({ id: String(c.index), source: c.source, executionCount: c.execution_count })));
@@ -24,6 +31,7 @@ export function leaksJson(report: LeakReport, session: ISession, options: IFrame
   return {
     cells: report.executions.map(v => ({
       index: cells[v.execution].index,
+      execution: v.execution,
       execution_count: v.executionCount,
       kernel_session: kernelSessions[v.execution],
       ended_by_restart: v.endedByRestart,
@@ -31,9 +39,15 @@ export function leaksJson(report: LeakReport, session: ISession, options: IFrame
       confidence: v.confidence,
       left_bytes: v.leftBytes,
       retained_bytes: v.retainedBytes,
-      freed_later: v.freedLater.map(f => ({ index: cells[f.execution].index, execution_count: cells[f.execution].execution_count, bytes: f.bytes })),
+      freed_later: v.freedLater.map(f => ({
+        index: cells[f.execution].index,
+        execution: f.execution,
+        execution_count: cells[f.execution].execution_count,
+        bytes: f.bytes
+      })),
       leaked_bytes: v.leakedBytes,
       causes: v.causes,
+      findings: v.findings.map(snakeCase),
       reasons: v.reasons,
       holders: v.holders,
       advice: v.advice,
@@ -47,6 +61,11 @@ export function leaksJson(report: LeakReport, session: ISession, options: IFrame
     ranking: report.ranking.map(k => cells[k].index),
     top_leak: report.topLeak === null ? null : cells[report.topLeak].index
   };
+}
+
+/** A finding with the CLI's JSON key style: `grewBytes` -> `grew_bytes`. */
+function snakeCase(finding: object): { [key: string]: unknown } {
+  return Object.fromEntries(Object.entries(finding).map(([k, v]) => [k.replace(/[A-Z]/g, c => `_${c.toLowerCase()}`), v]));
 }
 
 /** The last execution of a verdict's kernel: the one after which the kernel restarted. */
@@ -93,6 +112,9 @@ const EVIDENCE_SITES_SHOWN = 3;
 export function leaksText(report: LeakReport, session: ISession, options: IFrameFilterOptions): string {
   const cells = session.manifest.cells;
   const kernels = report.executions.length ? report.executions[report.executions.length - 1].kernel + 1 : 1;
+  // The engine's findings worded here, with the labels the engine was given.
+  const labels = sessionExecutions(session.manifest).map(e => e.label);
+  const reasons = (v: IExecutionVerdict) => v.findings.map(f => findingText(f, k => labels[k]));
   // What became of the memory a cell left: freed by later cells, or ended by a restart.
   const fate = (v: IExecutionVerdict) => {
     const notes: string[] = [];
@@ -119,7 +141,7 @@ export function leaksText(report: LeakReport, session: ISession, options: IFrame
     report.ranking.map(k => {
       const v = report.executions[k];
       // A retained cell's reasons split its retained bytes by what made them: show them all.
-      const why = v.verdict === 'retained' ? v.reasons.join('; ') : (v.reasons[0] ?? '');
+      const why = v.verdict === 'retained' ? reasons(v).join('; ') : (reasons(v)[0] ?? '');
       return [
         String(cells[k].index),
         v.executionCount === null ? '' : `[${v.executionCount}]`,
@@ -138,7 +160,7 @@ export function leaksText(report: LeakReport, session: ISession, options: IFrame
   const top = report.executions[report.topLeak];
   const where = kernels > 1 ? `kernel ${top.kernel + 1} of ${kernels}, ` : '';
   const lines = [table, '', `Look at cell ${cells[report.topLeak].index} first (${where}${top.confidence} confidence):`];
-  top.reasons.forEach(r => lines.push(`  - ${r}`));
+  reasons(top).forEach(r => lines.push(`  - ${r}`));
   if (top.endedByRestart) {
     lines.push(`  ended by: the kernel restart after ${cellName(session, lastOfKernel(report, top))}, not by a cell`);
   }

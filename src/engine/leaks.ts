@@ -26,7 +26,7 @@ import {
   setsGradMode,
   storedNames
 } from './source';
-import { formatBytes } from './units';
+import { BlockOrigin, findingText, LeakFinding } from './findings';
 
 /** One execution of a cell, in the order of the snapshots. */
 export interface ILeakExecution {
@@ -116,6 +116,9 @@ export interface IExecutionVerdict {
    */
   readonly leakedBytes: number;
   readonly causes: readonly LeakCause[];
+  /** What the finder found, as data (codes with bytes, executions and names), in the order `reasons` words them. */
+  readonly findings: readonly LeakFinding[];
+  /** The findings in English (`findingText` with the executions' labels), for views that do not word them. */
   readonly reasons: readonly string[];
   readonly advice: readonly string[];
   /** Holders named for its live blocks (by the kernel, or guessed from the source). */
@@ -177,7 +180,7 @@ export function findLeaks(
 
 namespace Private {
   /** What a block's stack says made it. */
-  export type Origin = 'parameters' | 'optimizer' | 'gradient' | 'forward' | 'direct';
+  export type Origin = BlockOrigin;
 
   /** A cell frame of a stack, with its source. */
   interface ICellFrame {
@@ -310,21 +313,21 @@ namespace Private {
     ) {}
 
     causes = new Set<LeakCause>();
-    reasons: string[] = [];
+    findings: LeakFinding[] = [];
     advice = new Set<string>();
     holders = new Set<string>();
     evidence: Block[] = [];
     /** Set when live holders show every block has an expected owner. */
-    cleared: string | null = null;
+    cleared: LeakFinding | null = null;
     confidence: Confidence = 'medium';
 
     get k(): number {
       return this.retention.execution;
     }
 
-    leak(cause: LeakCause, bytes: number, blocks: readonly Block[], reason: string, advice: string[]): void {
+    leak(cause: LeakCause, blocks: readonly Block[], finding: LeakFinding, advice: string[]): void {
       this.causes.add(cause);
-      this.reasons.push(reason);
+      this.findings.push(finding);
       advice.forEach(a => this.advice.add(a));
       this.evidence.push(...blocks);
     }
@@ -332,20 +335,20 @@ namespace Private {
     verdict(context: Context): IExecutionVerdict {
       const r = this.retention;
       let verdict: LeakVerdict;
-      let reasons = [...this.reasons];
+      let findings: LeakFinding[];
       if (this.causes.size && !this.cleared) {
         verdict = 'leak';
+        findings = [...this.findings];
       } else if (r.aliveBytes > 0) {
         verdict = 'retained';
-        reasons = [...(this.cleared ? [this.cleared] : []), ...describeRetained(r.alive, this, context)];
+        findings = [...(this.cleared ? [this.cleared] : []), ...describeRetained(r.alive, this, context)];
       } else {
         verdict = 'ok';
-        reasons.length = 0;
-        reasons.push(
+        findings = [
           r.leftBytes > 0
-            ? `left ${formatBytes(r.leftBytes)} alive, all freed later (${freers(r, context)})`
-            : 'left nothing alive'
-        );
+            ? { code: 'all-freed-later', bytes: r.leftBytes, by: [...r.freedBy.keys()].sort((a, b) => a - b) }
+            : { code: 'nothing-left' }
+        ];
       }
       // The headline is the evidence: its sites add up to it.
       const evidence = verdict === 'leak' ? groupEvidence(this.evidence, this.k, context) : [];
@@ -364,16 +367,13 @@ namespace Private {
         freedLater: [...r.freedBy].sort((a, b) => a[0] - b[0]).map(([execution, bytes]) => ({ execution, bytes })),
         leakedBytes,
         causes: verdict === 'leak' ? [...this.causes] : [],
-        reasons,
+        findings,
+        reasons: findings.map(x => findingText(x, k => context.executions[k].label)),
         advice: verdict === 'leak' ? (this.advice.size ? [...this.advice] : [GENERIC_ADVICE]) : [],
         holders: summarizeHolders([...this.holders]),
         evidence
       };
     }
-  }
-
-  function freers(r: IExecutionRetention, context: Context): string {
-    return [...r.freedBy.keys()].map(k => `by ${context.executions[k].label}`).join(', ');
   }
 
   /** The executions' source key: identical sources are the same code (and the same code name). */
@@ -415,26 +415,17 @@ namespace Private {
           const blocks = f.retention.left.filter(b => grown.has(b.stack));
           return blocks.length ? blocks : fallback;
         };
-        const before = runs[i - 1].execution.label;
-        const now = runs[i].execution.label;
         const evidence = atGrown(runs[i], added);
         const advice = growthAdvice(evidence, runs[i], context);
-        runs[i].leak(
-          'growth',
-          growth,
-          evidence,
-          `memory held by this code grew by ${formatBytes(growth)} when it ran again (${before} → ${now})`,
-          advice
-        );
+        runs[i].leak('growth', evidence, { code: 'growth', bytes: growth, from: runs[i - 1].k, to: runs[i].k }, advice);
         runs[i].confidence = 'high';
         for (const earlier of runs.slice(0, i)) {
           if (!earlier.causes.has('growth')) {
             const blocks = atGrown(earlier, earlier.retention.left);
             earlier.leak(
               'growth',
-              total(blocks),
               blocks,
-              `runs the same code as ${now}, which added ${formatBytes(growth)} on top of what this run left`,
+              { code: 'same-code-grew', bytes: total(blocks), later: runs[i].k, grewBytes: growth },
               advice
             );
             earlier.confidence = 'high';
@@ -543,16 +534,14 @@ namespace Private {
       return;
     }
     const names = namesFor(graph, f, context);
-    const held = names.length ? `, held through \`${names.join('`, `')}\`` : '';
     const source = f.execution.source ?? '';
     const detach = [...new Set(graph.map(b => outerLine(b, f, context)))].flatMap(line =>
       line === null ? [] : detachAdvice(source, line)
     );
     f.leak(
       'graph',
-      bytes,
       graph,
-      `keeps ${formatBytes(bytes)} of forward-pass activations outside torch.no_grad() with no backward pass: an autograd graph${held}`,
+      { code: 'graph', bytes, names },
       detach.length ? detach : ['evaluate under `torch.no_grad()` (or `torch.inference_mode()`), or keep `.detach()`ed outputs']
     );
     names.forEach(n => f.holders.add(`autograd graph of ${n}`));
@@ -578,7 +567,7 @@ namespace Private {
     const source = f.execution.source;
     const n = f.execution.executionCount;
     const shown = source === null || n === null || f.execution.error ? null : displayedLines(source);
-    if (!shown) {
+    if (!shown || n === null) {
       return;
     }
     // Only what the expression itself or the library code it called made: a
@@ -595,9 +584,8 @@ namespace Private {
     const bytes = cached.reduce((s, b) => s + b.size, 0);
     f.leak(
       'output-cache',
-      bytes,
       cached,
-      `${formatBytes(bytes)} made by the cell's last expression is kept by the output cache \`Out[${n}]\` (and \`_\`)`,
+      { code: 'output-cache', bytes, executionCount: n },
       [`end the line with \`;\` or \`del Out[${n}]\``]
     );
     f.confidence = 'high';
@@ -621,9 +609,8 @@ namespace Private {
     const fn = context.cellFrames(pinned[0].stack)[0]?.frame.name ?? 'a function';
     f.leak(
       'traceback',
-      bytes,
       pinned,
-      `${formatBytes(bytes)} allocated in \`${fn}\` is kept by the last traceback (sys.last_traceback): the cell raised ${f.execution.error.split(':')[0]}`,
+      { code: 'traceback', bytes, fn, error: f.execution.error.split(':')[0] },
       ['clear the last traceback (`sys.last_traceback = sys.last_value = sys.last_exc = None`) or run a cell that raises nothing big']
     );
     f.holders.add('sys.last_traceback');
@@ -662,9 +649,8 @@ namespace Private {
       const confirmed = f.causes.has(cause);
       f.leak(
         cause,
-        bytes,
         invisible.map(e => e.block),
-        `${confirmed ? 'confirmed by the kernel' : 'the kernel found'}: ${formatBytes(bytes)} held only by ${summarizeHolders(names).join(', ')}`,
+        { code: 'kernel-holders-leak', bytes, holders: summarizeHolders(names), confirmed },
         confirmed ? [] : holderAdvice(kinds)
       );
       f.confidence = 'high';
@@ -672,9 +658,7 @@ namespace Private {
       const named = known.filter(e => e.list.some(h => h.kind !== 'unreachable'));
       const orphans = known.length - named.length;
       const names = summarizeHolders(named.flatMap(e => e.list.filter(h => h.kind !== 'unreachable').map(describeHolder)));
-      f.cleared =
-        `the kernel found ${orphans ? 'its live blocks' : 'every live block'} held by ${names.join(', ') || 'nothing it could name'}` +
-        (orphans ? `; ${orphans} held only from C++ (a later cell's autograd graph or a library cache)` : '');
+      f.cleared = { code: 'kernel-holders-clear', holders: names, orphans };
     }
   }
 
@@ -710,15 +694,7 @@ namespace Private {
     return advice.length ? advice : ['drop the references the kernel names'];
   }
 
-  const ORIGIN_TEXT: Record<Origin, string> = {
-    parameters: 'module parameters and buffers',
-    optimizer: 'optimizer state',
-    gradient: 'gradients and workspaces of the backward pass',
-    forward: 'outputs of a forward pass',
-    direct: 'tensors the cell created'
-  };
-
-  function describeRetained(alive: readonly Block[], f: Finding, context: Context): string[] {
+  function describeRetained(alive: readonly Block[], f: Finding, context: Context): LeakFinding[] {
     const byOrigin = new Map<Origin, Block[]>();
     for (const b of alive) {
       const o = context.origin(b.stack);
@@ -726,11 +702,7 @@ namespace Private {
     }
     return [...byOrigin]
       .sort((a, b) => total(b[1]) - total(a[1]))
-      .map(([origin, blocks]) => {
-        const names = namesFor(blocks, f, context);
-        const held = names.length ? ` (held by \`${names.join('`, `')}\`)` : '';
-        return `keeps ${formatBytes(total(blocks))} of ${ORIGIN_TEXT[origin]}${held}`;
-      });
+      .map(([origin, blocks]) => ({ code: 'retained', bytes: total(blocks), origin, names: namesFor(blocks, f, context) }));
   }
 
   function total(blocks: readonly Block[]): number {

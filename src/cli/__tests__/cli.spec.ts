@@ -116,6 +116,15 @@ describe('cuda-memdiff leaks', () => {
     }
   });
 
+  it('gives the findings as data in --json, keyed like the rest of the JSON', () => {
+    const out = json('leaks', path.join(REC, 'out_cache--python'));
+    expect(out.cells.map((c: { execution: number; findings: unknown[] }) => [c.execution, c.findings])).toEqual([
+      [0, [{ code: 'all-freed-later', bytes: 67108864, by: [2] }]],
+      [1, [{ code: 'output-cache', bytes: 67108864, execution_count: 2 }]],
+      [2, [{ code: 'nothing-left' }]]
+    ]);
+  });
+
   it('gives evidence with the stack back to the cell', () => {
     const out = json('leaks', path.join(REC, 'gpu_memory_demo--python'));
     const top = out.cells.find((c: { index: number }) => c.index === out.top_leak);

@@ -5,6 +5,7 @@ import * as path from 'path';
 import {
   allocationSite,
   confidenceForSize,
+  findingText,
   findLeaks,
   holderKey,
   ILeakExecution,
@@ -87,7 +88,7 @@ describe('findLeaks on the recordings', () => {
 });
 
 /** The figures a verdict shows side by side, and how they must relate. */
-function expectFiguresAddUp(report: LeakReport) {
+function expectFiguresAddUp(report: LeakReport, labels: readonly string[]) {
   for (const v of report.executions) {
     // left = retained + freed later; leaked is part of left
     expect(v.retainedBytes + v.freedLater.reduce((n, f) => n + f.bytes, 0)).toBe(v.leftBytes);
@@ -95,6 +96,21 @@ function expectFiguresAddUp(report: LeakReport) {
     expect(v.leakedBytes).toBeLessThanOrEqual(v.leftBytes);
     // the headline is its evidence
     expect(v.evidence.reduce((n, e) => n + e.bytes, 0)).toBe(v.leakedBytes);
+    // the reasons are the findings, worded; the findings' figures are parts of the row's
+    expect(v.reasons).toEqual(v.findings.map(f => findingText(f, k => labels[k])));
+    const retained = v.findings.filter(f => f.code === 'retained');
+    if (v.verdict === 'retained') {
+      expect(retained.reduce((n, f) => n + (f.code === 'retained' ? f.bytes : 0), 0)).toBe(v.retainedBytes);
+    }
+    for (const f of v.findings) {
+      if ('bytes' in f && f.code !== 'growth') {
+        expect(f.bytes).toBeLessThanOrEqual(v.leftBytes);
+      }
+      if (f.code === 'all-freed-later') {
+        expect([f.bytes, v.retainedBytes]).toEqual([v.leftBytes, 0]);
+        expect(f.by).toEqual(v.freedLater.map(x => x.execution));
+      }
+    }
     if (v.verdict === 'leak') {
       expect(v.confidence).toBe(confidenceForSize(v.confidence, v.leakedBytes));
       if (v.leakedBytes < LEAK_CONFIDENCE_BYTES.low) {
@@ -109,14 +125,18 @@ function expectFiguresAddUp(report: LeakReport) {
 describe('figures that add up (issue 10, item 6)', () => {
   it.each(recordingNames())('%s: left, retained, freed later, leaked and the evidence agree', name => {
     const session = sessionOf(name);
-    expectFiguresAddUp(findLeaks(session.snapshots, sessionExecutions(session.manifest)));
-    expectFiguresAddUp(findLeaks(withoutHistory(session.snapshots) as Snapshot[], sessionExecutions(session.manifest)));
+    const executions = sessionExecutions(session.manifest);
+    const labels = executions.map(e => e.label);
+    expectFiguresAddUp(findLeaks(session.snapshots, executions), labels);
+    expectFiguresAddUp(findLeaks(withoutHistory(session.snapshots) as Snapshot[], executions), labels);
   });
 
   it.each(fs.readdirSync(LIVE).filter(n => n.endsWith('--holders')))('%s: the same with the kernel\u2019s holders', name => {
     const session = sessionOf(name, LIVE);
+    const executions = sessionExecutions(session.manifest);
     expectFiguresAddUp(
-      findLeaks(session.snapshots, sessionExecutions(session.manifest), { holders: session.holders[session.holders.length - 1]! })
+      findLeaks(session.snapshots, executions, { holders: session.holders[session.holders.length - 1]! }),
+      executions.map(e => e.label)
     );
   });
 
@@ -155,6 +175,18 @@ describe('figures that add up (issue 10, item 6)', () => {
     const earlier = findLeaks(s.snapshots, sessionExecutions(s.manifest)).executions[1];
     expect(earlier.leakedBytes).toBe(32 * 2 ** 20);
     expect(earlier.leftBytes).toBeGreaterThan(64 * 2 ** 20);
+  });
+
+  it('gives findings as data: codes with bytes and executions, worded by findingText', () => {
+    const s = sessionOf('forward_hook_list--python');
+    const report = findLeaks(s.snapshots, sessionExecutions(s.manifest));
+    expect(report.executions[2].findings).toEqual([{ code: 'growth', bytes: 32 * 2 ** 20, from: 1, to: 2 }]);
+    expect(report.executions[1].findings).toEqual([{ code: 'same-code-grew', bytes: 32 * 2 ** 20, later: 2, grewBytes: 32 * 2 ** 20 }]);
+    expect(report.executions[3].findings).toEqual([{ code: 'nothing-left' }]);
+    expect(report.executions[0].findings).toEqual([{ code: 'retained', bytes: 33574912, origin: 'parameters', names: ['model'] }]);
+    expect(findingText(report.executions[2].findings[0], k => `Cell [${k + 1}]`)).toBe(
+      'memory held by this code grew by 32.0 MiB when it ran again (Cell [2] \u2192 Cell [3])'
+    );
   });
 
   it('caps confidence by size', () => {
