@@ -3,6 +3,7 @@
  * table plus the first leak's story for people.
  */
 import {
+  adviceText,
   allocationSite,
   CellCodeNames,
   findingText,
@@ -50,6 +51,7 @@ export function leaksJson(report: LeakReport, session: ISession, options: IFrame
       findings: v.findings.map(snakeCase),
       reasons: v.reasons,
       holders: v.holders,
+      fixes: v.fixes.map(snakeCase),
       advice: v.advice,
       evidence: v.evidence.map(e => ({
         site: siteJson(session.frames, allocationSite(session.frames, e.stack, options)),
@@ -167,7 +169,7 @@ export function leaksText(report: LeakReport, session: ISession, options: IFrame
   if (top.holders.length) {
     lines.push(`  held by: ${top.holders.join(', ')}`);
   }
-  top.advice.forEach(a => lines.push(`  fix: ${a}`));
+  top.fixes.forEach(a => lines.push(`  fix: ${adviceText(a)}`));
   const sites = evidenceBySite(top, session, options);
   const blocks = sites.reduce((n, e) => n + e.blocks, 0);
   lines.push(`  leaked: ${formatBytes(top.leakedBytes)} in ${blocksText(blocks)}, allocated at:`);

@@ -78,3 +78,50 @@ export function findingText(finding: LeakFinding, label: (execution: number) => 
       return 'left nothing alive';
   }
 }
+
+/** A fix the finder proposes, as data; `adviceText` words it. */
+export type LeakAdvice =
+  /** Evaluate under `torch.no_grad()` or keep detached outputs (an autograd graph from a forward pass). */
+  | { readonly code: 'no-grad' }
+  /** The kernel named an autograd graph: no_grad, or detach what is kept. */
+  | { readonly code: 'no-grad-or-detach' }
+  /** Detach these recurrent names before the next step (a hidden state carrying every step's graph). */
+  | { readonly code: 'detach-hidden'; readonly names: readonly string[] }
+  /** Append `name.item()` to `list`, not the tensor. */
+  | { readonly code: 'append-item'; readonly name: string; readonly list: string }
+  /** Remove the hook that stores outputs, or clear the lists it appends to. */
+  | { readonly code: 'remove-hook'; readonly lists: readonly string[] }
+  /** Silence the displayed expression, or delete `Out[executionCount]` (null: the kernel named no count). */
+  | { readonly code: 'silence-output'; readonly executionCount: number | null }
+  /** Clear the last traceback. */
+  | { readonly code: 'clear-traceback' }
+  /** Drop the references the kernel names. */
+  | { readonly code: 'drop-references' }
+  /** No rule found a specific cause: find what keeps each run's tensors. */
+  | { readonly code: 'find-holder' };
+
+/** A fix in English. */
+export function adviceText(advice: LeakAdvice): string {
+  switch (advice.code) {
+    case 'no-grad':
+      return 'evaluate under `torch.no_grad()` (or `torch.inference_mode()`), or keep `.detach()`ed outputs';
+    case 'no-grad-or-detach':
+      return 'evaluate under `torch.no_grad()`, or call `.detach()` on what you keep';
+    case 'detach-hidden':
+      return `call \`.detach()\` on ${code(advice.names)} before the next step: the hidden state carries every step\u2019s graph`;
+    case 'append-item':
+      return `append \`${advice.name}.item()\` (or \`${advice.name}.detach()\`) to \`${advice.list}\`, not the tensor`;
+    case 'remove-hook':
+      return advice.lists.length
+        ? `remove the hook that stores outputs, or clear the list it appends to (${advice.lists.map(l => `\`${l}\``).join(', ')})`
+        : 'remove the hook or clear the list';
+    case 'silence-output':
+      return `end the line with \`;\` or \`del Out[${advice.executionCount ?? 'n'}]\``;
+    case 'clear-traceback':
+      return 'clear the last traceback (`sys.last_traceback = sys.last_value = sys.last_exc = None`) or run a cell that raises nothing big';
+    case 'drop-references':
+      return 'drop the references the kernel names';
+    case 'find-holder':
+      return 'find what keeps each run\u2019s tensors (a list, a dict, a hook) and clear it, or keep `.item()` / `.detach()` values';
+  }
+}

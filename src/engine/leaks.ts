@@ -26,7 +26,7 @@ import {
   setsGradMode,
   storedNames
 } from './source';
-import { BlockOrigin, findingText, LeakFinding } from './findings';
+import { adviceText, BlockOrigin, findingText, LeakAdvice, LeakFinding } from './findings';
 
 /** One execution of a cell, in the order of the snapshots. */
 export interface ILeakExecution {
@@ -120,6 +120,9 @@ export interface IExecutionVerdict {
   readonly findings: readonly LeakFinding[];
   /** The findings in English (`findingText` with the executions' labels), for views that do not word them. */
   readonly reasons: readonly string[];
+  /** What to do about a leak, as data, in the order `advice` words them. */
+  readonly fixes: readonly LeakAdvice[];
+  /** The fixes in English (`adviceText`). */
   readonly advice: readonly string[];
   /** Holders named for its live blocks (by the kernel, or guessed from the source). */
   readonly holders: readonly string[];
@@ -314,7 +317,8 @@ namespace Private {
 
     causes = new Set<LeakCause>();
     findings: LeakFinding[] = [];
-    advice = new Set<string>();
+    /** Fixes proposed so far, each once (keyed by its JSON). */
+    advice = new Map<string, LeakAdvice>();
     holders = new Set<string>();
     evidence: Block[] = [];
     /** Set when live holders show every block has an expected owner. */
@@ -325,10 +329,10 @@ namespace Private {
       return this.retention.execution;
     }
 
-    leak(cause: LeakCause, blocks: readonly Block[], finding: LeakFinding, advice: string[]): void {
+    leak(cause: LeakCause, blocks: readonly Block[], finding: LeakFinding, advice: readonly LeakAdvice[]): void {
       this.causes.add(cause);
       this.findings.push(finding);
-      advice.forEach(a => this.advice.add(a));
+      advice.forEach(a => this.advice.set(JSON.stringify(a), a));
       this.evidence.push(...blocks);
     }
 
@@ -353,6 +357,7 @@ namespace Private {
       // The headline is the evidence: its sites add up to it.
       const evidence = verdict === 'leak' ? groupEvidence(this.evidence, this.k, context) : [];
       const leakedBytes = evidence.reduce((n, e) => n + e.bytes, 0);
+      const fixes: LeakAdvice[] = verdict === 'leak' ? (this.advice.size ? [...this.advice.values()] : [{ code: 'find-holder' }]) : [];
       return {
         execution: r.execution,
         cellId: this.execution.cellId,
@@ -369,7 +374,8 @@ namespace Private {
         causes: verdict === 'leak' ? [...this.causes] : [],
         findings,
         reasons: findings.map(x => findingText(x, k => context.executions[k].label)),
-        advice: verdict === 'leak' ? (this.advice.size ? [...this.advice] : [GENERIC_ADVICE]) : [],
+        fixes,
+        advice: fixes.map(adviceText),
         holders: summarizeHolders([...this.holders]),
         evidence
       };
@@ -458,36 +464,29 @@ namespace Private {
     return new Set([...now].filter(([stack, bytes]) => bytes > (then.get(stack) ?? 0)).map(([stack]) => stack));
   }
 
-  function growthAdvice(added: readonly Block[], f: Finding, context: Context): string[] {
+  function growthAdvice(added: readonly Block[], f: Finding, context: Context): LeakAdvice[] {
     const source = f.execution.source ?? '';
-    const advice: string[] = [];
+    const advice: LeakAdvice[] = [];
     for (const line of new Set(added.map(b => outerLine(b, f, context)).filter((l): l is number => l !== null))) {
       advice.push(...detachAdvice(source, line));
       for (const name of storedNames(source, line)) {
         for (const list of containersOf(source, name)) {
-          advice.push(`append \`${name}.item()\` (or \`${name}.detach()\`) to \`${list}\`, not the tensor`);
+          advice.push({ code: 'append-item', name, list });
           f.holders.add(list);
         }
       }
     }
     if (context.hooks && added.some(b => context.origin(b.stack) === 'forward')) {
-      const lists = context.hookTargets.map(t => `\`${t}\``).join(', ');
-      advice.push(`remove the hook that stores outputs, or clear the list it appends to${lists ? ` (${lists})` : ''}`);
+      advice.push({ code: 'remove-hook', lists: context.hookTargets });
       context.hookTargets.forEach(t => f.holders.add(`${t} (appended to by a forward hook)`));
     }
     return advice;
   }
 
-  function detachAdvice(source: string, line: number): string[] {
+  function detachAdvice(source: string, line: number): LeakAdvice[] {
     const names = recurrentNames(source, line);
-    return names.length
-      ? [`call \`.detach()\` on \`${names.join('`, `')}\` before the next step: the hidden state carries every step\u2019s graph`]
-      : [];
+    return names.length ? [{ code: 'detach-hidden', names }] : [];
   }
-
-  /** Advice when no rule found a specific cause. */
-  const GENERIC_ADVICE =
-    'find what keeps each run\u2019s tensors (a list, a dict, a hook) and clear it, or keep `.item()` / `.detach()` values';
 
   /** Line of the executed cell's own frame (the outermost cell frame) in a block's stack. */
   function outerLine(b: Block, f: Finding, context: Context): number | null {
@@ -542,7 +541,7 @@ namespace Private {
       'graph',
       graph,
       { code: 'graph', bytes, names },
-      detach.length ? detach : ['evaluate under `torch.no_grad()` (or `torch.inference_mode()`), or keep `.detach()`ed outputs']
+      detach.length ? detach : [{ code: 'no-grad' }]
     );
     names.forEach(n => f.holders.add(`autograd graph of ${n}`));
   }
@@ -586,7 +585,7 @@ namespace Private {
       'output-cache',
       cached,
       { code: 'output-cache', bytes, executionCount: n },
-      [`end the line with \`;\` or \`del Out[${n}]\``]
+      [{ code: 'silence-output', executionCount: n }]
     );
     f.confidence = 'high';
     f.holders.add(`Out[${n}]`);
@@ -611,7 +610,7 @@ namespace Private {
       'traceback',
       pinned,
       { code: 'traceback', bytes, fn, error: f.execution.error.split(':')[0] },
-      ['clear the last traceback (`sys.last_traceback = sys.last_value = sys.last_exc = None`) or run a cell that raises nothing big']
+      [{ code: 'clear-traceback' }]
     );
     f.holders.add('sys.last_traceback');
   }
@@ -677,21 +676,21 @@ namespace Private {
     }
   }
 
-  function holderAdvice(kinds: Set<HolderKind>): string[] {
-    const advice: string[] = [];
+  function holderAdvice(kinds: Set<HolderKind>): LeakAdvice[] {
+    const advice: LeakAdvice[] = [];
     if (kinds.has('hook')) {
-      advice.push('remove the hook or clear the list');
+      advice.push({ code: 'remove-hook', lists: [] });
     }
     if (kinds.has('graph')) {
-      advice.push('evaluate under `torch.no_grad()`, or call `.detach()` on what you keep');
+      advice.push({ code: 'no-grad-or-detach' });
     }
     if (kinds.has('output-cache')) {
-      advice.push('end the line with `;` or `del Out[n]`');
+      advice.push({ code: 'silence-output', executionCount: null });
     }
     if (kinds.has('traceback')) {
-      advice.push('clear the last traceback');
+      advice.push({ code: 'clear-traceback' });
     }
-    return advice.length ? advice : ['drop the references the kernel names'];
+    return advice.length ? advice : [{ code: 'drop-references' }];
   }
 
   function describeRetained(alive: readonly Block[], f: Finding, context: Context): LeakFinding[] {

@@ -3,6 +3,7 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import {
+  adviceText,
   allocationSite,
   confidenceForSize,
   findingText,
@@ -96,8 +97,9 @@ function expectFiguresAddUp(report: LeakReport, labels: readonly string[]) {
     expect(v.leakedBytes).toBeLessThanOrEqual(v.leftBytes);
     // the headline is its evidence
     expect(v.evidence.reduce((n, e) => n + e.bytes, 0)).toBe(v.leakedBytes);
-    // the reasons are the findings, worded; the findings' figures are parts of the row's
+    // the reasons are the findings, worded, and the advice the fixes; the findings' figures are parts of the row's
     expect(v.reasons).toEqual(v.findings.map(f => findingText(f, k => labels[k])));
+    expect(v.advice).toEqual(v.fixes.map(adviceText));
     const retained = v.findings.filter(f => f.code === 'retained');
     if (v.verdict === 'retained') {
       expect(retained.reduce((n, f) => n + (f.code === 'retained' ? f.bytes : 0), 0)).toBe(v.retainedBytes);
@@ -184,6 +186,7 @@ describe('figures that add up (issue 10, item 6)', () => {
     expect(report.executions[1].findings).toEqual([{ code: 'same-code-grew', bytes: 32 * 2 ** 20, later: 2, grewBytes: 32 * 2 ** 20 }]);
     expect(report.executions[3].findings).toEqual([{ code: 'nothing-left' }]);
     expect(report.executions[0].findings).toEqual([{ code: 'retained', bytes: 33574912, origin: 'parameters', names: ['model'] }]);
+    expect(report.executions[2].fixes).toEqual([{ code: 'remove-hook', lists: ['acts'] }]);
     expect(findingText(report.executions[2].findings[0], k => `Cell [${k + 1}]`)).toBe(
       'memory held by this code grew by 32.0 MiB when it ran again (Cell [2] \u2192 Cell [3])'
     );
