@@ -127,11 +127,12 @@ export function parseManifest(text: string): ISessionManifest {
 
 /**
  * Each cell's kernel session, filled in where the manifest has none: the
- * kernel of the cell before, 0 for the first (a folder written before the
- * field existed is one kernel).
+ * kernel of the cell before (cells before the first that has one: that
+ * cell's; none at all: 0, so a folder written before the field existed is
+ * one kernel). The same reading as `kernelPositions`.
  */
 export function kernelSessionsOf(manifest: ISessionManifest): number[] {
-  let current = 0;
+  let current = manifest.cells.find(cell => typeof cell.kernel_session === 'number')?.kernel_session ?? 0;
   return manifest.cells.map(cell => {
     if (typeof cell.kernel_session === 'number') {
       current = cell.kernel_session;

@@ -11,7 +11,9 @@ import {
   IExportCell,
   ISession,
   kernelPositions,
+  kernelSessionsOf,
   loadSession,
+  parseManifest,
   reportCells,
   retentionByExecution,
   sessionExecutions,
@@ -251,6 +253,16 @@ describe('a session folder without kernel sessions', () => {
     const report = findLeaks(session.snapshots, sessionExecutions(session.manifest));
     expect(report.executions.every(v => v.kernel === 0 && !v.endedByRestart)).toBe(true);
     expect(report.topLeak).toBe(4);
+  });
+
+  it('fills in missing kernel sessions the way kernelPositions reads them, and refuses one that is not an integer', () => {
+    const manifest = (ids: unknown[]) =>
+      parseManifest(JSON.stringify({ cells: ids.map((id, i) => ({ snapshot_file: `cell${i}.pickle.gz`, kernel_session: id })) }));
+    const ids = [undefined, 2, 2, undefined, 5];
+    expect(kernelSessionsOf(manifest(ids))).toEqual([2, 2, 2, 2, 5]);
+    expect(kernelPositions(kernelSessionsOf(manifest(ids)))).toEqual(kernelPositions(ids as (number | undefined)[]));
+    expect(kernelSessionsOf(manifest([undefined, undefined]))).toEqual([0, 0]);
+    expect(() => manifest([0, 'one'])).toThrow(/cells\[1\] kernel_session must be an integer/);
   });
 
   it('gives each execution a kernel position from ids that may be missing', () => {
