@@ -2,26 +2,56 @@
  * `cuda-memdiff leaks`: the leak finder's ranking as JSON for tools and as a
  * table plus the first leak's story for people.
  */
-import { allocationSite, CellCodeNames, formatBytes, IFrameFilterOptions, ISession, LeakReport, visibleStack } from '../engine';
+import {
+  adviceText,
+  allocationSite,
+  CellCodeNames,
+  findingText,
+  formatBytes,
+  IExecutionVerdict,
+  IFrameFilterOptions,
+  ISession,
+  kernelSessionsOf,
+  LeakReport,
+  sessionExecutions,
+  visibleStack
+} from '../engine';
 import { frameJson, siteJson, siteLabel } from './report';
 import { renderTable } from './table';
 
-/** `leaks --json`: cells in execution order, `ranking` and `top_leak` as manifest cell indices. */
+/**
+ * `leaks --json`: cells in execution order, `ranking` and `top_leak` as
+ * manifest cell indices. `execution` is a cell's position in the session
+ * (a cell run again, as after a restart, has one index and several
+ * positions); `findings` are the engine's, executions in them by position.
+ */
 export function leaksJson(report: LeakReport, session: ISession, options: IFrameFilterOptions) {
   const cells = session.manifest.cells;
   const names = new CellCodeNames(cells.map(c => ({ id: String(c.index), source: c.source, executionCount: c.execution_count })));
+  const kernelSessions = kernelSessionsOf(session.manifest);
   return {
     cells: report.executions.map(v => ({
       index: cells[v.execution].index,
+      execution: v.execution,
       execution_count: v.executionCount,
+      kernel_session: kernelSessions[v.execution],
+      ended_by_restart: v.endedByRestart,
       verdict: v.verdict,
       confidence: v.confidence,
-      retained_bytes: v.retainedBytes,
       left_bytes: v.leftBytes,
+      retained_bytes: v.retainedBytes,
+      freed_later: v.freedLater.map(f => ({
+        index: cells[f.execution].index,
+        execution: f.execution,
+        execution_count: cells[f.execution].execution_count,
+        bytes: f.bytes
+      })),
       leaked_bytes: v.leakedBytes,
       causes: v.causes,
+      findings: v.findings.map(snakeCase),
       reasons: v.reasons,
       holders: v.holders,
+      fixes: v.fixes.map(snakeCase),
       advice: v.advice,
       evidence: v.evidence.map(e => ({
         site: siteJson(session.frames, allocationSite(session.frames, e.stack, options)),
@@ -35,27 +65,94 @@ export function leaksJson(report: LeakReport, session: ISession, options: IFrame
   };
 }
 
-/** `leaks` for people: one row per cell in ranking order, then why the first leak is one. */
+/** A finding with the CLI's JSON key style: `grewBytes` -> `grew_bytes`. */
+function snakeCase(finding: object): { [key: string]: unknown } {
+  return Object.fromEntries(Object.entries(finding).map(([k, v]) => [k.replace(/[A-Z]/g, c => `_${c.toLowerCase()}`), v]));
+}
+
+/** The last execution of a verdict's kernel: the one after which the kernel restarted. */
+function lastOfKernel(report: LeakReport, v: IExecutionVerdict): number {
+  let last = v.execution;
+  while (last + 1 < report.executions.length && report.executions[last + 1].kernel === v.kernel) {
+    last++;
+  }
+  return last;
+}
+
+/** How a person names a cell of the session: `cell 5 [6]`. */
+function cellName(session: ISession, k: number): string {
+  const cell = session.manifest.cells[k];
+  return cell.execution_count === null ? `cell ${cell.index}` : `cell ${cell.index} [${cell.execution_count}]`;
+}
+
+/** Evidence merged by the allocation site a person sees (several stacks can end at one line). */
+function evidenceBySite(v: IExecutionVerdict, session: ISession, options: IFrameFilterOptions) {
+  const bySite = new Map<number, { site: number; bytes: number; blocks: number }>();
+  for (const e of v.evidence) {
+    const site = allocationSite(session.frames, e.stack, options);
+    const entry = bySite.get(site) ?? { site, bytes: 0, blocks: 0 };
+    entry.bytes += e.bytes;
+    entry.blocks += e.blocks;
+    bySite.set(site, entry);
+  }
+  return [...bySite.values()].sort((a, b) => b.bytes - a.bytes);
+}
+
+function blocksText(n: number): string {
+  return `${n} block${n === 1 ? '' : 's'}`;
+}
+
+/** Most evidence sites the story lists; the rest are summed on one line. */
+const EVIDENCE_SITES_SHOWN = 3;
+
+/**
+ * `leaks` for people: one row per cell in ranking order, then why the first
+ * leak is one. Every figure on a row is part of `left` (what the cell left
+ * alive when it ended): `retained` is what is still alive, `leaked` what the
+ * evidence covers, and what is neither was freed later, which the row says.
+ */
 export function leaksText(report: LeakReport, session: ISession, options: IFrameFilterOptions): string {
   const cells = session.manifest.cells;
+  const kernels = report.executions.length ? report.executions[report.executions.length - 1].kernel + 1 : 1;
+  // The engine's findings worded here, with the labels the engine was given.
+  const labels = sessionExecutions(session.manifest).map(e => e.label);
+  const reasons = (v: IExecutionVerdict) => v.findings.map(f => findingText(f, k => labels[k]));
+  // What became of the memory a cell left: freed by later cells, or ended by a restart.
+  const fate = (v: IExecutionVerdict) => {
+    const notes: string[] = [];
+    if (v.verdict !== 'ok' && v.freedLater.length) {
+      const freed = v.freedLater.reduce((n, f) => n + f.bytes, 0);
+      notes.push(`${formatBytes(freed)} freed later by ${v.freedLater.map(f => cellName(session, f.execution)).join(', ')}`);
+    }
+    if (v.endedByRestart) {
+      notes.push(`until the kernel restarted after ${cellName(session, lastOfKernel(report, v))}`);
+    }
+    return notes.length ? ` (${notes.join('; ')})` : '';
+  };
   const table = renderTable(
     [
       { header: 'cell', right: true },
       { header: 'exec', right: true },
+      ...(kernels > 1 ? [{ header: 'kernel', right: true }] : []),
       { header: 'verdict' },
+      { header: 'left', right: true },
       { header: 'retained', right: true },
       { header: 'leaked', right: true },
       { header: 'why' }
     ],
     report.ranking.map(k => {
       const v = report.executions[k];
+      // A retained cell's reasons split its retained bytes by what made them: show them all.
+      const why = v.verdict === 'retained' ? reasons(v).join('; ') : (reasons(v)[0] ?? '');
       return [
         String(cells[k].index),
         v.executionCount === null ? '' : `[${v.executionCount}]`,
+        ...(kernels > 1 ? [String(v.kernel + 1)] : []),
         v.verdict,
+        formatBytes(v.leftBytes),
         formatBytes(v.retainedBytes),
         v.verdict === 'leak' ? formatBytes(v.leakedBytes) : '',
-        v.reasons[0] ?? ''
+        why + fate(v)
       ];
     })
   );
@@ -63,14 +160,27 @@ export function leaksText(report: LeakReport, session: ISession, options: IFrame
     return `${table}\n\nNo cell leaks.`;
   }
   const top = report.executions[report.topLeak];
-  const lines = [table, '', `Look at cell ${cells[report.topLeak].index} first (${top.confidence} confidence):`];
-  top.reasons.forEach(r => lines.push(`  - ${r}`));
+  const where = kernels > 1 ? `kernel ${top.kernel + 1} of ${kernels}, ` : '';
+  const lines = [table, '', `Look at cell ${cells[report.topLeak].index} first (${where}${top.confidence} confidence):`];
+  reasons(top).forEach(r => lines.push(`  - ${r}`));
+  if (top.endedByRestart) {
+    lines.push(`  ended by: the kernel restart after ${cellName(session, lastOfKernel(report, top))}, not by a cell`);
+  }
   if (top.holders.length) {
     lines.push(`  held by: ${top.holders.join(', ')}`);
   }
-  top.advice.forEach(a => lines.push(`  fix: ${a}`));
-  for (const e of top.evidence.slice(0, 3)) {
-    lines.push(`  ${formatBytes(e.bytes)} in ${e.blocks} block(s) from ${siteLabel(session.frames, allocationSite(session.frames, e.stack, options))}`);
+  top.fixes.forEach(a => lines.push(`  fix: ${adviceText(a)}`));
+  const sites = evidenceBySite(top, session, options);
+  const blocks = sites.reduce((n, e) => n + e.blocks, 0);
+  lines.push(`  leaked: ${formatBytes(top.leakedBytes)} in ${blocksText(blocks)}, allocated at:`);
+  for (const e of sites.slice(0, EVIDENCE_SITES_SHOWN)) {
+    lines.push(`    ${formatBytes(e.bytes)} in ${blocksText(e.blocks)} from ${siteLabel(session.frames, e.site)}`);
+  }
+  const rest = sites.slice(EVIDENCE_SITES_SHOWN);
+  if (rest.length) {
+    const bytes = rest.reduce((n, e) => n + e.bytes, 0);
+    const count = rest.reduce((n, e) => n + e.blocks, 0);
+    lines.push(`    ${formatBytes(bytes)} in ${blocksText(count)} from ${rest.length} more site${rest.length === 1 ? '' : 's'}`);
   }
   return lines.join('\n');
 }

@@ -16,7 +16,12 @@ import {
   totalBytes,
   visibleStack
 } from '../engine';
-import { renderTable } from './table';
+import { ITableNote, renderTable } from './table';
+
+/** The line a table shows where the kernel restarted (`kernel` is the new kernel's position). */
+export function restartNote(kernel: number): ITableNote {
+  return { note: `~~ kernel restarted: kernel ${kernel + 1} starts from an empty device ~~` };
+}
 
 /** A frame as JSON; cell frames say which cell when the sources are known. */
 type FrameJson =
@@ -201,6 +206,8 @@ export function sessionJson(reports: ICellReport[], table: FrameTable, options: 
     cells: reports.map(r => ({
       index: r.index,
       execution_count: r.executionCount,
+      kernel_session: r.kernelSession,
+      after_restart: r.afterRestart,
       allocated_bytes: r.allocatedBytes,
       reserved_bytes: r.reservedBytes,
       net_bytes: r.netBytes,
@@ -214,8 +221,24 @@ export function sessionJson(reports: ICellReport[], table: FrameTable, options: 
   };
 }
 
-/** `session` for people: one row per executed cell. */
+/** `session` for people: one row per executed cell, a line where the kernel restarted. */
 export function sessionText(reports: ICellReport[], table: FrameTable): string {
+  const rows: (string[] | ITableNote)[] = [];
+  for (const r of reports) {
+    if (r.afterRestart) {
+      rows.push(restartNote(r.kernel));
+    }
+    rows.push([
+      String(r.index),
+      r.executionCount === null ? '' : `[${r.executionCount}]`,
+      formatBytes(r.allocatedBytes),
+      formatBytes(r.netBytes, true),
+      r.peakBytes === null ? '' : formatBytes(r.peakBytes),
+      formatBytes(r.bornBytes),
+      formatBytes(r.freedBytes),
+      (r.oom ? 'OOM ' : '') + (r.sites.length ? siteLabel(table, r.sites[0].frameId) : '')
+    ]);
+  }
   return renderTable(
     [
       { header: 'cell', right: true },
@@ -227,15 +250,6 @@ export function sessionText(reports: ICellReport[], table: FrameTable): string {
       { header: 'freed', right: true },
       { header: 'top site' }
     ],
-    reports.map(r => [
-      String(r.index),
-      r.executionCount === null ? '' : `[${r.executionCount}]`,
-      formatBytes(r.allocatedBytes),
-      formatBytes(r.netBytes, true),
-      r.peakBytes === null ? '' : formatBytes(r.peakBytes),
-      formatBytes(r.bornBytes),
-      formatBytes(r.freedBytes),
-      (r.oom ? 'OOM ' : '') + (r.sites.length ? siteLabel(table, r.sites[0].frameId) : '')
-    ])
+    rows
   );
 }

@@ -6,13 +6,23 @@ export interface IColumn {
   right?: boolean;
 }
 
-/** Render rows under headers, columns padded to their widest cell. */
-export function renderTable(columns: IColumn[], rows: string[][]): string {
-  const widths = columns.map((c, i) => Math.max(c.header.length, ...rows.map(r => (r[i] ?? '').length)));
+/** A line across the table between rows (a kernel restart), not aligned to the columns. */
+export interface ITableNote {
+  note: string;
+}
+
+/** Render rows under headers, columns padded to their widest cell; notes are printed as they are. */
+export function renderTable(columns: IColumn[], rows: (string[] | ITableNote)[]): string {
+  const cellRows = rows.filter((r): r is string[] => Array.isArray(r));
+  const widths = columns.map((c, i) => Math.max(c.header.length, ...cellRows.map(r => (r[i] ?? '').length)));
   const line = (cells: string[]) =>
     cells
       .map((cell, i) => (columns[i].right ? cell.padStart(widths[i]) : cell.padEnd(widths[i])))
       .join('  ')
       .trimEnd();
-  return [line(columns.map(c => c.header)), line(widths.map(w => '-'.repeat(w))), ...rows.map(line)].join('\n');
+  return [
+    line(columns.map(c => c.header)),
+    line(widths.map(w => '-'.repeat(w))),
+    ...rows.map(r => (Array.isArray(r) ? line(r) : r.note))
+  ].join('\n');
 }

@@ -115,6 +115,11 @@ export interface IExportCell {
   oomSnapshots: Snapshot[];
   /** Allocator statistics the helper sent with the snapshot, when it did. */
   devices: readonly IWireDeviceStats[];
+  /**
+   * The kernel session the cell ran in (the store's `CellRecord.kernelSession`):
+   * a change from the cell before is a kernel restart or change.
+   */
+  kernelSession?: number;
 }
 
 function stats(snapshot: Snapshot, devices: readonly IWireDeviceStats[]) {
@@ -140,12 +145,29 @@ function stats(snapshot: Snapshot, devices: readonly IWireDeviceStats[]) {
   };
 }
 
-/** The files of a session folder: manifest.json and one gzip pickle per cell (and per OOM snapshot). */
+/** Allocator statistics of a device nothing has touched: before a session's first cell and after a restart. */
+function emptyDeviceStats() {
+  return { allocated: 0, reserved: 0, max_allocated: 0, max_reserved: 0, per_device: [] as unknown[] };
+}
+
+/**
+ * The files of a session folder: manifest.json and one gzip pickle per cell
+ * (and per OOM snapshot). Each cell's `kernel_session` is written when known,
+ * and a cell whose kernel differs from the cell before starts from an empty
+ * device: the new process holds nothing of the old one's memory.
+ */
 export function sessionFolderFiles(cells: readonly IExportCell[], meta: { [key: string]: unknown } = {}): Map<string, Uint8Array> {
   const files = new Map<string, Uint8Array>();
-  let before = { allocated: 0, reserved: 0, max_allocated: 0, max_reserved: 0, per_device: [] as unknown[] };
+  let before: ReturnType<typeof stats> | ReturnType<typeof emptyDeviceStats> = emptyDeviceStats();
+  let kernel: number | undefined;
   let ooms = 0;
   const manifestCells = cells.map((cell, k) => {
+    if (cell.kernelSession !== undefined) {
+      if (kernel !== undefined && cell.kernelSession !== kernel) {
+        before = emptyDeviceStats();
+      }
+      kernel = cell.kernelSession;
+    }
     const name = `cell${String(k).padStart(2, '0')}.pickle.gz`;
     files.set(name, snapshotToPickle(cell.snapshot));
     const oomFiles = cell.oomSnapshots.map(s => {
@@ -164,6 +186,7 @@ export function sessionFolderFiles(cells: readonly IExportCell[], meta: { [key: 
       oom_snapshots: oomFiles,
       blocks: cell.snapshot.blocks.length,
       segments: cell.snapshot.segments.length,
+      ...(cell.kernelSession !== undefined ? { kernel_session: cell.kernelSession } : {}),
       before,
       after
     };

@@ -19,4 +19,5 @@ export * from './pickler';
 export * from './retention';
 export * from './source';
 export * from './holders';
+export * from './findings';
 export * from './leaks';

@@ -13,8 +13,8 @@
 import { holderKey, HolderKind, IBlockHolders, IHolder, summarizeHolders } from './holders';
 import { Block, Frame, FrameTable, Snapshot } from './model';
 import { isCellFilename, murmur2, parseCellFilename } from './cells';
-import { isNativeFrame } from './frames';
-import { aliveBytesAt, IExecutionRetention, retentionByExecution } from './retention';
+import { allocationSite, isNativeFrame } from './frames';
+import { aliveBytesAt, IExecutionRetention, kernelPositions, retentionByExecution } from './retention';
 import {
   containersOf,
   displayedLines,
@@ -26,7 +26,7 @@ import {
   setsGradMode,
   storedNames
 } from './source';
-import { formatBytes } from './units';
+import { adviceText, BlockOrigin, findingText, LeakAdvice, LeakFinding } from './findings';
 
 /** One execution of a cell, in the order of the snapshots. */
 export interface ILeakExecution {
@@ -39,15 +39,45 @@ export interface ILeakExecution {
   readonly error: string | null;
   /** How a person names the cell: `cell 3 [7]` (CLI), `Cell [7]` (panel). */
   readonly label: string;
+  /**
+   * The kernel session the execution ran in (the frontend's `CellRecord.kernelSession`,
+   * a manifest's `kernel_session`): a change is a restart. Absent: the kernel of the execution before.
+   */
+  readonly kernelSession?: number | null;
 }
 
 export type LeakVerdict = 'leak' | 'retained' | 'ok';
+export type Confidence = 'high' | 'medium' | 'low';
+
+/**
+ * Sizes below which a leak's confidence is capped: a few KiB (loss scalars,
+ * indices) is worth knowing about but never the first thing to look at.
+ */
+export const LEAK_CONFIDENCE_BYTES = {
+  /** Below this, a leak is low confidence whatever the rule. */
+  low: 2 ** 20,
+  /** Below this, a leak is at most medium confidence. */
+  medium: 16 * 2 ** 20
+} as const;
+
+/** A rule's confidence capped by the leak's size. */
+export function confidenceForSize(rule: Confidence, bytes: number): Confidence {
+  if (bytes < LEAK_CONFIDENCE_BYTES.low) {
+    return 'low';
+  }
+  return bytes < LEAK_CONFIDENCE_BYTES.medium && rule === 'high' ? 'medium' : rule;
+}
 export type LeakCause = 'growth' | 'graph' | 'output-cache' | 'traceback' | 'hook' | 'unreachable';
 
-/** One allocation site behind a verdict. */
+/**
+ * One allocation site behind a verdict: the blocks whose stacks end at the
+ * same frame once torch and IPython plumbing is hidden (`allocationSite`
+ * with the default filter), the line a person would fix.
+ */
 export interface ILeakEvidence {
   /** Stack id of the site's largest block. */
   readonly stack: number;
+  /** Bytes of the site's blocks; the evidence of a verdict adds up to its `leakedBytes`. */
   readonly bytes: number;
   readonly blocks: number;
   /** Executions whose blocks these are. */
@@ -60,15 +90,39 @@ export interface IExecutionVerdict {
   readonly cellId: string;
   readonly executionCount: number | null;
   readonly verdict: LeakVerdict;
-  readonly confidence: 'high' | 'medium' | 'low';
-  /** Bytes it allocated that are alive in the latest snapshot. */
-  readonly retainedBytes: number;
-  /** Bytes it left alive when it ended. */
+  /**
+   * How sure the finder is that this deserves a look: the rule's certainty,
+   * capped by size (a leak under `LEAK_CONFIDENCE_BYTES.low` is low, under
+   * `LEAK_CONFIDENCE_BYTES.medium` at most medium).
+   */
+  readonly confidence: Confidence;
+  /** Position of its kernel among the session's kernels (0 for the first; a restart starts the next). */
+  readonly kernel: number;
+  /** True when the kernel restarted after it with its memory still alive: the restart, not a cell, ended it. */
+  readonly endedByRestart: boolean;
+  /**
+   * Bytes it left alive when it ended. Every other figure is part of it:
+   * `leftBytes = retainedBytes + sum(freedLater.bytes)`, and `leakedBytes <= leftBytes`.
+   */
   readonly leftBytes: number;
-  /** Bytes behind the leak evidence (0 unless `leak`). */
+  /** Of `leftBytes`, what is still alive in the latest snapshot of its kernel. */
+  readonly retainedBytes: number;
+  /** Of `leftBytes`, what later executions of its kernel freed, per execution in order. */
+  readonly freedLater: readonly { readonly execution: number; readonly bytes: number }[];
+  /**
+   * Of `leftBytes`, the memory the leak evidence covers, counted when the
+   * execution ended (a later cell may have freed part of it since): exactly
+   * the sum of `evidence[].bytes`. 0 unless `leak`.
+   */
   readonly leakedBytes: number;
   readonly causes: readonly LeakCause[];
+  /** What the finder found, as data (codes with bytes, executions and names), in the order `reasons` words them. */
+  readonly findings: readonly LeakFinding[];
+  /** The findings in English (`findingText` with the executions' labels), for views that do not word them. */
   readonly reasons: readonly string[];
+  /** What to do about a leak, as data, in the order `advice` words them. */
+  readonly fixes: readonly LeakAdvice[];
+  /** The fixes in English (`adviceText`). */
   readonly advice: readonly string[];
   /** Holders named for its live blocks (by the kernel, or guessed from the source). */
   readonly holders: readonly string[];
@@ -89,7 +143,7 @@ export interface LeakReport {
 export interface IFindLeaksOptions {
   /** Holders from the live kernel for blocks of the latest snapshot. */
   holders?: IBlockHolders;
-  /** `retentionByExecution(snapshots)`, when the caller already has it (ranking again with holders). */
+  /** `retentionByExecution(snapshots, kernels)`, when the caller already has it (ranking again with holders). */
   retention?: readonly IExecutionRetention[];
 }
 
@@ -106,7 +160,7 @@ export function findLeaks(
     return { executions: [], ranking: [], topLeak: null };
   }
   const context = new Private.Context(snapshots[0].frames, executions);
-  const retention = options.retention ?? retentionByExecution(snapshots);
+  const retention = options.retention ?? retentionByExecution(snapshots, kernelPositions(executions.map(e => e.kernelSession)));
   const findings = retention.map(r => new Private.Finding(r, executions[r.execution]));
   Private.findGrowth(findings, context);
   for (const f of findings) {
@@ -115,7 +169,9 @@ export function findLeaks(
     Private.findTraceback(f, context);
   }
   if (options.holders) {
-    for (const f of findings) {
+    // The holders answer for the latest snapshot: only its kernel's blocks can be in it.
+    const lastKernel = retention[retention.length - 1].kernel;
+    for (const f of findings.filter(x => x.retention.kernel === lastKernel)) {
       Private.applyHolders(f, options.holders, context);
     }
   }
@@ -127,7 +183,7 @@ export function findLeaks(
 
 namespace Private {
   /** What a block's stack says made it. */
-  export type Origin = 'parameters' | 'optimizer' | 'gradient' | 'forward' | 'direct';
+  export type Origin = BlockOrigin;
 
   /** A cell frame of a stack, with its source. */
   interface ICellFrame {
@@ -191,6 +247,16 @@ namespace Private {
       return frames;
     }
 
+    /** The allocation site (frame id, -1 for none) a person sees for a stack, resolved once per stack. */
+    site(stack: number): number {
+      let site = this._sites.get(stack);
+      if (site === undefined) {
+        site = allocationSite(this.frames, stack);
+        this._sites.set(stack, site);
+      }
+      return site;
+    }
+
     /** What made the blocks of a stack. */
     origin(stack: number): Origin {
       let origin = this._origins.get(stack);
@@ -203,6 +269,7 @@ namespace Private {
 
     private readonly _sourceByHash = new Map<number, string>();
     private readonly _origins = new Map<number, Origin>();
+    private readonly _sites = new Map<number, number>();
     private readonly _cellFrames = new Map<number, readonly ICellFrame[]>();
   }
 
@@ -249,70 +316,80 @@ namespace Private {
     ) {}
 
     causes = new Set<LeakCause>();
-    reasons: string[] = [];
-    advice = new Set<string>();
+    findings: LeakFinding[] = [];
+    /** Fixes proposed so far, each once (keyed by its JSON). */
+    advice = new Map<string, LeakAdvice>();
     holders = new Set<string>();
-    leakedBytes = 0;
     evidence: Block[] = [];
     /** Set when live holders show every block has an expected owner. */
-    cleared: string | null = null;
-    confidence: 'high' | 'medium' | 'low' = 'medium';
+    cleared: LeakFinding | null = null;
+    confidence: Confidence = 'medium';
 
     get k(): number {
       return this.retention.execution;
     }
 
-    leak(cause: LeakCause, bytes: number, blocks: readonly Block[], reason: string, advice: string[]): void {
+    leak(cause: LeakCause, blocks: readonly Block[], finding: LeakFinding, advice: readonly LeakAdvice[]): void {
       this.causes.add(cause);
-      this.leakedBytes = Math.max(this.leakedBytes, bytes);
-      this.reasons.push(reason);
-      advice.forEach(a => this.advice.add(a));
+      this.findings.push(finding);
+      advice.forEach(a => this.advice.set(JSON.stringify(a), a));
       this.evidence.push(...blocks);
     }
 
     verdict(context: Context): IExecutionVerdict {
       const r = this.retention;
       let verdict: LeakVerdict;
-      let reasons = [...this.reasons];
+      let findings: LeakFinding[];
       if (this.causes.size && !this.cleared) {
         verdict = 'leak';
+        findings = [...this.findings];
       } else if (r.aliveBytes > 0) {
         verdict = 'retained';
-        reasons = [...(this.cleared ? [this.cleared] : []), ...describeRetained(r.alive, this, context)];
+        findings = [...(this.cleared ? [this.cleared] : []), ...describeRetained(r.alive, this, context)];
       } else {
         verdict = 'ok';
-        reasons.length = 0;
-        reasons.push(
+        findings = [
           r.leftBytes > 0
-            ? `left ${formatBytes(r.leftBytes)} alive, all freed later (${freers(r, context)})`
-            : 'left nothing alive'
-        );
+            ? { code: 'all-freed-later', bytes: r.leftBytes, by: [...r.freedBy.keys()].sort((a, b) => a - b) }
+            : { code: 'nothing-left' }
+        ];
       }
+      // The headline is the evidence: its sites add up to it.
+      const evidence = verdict === 'leak' ? groupEvidence(this.evidence, this.k, context) : [];
+      const leakedBytes = evidence.reduce((n, e) => n + e.bytes, 0);
+      const fixes: LeakAdvice[] = verdict === 'leak' ? (this.advice.size ? [...this.advice.values()] : [{ code: 'find-holder' }]) : [];
       return {
         execution: r.execution,
         cellId: this.execution.cellId,
         executionCount: this.execution.executionCount,
         verdict,
-        confidence: verdict === 'ok' ? 'high' : verdict === 'leak' ? this.confidence : this.cleared ? 'high' : 'medium',
-        retainedBytes: r.aliveBytes,
+        confidence:
+          verdict === 'ok' ? 'high' : verdict === 'leak' ? confidenceForSize(this.confidence, leakedBytes) : this.cleared ? 'high' : 'medium',
+        kernel: r.kernel,
+        endedByRestart: r.endedByRestart && r.aliveBytes > 0,
         leftBytes: r.leftBytes,
-        leakedBytes: verdict === 'leak' ? this.leakedBytes : 0,
+        retainedBytes: r.aliveBytes,
+        freedLater: [...r.freedBy].sort((a, b) => a[0] - b[0]).map(([execution, bytes]) => ({ execution, bytes })),
+        leakedBytes,
         causes: verdict === 'leak' ? [...this.causes] : [],
-        reasons,
-        advice: verdict === 'leak' ? (this.advice.size ? [...this.advice] : [GENERIC_ADVICE]) : [],
+        findings,
+        reasons: findings.map(x => findingText(x, k => context.executions[k].label)),
+        fixes,
+        advice: fixes.map(adviceText),
         holders: summarizeHolders([...this.holders]),
-        evidence: verdict === 'leak' ? groupEvidence(this.evidence, this.k) : []
+        evidence
       };
     }
-  }
-
-  function freers(r: IExecutionRetention, context: Context): string {
-    return [...r.freedBy.keys()].map(k => `by ${context.executions[k].label}`).join(', ');
   }
 
   /** The executions' source key: identical sources are the same code (and the same code name). */
   function codeOf(e: ILeakExecution): string {
     return e.source ?? `cell:${e.cellId}`;
+  }
+
+  /** Runs of the same code in the same kernel: a restart starts over, so a run is never compared with another kernel's. */
+  function runKey(f: Finding): string {
+    return `${f.retention.kernel}\u0000${codeOf(f.execution)}`;
   }
 
   /**
@@ -323,9 +400,9 @@ namespace Private {
   export function findGrowth(findings: readonly Finding[], context: Context): void {
     const byCode = new Map<string, Finding[]>();
     for (const f of findings) {
-      const list = byCode.get(codeOf(f.execution)) ?? [];
+      const list = byCode.get(runKey(f)) ?? [];
       list.push(f);
-      byCode.set(codeOf(f.execution), list);
+      byCode.set(runKey(f), list);
     }
     for (const runs of byCode.values()) {
       const held = (upTo: number) =>
@@ -337,24 +414,24 @@ namespace Private {
         if (growth <= 0 || !added.length) {
           continue;
         }
-        const before = runs[i - 1].execution.label;
-        const now = runs[i].execution.label;
-        const advice = growthAdvice(added, runs[i], context);
-        runs[i].leak(
-          'growth',
-          growth,
-          added,
-          `memory held by this code grew by ${formatBytes(growth)} when it ran again (${before} → ${now})`,
-          advice
-        );
+        // The evidence is what each run left at the stacks that grew, not all it left:
+        // a training step that appends its loss leaks the loss, not its gradients.
+        const grown = grownStacks(runs, i, context);
+        const atGrown = (f: Finding, fallback: readonly Block[]) => {
+          const blocks = f.retention.left.filter(b => grown.has(b.stack));
+          return blocks.length ? blocks : fallback;
+        };
+        const evidence = atGrown(runs[i], added);
+        const advice = growthAdvice(evidence, runs[i], context);
+        runs[i].leak('growth', evidence, { code: 'growth', bytes: growth, from: runs[i - 1].k, to: runs[i].k }, advice);
         runs[i].confidence = 'high';
         for (const earlier of runs.slice(0, i)) {
           if (!earlier.causes.has('growth')) {
+            const blocks = atGrown(earlier, earlier.retention.left);
             earlier.leak(
               'growth',
-              earlier.retention.leftBytes,
-              earlier.retention.left,
-              `runs the same code as ${now}, which added ${formatBytes(growth)} on top of what this run left`,
+              blocks,
+              { code: 'same-code-grew', bytes: total(blocks), later: runs[i].k, grewBytes: growth },
               advice
             );
             earlier.confidence = 'high';
@@ -364,36 +441,52 @@ namespace Private {
     }
   }
 
-  function growthAdvice(added: readonly Block[], f: Finding, context: Context): string[] {
+  /**
+   * Stacks whose bytes, over the runs of one code up to `runs[i]`, are higher
+   * after `runs[i]` than after the run before it (gradients excepted).
+   */
+  function grownStacks(runs: readonly Finding[], i: number, context: Context): Set<number> {
+    const heldByStack = (upTo: number) => {
+      const at = runs[upTo].k;
+      const bytes = new Map<number, number>();
+      for (const f of runs.slice(0, upTo + 1)) {
+        f.retention.left.forEach((b, j) => {
+          const freed = f.retention.freedAt[j];
+          if ((freed === null || freed > at) && context.origin(b.stack) !== 'gradient') {
+            bytes.set(b.stack, (bytes.get(b.stack) ?? 0) + b.size);
+          }
+        });
+      }
+      return bytes;
+    };
+    const now = heldByStack(i);
+    const then = heldByStack(i - 1);
+    return new Set([...now].filter(([stack, bytes]) => bytes > (then.get(stack) ?? 0)).map(([stack]) => stack));
+  }
+
+  function growthAdvice(added: readonly Block[], f: Finding, context: Context): LeakAdvice[] {
     const source = f.execution.source ?? '';
-    const advice: string[] = [];
+    const advice: LeakAdvice[] = [];
     for (const line of new Set(added.map(b => outerLine(b, f, context)).filter((l): l is number => l !== null))) {
       advice.push(...detachAdvice(source, line));
       for (const name of storedNames(source, line)) {
         for (const list of containersOf(source, name)) {
-          advice.push(`append \`${name}.item()\` (or \`${name}.detach()\`) to \`${list}\`, not the tensor`);
+          advice.push({ code: 'append-item', name, list });
           f.holders.add(list);
         }
       }
     }
     if (context.hooks && added.some(b => context.origin(b.stack) === 'forward')) {
-      const lists = context.hookTargets.map(t => `\`${t}\``).join(', ');
-      advice.push(`remove the hook that stores outputs, or clear the list it appends to${lists ? ` (${lists})` : ''}`);
+      advice.push({ code: 'remove-hook', lists: context.hookTargets });
       context.hookTargets.forEach(t => f.holders.add(`${t} (appended to by a forward hook)`));
     }
     return advice;
   }
 
-  function detachAdvice(source: string, line: number): string[] {
+  function detachAdvice(source: string, line: number): LeakAdvice[] {
     const names = recurrentNames(source, line);
-    return names.length
-      ? [`call \`.detach()\` on \`${names.join('`, `')}\` before the next step: the hidden state carries every step\u2019s graph`]
-      : [];
+    return names.length ? [{ code: 'detach-hidden', names }] : [];
   }
-
-  /** Advice when no rule found a specific cause. */
-  const GENERIC_ADVICE =
-    'find what keeps each run\u2019s tensors (a list, a dict, a hook) and clear it, or keep `.item()` / `.detach()` values';
 
   /** Line of the executed cell's own frame (the outermost cell frame) in a block's stack. */
   function outerLine(b: Block, f: Finding, context: Context): number | null {
@@ -440,17 +533,15 @@ namespace Private {
       return;
     }
     const names = namesFor(graph, f, context);
-    const held = names.length ? `, held through \`${names.join('`, `')}\`` : '';
     const source = f.execution.source ?? '';
     const detach = [...new Set(graph.map(b => outerLine(b, f, context)))].flatMap(line =>
       line === null ? [] : detachAdvice(source, line)
     );
     f.leak(
       'graph',
-      bytes,
       graph,
-      `keeps ${formatBytes(bytes)} of forward-pass activations outside torch.no_grad() with no backward pass: an autograd graph${held}`,
-      detach.length ? detach : ['evaluate under `torch.no_grad()` (or `torch.inference_mode()`), or keep `.detach()`ed outputs']
+      { code: 'graph', bytes, names },
+      detach.length ? detach : [{ code: 'no-grad' }]
     );
     names.forEach(n => f.holders.add(`autograd graph of ${n}`));
   }
@@ -475,7 +566,7 @@ namespace Private {
     const source = f.execution.source;
     const n = f.execution.executionCount;
     const shown = source === null || n === null || f.execution.error ? null : displayedLines(source);
-    if (!shown) {
+    if (!shown || n === null) {
       return;
     }
     // Only what the expression itself or the library code it called made: a
@@ -492,10 +583,9 @@ namespace Private {
     const bytes = cached.reduce((s, b) => s + b.size, 0);
     f.leak(
       'output-cache',
-      bytes,
       cached,
-      `${formatBytes(bytes)} made by the cell's last expression is kept by the output cache \`Out[${n}]\` (and \`_\`)`,
-      [`end the line with \`;\` or \`del Out[${n}]\``]
+      { code: 'output-cache', bytes, executionCount: n },
+      [{ code: 'silence-output', executionCount: n }]
     );
     f.confidence = 'high';
     f.holders.add(`Out[${n}]`);
@@ -518,10 +608,9 @@ namespace Private {
     const fn = context.cellFrames(pinned[0].stack)[0]?.frame.name ?? 'a function';
     f.leak(
       'traceback',
-      bytes,
       pinned,
-      `${formatBytes(bytes)} allocated in \`${fn}\` is kept by the last traceback (sys.last_traceback): the cell raised ${f.execution.error.split(':')[0]}`,
-      ['clear the last traceback (`sys.last_traceback = sys.last_value = sys.last_exc = None`) or run a cell that raises nothing big']
+      { code: 'traceback', bytes, fn, error: f.execution.error.split(':')[0] },
+      [{ code: 'clear-traceback' }]
     );
     f.holders.add('sys.last_traceback');
   }
@@ -559,9 +648,8 @@ namespace Private {
       const confirmed = f.causes.has(cause);
       f.leak(
         cause,
-        bytes,
         invisible.map(e => e.block),
-        `${confirmed ? 'confirmed by the kernel' : 'the kernel found'}: ${formatBytes(bytes)} held only by ${summarizeHolders(names).join(', ')}`,
+        { code: 'kernel-holders-leak', bytes, holders: summarizeHolders(names), confirmed },
         confirmed ? [] : holderAdvice(kinds)
       );
       f.confidence = 'high';
@@ -569,9 +657,7 @@ namespace Private {
       const named = known.filter(e => e.list.some(h => h.kind !== 'unreachable'));
       const orphans = known.length - named.length;
       const names = summarizeHolders(named.flatMap(e => e.list.filter(h => h.kind !== 'unreachable').map(describeHolder)));
-      f.cleared =
-        `the kernel found ${orphans ? 'its live blocks' : 'every live block'} held by ${names.join(', ') || 'nothing it could name'}` +
-        (orphans ? `; ${orphans} held only from C++ (a later cell's autograd graph or a library cache)` : '');
+      f.cleared = { code: 'kernel-holders-clear', holders: names, orphans };
     }
   }
 
@@ -590,32 +676,24 @@ namespace Private {
     }
   }
 
-  function holderAdvice(kinds: Set<HolderKind>): string[] {
-    const advice: string[] = [];
+  function holderAdvice(kinds: Set<HolderKind>): LeakAdvice[] {
+    const advice: LeakAdvice[] = [];
     if (kinds.has('hook')) {
-      advice.push('remove the hook or clear the list');
+      advice.push({ code: 'remove-hook', lists: [] });
     }
     if (kinds.has('graph')) {
-      advice.push('evaluate under `torch.no_grad()`, or call `.detach()` on what you keep');
+      advice.push({ code: 'no-grad-or-detach' });
     }
     if (kinds.has('output-cache')) {
-      advice.push('end the line with `;` or `del Out[n]`');
+      advice.push({ code: 'silence-output', executionCount: null });
     }
     if (kinds.has('traceback')) {
-      advice.push('clear the last traceback');
+      advice.push({ code: 'clear-traceback' });
     }
-    return advice.length ? advice : ['drop the references the kernel names'];
+    return advice.length ? advice : [{ code: 'drop-references' }];
   }
 
-  const ORIGIN_TEXT: Record<Origin, string> = {
-    parameters: 'module parameters and buffers',
-    optimizer: 'optimizer state',
-    gradient: 'gradients and workspaces of the backward pass',
-    forward: 'outputs of a forward pass',
-    direct: 'tensors the cell created'
-  };
-
-  function describeRetained(alive: readonly Block[], f: Finding, context: Context): string[] {
+  function describeRetained(alive: readonly Block[], f: Finding, context: Context): LeakFinding[] {
     const byOrigin = new Map<Origin, Block[]>();
     for (const b of alive) {
       const o = context.origin(b.stack);
@@ -623,29 +701,30 @@ namespace Private {
     }
     return [...byOrigin]
       .sort((a, b) => total(b[1]) - total(a[1]))
-      .map(([origin, blocks]) => {
-        const names = namesFor(blocks, f, context);
-        const held = names.length ? ` (held by \`${names.join('`, `')}\`)` : '';
-        return `keeps ${formatBytes(total(blocks))} of ${ORIGIN_TEXT[origin]}${held}`;
-      });
+      .map(([origin, blocks]) => ({ code: 'retained', bytes: total(blocks), origin, names: namesFor(blocks, f, context) }));
   }
 
   function total(blocks: readonly Block[]): number {
     return blocks.reduce((n, b) => n + b.size, 0);
   }
 
-  function groupEvidence(blocks: readonly Block[], execution: number): ILeakEvidence[] {
+  function groupEvidence(blocks: readonly Block[], execution: number, context: Context): ILeakEvidence[] {
     // The same block can come from its own snapshot and from the latest one.
     const unique = new Map(blocks.map(b => [holderKey(b.device, b.address), b]));
-    const byStack = new Map<number, { bytes: number; blocks: number }>();
+    const bySite = new Map<number, { stack: number; largest: number; bytes: number; blocks: number }>();
     for (const b of unique.values()) {
-      const e = byStack.get(b.stack) ?? { bytes: 0, blocks: 0 };
+      const site = context.site(b.stack);
+      const e = bySite.get(site) ?? { stack: b.stack, largest: 0, bytes: 0, blocks: 0 };
+      if (b.size > e.largest) {
+        e.stack = b.stack;
+        e.largest = b.size;
+      }
       e.bytes += b.size;
       e.blocks++;
-      byStack.set(b.stack, e);
+      bySite.set(site, e);
     }
-    return [...byStack]
-      .map(([stack, e]) => ({ stack, bytes: e.bytes, blocks: e.blocks, executions: [execution] }))
+    return [...bySite.values()]
+      .map(e => ({ stack: e.stack, bytes: e.bytes, blocks: e.blocks, executions: [execution] }))
       .sort((a, b) => b.bytes - a.bytes);
   }
 

@@ -10,6 +10,7 @@ import { IFrameFilterOptions } from './frames';
 import { IBlockHolders, parseHolderAnswer } from './holders';
 import { ILeakExecution } from './leaks';
 import { FrameTable, Snapshot, totalBytes } from './model';
+import { kernelPositions } from './retention';
 import { emptySnapshot, readSnapshot } from './snapshot';
 
 /** Allocator statistics the recorder stores before and after a cell (summed over devices). */
@@ -34,6 +35,12 @@ export interface ISessionCell {
   oom_snapshots?: string[];
   /** The kernel's holders of the live blocks after the cell (`recorder --holders`). */
   holders_file?: string;
+  /**
+   * The kernel session the cell ran in: a different value than the cell
+   * before means the kernel restarted (or changed) in between. Absent: the
+   * kernel of the cell before (a folder without it is one kernel).
+   */
+  kernel_session?: number;
   before?: IAllocatorStats;
   after?: IAllocatorStats;
 }
@@ -58,6 +65,12 @@ export interface ISession {
 export interface ICellReport {
   readonly index: number;
   readonly executionCount: number | null;
+  /** The kernel session the cell ran in (the manifest's `kernel_session`, filled in where absent). */
+  readonly kernelSession: number;
+  /** Position of that kernel among the session's kernels (0 for the first). */
+  readonly kernel: number;
+  /** True for the first cell after a kernel restart: it starts from an empty device. */
+  readonly afterRestart: boolean;
   readonly allocatedBytes: number;
   readonly reservedBytes: number;
   readonly netBytes: number;
@@ -105,8 +118,27 @@ export function parseManifest(text: string): ISessionManifest {
     if (cell.execution_count === undefined) {
       cell.execution_count = null;
     }
+    if (cell.kernel_session !== undefined && cell.kernel_session !== null && !Number.isInteger(cell.kernel_session)) {
+      throw new SnapshotError(`${where} kernel_session must be an integer`);
+    }
   });
   return manifest;
+}
+
+/**
+ * Each cell's kernel session, filled in where the manifest has none: the
+ * kernel of the cell before (cells before the first that has one: that
+ * cell's; none at all: 0, so a folder written before the field existed is
+ * one kernel). The same reading as `kernelPositions`.
+ */
+export function kernelSessionsOf(manifest: ISessionManifest): number[] {
+  let current = manifest.cells.find(cell => typeof cell.kernel_session === 'number')?.kernel_session ?? 0;
+  return manifest.cells.map(cell => {
+    if (typeof cell.kernel_session === 'number') {
+      current = cell.kernel_session;
+    }
+    return current;
+  });
 }
 
 /** Load every cell's snapshot; `readFile` returns a file's bytes by its name in the folder. */
@@ -151,15 +183,21 @@ export function reportCells(
   options: IFrameFilterOptions & { topSites?: number } = {}
 ): ICellReport[] {
   const deviceCount = session.snapshots.reduce((n, s) => Math.max(n, s.totals.length), 0);
-  let previous = emptySnapshot(session.frames, deviceCount);
+  const empty = emptySnapshot(session.frames, deviceCount);
+  const ids = kernelSessionsOf(session.manifest);
+  const kernels = kernelPositions(ids);
   return session.manifest.cells.map((cell, k) => {
     const snapshot = session.snapshots[k];
-    const diff = diffSnapshots(previous, snapshot);
-    previous = snapshot;
+    // After a restart the new process starts from an empty device, not from the old one's last figures.
+    const afterRestart = k > 0 && kernels[k] !== kernels[k - 1];
+    const diff = diffSnapshots(k === 0 || afterRestart ? empty : session.snapshots[k - 1], snapshot);
     const peak = cell.after?.max_allocated;
     return {
       index: cell.index,
       executionCount: cell.execution_count,
+      kernelSession: ids[k],
+      kernel: kernels[k],
+      afterRestart,
       allocatedBytes: totalBytes(snapshot, 'allocatedBytes'),
       reservedBytes: totalBytes(snapshot, 'reservedBytes'),
       netBytes: diff.netBytes,
@@ -173,13 +211,24 @@ export function reportCells(
   });
 }
 
-/** The session's cells as executions for `findLeaks`, labelled `cell 3 [4]`. */
+/**
+ * The session's cells as executions for `findLeaks`, labelled `cell 3 [4]`,
+ * and `cell 3 [4] in kernel 2` when the session spans kernel restarts (the
+ * same cell and count then name several executions).
+ */
 export function sessionExecutions(manifest: ISessionManifest): ILeakExecution[] {
-  return manifest.cells.map(cell => ({
-    cellId: String(cell.index),
-    executionCount: cell.execution_count,
-    source: cell.source,
-    error: cell.error ?? null,
-    label: cell.execution_count === null ? `cell ${cell.index}` : `cell ${cell.index} [${cell.execution_count}]`
-  }));
+  const ids = kernelSessionsOf(manifest);
+  const kernels = kernelPositions(ids);
+  const several = kernels.length > 0 && kernels[kernels.length - 1] > 0;
+  return manifest.cells.map((cell, k) => {
+    const name = cell.execution_count === null ? `cell ${cell.index}` : `cell ${cell.index} [${cell.execution_count}]`;
+    return {
+      cellId: String(cell.index),
+      executionCount: cell.execution_count,
+      source: cell.source,
+      error: cell.error ?? null,
+      label: several ? `${name} in kernel ${kernels[k] + 1}` : name,
+      kernelSession: ids[k]
+    };
+  });
 }

@@ -89,11 +89,40 @@ describe('cuda-memdiff leaks', () => {
   it('tells people which cell to look at first, why, and what to do', () => {
     const r = cli('leaks', path.join(REC, 'out_cache--python'));
     expect(r.code).toBe(0);
-    expect(r.out).toMatch(/^cell\s+exec\s+verdict\s+retained\s+leaked\s+why/);
+    expect(r.out).toMatch(/^cell\s+exec\s+verdict\s+left\s+retained\s+leaked\s+why/);
     expect(r.out).toMatch(/Look at cell 1 first \(high confidence\)/);
     expect(r.out).toMatch(/held by: Out\[2\]/);
     expect(r.out).toMatch(/fix: end the line with `;` or `del Out\[2\]`/);
     expect(cli('leaks', path.join(REC, 'clean_training--python')).out).toMatch(/No cell leaks\./);
+  });
+
+  it('shows figures that add up: the leak is its evidence, and a row says where the rest went', () => {
+    // gpu_memory_demo: "321 MiB" leaked was shown with "193 MiB in 18 block(s)" and "128 MiB in 8 block(s)" at one line
+    const demo = cli('leaks', path.join(REC, 'gpu_memory_demo--python')).out;
+    expect(demo).toMatch(/^ {2}leaked: 321 MiB in 26 blocks, allocated at:\n {4}321 MiB in 26 blocks from \/tmp\/ipykernel_503\/3447429980\.py:3 <module>$/m);
+    // forward_hook_list: "retained 0 B / leaked 32 MiB" now says what freed it
+    const hook = cli('leaks', path.join(REC, 'forward_hook_list--python')).out;
+    expect(hook).toMatch(/^ +2 +\[3\] +leak +32\.0 MiB +0 B +32\.0 MiB +memory held by this code grew .*\(32\.0 MiB freed later by cell 3 \[4\]\)$/m);
+    // losses_without_item: a 5 KiB leak is low confidence, and the earlier run leaked 5 KiB, not the 81 MiB it left
+    const losses = cli('leaks', path.join(REC, 'losses_without_item--python')).out;
+    expect(losses).toMatch(/Look at cell 2 first \(low confidence\)/);
+    expect(losses).toMatch(/^ +1 +\[2\] +leak +81\.0 MiB +65\.0 MiB +5\.00 KiB /m);
+    for (const dir of fs.readdirSync(REC).filter(d => fs.existsSync(path.join(REC, d, 'manifest.json')))) {
+      for (const c of json('leaks', path.join(REC, dir)).cells) {
+        const freed = c.freed_later.reduce((n: number, f: { bytes: number }) => n + f.bytes, 0);
+        expect(c.retained_bytes + freed).toBe(c.left_bytes);
+        expect(c.evidence.reduce((n: number, e: { bytes: number }) => n + e.bytes, 0)).toBe(c.leaked_bytes);
+      }
+    }
+  });
+
+  it('gives the findings as data in --json, keyed like the rest of the JSON', () => {
+    const out = json('leaks', path.join(REC, 'out_cache--python'));
+    expect(out.cells.map((c: { execution: number; findings: unknown[] }) => [c.execution, c.findings])).toEqual([
+      [0, [{ code: 'all-freed-later', bytes: 67108864, by: [2] }]],
+      [1, [{ code: 'output-cache', bytes: 67108864, execution_count: 2 }]],
+      [2, [{ code: 'nothing-left' }]]
+    ]);
   });
 
   it('gives evidence with the stack back to the cell', () => {
@@ -122,6 +151,61 @@ describe('cuda-memdiff session', () => {
   it('marks the OOM cell', () => {
     const out = json('session', path.join(REC, 'oom--python'));
     expect(out.cells.map((c: { oom: boolean }) => c.oom)).toEqual([false, true, false]);
+  });
+});
+
+describe('an export made across a kernel restart', () => {
+  // test-data/make_restart_session.js: eval_without_no_grad, restart, its first two cells again.
+  const dir = path.join(ROOT, 'test-data', 'exports', 'eval_without_no_grad--restart');
+
+  it('session shows the restart: a line in the table, kernel_session per cell, kernel 2 from an empty device', () => {
+    const r = cli('session', dir);
+    expect(r.code).toBe(0);
+    const lines = r.out.trim().split('\n');
+    const marker = lines.findIndex(l => /kernel restarted: kernel 2 starts from an empty device/.test(l));
+    expect(marker).toBe(2 + 6);
+    expect(lines[marker + 1]).toMatch(/^\s+0\s+\[1\]\s+128 MiB\s+\+128 MiB/);
+    const out = json('session', dir);
+    expect(out.cells.map((c: { kernel_session: number }) => c.kernel_session)).toEqual([0, 0, 0, 0, 0, 0, 1, 1]);
+    expect(out.cells.map((c: { after_restart: boolean }) => c.after_restart)).toEqual([false, false, false, false, false, false, true, false]);
+    expect(out.cells[6]).toMatchObject({ net_bytes: 134258688, freed_bytes: 0 });
+  });
+
+  it('leaks still finds kernel 1\'s leak and names the restart, not a cell, as what ended it', () => {
+    const out = json('leaks', dir);
+    expect(out.top_leak).toBe(4);
+    const leaks = out.cells.filter((c: { verdict: string }) => c.verdict === 'leak');
+    expect(leaks.map((c: { index: number; kernel_session: number }) => [c.index, c.kernel_session])).toEqual([
+      [2, 0],
+      [4, 0]
+    ]);
+    expect(leaks.every((c: { ended_by_restart: boolean }) => c.ended_by_restart)).toBe(true);
+    const r = cli('leaks', dir);
+    expect(r.out).not.toMatch(/No cell leaks/);
+    expect(r.out).not.toMatch(/freed later \(by cell 0 \[1\]/);
+    expect(r.out).toMatch(/^cell\s+exec\s+kernel\s+verdict/);
+    expect(r.out).toMatch(/Look at cell 4 first \(kernel 1 of 2, /);
+    expect(r.out).toMatch(/ended by: the kernel restart after cell 5 \[6\], not by a cell/);
+  });
+});
+
+describe('the demo exported across a restart (two real kernels)', () => {
+  const dir = path.join(ROOT, 'test-data', 'exports', 'gpu_memory_demo--restart');
+
+  it('leaks finds the demo\'s leak instead of "No cell leaks ... all freed later (by cell 0 [1])"', () => {
+    const r = cli('leaks', dir);
+    expect(r.code).toBe(0);
+    expect(r.out).not.toMatch(/No cell leaks|freed later/);
+    expect(r.out).toMatch(/^ +2 +\[3\] +1 +leak +321 MiB +321 MiB +321 MiB +keeps 321 MiB .*\(until the kernel restarted after cell 3 \[4\]\)$/m);
+    expect(r.out).toMatch(/Look at cell 2 first \(kernel 1 of 2, medium confidence\)/);
+    const out = json('leaks', dir);
+    expect(out.top_leak).toBe(2);
+    expect(out.cells.map((c: { kernel_session: number }) => c.kernel_session)).toEqual([0, 0, 0, 0, 1, 1]);
+  });
+
+  it('session starts kernel 2 from an empty device', () => {
+    const r = cli('session', dir);
+    expect(r.out).toMatch(/\n~~ kernel restarted: kernel 2 starts from an empty device ~~\n +0 +\[1\] +128 MiB +\+128 MiB +128 MiB +128 MiB +0 B +\/tmp\/ipykernel_669\//);
   });
 });
 

@@ -1,0 +1,127 @@
+/**
+ * What the leak finder found, as data: a code and its figures (bytes,
+ * executions, names). Views word them: `findingText` is the English wording
+ * the CLI prints and `IExecutionVerdict.reasons` carries for views that do not
+ * word findings themselves yet.
+ */
+import { formatBytes } from './units';
+
+/** What a block's stack says made it. */
+export type BlockOrigin = 'parameters' | 'optimizer' | 'gradient' | 'forward' | 'direct';
+
+/** One finding about an execution. Executions are positions in the session. */
+export type LeakFinding =
+  /** The code's live memory grew when it ran again, from execution `from` to `to`. */
+  | { readonly code: 'growth'; readonly bytes: number; readonly from: number; readonly to: number }
+  /** An earlier run of code that grew when it ran again as `later`, adding `grewBytes`; `bytes` is what this run left at the sites that grew. */
+  | { readonly code: 'same-code-grew'; readonly bytes: number; readonly later: number; readonly grewBytes: number }
+  /** Forward-pass activations kept outside `torch.no_grad()` with no backward pass, through these names. */
+  | { readonly code: 'graph'; readonly bytes: number; readonly names: readonly string[] }
+  /** Memory made by the cell's displayed last expression, kept by `Out[executionCount]`. */
+  | { readonly code: 'output-cache'; readonly bytes: number; readonly executionCount: number }
+  /** Memory allocated in function `fn` kept by the last traceback of the `error` the cell raised. */
+  | { readonly code: 'traceback'; readonly bytes: number; readonly fn: string; readonly error: string }
+  /** The kernel found memory held only by holders nobody sees; `confirmed` when a rule had found the same cause. */
+  | { readonly code: 'kernel-holders-leak'; readonly bytes: number; readonly holders: readonly string[]; readonly confirmed: boolean }
+  /** The kernel found the live blocks held by these names (`orphans` of them held only from C++). */
+  | { readonly code: 'kernel-holders-clear'; readonly holders: readonly string[]; readonly orphans: number }
+  /** Memory kept alive, by what made it, and the names that hold it. */
+  | { readonly code: 'retained'; readonly bytes: number; readonly origin: BlockOrigin; readonly names: readonly string[] }
+  /** Everything the execution left was freed later, by these executions. */
+  | { readonly code: 'all-freed-later'; readonly bytes: number; readonly by: readonly number[] }
+  /** The execution left nothing alive. */
+  | { readonly code: 'nothing-left' };
+
+/** Codes of findings. */
+export type LeakFindingCode = LeakFinding['code'];
+
+const ORIGIN_TEXT: Record<BlockOrigin, string> = {
+  parameters: 'module parameters and buffers',
+  optimizer: 'optimizer state',
+  gradient: 'gradients and workspaces of the backward pass',
+  forward: 'outputs of a forward pass',
+  direct: 'tensors the cell created'
+};
+
+function code(names: readonly string[]): string {
+  return `\`${names.join('`, `')}\``;
+}
+
+/** A finding in English; `label` names an execution (`cell 3 [4]`, `Cell [4]`). */
+export function findingText(finding: LeakFinding, label: (execution: number) => string): string {
+  switch (finding.code) {
+    case 'growth':
+      return `memory held by this code grew by ${formatBytes(finding.bytes)} when it ran again (${label(finding.from)} → ${label(finding.to)})`;
+    case 'same-code-grew':
+      return `runs the same code as ${label(finding.later)}, which added ${formatBytes(finding.grewBytes)} on top of what this run left`;
+    case 'graph':
+      return (
+        `keeps ${formatBytes(finding.bytes)} of forward-pass activations outside torch.no_grad() with no backward pass: an autograd graph` +
+        (finding.names.length ? `, held through ${code(finding.names)}` : '')
+      );
+    case 'output-cache':
+      return `${formatBytes(finding.bytes)} made by the cell's last expression is kept by the output cache \`Out[${finding.executionCount}]\` (and \`_\`)`;
+    case 'traceback':
+      return `${formatBytes(finding.bytes)} allocated in \`${finding.fn}\` is kept by the last traceback (sys.last_traceback): the cell raised ${finding.error}`;
+    case 'kernel-holders-leak':
+      return `${finding.confirmed ? 'confirmed by the kernel' : 'the kernel found'}: ${formatBytes(finding.bytes)} held only by ${finding.holders.join(', ')}`;
+    case 'kernel-holders-clear':
+      return (
+        `the kernel found ${finding.orphans ? 'its live blocks' : 'every live block'} held by ${finding.holders.join(', ') || 'nothing it could name'}` +
+        (finding.orphans ? `; ${finding.orphans} held only from C++ (a later cell's autograd graph or a library cache)` : '')
+      );
+    case 'retained':
+      return `keeps ${formatBytes(finding.bytes)} of ${ORIGIN_TEXT[finding.origin]}${finding.names.length ? ` (held by ${code(finding.names)})` : ''}`;
+    case 'all-freed-later':
+      return `left ${formatBytes(finding.bytes)} alive, all freed later (${finding.by.map(k => `by ${label(k)}`).join(', ')})`;
+    case 'nothing-left':
+      return 'left nothing alive';
+  }
+}
+
+/** A fix the finder proposes, as data; `adviceText` words it. */
+export type LeakAdvice =
+  /** Evaluate under `torch.no_grad()` or keep detached outputs (an autograd graph from a forward pass). */
+  | { readonly code: 'no-grad' }
+  /** The kernel named an autograd graph: no_grad, or detach what is kept. */
+  | { readonly code: 'no-grad-or-detach' }
+  /** Detach these recurrent names before the next step (a hidden state carrying every step's graph). */
+  | { readonly code: 'detach-hidden'; readonly names: readonly string[] }
+  /** Append `name.item()` to `list`, not the tensor. */
+  | { readonly code: 'append-item'; readonly name: string; readonly list: string }
+  /** Remove the hook that stores outputs, or clear the lists it appends to. */
+  | { readonly code: 'remove-hook'; readonly lists: readonly string[] }
+  /** Silence the displayed expression, or delete `Out[executionCount]` (null: the kernel named no count). */
+  | { readonly code: 'silence-output'; readonly executionCount: number | null }
+  /** Clear the last traceback. */
+  | { readonly code: 'clear-traceback' }
+  /** Drop the references the kernel names. */
+  | { readonly code: 'drop-references' }
+  /** No rule found a specific cause: find what keeps each run's tensors. */
+  | { readonly code: 'find-holder' };
+
+/** A fix in English. */
+export function adviceText(advice: LeakAdvice): string {
+  switch (advice.code) {
+    case 'no-grad':
+      return 'evaluate under `torch.no_grad()` (or `torch.inference_mode()`), or keep `.detach()`ed outputs';
+    case 'no-grad-or-detach':
+      return 'evaluate under `torch.no_grad()`, or call `.detach()` on what you keep';
+    case 'detach-hidden':
+      return `call \`.detach()\` on ${code(advice.names)} before the next step: the hidden state carries every step\u2019s graph`;
+    case 'append-item':
+      return `append \`${advice.name}.item()\` (or \`${advice.name}.detach()\`) to \`${advice.list}\`, not the tensor`;
+    case 'remove-hook':
+      return advice.lists.length
+        ? `remove the hook that stores outputs, or clear the list it appends to (${advice.lists.map(l => `\`${l}\``).join(', ')})`
+        : 'remove the hook or clear the list';
+    case 'silence-output':
+      return `end the line with \`;\` or \`del Out[${advice.executionCount ?? 'n'}]\``;
+    case 'clear-traceback':
+      return 'clear the last traceback (`sys.last_traceback = sys.last_value = sys.last_exc = None`) or run a cell that raises nothing big';
+    case 'drop-references':
+      return 'drop the references the kernel names';
+    case 'find-holder':
+      return 'find what keeps each run\u2019s tensors (a list, a dict, a hook) and clear it, or keep `.item()` / `.detach()` values';
+  }
+}
