@@ -76,9 +76,17 @@ export const exportPlugin: JupyterFrontEndPlugin<void> = {
               error: r.error,
               snapshot: r.snapshot,
               oomSnapshots: records
-                .filter(o => o.reason === 'oom' && o.cellId === r.cellId && o.executionCount === r.executionCount)
+                .filter(
+                  o =>
+                    o.reason === 'oom' &&
+                    o.cellId === r.cellId &&
+                    o.executionCount === r.executionCount &&
+                    // execution counts start again at 1 after a restart
+                    o.kernelSession === r.kernelSession
+                )
                 .map(o => o.snapshot),
-              devices: r.devices
+              devices: r.devices,
+              kernelSession: r.kernelSession
             };
           });
         const folder = await freshPath(

@@ -1,6 +1,6 @@
 /**
  * Page-object helpers shared by the specs: the demo notebook replayed from
- * its H200 recording (kernel "cuda-memdiff-replay", see jupyter-path/).
+ * its H200 recording (kernel "cuda-memdiff-replay", see demo/jupyter-path/).
  */
 import { expect, IJupyterLabPageFixture } from '@jupyterlab/galata';
 import * as path from 'path';

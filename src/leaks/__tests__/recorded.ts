@@ -13,6 +13,8 @@ export function recordedStore(folder: string): { manifest: ISessionManifest; sto
       cellId: `cell-${k}`,
       executionCount: c.execution_count,
       reason: 'cell',
+      seq: k + 1,
+      before: c.before ? [{ device: 0, allocated: c.before.allocated, reserved: c.before.reserved }] : undefined,
       snapshot: readSnapshot(new Uint8Array(fs.readFileSync(path.join(folder, c.snapshot_file))), store.frames),
       devices: [],
       error: c.error ?? null,
