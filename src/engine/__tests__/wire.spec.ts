@@ -51,11 +51,42 @@ describe.each(recordingNames())('wire messages of %s', name => {
 });
 
 describe('WireDecoder', () => {
-  it('refuses a message whose frames were never received', () => {
-    const [, first, second] = helperMessages('eval_without_no_grad--python');
+  const [, first, second, third] = helperMessages('eval_without_no_grad--python');
+
+  it('refuses changes against a snapshot it never received', () => {
     const decoder = new WireDecoder(new FrameTable());
     expect(first.type).toBe('snapshot');
-    expect(() => decoder.decode(second)).toThrow(SnapshotError);
+    expect(second.prev).toBe(first.seq);
+    expect(() => decoder.decode(second)).toThrow(/out of step/);
+  });
+
+  it('refuses a message after a lost one; a new decoder follows from a whole one', () => {
+    const decoder = new WireDecoder(new FrameTable());
+    decoder.decode(first);
+    expect(() => decoder.decode(third)).toThrow(SnapshotError); // `second` was lost
+    const again = new WireDecoder(decoder.frames);
+    expect(first.prev).toBeNull();
+    expect(again.decode(first).blocks.length).toBe(first.blocks.address.length);
+    expect(again.lastSeq).toBe(first.seq);
+  });
+
+  it('shares the blocks a cell did not touch between snapshots', () => {
+    // Two runs of a cell that keeps its segments: every block the second run did not send is the same object.
+    const messages = helperMessages('clean_training--python').filter(m => m.type === 'snapshot');
+    const decoder = new WireDecoder(new FrameTable());
+    const snapshots = messages.map(m => decoder.decode(m));
+    let compared = 0;
+    for (let i = 1; i < messages.length; i++) {
+      if (messages[i].segments.address.join() !== messages[i - 1].segments.address.join()) {
+        continue;
+      }
+      const sent = new Set(messages[i].blocks.address);
+      for (const b of snapshots[i].blocks.filter(x => !sent.has(x.address))) {
+        expect(snapshots[i - 1].blocks).toContain(b);
+        compared++;
+      }
+    }
+    expect(compared).toBeGreaterThan(0);
   });
 });
 
