@@ -142,12 +142,18 @@ def test_replay_sends_each_cell_once_as_changes_and_leaves_no_trace(shell, tmp_p
     assert shell.user_ns["Out"] == {}
 
 
-def test_a_frontend_that_attaches_later_gets_every_kept_snapshot(shell, tmp_path):
+def run_replayed(shell, tmp_path, cells):
+    """Install a replay of eval_without_no_grad, attach a frontend, run its first ``cells`` cells."""
     folder, manifest = replay_folder(tmp_path, "eval_without_no_grad--python")
     install(shell, replay=ReplaySource(str(folder)))
-    first = attach(shell)
-    for k, cell in enumerate(manifest["cells"][:3]):
+    comm = attach(shell)
+    for k, cell in enumerate(manifest["cells"][:cells]):
         shell.run_cell(cell["source"], store_history=True, cell_id=f"cell-{k}")
+    return comm, manifest
+
+
+def test_a_frontend_that_attaches_later_gets_every_kept_snapshot(shell, tmp_path):
+    first, manifest = run_replayed(shell, tmp_path, 3)
     second = attach(shell)  # a reloaded page, a second notebook on this kernel
     assert second.messages[0]["type"] == "status" and second.messages[0]["kept"] == 3
     late, early = Tables(), Tables()
@@ -196,11 +202,7 @@ def test_a_failed_send_heals_with_a_whole_message(shell, tmp_path):
 
 
 def test_a_frontend_can_ask_for_everything_again(shell, tmp_path):
-    folder, manifest = replay_folder(tmp_path, "eval_without_no_grad--python")
-    install(shell, replay=ReplaySource(str(folder)))
-    comm = attach(shell)
-    for k, cell in enumerate(manifest["cells"][:2]):
-        shell.run_cell(cell["source"], store_history=True, cell_id=f"cell-{k}")
+    comm, _ = run_replayed(shell, tmp_path, 2)
     count = len(comm.messages)
     comm.request({"type": "resend"})
     again = comm.messages[count:]

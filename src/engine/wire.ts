@@ -92,16 +92,8 @@ function sameSegment(a: Segment, b: Segment): boolean {
   return a.totalSize === b.totalSize && a.stream === b.stream && a.pool === b.pool && a.stack === b.stack;
 }
 
-/** A live block as the decoder keeps it between messages. */
-interface IKeptBlock {
-  readonly device: number;
-  readonly address: number;
-  readonly size: number;
-  readonly requestedSize: number;
-  readonly state: BlockState;
-  readonly stack: number;
-  readonly segmentAddress: number;
-}
+/** A live block as the decoder keeps it between messages: by its segment's address, as indices change. */
+type IKeptBlock = Omit<Block, 'segment'> & { readonly segmentAddress: number };
 
 /** Decodes the snapshot messages one comm receives, whole or as changes. */
 export class WireDecoder {
