@@ -10,7 +10,12 @@ const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
 // UI_TESTS_PORT lets two checkouts run their browser tests side by side.
 const PORT = Number(process.env.UI_TESTS_PORT || 8888);
 // Extra kernel specs for the tests (a kernel replaying a recorded H200 session).
-const JUPYTER_PATH = [path.resolve(__dirname, '../demo/jupyter-path'), process.env.JUPYTER_PATH].filter(Boolean).join(path.delimiter);
+const JUPYTER_PATH = [
+  path.resolve(__dirname, '../demo/jupyter-path'),
+  // a kernel replaying 40,000-block snapshots, for the interrupt test
+  path.resolve(__dirname, 'jupyter-path'),
+  process.env.JUPYTER_PATH
+].filter(Boolean).join(path.delimiter);
 
 module.exports = {
   ...baseConfig,

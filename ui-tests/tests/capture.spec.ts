@@ -88,6 +88,10 @@ test.describe('capture replaying an H200 session', () => {
     test.setTimeout(180000);
     await page.notebook.run();
     await expectRecordedBadges(page);
+    // The notebook's last cell is not in the recording: its badge says so, with no figures.
+    const unrecorded = await badgeOf(page, 47);
+    await expect(unrecorded).toHaveText('not in the recording');
+    await expect(unrecorded).not.toHaveAttribute('data-cuda-memdiff-net-bytes', /.*/);
 
     // Scroll the windowed notebook to the end and back.
     await page.notebook.selectCells(46);
@@ -105,6 +109,8 @@ test.describe('capture replaying an H200 session', () => {
     await expect(page.locator('.jp-CudaMemdiffStatus')).toContainText('replaying a recorded session', {
       timeout: 60000
     });
+    // a new kernel process: the helper is injected into it once
+    await expect(page.locator('.jp-CudaMemdiffStatus')).toHaveAttribute('data-cuda-memdiff-installs', '1');
     await page.notebook.runCell(CODE_CELLS[0]);
     await expect(first).not.toHaveClass(/jp-CudaMemdiffBadge-stale/);
     await expect(first).toHaveAttribute('data-cuda-memdiff-net-bytes', String(NETS[0]));
@@ -137,6 +143,20 @@ test.describe('the helper never breaks the session it watches', () => {
     await expect(third).toHaveAttribute('data-cuda-memdiff-net-bytes', String(NETS[2]), { timeout: 60000 });
     await expect(page.locator('.jp-CudaMemdiffStatus')).toHaveAttribute('data-cuda-memdiff-installs', '1');
     expect(errors).toEqual([]);
+  });
+
+  test('a page reload mid-session gets every badge back, right', async ({ page }) => {
+    test.setTimeout(180000);
+    await page.notebook.runCell(CODE_CELLS[0]);
+    await page.notebook.runCell(CODE_CELLS[1]);
+    await page.notebook.save();
+    // The browser's own reload: JupyterLab restores the notebook and reconnects to its kernel.
+    await page.evaluate(() => location.reload());
+    for (const k of [0, 1]) {
+      const badge = page.locator('.jp-Notebook .jp-Cell').nth(CODE_CELLS[k]).locator(`:scope > ${BADGE}`);
+      await expect(badge).toHaveAttribute('data-cuda-memdiff-net-bytes', String(NETS[k]), { timeout: 90000 });
+    }
+    await expect(page.locator('.jp-CudaMemdiffStatus')).toHaveAttribute('data-cuda-memdiff-installs', '1');
   });
 
   test('a second notebook on the same kernel leaves the first one right', async ({ page }) => {
@@ -189,7 +209,8 @@ test.describe('the helper never breaks the session it watches', () => {
     await page.waitForTimeout(3000);
     // SIGINT to the kernel process, as the interrupt button's request does on the server.
     const kernelId = await page.evaluate(() => (window.jupyterapp.shell.currentWidget as any).sessionContext.session.kernel.id);
-    const pid = execSync(`pgrep -f "kernel-${kernelId}.json"`, { encoding: 'utf-8' }).trim().split('\n')[0];
+    // "[k]ernel" keeps pgrep from matching the shell that runs it.
+    const pid = execSync(`pgrep -f "[k]ernel-${kernelId}.json"`, { encoding: 'utf-8' }).trim().split('\n')[0];
     process.kill(Number(pid), 'SIGINT');
     await page.waitForTimeout(5000);
     const outputs = await page.locator('.jp-OutputArea-output').allInnerTexts();
@@ -198,5 +219,55 @@ test.describe('the helper never breaks the session it watches', () => {
     const badge = await badgeOf(page, CODE_CELLS[1]);
     await expect(badge).toHaveAttribute('data-cuda-memdiff-net-bytes', /^-?\d+$/, { timeout: 60000 });
     await expect(page.locator('.jp-CudaMemdiffStatus')).not.toHaveAttribute('data-cuda-memdiff-status', 'error');
+  });
+});
+
+test.describe('an interrupt while the helper takes its snapshot', () => {
+  // Kernel "cuda-memdiff-replay-large" (ui-tests/jupyter-path) replays the many_blocks
+  // recording: its cells take no time, reading a 40,000-block snapshot about a second.
+  const LARGE = JSON.parse(
+    fs.readFileSync(path.resolve(__dirname, '../../test-data/recordings/many_blocks--python/manifest.json'), 'utf-8')
+  );
+
+  test('prints nothing in the cell, says why it has no snapshot, and the next cell is right', async ({ page }) => {
+    test.setTimeout(240000);
+    const errors: string[] = [];
+    page.on('pageerror', e => errors.push(e.message));
+    await page.notebook.createNew('interrupt.ipynb', { kernel: 'cuda-memdiff-replay-large' });
+    const status = page.locator('.jp-CudaMemdiffStatus');
+    await expect(status).toContainText('replaying a recorded session', { timeout: 60000 });
+    await page.notebook.setCell(0, 'code', 'step_0 = 0');
+    for (const k of [1, 2, 3]) {
+      await page.notebook.addCell('code', `step_${k} = ${k}`);
+    }
+    for (const k of [0, 1, 2]) {
+      await page.notebook.runCell(k);
+    }
+    const kernelId = await page.evaluate(() => (window.jupyterapp.shell.currentWidget as any).sessionContext.session.kernel.id);
+    // "[k]ernel" keeps pgrep from matching the shell that runs it.
+    const pid = execSync(`pgrep -f "[k]ernel-${kernelId}.json"`, { encoding: 'utf-8' }).trim().split('\n')[0];
+    await page.notebook.selectCells(3);
+    await page.evaluate(() => {
+      void window.jupyterapp.commands.execute('notebook:run-cell');
+    });
+    const prompt = (await page.notebook.getCellLocator(3))!.locator('.jp-InputPrompt');
+    await expect(prompt).toHaveText('[*]:');
+    await page.waitForTimeout(400); // the cell is done; the helper is reading its 40,501-block snapshot
+    process.kill(Number(pid), 'SIGINT');
+    await expect(prompt).toHaveText('[4]:', { timeout: 60000 });
+    await expect((await page.notebook.getCellLocator(3))!.locator('.jp-OutputArea-output')).toHaveCount(0);
+    const interrupted = (await page.notebook.getCellLocator(3))!.locator(`:scope > ${BADGE}`);
+    await expect(interrupted).toHaveText('no snapshot');
+    await expect(interrupted).toHaveAttribute('title', /interrupted while taking the snapshot/);
+    await expect(status).toContainText('replaying a recorded session');
+    // Capture goes on: the cell run again gets its snapshot, netted against the kernel's own figures.
+    await page.notebook.runCell(3);
+    const cell = LARGE.cells[3];
+    await expect(interrupted).toHaveAttribute(
+      'data-cuda-memdiff-net-bytes',
+      String(cell.after.allocated - cell.before.allocated),
+      { timeout: 60000 }
+    );
+    expect(errors).toEqual([]);
   });
 });
