@@ -5,8 +5,12 @@ keeps segments and active blocks only (free space is what a segment has
 left), with frames and stacks interned for the kernel's life in one
 append-only table: a frontend is sent each frame once and refers to it by id.
 """
+import operator
+
 from . import protocol
 
+# A frame's identity, read in C: one call per frame instead of three lookups.
+_FRAME_KEY = operator.itemgetter("filename", "line", "name")
 _STATE_CODES = {name: code for code, name in enumerate(protocol.BLOCK_STATES)}
 
 # A block row: (device, address, size, requested_size, state code, stack id, segment address).
@@ -21,13 +25,20 @@ class FrameTable:
         self.stacks = [[]]  # frame ids; stack 0 is the empty one
         self._frame_ids = {}
         self._stack_ids = {(): 0}
+        self._by_frames = {}  # the frames' identities -> stack id: a stack seen before costs one lookup
 
     def stack_id(self, frames):
         if not frames:
             return 0
+        try:
+            keys = tuple(map(_FRAME_KEY, frames))
+        except KeyError:  # an older torch's frame without one of the fields
+            keys = tuple((f.get("filename", "??"), f.get("line", 0), f.get("name", "??")) for f in frames)
+        sid = self._by_frames.get(keys)
+        if sid is not None:
+            return sid
         ids = []
-        for f in frames:
-            key = (f.get("filename", "??"), f.get("line", 0), f.get("name", "??"))
+        for key in keys:
             fid = self._frame_ids.get(key)
             if fid is None:
                 # Append first: an interrupt between the two leaves a spare frame, never a wrong id.
@@ -39,6 +50,7 @@ class FrameTable:
         if sid is None:
             self.stacks.append(list(ids))
             sid = self._stack_ids[ids] = len(self.stacks) - 1
+        self._by_frames[keys] = sid
         return sid
 
 
