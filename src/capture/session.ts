@@ -93,7 +93,11 @@ export class CaptureSession implements IDisposable {
   }
 
   private _onKernelChanged(): void {
-    this._store.newKernelSession();
+    // The same kernel after a reconnection is the same session of it; the helper's
+    // run id tells the store when the process changed under us.
+    if (this._context.session?.kernel?.id !== this._injectedInto) {
+      this._store.newKernelSession();
+    }
     this._generation++;
     void this._connect();
   }
@@ -102,6 +106,7 @@ export class CaptureSession implements IDisposable {
     if (status === 'restarting' || status === 'autorestarting') {
       this._store.newKernelSession();
       this._generation++;
+      this._injectedInto = null; // a new kernel process: it needs the helper
       // The kernel process is going away with its end of the comm: forget ours, send nothing now.
       this._comm = null;
       this._decoder = null;
@@ -148,14 +153,23 @@ export class CaptureSession implements IDisposable {
       this._store.setHelper({ status: 'not-python', message: info.language_info.name, replay: null });
       return;
     }
-    this._injections++;
-    const reply = (await kernel.requestExecute(this._execute(), true).done) as KernelMessage.IExecuteReplyMsg;
-    if (this._isStale(kernel, generation)) {
-      return;
-    }
-    if (reply.content.status === 'error') {
-      this._store.setHelper({ status: 'error', message: `${reply.content.ename}: ${reply.content.evalue}`, replay: null });
-      return;
+    // A new connection to the kernel process this session already injected (JupyterLab
+    // reconnects after a restart) needs only a new comm.
+    if (this._injectedInto !== kernel.id) {
+      // Marked before the reply: a reconnection while it runs must not send it twice.
+      this._injectedInto = kernel.id;
+      this._injections++;
+      const reply = (await kernel.requestExecute(this._execute(), true).done) as KernelMessage.IExecuteReplyMsg;
+      if (reply.content.status === 'error') {
+        this._injectedInto = null;
+        if (!this._isStale(kernel, generation)) {
+          this._store.setHelper({ status: 'error', message: `${reply.content.ename}: ${reply.content.evalue}`, replay: null });
+        }
+        return;
+      }
+      if (this._isStale(kernel, generation)) {
+        return;
+      }
     }
     this._comms.add(kernel);
     const carrier = this._comms.connectionFor(kernel);
@@ -170,11 +184,23 @@ export class CaptureSession implements IDisposable {
     const comm = carrier.createComm(COMM_TARGET);
     this._comm = comm;
     this._decoder = new WireDecoder(this._store.frames);
-    comm.onMsg = msg => this._handle(comm, msg.content.data);
+    let heard = false;
+    comm.onMsg = msg => {
+      heard = true;
+      this._handle(comm, msg.content.data);
+    };
     comm.onClose = () => {
-      if (this._comm === comm) {
-        this._comm = null;
-        this._cancelPending('the kernel helper closed its connection');
+      if (this._comm !== comm) {
+        return;
+      }
+      this._comm = null;
+      this._cancelPending('the kernel helper closed its connection');
+      if (!heard && this._reconnects < CaptureSession.MAX_RESENDS) {
+        // No helper answered in this kernel (restarted from elsewhere, say): inject and attach again.
+        this._reconnects++;
+        this._injectedInto = null;
+        this._generation++;
+        void this._connect();
       }
     };
     comm.open({ v: PROTOCOL_VERSION, type: 'attach' });
@@ -300,6 +326,8 @@ export class CaptureSession implements IDisposable {
   private _connecting: { kernel: Kernel.IKernelConnection; generation: number; done: Promise<void> } | null = null;
   private _generation = 0;
   private _injections = 0;
+  private _injectedInto: string | null = null;
+  private _reconnects = 0;
   private _resends = 0;
   private _requestId = 0;
   private readonly _pending = new Map<number, { answer: (m: IHoldersMessage) => void; cancel: (reason: string) => void }>();

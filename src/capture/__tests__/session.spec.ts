@@ -1,0 +1,117 @@
+// The session, the only code that talks to the kernel, against a real Jupyter
+// server and real ipykernels: the helper is injected once per kernel process,
+// follows the user's torch, and serves a second notebook on the same kernel.
+import { SessionContext } from '@jupyterlab/apputils';
+import { ServiceManager } from '@jupyterlab/services';
+import { JupyterServer } from '@jupyterlab/testing';
+import * as fs from 'fs';
+import * as path from 'path';
+import { KernelComms } from '../comms';
+import { CaptureSession } from '../session';
+import { DEFAULT_CAPTURE_SETTINGS } from '../settings';
+import { SnapshotStore } from '../store';
+
+const ROOT = path.resolve(__dirname, '../../..');
+const DEMO = path.join(ROOT, 'test-data', 'recordings', 'gpu_memory_demo--python');
+const manifest = JSON.parse(fs.readFileSync(path.join(DEMO, 'manifest.json'), 'utf-8'));
+const PYTHON = fs.existsSync(path.join(ROOT, '.venv', 'bin', 'python')) ? path.join(ROOT, '.venv', 'bin', 'python') : 'python3';
+
+const server = new JupyterServer();
+let manager: ServiceManager;
+
+beforeAll(async () => {
+  await server.start({
+    configData: { ServerApp: { allow_root: true } },
+    additionalKernelSpecs: {
+      replay: {
+        argv: [PYTHON, '-m', 'ipykernel_launcher', '-f', '{connection_file}'],
+        display_name: 'replay',
+        language: 'python',
+        env: { CUDA_MEMDIFF_REPLAY: DEMO }
+      }
+    }
+  });
+  manager = new ServiceManager({ standby: 'never' });
+  await manager.ready;
+}, 120000);
+
+afterAll(async () => {
+  manager.dispose();
+  await server.shutdown();
+});
+
+async function until(what: string, condition: () => boolean, timeoutMs = 60000): Promise<void> {
+  const start = Date.now();
+  while (!condition()) {
+    if (Date.now() - start > timeoutMs) {
+      throw new Error(`timed out waiting for ${what}`);
+    }
+    await new Promise(resolve => setTimeout(resolve, 50));
+  }
+}
+
+async function open(name: string, kernel: { name: string } | { id: string }, comms: KernelComms) {
+  const context = new SessionContext({
+    sessionManager: manager.sessions,
+    specsManager: manager.kernelspecs,
+    path: `${name}.ipynb`,
+    name,
+    kernelPreference: 'id' in kernel ? { id: kernel.id } : { name: kernel.name }
+  });
+  const store = new SnapshotStore();
+  const session = new CaptureSession({ sessionContext: context, store, settings: () => DEFAULT_CAPTURE_SETTINGS.helper, comms });
+  await context.initialize();
+  return { context, store, session };
+}
+
+async function run(context: SessionContext, code: string): Promise<void> {
+  await context.session!.kernel!.requestExecute({ code, store_history: true }).done;
+}
+
+describe('CaptureSession in a real kernel', () => {
+  it('injects once per kernel process, waits for torch, and follows restarts and kernel changes', async () => {
+    const comms = new KernelComms();
+    const { context, store, session } = await open('cpu', { name: 'python3' }, comms);
+    await until('the helper to wait for torch', () => store.helper.status === 'waiting-for-torch');
+    expect(session.injections).toBe(1);
+    expect(store.helper.installs).toBe(1);
+
+    await run(context, 'import torch');
+    await until('torch without CUDA', () => store.helper.status === 'no-cuda');
+    expect(session.injections).toBe(1);
+
+    await context.restartKernel();
+    await until('the restarted kernel', () => store.helper.status === 'waiting-for-torch');
+    expect(session.injections).toBe(2); // one per kernel process
+    expect(store.helper.installs).toBe(1);
+
+    await context.changeKernel({ name: 'replay' });
+    await until('the replaying kernel', () => store.helper.status === 'ready' && store.helper.replay !== null);
+    expect(session.injections).toBe(3);
+    await run(context, manifest.cells[0].source);
+    await until('the first snapshot', () => store.records.length === 1);
+    const record = store.records[0];
+    expect(record.netBytes).toBe(manifest.cells[0].after.allocated - manifest.cells[0].before.allocated);
+
+    // A second notebook on the same kernel: JupyterLab gives its connection no comms,
+    // so its comm goes through the first one's; it gets the kept snapshot and injects nothing new.
+    const second = await open('second', { id: context.session!.kernel!.id }, comms);
+    expect(second.context.session!.kernel!.handleComms).toBe(false);
+    await until('the second notebook attached', () => second.store.records.length === 1);
+    expect(second.store.records[0].netBytes).toBe(record.netBytes);
+    expect(second.store.helper.installs).toBe(1);
+    await run(context, manifest.cells[1].source);
+    await until('the next snapshot in both', () => store.records.length === 2 && second.store.records.length === 2);
+    expect(store.records[1].netBytes).toBe(manifest.cells[1].after.allocated - manifest.cells[1].before.allocated);
+    expect(store.helper.status).toBe('ready');
+
+    // Disposed: a pending holders request ends at once instead of waiting 30 s.
+    const pending = second.session.requestHolders([[0, 1, 1]]);
+    second.session.dispose();
+    await expect(pending).rejects.toThrow('closed');
+    second.context.dispose();
+    session.dispose();
+    await context.shutdown();
+    context.dispose();
+  }, 240000);
+});
