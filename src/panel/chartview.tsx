@@ -1,6 +1,7 @@
 /**
  * The session chart: allocated and reserved memory after each cell as step
- * lines, OOM markers, the selected cell highlighted. Hover names the cell,
+ * lines, OOM markers, a dashed line where the kernel restarted, the selected
+ * cell highlighted. Hover names the cell,
  * click or Enter selects it, arrow keys move the selection.
  */
 import * as React from 'react';
@@ -65,6 +66,15 @@ export function SessionChart(props: ISessionChartProps): JSX.Element {
             <title>{`${p.label}\n${formatBytes(p.allocatedBytes)} ${trans.__('allocated')}, ${formatBytes(p.reservedBytes)} ${trans.__('reserved')}`}</title>
           </rect>
         ))}
+        {layout.restarts.map(r => (
+          <g key={`restart-${r.index}`} className="jp-CudaMemdiffChart-restart">
+            <line x1={r.x} x2={r.x} y1={0} y2={HEIGHT} />
+            <text x={r.x + 2} y={HEIGHT - 2}>
+              {trans.__('restart')}
+            </text>
+            <title>{trans.__('The kernel restarted before %1', layout.points[r.index].label)}</title>
+          </g>
+        ))}
         <path className="jp-CudaMemdiffChart-reserved" d={layout.reservedPath} />
         <path className="jp-CudaMemdiffChart-allocated" d={layout.allocatedPath} />
         {layout.points
@@ -78,6 +88,12 @@ export function SessionChart(props: ISessionChartProps): JSX.Element {
       <figcaption className="jp-CudaMemdiffChart-legend">
         <span className="jp-CudaMemdiffChart-key jp-mod-allocated">{trans.__('allocated')}</span>{' '}
         <span className="jp-CudaMemdiffChart-key jp-mod-reserved">{trans.__('reserved')}</span>
+        {layout.restarts.length ? (
+          <>
+            {' '}
+            <span className="jp-CudaMemdiffChart-key jp-mod-restart">{trans.__('kernel restart')}</span>
+          </>
+        ) : null}
       </figcaption>
     </figure>
   );
