@@ -58,8 +58,8 @@ export class LeakFinderModel {
     return this._findings;
   }
 
-  /** Why the last run found nothing to rank, if so. */
-  get error(): string | null {
+  /** Why the last run found nothing to rank, if so (a code; the view words it). */
+  get error(): LeakFinderModel.Problem | null {
     return this._error;
   }
 
@@ -78,9 +78,7 @@ export class LeakFinderModel {
     this._findings = null;
     this._error = null;
     if (!notebook || !records.length) {
-      this._error = notebook
-        ? 'No GPU memory snapshots yet: run some cells first.'
-        : 'Open a notebook whose kernel takes GPU memory snapshots.';
+      this._error = Private.problem(notebook);
       this._changed.emit();
       return { findings: null, refined: Promise.resolve(null) };
     }
@@ -190,13 +188,40 @@ export class LeakFinderModel {
   private readonly _panel: DiffPanelModel;
   private _notebook = null as DiffPanelModel['notebook'];
   private _findings: ILeakFindings | null = null;
-  private _error: string | null = null;
+  private _error: LeakFinderModel.Problem | null = null;
   private _running = false;
   private _run = 0;
   private readonly _changed = new Signal<this, void>(this);
 }
 
+/** A namespace for LeakFinderModel statics. */
+export namespace LeakFinderModel {
+  /**
+   * Why there is nothing to rank: no notebook; a kernel that takes no GPU
+   * snapshots (not Python, no torch, torch without CUDA, capture off); or
+   * no cell has run yet.
+   */
+  export type Problem = 'no-notebook' | 'not-python' | 'no-torch' | 'no-cuda' | 'capture-off' | 'no-snapshots';
+}
+
 namespace Private {
+  /** Why a notebook has no snapshots to rank. */
+  export function problem(notebook: DiffPanelModel['notebook']): LeakFinderModel.Problem {
+    if (!notebook) {
+      return 'no-notebook';
+    }
+    const status = notebook.store.helper.status;
+    switch (status) {
+      case 'not-python':
+      case 'no-torch':
+      case 'no-cuda':
+      case 'capture-off':
+        return status;
+      default:
+        return 'no-snapshots';
+    }
+  }
+
   /** One run's inputs, computed once for both rankings. */
   export interface ISession {
     readonly records: readonly CellRecord[];

@@ -76,10 +76,18 @@ describe('LeakFinderModel', () => {
     expect(finder(null).leaks.run().findings).toBeNull();
     const none = finder(null).leaks;
     none.run();
-    expect(none.error).toMatch(/Open a notebook/);
+    expect(none.error).toBe('no-notebook');
     const empty = finder({ title: 'x', store: new SnapshotStore(), cells: () => [] }).leaks;
     empty.run();
-    expect(empty.error).toMatch(/run some cells first/);
+    expect(empty.error).toBe('no-snapshots');
+    // a CPU-only kernel has run cells, but has no GPU memory to rank: say that
+    for (const status of ['no-cuda', 'no-torch', 'capture-off', 'not-python'] as const) {
+      const store = new SnapshotStore();
+      store.setHelper({ status, message: '', replay: null });
+      const cpu = finder({ title: 'x', store, cells: () => [] }).leaks;
+      cpu.run();
+      expect(cpu.error).toBe(status);
+    }
 
     const { panel, leaks } = finder(notebook(() => Promise.resolve(recordedAnswer())));
     await leaks.run().refined;
