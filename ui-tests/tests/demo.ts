@@ -39,3 +39,77 @@ export async function clickNotebookToolbarItem(page: IJupyterLabPageFixture, nam
     await more.click(); // close the overflow popup again
   }
 }
+
+/** The panel's scrolling content: what of the panel a person can see. */
+export const PANEL_CONTENT = `${PANEL} .jp-CudaMemdiffPanel-content`;
+
+/** A section of the panel by name: leaks, chart, diff, segments. */
+export function panelSection(page: IJupyterLabPageFixture, name: string) {
+  return page.locator(`${PANEL} [data-cuda-memdiff-section="${name}"]`);
+}
+
+/** Open the panel with its command; resolves to its locator once visible. */
+export async function openPanel(page: IJupyterLabPageFixture) {
+  await page.evaluate(() => window.jupyterapp.commands.execute('cuda-memdiff:open-panel'));
+  const panel = page.locator(PANEL);
+  await expect(panel).toBeVisible();
+  return panel;
+}
+
+/** Run Find Leaking Cell from the command and wait for its ranking. */
+export async function findLeakingCell(page: IJupyterLabPageFixture): Promise<void> {
+  await page.evaluate(() => window.jupyterapp.commands.execute('cuda-memdiff:find-leaking-cell'));
+  await expect(page.locator(`${PANEL} .jp-CudaMemdiffLeak.jp-mod-top`)).toBeVisible();
+}
+
+/**
+ * Where an element is against the part of the panel a person sees: true when
+ * the element lies wholly inside the panel's visible content box (the panel's
+ * own box clips it, the scroll position decides what shows).
+ */
+export async function isInsideVisiblePanel(page: IJupyterLabPageFixture, selector: string | ReturnType<IJupyterLabPageFixture['locator']>): Promise<boolean> {
+  const element = typeof selector === 'string' ? page.locator(selector) : selector;
+  const box = await element.boundingBox();
+  const content = await page.locator(PANEL_CONTENT).boundingBox();
+  const panel = await page.locator(PANEL).boundingBox();
+  if (!box || !content || !panel) {
+    return false;
+  }
+  const top = Math.max(content.y, panel.y);
+  const bottom = Math.min(content.y + content.height, panel.y + panel.height);
+  return box.y >= top - 1 && box.y + box.height <= bottom + 1 && box.x >= panel.x - 1 && box.x + box.width <= panel.x + panel.width + 1;
+}
+
+/** Scroll the panel with the mouse wheel until the element is inside it (or give up after `steps` turns). */
+export async function wheelUntilInside(page: IJupyterLabPageFixture, element: ReturnType<IJupyterLabPageFixture['locator']>, steps = 40): Promise<boolean> {
+  const content = (await page.locator(PANEL_CONTENT).boundingBox())!;
+  await page.mouse.move(content.x + content.width / 2, content.y + content.height / 2);
+  for (let i = 0; i < steps; i++) {
+    if (await isInsideVisiblePanel(page, element)) {
+      return true;
+    }
+    const box = await element.boundingBox();
+    await page.mouse.wheel(0, box && box.y < content.y ? -120 : 120);
+    await page.waitForTimeout(50);
+  }
+  return isInsideVisiblePanel(page, element);
+}
+
+/** Drag the splitter on the right sidebar's left edge so the panel gets `width` pixels, as a person would. */
+export async function setPanelWidth(page: IJupyterLabPageFixture, width: number): Promise<void> {
+  const panel = (await page.locator(PANEL).boundingBox())!;
+  const handle = await page.evaluate(left => {
+    const handles = Array.from(document.querySelectorAll('#jp-main-split-panel > .lm-SplitPanel-handle'));
+    const boxes = handles.map(h => h.getBoundingClientRect()).filter(r => r.width > 0 && r.height > 0);
+    boxes.sort((a, b) => Math.abs(a.right - left) - Math.abs(b.right - left));
+    const r = boxes[0];
+    return { x: r.left + r.width / 2, y: r.top + r.height / 2 };
+  }, panel.x);
+  await page.mouse.move(handle.x, handle.y);
+  await page.mouse.down();
+  await page.mouse.move(handle.x - (width - panel.width) / 2, handle.y, { steps: 4 });
+  await page.mouse.move(handle.x - (width - panel.width), handle.y, { steps: 4 });
+  await page.mouse.up();
+  await expect.poll(async () => Math.round((await page.locator(PANEL).boundingBox())!.width)).toBeGreaterThan(width - 30);
+  await expect.poll(async () => Math.round((await page.locator(PANEL).boundingBox())!.width)).toBeLessThan(width + 30);
+}
