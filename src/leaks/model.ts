@@ -37,9 +37,16 @@ export interface ILeakFindings {
   readonly top: ILeakEntry | null;
   /** Where the holders come from: the kernel, or why they are only guessed. */
   readonly holders: 'pending' | 'kernel' | 'guessed';
-  /** Said to the user about the holders (a partial answer, a replayed session, an error). */
-  readonly holdersNote: string;
+  /** What to tell the user about the holders (a partial answer, a replayed session, an error); null when nothing. */
+  readonly holdersNote: HoldersNote | null;
 }
+
+/** Why the holders are incomplete or only guessed: data, worded by the view. */
+export type HoldersNote =
+  | { readonly kind: 'no-kernel' }
+  | { readonly kind: 'replay'; readonly session: string }
+  | { readonly kind: 'failed'; readonly reason: string }
+  | { readonly kind: 'partial'; readonly elapsedMs: number };
 
 /** Leak finder state for the panel's notebook. */
 export class LeakFinderModel {
@@ -86,7 +93,7 @@ export class LeakFinderModel {
     const session = this._session(records);
     const offline = findLeaks(session.snapshots, session.executions, { retention: session.retention });
     const ask = notebook.requestHolders;
-    this._findings = this._entries(offline, session, ask ? 'pending' : 'guessed', ask ? '' : 'No kernel to ask: holders are guessed from the cells\u2019 sources.');
+    this._findings = this._entries(offline, session, ask ? 'pending' : 'guessed', ask ? null : { kind: 'no-kernel' });
     this._running = !!ask;
     this._changed.emit();
     const refined = ask
@@ -119,14 +126,14 @@ export class LeakFinderModel {
       return this._findings;
     }
     this._running = false;
-    let note: string;
+    let note: HoldersNote | null;
     if (!answer || answer.error || answer.replay !== null) {
       note = answer?.replay
-        ? `Replayed session (${answer.replay}): no live tensors to ask about, so holders are guessed from the cells\u2019 sources.`
-        : `The kernel could not say who holds the memory (${failure ?? answer?.error}); holders are guessed from the cells\u2019 sources.`;
+        ? { kind: 'replay', session: answer.replay }
+        : { kind: 'failed', reason: String(failure ?? answer?.error) };
       this._findings = { ...this._findings!, holders: 'guessed', holdersNote: note };
     } else {
-      note = answer.partial ? `The kernel ran out of time after ${Math.round(answer.elapsedMs)} ms: holders are partial.` : '';
+      note = answer.partial ? { kind: 'partial', elapsedMs: Math.round(answer.elapsedMs) } : null;
       // The snapshots have not changed since the first ranking: its retention still holds.
       const report = findLeaks(session.snapshots, session.executions, { holders: answer.holders, retention: session.retention });
       this._findings = this._entries(report, session, 'kernel', note);
@@ -165,7 +172,7 @@ export class LeakFinderModel {
     report: LeakReport,
     session: Private.ISession,
     holders: ILeakFindings['holders'],
-    holdersNote: string
+    holdersNote: HoldersNote | null
   ): ILeakFindings {
     const entries = report.ranking.map(k => ({
       verdict: report.executions[k],

@@ -9,7 +9,7 @@ import { CellCodeNames, formatBytes, FrameTable } from '../engine';
 import { useSignal } from '../panel/signal';
 import { Section } from '../panel/section';
 import { ICellLocation, StackView } from '../panel/stack';
-import { ILeakEntry, LeakFinderModel } from './model';
+import { HoldersNote, ILeakEntry, LeakFinderModel } from './model';
 
 /** Props of LeakView. */
 export interface ILeakViewProps {
@@ -28,6 +28,26 @@ export interface ILeakViewProps {
   onToggle?: () => void;
   /** The section's element, for actions that scroll it into view. */
   sectionRef?: React.Ref<HTMLElement>;
+}
+
+/** What the user should know about the holders, in words. */
+export function holdersNoteText(note: HoldersNote, trans: TranslationBundle): string {
+  switch (note.kind) {
+    case 'no-kernel':
+      return trans.__('No kernel to ask: holders are guessed from the cells\u2019 sources.');
+    case 'replay':
+      return trans.__(
+        'Replayed session (%1): no live tensors to ask about, so holders are guessed from the cells\u2019 sources.',
+        note.session
+      );
+    case 'failed':
+      return trans.__(
+        'The kernel could not say who holds the memory (%1); holders are guessed from the cells\u2019 sources.',
+        note.reason
+      );
+    default:
+      return trans.__('The kernel ran out of time after %1 ms: holders are partial.', note.elapsedMs);
+  }
 }
 
 /** Why there is nothing to rank, in words. */
@@ -183,7 +203,11 @@ export function LeakView(props: ILeakViewProps): JSX.Element | null {
             {findings.top
               ? trans.__('Look at %1 first.', findings.top.label)
               : trans.__('No cell leaks: what stays on the GPU has an owner you can see.')}{' '}
-            {model.running ? trans.__('Asking the kernel who holds the memory\u2026') : findings.holdersNote}
+            {model.running
+              ? trans.__('Asking the kernel who holds the memory\u2026')
+              : findings.holdersNote
+                ? holdersNoteText(findings.holdersNote, trans)
+                : null}
           </p>
           <ol className="jp-CudaMemdiffLeaks-list">
             {shown.map(entry => (

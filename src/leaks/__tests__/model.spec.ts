@@ -63,12 +63,12 @@ describe('LeakFinderModel', () => {
     const replayed = finder(notebook(() => Promise.resolve({ ...recordedAnswer(), holders: new Map(), replay: 'gpu_memory_demo--python' })));
     const a = (await replayed.leaks.run().refined)!;
     expect(a.holders).toBe('guessed');
-    expect(a.holdersNote).toMatch(/^Replayed session \(gpu_memory_demo--python\)/);
+    expect(a.holdersNote).toEqual({ kind: 'replay', session: 'gpu_memory_demo--python' });
     expect(a.top!.record.cellId).toBe('cell-2');
 
     const silent = finder(notebook(() => Promise.reject(new Error('the kernel did not answer within 30 s'))));
     const b = (await silent.leaks.run().refined)!;
-    expect(b.holdersNote).toMatch(/could not say who holds the memory \(the kernel did not answer within 30 s\)/);
+    expect(b.holdersNote).toEqual({ kind: 'failed', reason: 'the kernel did not answer within 30 s' });
     expect(b.top!.record.cellId).toBe('cell-2');
   });
 
