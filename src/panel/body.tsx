@@ -288,6 +288,7 @@ export function PanelBody(props: IPanelBodyProps): JSX.Element {
       ref={scroller}
       className="jp-CudaMemdiffPanel-content"
       tabIndex={0}
+      role="region"
       aria-label={trans.__('CUDA memory diff content')}
       onDragOver={e => e.preventDefault()}
       onDrop={e => void dropFiles(model, e)}

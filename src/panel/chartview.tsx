@@ -8,9 +8,10 @@ import * as React from 'react';
 import { TranslationBundle } from '@jupyterlab/translation';
 import { formatBytes } from '../engine';
 import { chartLayout, IChartInput } from './chart';
+import { useWidth } from './width';
 
-/** Drawing size; the SVG scales to the panel's width. */
-const WIDTH = 320;
+/** Width before the panel is measured, and the height, in pixels. */
+const DEFAULT_WIDTH = 320;
 const HEIGHT = 120;
 
 /** Props of SessionChart. */
@@ -24,7 +25,9 @@ export interface ISessionChartProps {
 /** The session's memory over its cells. */
 export function SessionChart(props: ISessionChartProps): JSX.Element {
   const { inputs, selected, onSelect, trans } = props;
-  const layout = React.useMemo(() => chartLayout(inputs, { width: WIDTH, height: HEIGHT }), [inputs]);
+  const figure = React.useRef<HTMLElement>(null);
+  const width = useWidth(figure, DEFAULT_WIDTH);
+  const layout = React.useMemo(() => chartLayout(inputs, { width, height: HEIGHT }), [inputs, width]);
   const onKey = (event: React.KeyboardEvent, index: number) => {
     if (event.key === 'Enter' || event.key === ' ') {
       onSelect(index);
@@ -38,11 +41,11 @@ export function SessionChart(props: ISessionChartProps): JSX.Element {
     }
   };
   return (
-    <figure className="jp-CudaMemdiffChart">
-      <svg viewBox={`0 0 ${WIDTH} ${HEIGHT}`} role="group" aria-label={trans.__('GPU memory after each cell')}>
+    <figure className="jp-CudaMemdiffChart" ref={figure}>
+      <svg viewBox={`0 0 ${width} ${HEIGHT}`} role="group" aria-label={trans.__('GPU memory after each cell')}>
         {layout.ticks.map(t => (
           <g key={t.y} className="jp-CudaMemdiffChart-tick">
-            <line x1={layout.plotLeft} x2={WIDTH} y1={t.y} y2={t.y} />
+            <line x1={layout.plotLeft} x2={width} y1={t.y} y2={t.y} />
             <text x={layout.plotLeft - 4} y={t.y} dominantBaseline="middle" textAnchor="end">
               {t.label}
             </text>

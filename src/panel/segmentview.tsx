@@ -19,8 +19,10 @@ import {
 } from '../engine';
 import { largestGroups, segmentMapLayout } from './segments';
 import { cellFrameLabel, ICellLocation, StackView } from './stack';
+import { useWidth } from './width';
 
-const WIDTH = 320;
+/** Width before the panel is measured, in pixels. */
+const DEFAULT_WIDTH = 320;
 /** The column of segment sizes on the left. */
 const LABEL_WIDTH = 44;
 const ROW_HEIGHT = 9;
@@ -102,6 +104,8 @@ function blockTitle(snapshot: Snapshot, block: Block, cells: CellCodeNames, tran
 export function SegmentMap(props: ISegmentMapProps): JSX.Element {
   const { snapshot, cells, trans, showAllFrames } = props;
   const [picked, setPicked] = React.useState<number | null>(null);
+  const root = React.useRef<HTMLDivElement>(null);
+  const width = useWidth(root, DEFAULT_WIDTH);
   const { layout, colourOf, legend, byCell } = React.useMemo(() => {
     // Colour by cell when the stacks reach notebook cells, else by allocation site.
     const byStack = new Map<number, IGroup | null>();
@@ -132,7 +136,7 @@ export function SegmentMap(props: ISegmentMapProps): JSX.Element {
     };
     const top = largestGroups(snapshot, keyOf, GROUP_COLOURS);
     const layout = segmentMapLayout(snapshot, {
-      width: WIDTH,
+      width,
       labelWidth: LABEL_WIDTH,
       rowHeight: ROW_HEIGHT,
       maxRows: MAX_ROWS,
@@ -144,7 +148,7 @@ export function SegmentMap(props: ISegmentMapProps): JSX.Element {
     };
     const legend = top.map((key, k) => ({ key, className: `jp-mod-group${k}`, label: labels.get(key) ?? key }));
     return { layout, colourOf, legend, byCell };
-  }, [snapshot, cells, showAllFrames]);
+  }, [snapshot, cells, showAllFrames, width]);
   const block = picked !== null ? snapshot.blocks[picked] : null;
   const items = layout.rows.flatMap(r => r.items);
   const hasOther = items.some(i => i.count === 1 && colourOf(i.group) === 'jp-mod-other');
@@ -155,7 +159,7 @@ export function SegmentMap(props: ISegmentMapProps): JSX.Element {
   const largest = snapshot.segments.reduce((n, s) => Math.max(n, s.totalSize), 0);
   const height = Math.max(layout.height, ROW_HEIGHT);
   return (
-    <div className="jp-CudaMemdiffSegments">
+    <div className="jp-CudaMemdiffSegments" ref={root}>
       <p className="jp-CudaMemdiffSegments-summary">
         {snapshot.segments.length
           ? trans.__(
@@ -198,7 +202,7 @@ export function SegmentMap(props: ISegmentMapProps): JSX.Element {
         </li>
       </ul>
       <svg
-        viewBox={`0 0 ${WIDTH} ${height}`}
+        viewBox={`0 0 ${width} ${height}`}
         role="img"
         aria-label={
           byCell
