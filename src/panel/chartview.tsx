@@ -13,6 +13,8 @@ import { useWidth } from './width';
 /** Width before the panel is measured, and the height, in pixels. */
 const DEFAULT_WIDTH = 320;
 const HEIGHT = 120;
+/** Baseline of the "restart" label, under the top margin. */
+const RESTART_LABEL_Y = 18;
 
 /** Props of SessionChart. */
 export interface ISessionChartProps {
@@ -72,7 +74,12 @@ export function SessionChart(props: ISessionChartProps): JSX.Element {
         {layout.restarts.map(r => (
           <g key={`restart-${r.index}`} className="jp-CudaMemdiffChart-restart">
             <line x1={r.x} x2={r.x} y1={0} y2={HEIGHT} />
-            <text x={r.x + 2} y={HEIGHT - 2}>
+            {/* Written on the side of the line with room for it, at the top. */}
+            <text
+              x={r.x > (layout.plotLeft + width) / 2 ? r.x - 3 : r.x + 3}
+              y={RESTART_LABEL_Y}
+              textAnchor={r.x > (layout.plotLeft + width) / 2 ? 'end' : 'start'}
+            >
               {trans.__('restart')}
             </text>
             <title>{trans.__('The kernel restarted before %1', layout.points[r.index].label)}</title>

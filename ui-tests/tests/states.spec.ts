@@ -26,6 +26,8 @@ test('a kernel restart is marked on the chart and told apart in the pickers', as
   await expect(marker).toHaveCount(1);
   await expect.poll(() => isInsideVisiblePanel(page, marker)).toBe(true);
   await expect(panel.locator('.jp-CudaMemdiffChart-legend')).toContainText('kernel restart');
+  await page.mouse.move(0, 0);
+  expect(await panel.locator('[data-cuda-memdiff-section="chart"]').screenshot()).toMatchSnapshot('chart-restart.png');
   // the same cell before and after the restart reads differently in the pickers
   const options = await panel.locator('[data-cuda-memdiff-side="after"] option').allTextContents();
   expect(options.filter(o => o.startsWith('[1] (kernel 1)'))).toHaveLength(1);

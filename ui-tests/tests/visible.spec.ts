@@ -38,7 +38,11 @@ test.describe('the panel at 1280x720', () => {
     await expect.poll(() => isInsideVisiblePanel(page, top.locator('.jp-CudaMemdiffLeak-head'))).toBe(true);
     await expect.poll(() => isInsideVisiblePanel(page, panelSection(page, 'leaks').getByRole('status'))).toBe(true);
 
+    // even with the diff collapsed: the action opens it
+    await panelSection(page, 'diff').locator('.jp-CudaMemdiffSection-toggle').click();
+    await expect(panelSection(page, 'diff').locator('.jp-CudaMemdiffSection-toggle')).toHaveAttribute('aria-expanded', 'false');
     await top.getByRole('button', { name: 'Show its diff' }).click();
+    await expect(panelSection(page, 'diff').locator('.jp-CudaMemdiffSection-toggle')).toHaveAttribute('aria-expanded', 'true');
     const firstSite = page.locator(`${PANEL} .jp-CudaMemdiffSite`).first();
     await expect(firstSite).toHaveAttribute('data-cuda-memdiff-site', /3447429980\.py:3$/);
     await expect(page.locator(`${PANEL} .jp-CudaMemdiffDiff-summary`)).toHaveText(
@@ -106,6 +110,14 @@ test.describe('snapshot files in the file browser', () => {
     await expect(panel.locator('[data-cuda-memdiff-side="after"]')).toHaveValue('f0');
     await expect(panel.locator('[data-cuda-memdiff-side="before"]')).toHaveValue('empty');
     await expect.poll(() => isInsideVisiblePanel(page, panel.locator('.jp-CudaMemdiffSite').first())).toBe(true);
+    // no notebook cells in this file's stacks: the segment map colours blocks by allocation site, with a legend
+    const legend = panel.getByRole('list', { name: 'Colours of the segment map' });
+    await expect(legend.locator('li').first()).toContainText(/\(.*:\d+\)$/);
+    await expect(panel.locator('.jp-CudaMemdiffSegments-block.jp-mod-group1').first()).toBeAttached();
+    const segments = panel.locator('[data-cuda-memdiff-section="segments"]');
+    await segments.scrollIntoViewIfNeeded();
+    await page.mouse.move(0, 0);
+    expect(await segments.screenshot()).toMatchSnapshot('segments-of-a-file.png');
   });
 
   test('files of one name from two folders are told apart, and can be closed', async ({ page, tmpPath }) => {
