@@ -4,39 +4,8 @@
  * the chart, the diff with a stack, the segment map); screenshots of the
  * panel in both themes and at a narrow and a wide width, to be looked at.
  */
-import AxeBuilder from '@axe-core/playwright';
-import { expect, IJupyterLabPageFixture, test } from '@jupyterlab/galata';
-import { BADGE, findLeakingCell, openPanel, openReplayedDemo, PANEL, PANEL_CONTENT, runReplayedDemo, setPanelWidth } from './demo';
-
-/** Every element of the extension: the panel, the badges, the toolbar status, the highlighted cell's frame. */
-const OURS = [PANEL, BADGE, '.jp-CudaMemdiffStatus'];
-
-async function contrastOf(page: IJupyterLabPageFixture) {
-  // JupyterLab's shell is absolutely positioned, so <body> has no height; with
-  // its overflow hidden, axe then takes every element for hidden and checks
-  // none of them (only form controls). A body as tall as the window changes
-  // nothing on screen and lets axe see what a person sees.
-  await page.evaluate(() => (document.body.style.height = '100vh'));
-  let builder = new AxeBuilder({ page }).withRules(['color-contrast']);
-  for (const selector of OURS) {
-    builder = builder.include(selector);
-  }
-  const result = await builder.analyze();
-  const describe = (items: typeof result.violations) =>
-    items.flatMap(v => v.nodes.map(n => `${n.target.join(' ')}: ${n.failureSummary ?? ''}`));
-  return {
-    violations: describe(result.violations),
-    checked: result.passes.reduce((n, p) => n + p.nodes.length, 0),
-    incomplete: describe(result.incomplete)
-  };
-}
-
-async function setTheme(page: IJupyterLabPageFixture, theme: string) {
-  await page.evaluate(t => window.jupyterapp.commands.execute('apputils:change-theme', { theme: t }), theme);
-  await expect(page.locator('body')).toHaveAttribute('data-jp-theme-name', theme);
-  // the theme's stylesheet swaps in after the attribute
-  await page.waitForTimeout(500);
-}
+import { expect, test } from '@jupyterlab/galata';
+import { contrastOf, findLeakingCell, openPanel, openReplayedDemo, PANEL, PANEL_CONTENT, runReplayedDemo, setPanelWidth, setTheme } from './demo';
 
 test.use({ viewport: { width: 1280, height: 720 } });
 

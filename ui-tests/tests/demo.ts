@@ -2,6 +2,7 @@
  * Page-object helpers shared by the specs: the demo notebook replayed from
  * its H200 recording (kernel "cuda-memdiff-replay", see jupyter-path/).
  */
+import AxeBuilder from '@axe-core/playwright';
 import { expect, IJupyterLabPageFixture } from '@jupyterlab/galata';
 import * as path from 'path';
 
@@ -112,4 +113,36 @@ export async function setPanelWidth(page: IJupyterLabPageFixture, width: number)
   await page.mouse.up();
   await expect.poll(async () => Math.round((await page.locator(PANEL).boundingBox())!.width)).toBeGreaterThan(width - 30);
   await expect.poll(async () => Math.round((await page.locator(PANEL).boundingBox())!.width)).toBeLessThan(width + 30);
+}
+
+/** Every element of the extension: the panel, the badges, the toolbar status. */
+export const OURS = [PANEL, BADGE, '.jp-CudaMemdiffStatus'];
+
+/** axe-core's colour-contrast check on the extension's elements: what failed, how many nodes passed, what it could not decide. */
+export async function contrastOf(page: IJupyterLabPageFixture, selectors: readonly string[] = OURS) {
+  // JupyterLab's shell is absolutely positioned, so <body> has no height; with
+  // its overflow hidden, axe then takes every element for hidden and checks
+  // none of them (only form controls). A body as tall as the window changes
+  // nothing on screen and lets axe see what a person sees.
+  await page.evaluate(() => (document.body.style.height = '100vh'));
+  let builder = new AxeBuilder({ page }).withRules(['color-contrast']);
+  for (const selector of selectors) {
+    builder = builder.include(selector);
+  }
+  const result = await builder.analyze();
+  const describe = (items: typeof result.violations) =>
+    items.flatMap(v => v.nodes.map(n => `${n.target.join(' ')}: ${n.failureSummary ?? ''}`));
+  return {
+    violations: describe(result.violations),
+    checked: result.passes.reduce((n, p) => n + p.nodes.length, 0),
+    incomplete: describe(result.incomplete)
+  };
+}
+
+/** Switch the theme with JupyterLab's command and wait until its colours apply. */
+export async function setTheme(page: IJupyterLabPageFixture, theme: string) {
+  await page.evaluate(t => window.jupyterapp.commands.execute('apputils:change-theme', { theme: t }), theme);
+  await expect(page.locator('body')).toHaveAttribute('data-jp-theme-name', theme);
+  // the theme's stylesheet swaps in after the attribute
+  await page.waitForTimeout(500);
 }

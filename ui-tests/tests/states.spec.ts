@@ -4,7 +4,7 @@
  * (Find Leaking Cell says there is no GPU memory, not "run some cells").
  */
 import { expect, test } from '@jupyterlab/galata';
-import { CODE_CELLS, isInsideVisiblePanel, openPanel, openReplayedDemo, PANEL, runReplayedDemo } from './demo';
+import { BADGE, CODE_CELLS, contrastOf, isInsideVisiblePanel, openPanel, openReplayedDemo, PANEL, runReplayedDemo, setTheme } from './demo';
 
 test.use({ viewport: { width: 1280, height: 720 } });
 
@@ -33,6 +33,15 @@ test('a kernel restart is marked on the chart and told apart in the pickers', as
   expect(options.filter(o => o.startsWith('[1] (kernel 1)'))).toHaveLength(1);
   expect(options.filter(o => o.startsWith('[1] (kernel 2)'))).toHaveLength(1);
   await expect(panel.locator('[data-cuda-memdiff-side="after"] option:checked')).toHaveText(/^\[1\] \(kernel 2\)/);
+
+  // the previous kernel's badges are marked stale, and still readable in both themes
+  await expect(page.locator(`${BADGE}.jp-CudaMemdiffBadge-stale`)).not.toHaveCount(0);
+  for (const theme of ['JupyterLab Light', 'JupyterLab Dark']) {
+    await setTheme(page, theme);
+    const result = await contrastOf(page, [BADGE]);
+    expect(result.violations, theme).toEqual([]);
+    expect(result.checked).toBeGreaterThan(0);
+  }
 });
 
 test('Find Leaking Cell in a CPU-only kernel says there is no GPU memory to rank', async ({ page }) => {
