@@ -286,7 +286,12 @@ export class DiffPanelModel {
     return this._groups;
   }
 
-  /** Maps frame filenames to this notebook's cells, with their latest execution counts. */
+  /**
+   * Maps frame filenames to this notebook's cells, with their latest
+   * execution counts. The same object is returned while the cells, their
+   * sources and counts are unchanged, so views that depend on it (the segment
+   * map's layout) are not recomputed on every render.
+   */
   cellNames(): CellCodeNames {
     const latest = new Map<string, number | null>();
     for (const r of this.records) {
@@ -295,7 +300,15 @@ export class DiffPanelModel {
       }
     }
     const cells = (this._notebook?.cells() ?? []).map(c => ({ ...c, executionCount: latest.get(c.id) ?? null }));
-    return new CellCodeNames(cells);
+    const cached = this._cellNames;
+    const same =
+      cached !== null &&
+      cached.cells.length === cells.length &&
+      cached.cells.every((c, i) => c.id === cells[i].id && c.source === cells[i].source && c.executionCount === cells[i].executionCount);
+    if (!same) {
+      this._cellNames = { cells, names: new CellCodeNames(cells) };
+    }
+    return this._cellNames!.names;
   }
 
   dispose(): void {
@@ -321,6 +334,7 @@ export class DiffPanelModel {
   private readonly _ownFrames = new FrameTable();
   private readonly _fileSnapshots = new WeakMap<ISnapshotFile, Snapshot>();
   private _selected: CellRecord | null = null;
+  private _cellNames: { cells: (ICellSource & { executionCount: number | null })[]; names: CellCodeNames } | null = null;
   private _showAllFrames = false;
   private _diff: SnapshotDiff | null = null;
   private _groups: AllocationSite[] | null = null;

@@ -41,6 +41,17 @@ describe('DiffPanelModel', () => {
     expect(changes).toBe(2);
   });
 
+  it('keeps one cell-name map while the cells are unchanged', () => {
+    const model = new DiffPanelModel();
+    const sources = manifest.cells.map((c: any) => c.source as string);
+    const notebook = { ...notebookWith(3), cells: () => sources.map((source: string, i: number) => ({ id: `cell-${i}`, source })) };
+    model.setNotebook(notebook);
+    const names = model.cellNames();
+    expect(model.cellNames()).toBe(names);
+    sources[0] = sources[0] + '\n# edited';
+    expect(model.cellNames()).not.toBe(names);
+  });
+
   it('maps frames to the notebook cells with their execution counts', () => {
     const model = new DiffPanelModel();
     model.setNotebook(notebookWith(3));
