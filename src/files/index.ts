@@ -29,14 +29,16 @@ export class SnapshotFileView extends Widget {
       if (this.isDisposed) {
         return;
       }
-      this._show(context.path.split('/').pop() ?? context.path, decodeBase64(context.model.toString()), panel, trans);
+      this._show(context.path, decodeBase64(context.model.toString()), panel, trans);
     });
   }
 
-  private _show(name: string, bytes: Uint8Array, panel: IDiffPanel, trans: TranslationBundle): void {
+  private _show(path: string, bytes: Uint8Array, panel: IDiffPanel, trans: TranslationBundle): void {
     const node = this.node;
+    const name = path.split('/').pop() ?? path;
     const heading = document.createElement('h2');
     heading.textContent = name;
+    heading.title = path;
     node.appendChild(heading);
     let totals;
     try {
@@ -72,7 +74,7 @@ export class SnapshotFileView extends Widget {
     const note = document.createElement('p');
     note.textContent = trans.__('The CUDA Memory panel now holds this snapshot: pick it there to compare it with other files or with a notebook\'s cells.');
     node.appendChild(note);
-    panel.addFile(name, bytes);
+    panel.addFile(name, bytes, path);
     panel.reveal();
   }
 }

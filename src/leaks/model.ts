@@ -37,9 +37,16 @@ export interface ILeakFindings {
   readonly top: ILeakEntry | null;
   /** Where the holders come from: the kernel, or why they are only guessed. */
   readonly holders: 'pending' | 'kernel' | 'guessed';
-  /** Said to the user about the holders (a partial answer, a replayed session, an error). */
-  readonly holdersNote: string;
+  /** What to tell the user about the holders (a partial answer, a replayed session, an error); null when nothing. */
+  readonly holdersNote: HoldersNote | null;
 }
+
+/** Why the holders are incomplete or only guessed: data, worded by the view. */
+export type HoldersNote =
+  | { readonly kind: 'no-kernel' }
+  | { readonly kind: 'replay'; readonly session: string }
+  | { readonly kind: 'failed'; readonly reason: string }
+  | { readonly kind: 'partial'; readonly elapsedMs: number };
 
 /** Leak finder state for the panel's notebook. */
 export class LeakFinderModel {
@@ -58,8 +65,8 @@ export class LeakFinderModel {
     return this._findings;
   }
 
-  /** Why the last run found nothing to rank, if so. */
-  get error(): string | null {
+  /** Why the last run found nothing to rank, if so (a code; the view words it). */
+  get error(): LeakFinderModel.Problem | null {
     return this._error;
   }
 
@@ -78,9 +85,7 @@ export class LeakFinderModel {
     this._findings = null;
     this._error = null;
     if (!notebook || !records.length) {
-      this._error = notebook
-        ? 'No GPU memory snapshots yet: run some cells first.'
-        : 'Open a notebook whose kernel takes GPU memory snapshots.';
+      this._error = Private.problem(notebook);
       this._changed.emit();
       return { findings: null, refined: Promise.resolve(null) };
     }
@@ -88,7 +93,7 @@ export class LeakFinderModel {
     const session = this._session(records);
     const offline = findLeaks(session.snapshots, session.executions, { retention: session.retention });
     const ask = notebook.requestHolders;
-    this._findings = this._entries(offline, session, ask ? 'pending' : 'guessed', ask ? '' : 'No kernel to ask: holders are guessed from the cells\u2019 sources.');
+    this._findings = this._entries(offline, session, ask ? 'pending' : 'guessed', ask ? null : { kind: 'no-kernel' });
     this._running = !!ask;
     this._changed.emit();
     const refined = ask
@@ -121,14 +126,14 @@ export class LeakFinderModel {
       return this._findings;
     }
     this._running = false;
-    let note: string;
+    let note: HoldersNote | null;
     if (!answer || answer.error || answer.replay !== null) {
       note = answer?.replay
-        ? `Replayed session (${answer.replay}): no live tensors to ask about, so holders are guessed from the cells\u2019 sources.`
-        : `The kernel could not say who holds the memory (${failure ?? answer?.error}); holders are guessed from the cells\u2019 sources.`;
+        ? { kind: 'replay', session: answer.replay }
+        : { kind: 'failed', reason: String(failure ?? answer?.error) };
       this._findings = { ...this._findings!, holders: 'guessed', holdersNote: note };
     } else {
-      note = answer.partial ? `The kernel ran out of time after ${Math.round(answer.elapsedMs)} ms: holders are partial.` : '';
+      note = answer.partial ? { kind: 'partial', elapsedMs: Math.round(answer.elapsedMs) } : null;
       // The snapshots have not changed since the first ranking: its retention still holds.
       const report = findLeaks(session.snapshots, session.executions, { holders: answer.holders, retention: session.retention });
       this._findings = this._entries(report, session, 'kernel', note);
@@ -167,7 +172,7 @@ export class LeakFinderModel {
     report: LeakReport,
     session: Private.ISession,
     holders: ILeakFindings['holders'],
-    holdersNote: string
+    holdersNote: HoldersNote | null
   ): ILeakFindings {
     const entries = report.ranking.map(k => ({
       verdict: report.executions[k],
@@ -190,13 +195,40 @@ export class LeakFinderModel {
   private readonly _panel: DiffPanelModel;
   private _notebook = null as DiffPanelModel['notebook'];
   private _findings: ILeakFindings | null = null;
-  private _error: string | null = null;
+  private _error: LeakFinderModel.Problem | null = null;
   private _running = false;
   private _run = 0;
   private readonly _changed = new Signal<this, void>(this);
 }
 
+/** A namespace for LeakFinderModel statics. */
+export namespace LeakFinderModel {
+  /**
+   * Why there is nothing to rank: no notebook; a kernel that takes no GPU
+   * snapshots (not Python, no torch, torch without CUDA, capture off); or
+   * no cell has run yet.
+   */
+  export type Problem = 'no-notebook' | 'not-python' | 'no-torch' | 'no-cuda' | 'capture-off' | 'no-snapshots';
+}
+
 namespace Private {
+  /** Why a notebook has no snapshots to rank. */
+  export function problem(notebook: DiffPanelModel['notebook']): LeakFinderModel.Problem {
+    if (!notebook) {
+      return 'no-notebook';
+    }
+    const status = notebook.store.helper.status;
+    switch (status) {
+      case 'not-python':
+      case 'no-torch':
+      case 'no-cuda':
+      case 'capture-off':
+        return status;
+      default:
+        return 'no-snapshots';
+    }
+  }
+
   /** One run's inputs, computed once for both rankings. */
   export interface ISession {
     readonly records: readonly CellRecord[];

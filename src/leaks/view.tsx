@@ -7,8 +7,9 @@ import * as React from 'react';
 import { TranslationBundle } from '@jupyterlab/translation';
 import { CellCodeNames, formatBytes, FrameTable } from '../engine';
 import { useSignal } from '../panel/signal';
+import { Section } from '../panel/section';
 import { ICellLocation, StackView } from '../panel/stack';
-import { ILeakEntry, LeakFinderModel } from './model';
+import { HoldersNote, ILeakEntry, LeakFinderModel } from './model';
 
 /** Props of LeakView. */
 export interface ILeakViewProps {
@@ -22,6 +23,49 @@ export interface ILeakViewProps {
   onReveal: (location: ICellLocation) => void;
   /** Show the entry's snapshot diff in the panel. */
   onShowDiff: (entry: ILeakEntry) => void;
+  /** Whether the section is open; the view keeps its own state when not given. */
+  expanded?: boolean;
+  onToggle?: () => void;
+  /** The section's element, for actions that scroll it into view. */
+  sectionRef?: React.Ref<HTMLElement>;
+}
+
+/** What the user should know about the holders, in words. */
+export function holdersNoteText(note: HoldersNote, trans: TranslationBundle): string {
+  switch (note.kind) {
+    case 'no-kernel':
+      return trans.__('No kernel to ask: holders are guessed from the cells\u2019 sources.');
+    case 'replay':
+      return trans.__(
+        'Replayed session (%1): no live tensors to ask about, so holders are guessed from the cells\u2019 sources.',
+        note.session
+      );
+    case 'failed':
+      return trans.__(
+        'The kernel could not say who holds the memory (%1); holders are guessed from the cells\u2019 sources.',
+        note.reason
+      );
+    default:
+      return trans.__('The kernel ran out of time after %1 ms: holders are partial.', note.elapsedMs);
+  }
+}
+
+/** Why there is nothing to rank, in words. */
+export function problemText(problem: LeakFinderModel.Problem, trans: TranslationBundle): string {
+  switch (problem) {
+    case 'no-notebook':
+      return trans.__('Open a notebook whose kernel takes GPU memory snapshots.');
+    case 'not-python':
+      return trans.__('This notebook\'s kernel is not Python: there is no GPU memory to rank.');
+    case 'no-torch':
+      return trans.__('This kernel has no PyTorch: there is no GPU memory to rank.');
+    case 'no-cuda':
+      return trans.__('This kernel\'s torch has no CUDA: there is no GPU memory to rank.');
+    case 'capture-off':
+      return trans.__('GPU memory capture is off in the settings: there are no snapshots to rank.');
+    default:
+      return trans.__('No GPU memory snapshots yet: run some cells first.');
+  }
 }
 
 
@@ -121,6 +165,7 @@ function Entry(props: ILeakViewProps & { entry: ILeakEntry; top: boolean }): JSX
 export function LeakView(props: ILeakViewProps): JSX.Element | null {
   const { model, trans } = props;
   useSignal(model.changed);
+  const [ownExpanded, setOwnExpanded] = React.useState(true);
   const findings = model.findings;
   if (!findings && !model.error) {
     return null;
@@ -128,16 +173,28 @@ export function LeakView(props: ILeakViewProps): JSX.Element | null {
   const shown = findings?.entries.filter(e => e.verdict.verdict !== 'ok') ?? [];
   const fine = (findings?.entries.length ?? 0) - shown.length;
   return (
-    <section className="jp-CudaMemdiffLeaks" aria-label={trans.__('Leak finder')}>
-      <div className="jp-CudaMemdiffLeaks-head">
-        <h3>{trans.__('Find leaking cell')}</h3>
-        <button className="jp-mod-styled jp-mod-reject" onClick={() => model.clear()} aria-label={trans.__('Close the leak finder')}>
+    <Section
+      ref={props.sectionRef}
+      name="leaks"
+      title={trans.__('Find leaking cell')}
+      expanded={props.expanded ?? ownExpanded}
+      onToggle={props.onToggle ?? (() => setOwnExpanded(!ownExpanded))}
+      trans={trans}
+      resetKey={findings}
+      actions={
+        <button
+          className="jp-CudaMemdiffSection-action"
+          onClick={() => model.clear()}
+          aria-label={trans.__('Close the leak finder')}
+          title={trans.__('Close the leak finder')}
+        >
           {trans.__('Close')}
         </button>
-      </div>
+      }
+    >
       {model.error ? (
         <p className="jp-CudaMemdiffLeaks-status" role="status">
-          {model.error}
+          {problemText(model.error, trans)}
         </p>
       ) : null}
       {findings ? (
@@ -146,7 +203,11 @@ export function LeakView(props: ILeakViewProps): JSX.Element | null {
             {findings.top
               ? trans.__('Look at %1 first.', findings.top.label)
               : trans.__('No cell leaks: what stays on the GPU has an owner you can see.')}{' '}
-            {model.running ? trans.__('Asking the kernel who holds the memory\u2026') : findings.holdersNote}
+            {model.running
+              ? trans.__('Asking the kernel who holds the memory\u2026')
+              : findings.holdersNote
+                ? holdersNoteText(findings.holdersNote, trans)
+                : null}
           </p>
           <ol className="jp-CudaMemdiffLeaks-list">
             {shown.map(entry => (
@@ -158,6 +219,6 @@ export function LeakView(props: ILeakViewProps): JSX.Element | null {
           ) : null}
         </>
       ) : null}
-    </section>
+    </Section>
   );
 }

@@ -1,17 +1,20 @@
 /**
- * The panel's React body: the session chart, a picker for any two
- * snapshots (the notebook's or opened files), their diff and the segment map
- * of the later one; an explanation when there is nothing to show yet.
- * Snapshot files can be dropped anywhere on it.
+ * The panel's React body: the leak finder's ranking, the session chart, a
+ * picker for any two snapshots (the notebook's or opened files), their diff
+ * and the segment map of the later one, each in a section that collapses and
+ * fails alone; an explanation when there is nothing to show yet. Snapshot
+ * files can be dropped anywhere on it.
  */
 import * as React from 'react';
 import { TranslationBundle } from '@jupyterlab/translation';
+import { closeIcon } from '@jupyterlab/ui-components';
 import { CellRecord } from '../capture/store';
 import { totalBytes } from '../engine';
 import { IChartInput } from './chart';
 import { SessionChart } from './chartview';
 import { DiffView } from './diffview';
-import { DiffPanelModel, SnapshotRef } from './model';
+import { DiffPanelModel, IComparison, PanelSection, SnapshotRef } from './model';
+import { Section } from './section';
 import { SegmentMap } from './segmentview';
 import { LeakFinderModel } from '../leaks/model';
 import { LeakView } from '../leaks/view';
@@ -28,11 +31,16 @@ export interface IPanelBodyProps {
 }
 
 
-function recordLabel(record: CellRecord, model: DiffPanelModel): string {
+/** A record as the pickers and the chart name it: `[3] first line`, with its kernel after a restart. */
+function recordLabel(record: CellRecord, model: DiffPanelModel, trans: TranslationBundle): string {
   const cell = model.notebook?.cells().find(c => c.id === record.cellId);
-  const count = record.executionCount ?? ' ';
+  const count = `[${record.executionCount ?? ' '}]`;
   const first = cell?.source.split('\n').find(line => line.trim())?.trim() ?? '';
-  return `[${count}] ${first.length > 40 ? first.slice(0, 39) + '…' : first}`;
+  const source = first.length > 40 ? first.slice(0, 39) + '…' : first;
+  if (model.kernelCount > 1) {
+    return trans.__('%1 (kernel %2) %3', count, model.kernelNumber(record), source).trim();
+  }
+  return `${count} ${source}`;
 }
 
 function refLabel(ref: SnapshotRef, model: DiffPanelModel, trans: TranslationBundle): string {
@@ -40,9 +48,9 @@ function refLabel(ref: SnapshotRef, model: DiffPanelModel, trans: TranslationBun
     case 'empty':
       return trans.__('an empty device');
     case 'file':
-      return trans.__('file %1', ref.file.name);
+      return trans.__('file %1', model.fileLabel(ref.file));
     default:
-      return trans.__('cell %1', recordLabel(ref.record, model));
+      return trans.__('cell %1', recordLabel(ref.record, model, trans));
   }
 }
 
@@ -51,8 +59,12 @@ function choices(model: DiffPanelModel, trans: TranslationBundle): { key: string
   const out: { key: string; ref: SnapshotRef; label: string }[] = [
     { key: 'empty', ref: { kind: 'empty' }, label: trans.__('Empty device') }
   ];
-  model.records.forEach((record, i) => out.push({ key: `r${i}`, ref: { kind: 'record', record }, label: recordLabel(record, model) }));
-  model.files.forEach((file, i) => out.push({ key: `f${i}`, ref: { kind: 'file', file }, label: trans.__('file %1', file.name) }));
+  model.records.forEach((record, i) =>
+    out.push({ key: `r${i}`, ref: { kind: 'record', record }, label: recordLabel(record, model, trans) })
+  );
+  model.files.forEach((file, i) =>
+    out.push({ key: `f${i}`, ref: { kind: 'file', file }, label: trans.__('file %1', model.fileLabel(file)) })
+  );
   return out;
 }
 
@@ -96,9 +108,26 @@ function ComparePicker(props: { model: DiffPanelModel; trans: TranslationBundle 
         </label>
       ))}
       {model.isCustomComparison && model.records.length ? (
-        <button className="jp-mod-styled jp-mod-reject" onClick={() => model.select(model.selected)}>
+        <button className="jp-CudaMemdiffCompare-back" onClick={() => model.select(model.selected)}>
           {trans.__('Back to the selected cell')}
         </button>
+      ) : null}
+      {model.files.length ? (
+        <ul className="jp-CudaMemdiffFiles" aria-label={trans.__('Opened snapshot files')}>
+          {model.files.map((file, i) => (
+            <li key={i} title={file.path ?? file.name}>
+              <span className="jp-CudaMemdiffFiles-name">{model.fileLabel(file)}</span>
+              <button
+                className="jp-CudaMemdiffFiles-close"
+                onClick={() => model.removeFile(file)}
+                aria-label={trans.__('Close %1', model.fileLabel(file))}
+                title={trans.__('Close %1', model.fileLabel(file))}
+              >
+                <closeIcon.react tag="span" />
+              </button>
+            </li>
+          ))}
+        </ul>
       ) : null}
     </div>
   );
@@ -117,7 +146,7 @@ function EmptyState(props: { trans: TranslationBundle }): JSX.Element {
       </p>
       <p>
         {trans.__(
-          'Or drop snapshot files written by torch.cuda.memory._dump_snapshot() here, or open them from the file browser with "Open With" > "CUDA Memory Snapshot".'
+          'Or drop snapshot files written by torch.cuda.memory._dump_snapshot() here, or double-click them in the file browser.'
         )}
       </p>
     </div>
@@ -130,97 +159,221 @@ async function dropFiles(model: DiffPanelModel, event: React.DragEvent): Promise
   for (const file of Array.from(event.dataTransfer.files)) {
     model.addFile(file.name, new Uint8Array(await file.arrayBuffer()));
   }
+  model.reveal('diff');
 }
 
-/** The panel body. */
+/** Which sections are open. */
+type Expanded = Record<PanelSection, boolean>;
+
+const ALL_OPEN: Expanded = { leaks: true, chart: true, diff: true, segments: true };
+
+/** Scroll `container` so that `target` starts at its top (only the container moves, never the page). */
+function scrollToTop(container: HTMLElement, target: HTMLElement): void {
+  const offset = target.getBoundingClientRect().top - container.getBoundingClientRect().top;
+  container.scrollTop += offset;
+}
+
+/** The chart of the session, with the device selector. */
+function ChartBody(props: { model: DiffPanelModel; trans: TranslationBundle }): JSX.Element | null {
+  const { model, trans } = props;
+  const records = model.records;
+  const device = model.device;
+  const inputs: IChartInput[] = React.useMemo(
+    () =>
+      records.map(r => ({
+        allocatedBytes: totalBytes(r.snapshot, 'allocatedBytes', device),
+        reservedBytes: totalBytes(r.snapshot, 'reservedBytes', device),
+        oom: model.notebook?.store.hadOom(r) ?? false,
+        label: recordLabel(r, model, trans),
+        kernelSession: r.kernelSession
+      })),
+    [records, model, device, trans]
+  );
+  const devices = model.devices;
+  const selected = model.selected;
+  return (
+    <>
+      {devices.length > 1 ? (
+        <label className="jp-CudaMemdiffPanel-device">
+          {trans.__('Device')}{' '}
+          <select
+            value={device === null ? 'all' : String(device)}
+            onChange={e => (model.device = e.currentTarget.value === 'all' ? null : Number(e.currentTarget.value))}
+          >
+            <option value="all">{trans.__('All devices')}</option>
+            {devices.map(d => (
+              <option key={d} value={String(d)}>
+                cuda:{d}
+              </option>
+            ))}
+          </select>
+        </label>
+      ) : null}
+      <SessionChart
+        inputs={inputs}
+        selected={selected ? records.indexOf(selected) : -1}
+        onSelect={i => model.select(records[i])}
+        trans={trans}
+      />
+    </>
+  );
+}
+
+/** The pickers and the diff of the comparison. */
+function DiffBody(props: IPanelBodyProps & { pair: IComparison }): JSX.Element {
+  const { model, trans, pair } = props;
+  const diff = model.diff!;
+  return (
+    <>
+      <ComparePicker model={model} trans={trans} />
+      <DiffView
+        diff={diff}
+        groups={model.groups}
+        showAllFrames={model.showAllFrames}
+        onShowAllFrames={v => (model.showAllFrames = v)}
+        cells={model.cellNames()}
+        trans={trans}
+        onReveal={props.onReveal}
+        caption={trans.__('%1, against %2', refLabel(pair.after, model, trans), refLabel(pair.before, model, trans))}
+      />
+    </>
+  );
+}
+
+/**
+ * The panel body: sections that collapse, in one scrolling column. The leak
+ * finder, the chart, the diff and the segment map share the height by
+ * collapsing what is not needed; actions scroll what they open into view.
+ */
 export function PanelBody(props: IPanelBodyProps): JSX.Element {
   const { model, trans } = props;
   useSignal(model.changed);
+  useSignal(props.leaks.changed);
+  const [expanded, setExpanded] = React.useState<Expanded>(ALL_OPEN);
+  const [pending, setPending] = React.useState<{ section: PanelSection } | null>(null);
+  const scroller = React.useRef<HTMLDivElement>(null);
+  const refs = {
+    leaks: React.useRef<HTMLElement>(null),
+    chart: React.useRef<HTMLElement>(null),
+    diff: React.useRef<HTMLElement>(null),
+    segments: React.useRef<HTMLElement>(null)
+  };
+  React.useEffect(() => {
+    const onReveal = (_: unknown, section: PanelSection) => {
+      setExpanded(e => ({ ...e, [section]: true }));
+      setPending({ section });
+    };
+    model.revealRequested.connect(onReveal);
+    return () => {
+      model.revealRequested.disconnect(onReveal);
+    };
+  }, [model]);
+  // After the render that opened it, bring the requested section to the top.
+  React.useLayoutEffect(() => {
+    if (!pending) {
+      return;
+    }
+    const target = refs[pending.section].current;
+    if (target && scroller.current) {
+      scrollToTop(scroller.current, target);
+    }
+    setPending(null);
+  });
+  const toggle = (section: PanelSection) => () => setExpanded(e => ({ ...e, [section]: !e[section] }));
   const records = model.records;
-  const device = model.device;
-  const inputs: IChartInput[] = React.useMemo(() => {
-    return records.map(r => ({
-      allocatedBytes: totalBytes(r.snapshot, 'allocatedBytes', device),
-      reservedBytes: totalBytes(r.snapshot, 'reservedBytes', device),
-      oom: model.notebook?.store.hadOom(r) ?? false,
-      label: recordLabel(r, model)
-    }));
-  }, [records, model, device]);
-  const devices = model.devices;
   const pair = model.comparison;
-  const diff = model.diff;
-  const cells = model.cellNames();
-  const selected = model.selected;
+  const snapshotKey = pair ? (pair.after.kind === 'record' ? pair.after.record : pair.after.kind === 'file' ? pair.after.file : null) : null;
   return (
     <div
+      ref={scroller}
       className="jp-CudaMemdiffPanel-content"
+      tabIndex={0}
+      role="region"
+      aria-label={trans.__('CUDA memory diff content')}
       onDragOver={e => e.preventDefault()}
       onDrop={e => void dropFiles(model, e)}
     >
       <LeakView
         model={props.leaks}
         frames={model.frames}
-        cells={cells}
+        cells={model.cellNames()}
         trans={trans}
+        expanded={expanded.leaks}
+        onToggle={toggle('leaks')}
+        sectionRef={refs.leaks}
         onReveal={props.onReveal}
         onShowCell={entry => entry.record.cellId && props.onShowCell(entry.record.cellId)}
-        onShowDiff={entry => model.select(entry.record)}
+        onShowDiff={entry => {
+          model.select(entry.record);
+          model.reveal('diff');
+        }}
       />
       {model.fileError ? (
         <p className="jp-CudaMemdiffPanel-error" role="alert">
           {trans.__('Could not read %1', model.fileError)}
         </p>
       ) : null}
-      {!pair || !diff ? (
+      {!pair ? (
         <EmptyState trans={trans} />
       ) : (
         <>
-          {model.notebook ? <h3 className="jp-CudaMemdiffPanel-title">{model.notebook.title}</h3> : null}
-          {devices.length > 1 ? (
-            <label className="jp-CudaMemdiffPanel-device">
-              {trans.__('Device')}{' '}
-              <select
-                value={device === null ? 'all' : String(device)}
-                onChange={e => (model.device = e.currentTarget.value === 'all' ? null : Number(e.currentTarget.value))}
-              >
-                <option value="all">{trans.__('All devices')}</option>
-                {devices.map(d => (
-                  <option key={d} value={String(d)}>
-                    cuda:{d}
-                  </option>
-                ))}
-              </select>
-            </label>
-          ) : null}
+          {model.notebook ? <h2 className="jp-CudaMemdiffPanel-title">{model.notebook.title}</h2> : null}
           {records.length ? (
-            <SessionChart
-              inputs={inputs}
-              selected={selected ? records.indexOf(selected) : -1}
-              onSelect={i => model.select(records[i])}
+            <Section
+              ref={refs.chart}
+              name="chart"
+              title={trans.__('Memory after each cell')}
+              expanded={expanded.chart}
+              onToggle={toggle('chart')}
               trans={trans}
-            />
+              resetKey={records}
+            >
+              <ChartBody model={model} trans={trans} />
+            </Section>
           ) : null}
-          <ComparePicker model={model} trans={trans} />
-          <DiffView
-            diff={diff}
-            groups={model.groups}
-            showAllFrames={model.showAllFrames}
-            onShowAllFrames={v => (model.showAllFrames = v)}
-            cells={cells}
+          <Section
+            ref={refs.diff}
+            name="diff"
+            title={trans.__('Diff by allocation site')}
+            expanded={expanded.diff}
+            onToggle={toggle('diff')}
             trans={trans}
-            onReveal={props.onReveal}
-            caption={trans.__('%1, against %2', refLabel(pair.after, model, trans), refLabel(pair.before, model, trans))}
-          />
-          <SegmentMap
-            snapshot={model.snapshotOf(pair.after)}
-            cells={cells}
-            cellOrder={model.notebook?.cells().map(c => c.id) ?? []}
-            showAllFrames={model.showAllFrames}
+            resetKey={pair.after}
+          >
+            <DiffBody {...props} pair={pair} />
+          </Section>
+          <Section
+            ref={refs.segments}
+            name="segments"
+            title={trans.__('Segment map')}
+            expanded={expanded.segments}
+            onToggle={toggle('segments')}
             trans={trans}
-            onReveal={props.onReveal}
-          />
+            resetKey={snapshotKey}
+          >
+            <SegmentsBody model={model} after={pair.after} trans={trans} onReveal={props.onReveal} />
+          </Section>
         </>
       )}
     </div>
+  );
+}
+
+/** The segment map of the later snapshot. */
+function SegmentsBody(props: {
+  model: DiffPanelModel;
+  after: SnapshotRef;
+  trans: TranslationBundle;
+  onReveal: (location: ICellLocation) => void;
+}): JSX.Element {
+  const { model } = props;
+  return (
+    <SegmentMap
+      snapshot={model.snapshotOf(props.after)}
+      cells={model.cellNames()}
+      showAllFrames={model.showAllFrames}
+      trans={props.trans}
+      onReveal={props.onReveal}
+    />
   );
 }

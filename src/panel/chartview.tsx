@@ -1,16 +1,20 @@
 /**
  * The session chart: allocated and reserved memory after each cell as step
- * lines, OOM markers, the selected cell highlighted. Hover names the cell,
+ * lines, OOM markers, a dashed line where the kernel restarted, the selected
+ * cell highlighted. Hover names the cell,
  * click or Enter selects it, arrow keys move the selection.
  */
 import * as React from 'react';
 import { TranslationBundle } from '@jupyterlab/translation';
 import { formatBytes } from '../engine';
 import { chartLayout, IChartInput } from './chart';
+import { useWidth } from './width';
 
-/** Drawing size; the SVG scales to the panel's width. */
-const WIDTH = 320;
+/** Width before the panel is measured, and the height, in pixels. */
+const DEFAULT_WIDTH = 320;
 const HEIGHT = 120;
+/** Baseline of the "restart" label, under the top margin. */
+const RESTART_LABEL_Y = 18;
 
 /** Props of SessionChart. */
 export interface ISessionChartProps {
@@ -23,7 +27,9 @@ export interface ISessionChartProps {
 /** The session's memory over its cells. */
 export function SessionChart(props: ISessionChartProps): JSX.Element {
   const { inputs, selected, onSelect, trans } = props;
-  const layout = React.useMemo(() => chartLayout(inputs, { width: WIDTH, height: HEIGHT }), [inputs]);
+  const figure = React.useRef<HTMLElement>(null);
+  const width = useWidth(figure, DEFAULT_WIDTH);
+  const layout = React.useMemo(() => chartLayout(inputs, { width, height: HEIGHT }), [inputs, width]);
   const onKey = (event: React.KeyboardEvent, index: number) => {
     if (event.key === 'Enter' || event.key === ' ') {
       onSelect(index);
@@ -37,11 +43,11 @@ export function SessionChart(props: ISessionChartProps): JSX.Element {
     }
   };
   return (
-    <figure className="jp-CudaMemdiffChart">
-      <svg viewBox={`0 0 ${WIDTH} ${HEIGHT}`} role="group" aria-label={trans.__('GPU memory after each cell')}>
+    <figure className="jp-CudaMemdiffChart" ref={figure}>
+      <svg viewBox={`0 0 ${width} ${HEIGHT}`} role="group" aria-label={trans.__('GPU memory after each cell')}>
         {layout.ticks.map(t => (
           <g key={t.y} className="jp-CudaMemdiffChart-tick">
-            <line x1={layout.plotLeft} x2={WIDTH} y1={t.y} y2={t.y} />
+            <line x1={layout.plotLeft} x2={width} y1={t.y} y2={t.y} />
             <text x={layout.plotLeft - 4} y={t.y} dominantBaseline="middle" textAnchor="end">
               {t.label}
             </text>
@@ -65,6 +71,20 @@ export function SessionChart(props: ISessionChartProps): JSX.Element {
             <title>{`${p.label}\n${formatBytes(p.allocatedBytes)} ${trans.__('allocated')}, ${formatBytes(p.reservedBytes)} ${trans.__('reserved')}`}</title>
           </rect>
         ))}
+        {layout.restarts.map(r => (
+          <g key={`restart-${r.index}`} className="jp-CudaMemdiffChart-restart">
+            <line x1={r.x} x2={r.x} y1={0} y2={HEIGHT} />
+            {/* Written on the side of the line with room for it, at the top. */}
+            <text
+              x={r.x > (layout.plotLeft + width) / 2 ? r.x - 3 : r.x + 3}
+              y={RESTART_LABEL_Y}
+              textAnchor={r.x > (layout.plotLeft + width) / 2 ? 'end' : 'start'}
+            >
+              {trans.__('restart')}
+            </text>
+            <title>{trans.__('The kernel restarted before %1', layout.points[r.index].label)}</title>
+          </g>
+        ))}
         <path className="jp-CudaMemdiffChart-reserved" d={layout.reservedPath} />
         <path className="jp-CudaMemdiffChart-allocated" d={layout.allocatedPath} />
         {layout.points
@@ -78,6 +98,12 @@ export function SessionChart(props: ISessionChartProps): JSX.Element {
       <figcaption className="jp-CudaMemdiffChart-legend">
         <span className="jp-CudaMemdiffChart-key jp-mod-allocated">{trans.__('allocated')}</span>{' '}
         <span className="jp-CudaMemdiffChart-key jp-mod-reserved">{trans.__('reserved')}</span>
+        {layout.restarts.length ? (
+          <>
+            {' '}
+            <span className="jp-CudaMemdiffChart-key jp-mod-restart">{trans.__('kernel restart')}</span>
+          </>
+        ) : null}
       </figcaption>
     </figure>
   );

@@ -5,9 +5,11 @@
 import { ReactWidget } from '@jupyterlab/apputils';
 import { ITranslator, nullTranslator } from '@jupyterlab/translation';
 import { SidePanel } from '@jupyterlab/ui-components';
+import { Panel } from '@lumino/widgets';
 import * as React from 'react';
 import { PANEL_ID } from '../tokens';
 import { PanelBody } from './body';
+import { SectionBoundary } from './section';
 import { memoryIcon } from './icon';
 import { LeakFinderModel } from '../leaks/model';
 import { DiffPanelModel } from './model';
@@ -17,7 +19,10 @@ import { ICellLocation } from './stack';
 export class MemdiffPanel extends SidePanel {
   constructor(options: MemdiffPanel.IOptions = {}) {
     const translator = options.translator ?? nullTranslator;
-    super({ translator });
+    // A plain panel, not the default accordion: the body is one widget with
+    // its own sections, and an accordion would add an empty, collapsible
+    // title bar above it.
+    super({ translator, content: new Panel() });
     const trans = translator.load('jupyterlab_cuda_memdiff');
     this.model = options.model ?? new DiffPanelModel();
     this.id = PANEL_ID;
@@ -29,7 +34,11 @@ export class MemdiffPanel extends SidePanel {
     const onReveal = options.onReveal ?? (() => undefined);
     const onShowCell = options.onShowCell ?? (() => undefined);
     const body = ReactWidget.create(
-      React.createElement(PanelBody, { model: this.model, leaks: this.leaks, trans, onReveal, onShowCell })
+      React.createElement(
+        SectionBoundary,
+        { trans },
+        React.createElement(PanelBody, { model: this.model, leaks: this.leaks, trans, onReveal, onShowCell })
+      )
     );
     body.addClass('jp-CudaMemdiffPanel-body');
     this.addWidget(body);

@@ -33,9 +33,15 @@ export interface IFollowedNotebook {
 
 /** A snapshot file opened in the panel (a pickle from _dump_snapshot, or JSON). */
 export interface ISnapshotFile {
+  /** The file's name, without folders. */
   readonly name: string;
+  /** Its path on the server; null for a file dropped on the panel. */
+  readonly path: string | null;
   readonly bytes: Uint8Array;
 }
+
+/** A part of the panel an action can bring into view. */
+export type PanelSection = 'leaks' | 'chart' | 'diff' | 'segments';
 
 /** One side of a comparison: nothing, a notebook cell's snapshot, or a file. */
 export type SnapshotRef =
@@ -109,11 +115,12 @@ export class DiffPanelModel {
   }
 
   /**
-   * Open a snapshot file and show it against the file opened before it (or
-   * an empty device). An unreadable file leaves everything as it was and
-   * sets fileError.
+   * Open a snapshot file and show it against an empty device: files opened
+   * earlier may be unrelated, so the user picks what to compare it with.
+   * Opening a path already open replaces that file. An unreadable file
+   * leaves everything as it was and sets fileError.
    */
-  addFile(name: string, bytes: Uint8Array): ISnapshotFile | null {
+  addFile(name: string, bytes: Uint8Array, path: string | null = null): ISnapshotFile | null {
     try {
       readSnapshot(bytes);
     } catch (reason) {
@@ -121,12 +128,57 @@ export class DiffPanelModel {
       this._changed.emit();
       return null;
     }
-    const file: ISnapshotFile = { name, bytes };
-    const previous = this._files[this._files.length - 1];
-    this._files = [...this._files, file];
+    const file: ISnapshotFile = { name, path, bytes };
+    const same = path === null ? undefined : this._files.find(f => f.path === path);
+    this._files = same ? this._files.map(f => (f === same ? file : f)) : [...this._files, file];
     this._fileError = null;
-    this.compare(previous ? { kind: 'file', file: previous } : EMPTY, { kind: 'file', file });
+    this.compare(EMPTY, { kind: 'file', file });
     return file;
+  }
+
+  /** Close an opened file; a comparison that showed it falls back to the default. */
+  removeFile(file: ISnapshotFile): void {
+    if (!this._files.includes(file)) {
+      return;
+    }
+    this._files = this._files.filter(f => f !== file);
+    const pair = this._custom;
+    if (pair && [pair.before, pair.after].some(ref => ref.kind === 'file' && ref.file === file)) {
+      const last = this._files[this._files.length - 1];
+      this._custom = !this.records.length && last ? { before: EMPTY, after: { kind: 'file', file: last } } : null;
+    }
+    this._invalidate();
+    this._changed.emit();
+  }
+
+  /** Names that tell the opened files apart: a file's name, with as many of its folders as needed. */
+  fileLabel(file: ISnapshotFile): string {
+    const k = this._files.indexOf(file);
+    return k < 0 ? file.name : distinctFileNames(this._files.map(f => f.path ?? f.name))[k];
+  }
+
+  /**
+   * Kernel sessions among the records, numbered from 1 in the order they ran;
+   * 0 for a record not shown. Labels need it only when there is more than one.
+   */
+  kernelNumber(record: CellRecord): number {
+    const sessions = [...new Set(this.records.map(r => r.kernelSession))];
+    return sessions.indexOf(record.kernelSession) + 1;
+  }
+
+  /** How many kernel sessions the records come from. */
+  get kernelCount(): number {
+    return new Set(this.records.map(r => r.kernelSession)).size;
+  }
+
+  /** Emitted when an action asks the views to bring a section into view. */
+  get revealRequested(): ISignal<this, PanelSection> {
+    return this._revealRequested;
+  }
+
+  /** Ask the views to open a section and scroll it into view. */
+  reveal(section: PanelSection): void {
+    this._revealRequested.emit(section);
   }
 
   /** Compare any two snapshots: the notebook's, files, or an empty device. */
@@ -234,7 +286,12 @@ export class DiffPanelModel {
     return this._groups;
   }
 
-  /** Maps frame filenames to this notebook's cells, with their latest execution counts. */
+  /**
+   * Maps frame filenames to this notebook's cells, with their latest
+   * execution counts. The same object is returned while the cells, their
+   * sources and counts are unchanged, so views that depend on it (the segment
+   * map's layout) are not recomputed on every render.
+   */
   cellNames(): CellCodeNames {
     const latest = new Map<string, number | null>();
     for (const r of this.records) {
@@ -243,7 +300,15 @@ export class DiffPanelModel {
       }
     }
     const cells = (this._notebook?.cells() ?? []).map(c => ({ ...c, executionCount: latest.get(c.id) ?? null }));
-    return new CellCodeNames(cells);
+    const cached = this._cellNames;
+    const same =
+      cached !== null &&
+      cached.cells.length === cells.length &&
+      cached.cells.every((c, i) => c.id === cells[i].id && c.source === cells[i].source && c.executionCount === cells[i].executionCount);
+    if (!same) {
+      this._cellNames = { cells, names: new CellCodeNames(cells) };
+    }
+    return this._cellNames!.names;
   }
 
   dispose(): void {
@@ -269,8 +334,41 @@ export class DiffPanelModel {
   private readonly _ownFrames = new FrameTable();
   private readonly _fileSnapshots = new WeakMap<ISnapshotFile, Snapshot>();
   private _selected: CellRecord | null = null;
+  private _cellNames: { cells: (ICellSource & { executionCount: number | null })[]; names: CellCodeNames } | null = null;
   private _showAllFrames = false;
   private _diff: SnapshotDiff | null = null;
   private _groups: AllocationSite[] | null = null;
   private _changed = new Signal<this, void>(this);
+  private _revealRequested = new Signal<this, PanelSection>(this);
+}
+
+/**
+ * Short names that tell paths apart: each path's last part, with as many
+ * folders before it as it takes to differ from every other path; identical
+ * paths are numbered.
+ */
+export function distinctFileNames(paths: readonly string[]): string[] {
+  const parts = paths.map(p => p.split('/').filter(Boolean));
+  const names = parts.map(() => '');
+  const depth = parts.map(() => 1);
+  const suffix = (k: number) => parts[k].slice(Math.max(0, parts[k].length - depth[k])).join('/');
+  for (let k = 0; k < parts.length; k++) {
+    for (;;) {
+      names[k] = suffix(k);
+      const clash = parts.some((p, j) => j !== k && paths[j] !== paths[k] && suffixOf(p, depth[k]) === names[k]);
+      if (!clash || depth[k] >= parts[k].length) {
+        break;
+      }
+      depth[k]++;
+    }
+  }
+  // The same path twice (two dropped files of one name): number them.
+  return names.map((name, k) => {
+    const twins = paths.filter(p => p === paths[k]).length;
+    return twins > 1 ? `${name} (${paths.slice(0, k + 1).filter(p => p === paths[k]).length})` : name;
+  });
+}
+
+function suffixOf(parts: readonly string[], depth: number): string {
+  return parts.slice(Math.max(0, parts.length - depth)).join('/');
 }

@@ -1,6 +1,7 @@
 /**
- * Geometry of the segment map, in pure functions: one row per segment, its
- * blocks as rectangles at their offsets, free space as the background. Blocks
+ * Geometry of the segment map, in pure functions: one row per segment, drawn
+ * to scale (a 2 MiB segment is a tenth as long as a 20 MiB one), its blocks as
+ * rectangles at their offsets, free space as the background. Blocks
  * narrower than a few pixels are summarised into one band per run, so a row
  * never holds more than about 2 * width / MIN_BLOCK_PX items, whatever the
  * block count (PyTorch's MemoryViz summarises small allocations the same way).
@@ -28,6 +29,13 @@ export interface ISegmentRow {
   segment: number;
   y: number;
   label: string;
+  /** Left edge of the row and its drawn width, proportional to the segment's size. */
+  x: number;
+  width: number;
+  /** The segment's size in bytes. */
+  size: number;
+  /** True on the first row of a run of segments of one size, where the size is written. */
+  showSize: boolean;
   items: ISegmentMapItem[];
   /** Free bytes in the segment, and the largest free run. */
   freeBytes: number;
@@ -41,25 +49,40 @@ export interface ISegmentMapLayout {
   hiddenRows: number;
 }
 
+/** Rows are never drawn narrower than this, however small the segment. */
+export const MIN_ROW_PX = 6;
+
 /** Options of the layout. */
 export interface ISegmentMapOptions {
+  /** Width of the whole map, the size column included. */
   width: number;
+  /** Width of the column on the left that holds segment sizes (0 for none). */
+  labelWidth?: number;
   rowHeight: number;
   maxRows: number;
   /** The colour group of a block (e.g. the cell that allocated it). */
   groupOf: (block: Block) => string;
 }
 
-/** Lay out the segments of a snapshot. Each row spans the full width: offsets are relative to the segment size. */
+/**
+ * Lay out the segments of a snapshot. One scale holds for every row: the
+ * largest segment spans the width after the size column, the others are
+ * shorter in proportion (at least MIN_ROW_PX).
+ */
 export function segmentMapLayout(snapshot: Snapshot, options: ISegmentMapOptions): ISegmentMapLayout {
   const { width, rowHeight, maxRows, groupOf } = options;
+  const left = options.labelWidth ?? 0;
   const rows: ISegmentRow[] = [];
   let b = 0;
   const blocks = snapshot.blocks;
   const shown = Math.min(snapshot.segments.length, maxRows);
+  let largest = 1;
+  for (let s = 0; s < shown; s++) {
+    largest = Math.max(largest, snapshot.segments[s].totalSize);
+  }
+  const scale = (width - left) / largest;
   for (let s = 0; s < shown; s++) {
     const seg = snapshot.segments[s];
-    const scale = width / Math.max(1, seg.totalSize);
     const items: ISegmentMapItem[] = [];
     let used = 0;
     let band: ISegmentMapItem | null = null;
@@ -73,7 +96,7 @@ export function segmentMapLayout(snapshot: Snapshot, options: ISegmentMapOptions
         continue;
       }
       used += block.size;
-      const x = (block.address - seg.address) * scale;
+      const x = left + (block.address - seg.address) * scale;
       const w = block.size * scale;
       if (w >= MIN_BLOCK_PX) {
         band = null;
@@ -93,9 +116,35 @@ export function segmentMapLayout(snapshot: Snapshot, options: ISegmentMapOptions
       segment: s,
       y: s * rowHeight,
       label: `cuda:${seg.device} 0x${seg.address.toString(16)}`,
+      x: left,
+      width: Math.max(MIN_ROW_PX, seg.totalSize * scale),
+      size: seg.totalSize,
+      showSize: s === 0 || snapshot.segments[s - 1].totalSize !== seg.totalSize,
       items,
       freeBytes: seg.totalSize - used
     });
   }
   return { rows, height: shown * rowHeight, hiddenRows: snapshot.segments.length - shown };
+}
+
+/**
+ * The colour groups worth a colour of their own: the `max` groups holding the
+ * most allocated bytes, largest first. Blocks outside any group ('') and the
+ * groups after these share one neutral colour.
+ */
+export function largestGroups(snapshot: Snapshot, groupOf: (block: Block) => string, max: number): string[] {
+  const bytes = new Map<string, number>();
+  for (const block of snapshot.blocks) {
+    if (block.state === 'inactive') {
+      continue;
+    }
+    const group = groupOf(block);
+    if (group) {
+      bytes.set(group, (bytes.get(group) ?? 0) + block.size);
+    }
+  }
+  return [...bytes.entries()]
+    .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))
+    .slice(0, max)
+    .map(([group]) => group);
 }

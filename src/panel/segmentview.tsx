@@ -1,48 +1,80 @@
 /**
- * The segment map: one row per reserved segment, blocks drawn at their
- * offsets, coloured by state and by the cell that allocated them, so free
- * space inside segments (fragmentation) shows at a glance. Hovering a block
- * names it; clicking shows its stack.
+ * The segment map: one row per reserved segment, drawn to scale with its size
+ * written on the left, blocks at their offsets coloured by the cell that
+ * allocated them (or, for a snapshot with no notebook cells in its stacks, by
+ * allocation site), so free space inside segments (fragmentation) shows at a
+ * glance. A legend names each colour. Hovering a block names it; clicking
+ * shows its stack.
  */
 import * as React from 'react';
 import { TranslationBundle } from '@jupyterlab/translation';
-import { Block, CellCodeNames, formatBytes, isCellFilename, Snapshot, visibleStack } from '../engine';
-import { segmentMapLayout } from './segments';
-import { ICellLocation, StackView } from './stack';
+import {
+  allocationSite,
+  Block,
+  CellCodeNames,
+  formatBytes,
+  isCellFilename,
+  Snapshot,
+  visibleStack
+} from '../engine';
+import { largestGroups, segmentMapLayout } from './segments';
+import { cellFrameLabel, ICellLocation, StackView } from './stack';
+import { useWidth } from './width';
 
-const WIDTH = 300;
-const ROW_HEIGHT = 8;
+/** Width before the panel is measured, in pixels. */
+const DEFAULT_WIDTH = 320;
+/** The column of segment sizes on the left. */
+const LABEL_WIDTH = 44;
+const ROW_HEIGHT = 9;
 const MAX_ROWS = 400;
-const CELL_COLOURS = 6;
+/** Groups with a colour of their own; the rest share the neutral "other" colour. */
+export const GROUP_COLOURS = 5;
 
 /** Props of SegmentMap. */
 export interface ISegmentMapProps {
   snapshot: Snapshot;
   cells: CellCodeNames;
-  /** Code cell ids in notebook order, for stable colours. */
-  cellOrder: readonly string[];
   showAllFrames: boolean;
   trans: TranslationBundle;
   onReveal: (location: ICellLocation) => void;
 }
 
+/** What a colour stands for. */
+interface IGroup {
+  key: string;
+  label: string;
+}
+
 /** The cell whose code allocated a block: the outermost notebook frame of its stack. */
-function allocatingCell(snapshot: Snapshot, block: Block, cells: CellCodeNames): string {
+function allocatingCell(snapshot: Snapshot, block: Block, cells: CellCodeNames): IGroup | null {
   const ids = snapshot.frames.stack(block.stack);
   for (let i = ids.length - 1; i >= 0; i--) {
     const frame = snapshot.frames.frame(ids[i]);
     if (isCellFilename(frame.filename)) {
-      return cells.lookup(frame.filename)?.cells[0]?.id ?? '';
+      const cell = cells.lookup(frame.filename)?.cells[0];
+      return cell ? { key: `cell:${cell.id}`, label: cellFrameLabel(cell, frame.line).label.replace(/, line \d+$/, '') } : null;
     }
   }
-  return '';
+  return null;
+}
+
+/** The allocation site of a block: its innermost frame worth showing. */
+function allocatingSite(snapshot: Snapshot, block: Block, cells: CellCodeNames, showAll: boolean): IGroup | null {
+  const id = allocationSite(snapshot.frames, block.stack, { allFrames: showAll });
+  if (id < 0) {
+    return null;
+  }
+  const frame = snapshot.frames.frame(id);
+  const cell = cells.lookup(frame.filename)?.cells[0];
+  const where = cell ? cellFrameLabel(cell, frame.line).label : `${frame.filename.split('/').pop()}:${frame.line}`;
+  return { key: `site:${id}`, label: `${frame.name} (${where})` };
 }
 
 /** Frames a block's hover text lists before "…". */
 const HOVER_FRAMES = 6;
 
-/** Hover text of a block: size, state and its stack (filtered, innermost first). */
-function blockTitle(snapshot: Snapshot, block: Block, trans: TranslationBundle): string {
+/** Hover text of a block: size, state and its stack (filtered, innermost first), cells named as the notebook shows them. */
+function blockTitle(snapshot: Snapshot, block: Block, cells: CellCodeNames, trans: TranslationBundle): string {
   const lines = [`${formatBytes(block.size)} ${block.state}`];
   const entries = visibleStack(snapshot.frames, block.stack);
   for (const entry of entries.slice(0, HOVER_FRAMES)) {
@@ -50,7 +82,13 @@ function blockTitle(snapshot: Snapshot, block: Block, trans: TranslationBundle):
       lines.push(`  [${entry.count} C++]`);
     } else {
       const f = snapshot.frames.frame(entry.frameId);
-      lines.push(`  ${f.name} (${f.filename}:${f.line})`);
+      const cell = cells.lookup(f.filename)?.cells[0];
+      if (cell) {
+        const { label, sourceLine } = cellFrameLabel(cell, f.line);
+        lines.push(`  ${label}: ${sourceLine}`);
+      } else {
+        lines.push(`  ${f.name} (${f.filename}:${f.line})`);
+      }
     }
   }
   if (entries.length > HOVER_FRAMES) {
@@ -64,45 +102,128 @@ function blockTitle(snapshot: Snapshot, block: Block, trans: TranslationBundle):
 
 /** The segments of one snapshot. */
 export function SegmentMap(props: ISegmentMapProps): JSX.Element {
-  const { snapshot, cells, cellOrder, trans } = props;
+  const { snapshot, cells, trans, showAllFrames } = props;
   const [picked, setPicked] = React.useState<number | null>(null);
-  const layout = React.useMemo(() => {
-    const groups = new Map<number, string>();
-    return segmentMapLayout(snapshot, {
-      width: WIDTH,
+  const root = React.useRef<HTMLDivElement>(null);
+  const width = useWidth(root, DEFAULT_WIDTH);
+  const { layout, colourOf, legend, byCell } = React.useMemo(() => {
+    // Colour by cell when the stacks reach notebook cells, else by allocation site.
+    const byStack = new Map<number, IGroup | null>();
+    const cellOf = (block: Block) => {
+      if (!byStack.has(block.stack)) {
+        byStack.set(block.stack, allocatingCell(snapshot, block, cells));
+      }
+      return byStack.get(block.stack) ?? null;
+    };
+    const byCell = snapshot.blocks.some(b => b.state !== 'inactive' && cellOf(b) !== null);
+    const siteByStack = new Map<number, IGroup | null>();
+    const groupOf = (block: Block): IGroup | null => {
+      if (byCell) {
+        return cellOf(block);
+      }
+      if (!siteByStack.has(block.stack)) {
+        siteByStack.set(block.stack, allocatingSite(snapshot, block, cells, showAllFrames));
+      }
+      return siteByStack.get(block.stack) ?? null;
+    };
+    const labels = new Map<string, string>();
+    const keyOf = (block: Block) => {
+      const group = groupOf(block);
+      if (group) {
+        labels.set(group.key, group.label);
+      }
+      return group?.key ?? '';
+    };
+    const top = largestGroups(snapshot, keyOf, GROUP_COLOURS);
+    const layout = segmentMapLayout(snapshot, {
+      width,
+      labelWidth: LABEL_WIDTH,
       rowHeight: ROW_HEIGHT,
       maxRows: MAX_ROWS,
-      groupOf: block => {
-        let group = groups.get(block.stack);
-        if (group === undefined) {
-          group = allocatingCell(snapshot, block, cells);
-          groups.set(block.stack, group);
-        }
-        return group;
-      }
+      groupOf: keyOf
     });
-  }, [snapshot, cells]);
-  const colour = (group: string) => {
-    const k = cellOrder.indexOf(group);
-    return k < 0 ? 'jp-mod-other' : `jp-mod-cell${k % CELL_COLOURS}`;
-  };
+    const colourOf = (key: string) => {
+      const k = top.indexOf(key);
+      return k < 0 ? 'jp-mod-other' : `jp-mod-group${k}`;
+    };
+    const legend = top.map((key, k) => ({ key, className: `jp-mod-group${k}`, label: labels.get(key) ?? key }));
+    return { layout, colourOf, legend, byCell };
+  }, [snapshot, cells, showAllFrames, width]);
   const block = picked !== null ? snapshot.blocks[picked] : null;
+  const items = layout.rows.flatMap(r => r.items);
+  const hasOther = items.some(i => i.count === 1 && colourOf(i.group) === 'jp-mod-other');
+  const hasBands = items.some(i => i.count > 1);
+  const hasPending = items.some(i => i.state === 'active_pending_free');
+  const reserved = snapshot.segments.reduce((n, s) => n + s.totalSize, 0);
+  const free = layout.rows.reduce((n, r) => n + r.freeBytes, 0);
+  const largest = snapshot.segments.reduce((n, s) => Math.max(n, s.totalSize), 0);
+  const height = Math.max(layout.height, ROW_HEIGHT);
   return (
-    <section className="jp-CudaMemdiffSegments" aria-label={trans.__('Segment map')}>
+    <div className="jp-CudaMemdiffSegments" ref={root}>
+      <p className="jp-CudaMemdiffSegments-summary">
+        {snapshot.segments.length
+          ? trans.__(
+              '%1 segments, %2 reserved, %3 of it free. Rows are drawn to scale: the longest is %4.',
+              snapshot.segments.length,
+              formatBytes(reserved),
+              formatBytes(free),
+              formatBytes(largest)
+            )
+          : trans.__('No segments: nothing is reserved on the device.')}
+      </p>
+      <ul className="jp-CudaMemdiffSegments-legend" aria-label={trans.__('Colours of the segment map')}>
+        {legend.map(entry => (
+          <li key={entry.key}>
+            <span className={`jp-CudaMemdiffSegments-swatch ${entry.className}`} aria-hidden="true" />
+            {entry.label}
+          </li>
+        ))}
+        {hasOther ? (
+          <li>
+            <span className="jp-CudaMemdiffSegments-swatch jp-mod-other" aria-hidden="true" />
+            {byCell ? trans.__('other code') : trans.__('other sites')}
+          </li>
+        ) : null}
+        {hasBands ? (
+          <li>
+            <span className="jp-CudaMemdiffSegments-swatch jp-mod-band" aria-hidden="true" />
+            {trans.__('blocks too small to draw, summarised')}
+          </li>
+        ) : null}
+        {hasPending ? (
+          <li>
+            <span className="jp-CudaMemdiffSegments-swatch jp-mod-other jp-mod-pending" aria-hidden="true" />
+            {trans.__('freed, waiting for its stream (paler)')}
+          </li>
+        ) : null}
+        <li>
+          <span className="jp-CudaMemdiffSegments-swatch jp-mod-free" aria-hidden="true" />
+          {trans.__('free space inside a segment')}
+        </li>
+      </ul>
       <svg
-        viewBox={`0 0 ${WIDTH} ${Math.max(layout.height, ROW_HEIGHT)}`}
+        viewBox={`0 0 ${width} ${height}`}
         role="img"
-        aria-label={trans.__('%1 segments; blocks coloured by the cell that allocated them', snapshot.segments.length)}
+        aria-label={
+          byCell
+            ? trans.__('%1 segments; blocks coloured by the cell that allocated them', snapshot.segments.length)
+            : trans.__('%1 segments; blocks coloured by the line that allocated them', snapshot.segments.length)
+        }
       >
         {layout.rows.map(row => (
           <g key={row.segment} data-cuda-memdiff-segment={row.label}>
-            <rect className="jp-CudaMemdiffSegments-free" x={0} y={row.y} width={WIDTH} height={ROW_HEIGHT - 1}>
-              <title>{`${row.label}: ${formatBytes(snapshot.segments[row.segment].totalSize)}, ${formatBytes(row.freeBytes)} ${trans.__('free')}`}</title>
+            {row.showSize ? (
+              <text className="jp-CudaMemdiffSegments-size" x={LABEL_WIDTH - 4} y={row.y + (ROW_HEIGHT - 1) / 2} dominantBaseline="middle" textAnchor="end">
+                {formatBytes(row.size)}
+              </text>
+            ) : null}
+            <rect className="jp-CudaMemdiffSegments-free" x={row.x} y={row.y} width={row.width} height={ROW_HEIGHT - 1}>
+              <title>{`${row.label}: ${formatBytes(row.size)}, ${formatBytes(row.freeBytes)} ${trans.__('free')}`}</title>
             </rect>
             {row.items.map(item => (
               <rect
                 key={item.block}
-                className={`jp-CudaMemdiffSegments-block ${item.count > 1 ? 'jp-mod-band' : colour(item.group)}${
+                className={`jp-CudaMemdiffSegments-block ${item.count > 1 ? 'jp-mod-band' : colourOf(item.group)}${
                   item.state === 'active_pending_free' ? ' jp-mod-pending' : ''
                 }`}
                 x={item.x}
@@ -114,7 +235,7 @@ export function SegmentMap(props: ISegmentMapProps): JSX.Element {
                 <title>
                   {item.count > 1
                     ? trans.__('%1 small blocks', item.count)
-                    : blockTitle(snapshot, snapshot.blocks[item.block], trans)}
+                    : blockTitle(snapshot, snapshot.blocks[item.block], cells, trans)}
                 </title>
               </rect>
             ))}
@@ -137,6 +258,6 @@ export function SegmentMap(props: ISegmentMapProps): JSX.Element {
           />
         </div>
       ) : null}
-    </section>
+    </div>
   );
 }

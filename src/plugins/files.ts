@@ -34,6 +34,9 @@ export const filesPlugin: JupyterFrontEndPlugin<void> = {
         label: trans.__('CUDA Memory Snapshot'),
         modelName: 'base64',
         fileTypes: [SNAPSHOT_FILE_TYPE],
+        // Double-click in the file browser opens snapshots here: the text
+        // editor, the fallback, cannot read a binary pickle.
+        defaultFor: [SNAPSHOT_FILE_TYPE],
         readOnly: true,
         panel,
         trans

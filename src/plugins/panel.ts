@@ -126,6 +126,7 @@ export const panelPlugin: JupyterFrontEndPlugin<IDiffPanel> = {
         const notebook = tracker.currentWidget;
         app.shell.activateById(panel.id);
         const { findings, refined } = panel.leaks.run();
+        panel.model.reveal('leaks');
         const first = findings?.top?.record.cellId ?? null;
         if (notebook) {
           await highlightCell(notebook, first);
@@ -142,7 +143,7 @@ export const panelPlugin: JupyterFrontEndPlugin<IDiffPanel> = {
     palette?.addItem({ command: CommandIDs.findLeakingCell, category: trans.__('CUDA Memory') });
     panel.toolbar.addItem(
       'cuda-memdiff-panel-find-leaking-cell',
-      new CommandToolbarButton({ commands: app.commands, id: CommandIDs.findLeakingCell, icon: leakIcon, label: '' })
+      new CommandToolbarButton({ commands: app.commands, id: CommandIDs.findLeakingCell, icon: leakIcon })
     );
     // Closing the findings takes the highlight away.
     panel.leaks.changed.connect(() => {
@@ -165,7 +166,11 @@ export const panelPlugin: JupyterFrontEndPlugin<IDiffPanel> = {
     });
 
     return {
-      addFile: (name, bytes) => panel.model.addFile(name, bytes) !== null,
+      addFile: (name, bytes, path) => {
+        const added = panel.model.addFile(name, bytes, path ?? null) !== null;
+        panel.model.reveal('diff');
+        return added;
+      },
       reveal: () => app.shell.activateById(panel.id),
       shownSnapshot: () => {
         const after = panel.model.comparison?.after;

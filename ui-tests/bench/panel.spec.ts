@@ -30,8 +30,9 @@ for (const blocks of [10000, 100000]) {
     await expect(panel.getByRole('status')).toContainText('Born');
     const times: number[] = [];
     for (let run = 0; run < RUNS; run++) {
-      // Alternate the "before" side between an empty device and the first file.
-      const value = run % 2 === 0 ? 'empty' : 'f0';
+      // Alternate the "before" side between the first file and an empty device
+      // (a newly opened file is shown against an empty device, so start with the file).
+      const value = run % 2 === 0 ? 'f0' : 'empty';
       const ms = await page.evaluate(async v => {
         const select = document.querySelector('#cuda-memdiff-panel [data-cuda-memdiff-side="before"]') as HTMLSelectElement;
         const summary = () => document.querySelector('#cuda-memdiff-panel .jp-CudaMemdiffDiff-summary')!.textContent;

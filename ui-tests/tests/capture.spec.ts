@@ -74,6 +74,8 @@ test.describe('capture replaying an H200 session', () => {
   });
 
   test('badges each cell as it runs', async ({ page }) => {
+    // four cells one by one: about 40 s alone, past the default 60 s on a loaded machine
+    test.setTimeout(120000);
     for (const index of CODE_CELLS) {
       await page.notebook.runCell(index);
     }

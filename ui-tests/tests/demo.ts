@@ -2,6 +2,7 @@
  * Page-object helpers shared by the specs: the demo notebook replayed from
  * its H200 recording (kernel "cuda-memdiff-replay", see demo/jupyter-path/).
  */
+import AxeBuilder from '@axe-core/playwright';
 import { expect, IJupyterLabPageFixture } from '@jupyterlab/galata';
 import * as path from 'path';
 
@@ -39,4 +40,110 @@ export async function clickNotebookToolbarItem(page: IJupyterLabPageFixture, nam
   if (overflowed) {
     await more.click(); // close the overflow popup again
   }
+}
+
+/** The panel's scrolling content: what of the panel a person can see. */
+export const PANEL_CONTENT = `${PANEL} .jp-CudaMemdiffPanel-content`;
+
+/** A section of the panel by name: leaks, chart, diff, segments. */
+export function panelSection(page: IJupyterLabPageFixture, name: string) {
+  return page.locator(`${PANEL} [data-cuda-memdiff-section="${name}"]`);
+}
+
+/** Open the panel with its command; resolves to its locator once visible. */
+export async function openPanel(page: IJupyterLabPageFixture) {
+  await page.evaluate(() => window.jupyterapp.commands.execute('cuda-memdiff:open-panel'));
+  const panel = page.locator(PANEL);
+  await expect(panel).toBeVisible();
+  return panel;
+}
+
+/** Run Find Leaking Cell from the command and wait for its ranking. */
+export async function findLeakingCell(page: IJupyterLabPageFixture): Promise<void> {
+  await page.evaluate(() => window.jupyterapp.commands.execute('cuda-memdiff:find-leaking-cell'));
+  await expect(page.locator(`${PANEL} .jp-CudaMemdiffLeak.jp-mod-top`)).toBeVisible();
+}
+
+/**
+ * Where an element is against the part of the panel a person sees: true when
+ * the element lies wholly inside the panel's visible content box (the panel's
+ * own box clips it, the scroll position decides what shows).
+ */
+export async function isInsideVisiblePanel(page: IJupyterLabPageFixture, selector: string | ReturnType<IJupyterLabPageFixture['locator']>): Promise<boolean> {
+  const element = typeof selector === 'string' ? page.locator(selector) : selector;
+  const box = await element.boundingBox();
+  const content = await page.locator(PANEL_CONTENT).boundingBox();
+  const panel = await page.locator(PANEL).boundingBox();
+  if (!box || !content || !panel) {
+    return false;
+  }
+  const top = Math.max(content.y, panel.y);
+  const bottom = Math.min(content.y + content.height, panel.y + panel.height);
+  return box.y >= top - 1 && box.y + box.height <= bottom + 1 && box.x >= panel.x - 1 && box.x + box.width <= panel.x + panel.width + 1;
+}
+
+/** Scroll the panel with the mouse wheel until the element is inside it (or give up after `steps` turns). */
+export async function wheelUntilInside(page: IJupyterLabPageFixture, element: ReturnType<IJupyterLabPageFixture['locator']>, steps = 40): Promise<boolean> {
+  const content = (await page.locator(PANEL_CONTENT).boundingBox())!;
+  await page.mouse.move(content.x + content.width / 2, content.y + content.height / 2);
+  for (let i = 0; i < steps; i++) {
+    if (await isInsideVisiblePanel(page, element)) {
+      return true;
+    }
+    const box = await element.boundingBox();
+    await page.mouse.wheel(0, box && box.y < content.y ? -120 : 120);
+    await page.waitForTimeout(50);
+  }
+  return isInsideVisiblePanel(page, element);
+}
+
+/** Drag the splitter on the right sidebar's left edge so the panel gets `width` pixels, as a person would. */
+export async function setPanelWidth(page: IJupyterLabPageFixture, width: number): Promise<void> {
+  const panel = (await page.locator(PANEL).boundingBox())!;
+  const handle = await page.evaluate(left => {
+    const handles = Array.from(document.querySelectorAll('#jp-main-split-panel > .lm-SplitPanel-handle'));
+    const boxes = handles.map(h => h.getBoundingClientRect()).filter(r => r.width > 0 && r.height > 0);
+    boxes.sort((a, b) => Math.abs(a.right - left) - Math.abs(b.right - left));
+    const r = boxes[0];
+    return { x: r.left + r.width / 2, y: r.top + r.height / 2 };
+  }, panel.x);
+  await page.mouse.move(handle.x, handle.y);
+  await page.mouse.down();
+  await page.mouse.move(handle.x - (width - panel.width) / 2, handle.y, { steps: 4 });
+  await page.mouse.move(handle.x - (width - panel.width), handle.y, { steps: 4 });
+  await page.mouse.up();
+  await expect.poll(async () => Math.round((await page.locator(PANEL).boundingBox())!.width)).toBeGreaterThan(width - 30);
+  await expect.poll(async () => Math.round((await page.locator(PANEL).boundingBox())!.width)).toBeLessThan(width + 30);
+}
+
+/** Every element of the extension: the panel, the badges, the toolbar status. */
+export const OURS = [PANEL, BADGE, '.jp-CudaMemdiffStatus'];
+
+/** axe-core's colour-contrast check on the extension's elements: what failed, how many nodes passed, what it could not decide. */
+export async function contrastOf(page: IJupyterLabPageFixture, selectors: readonly string[] = OURS) {
+  // JupyterLab's shell is absolutely positioned, so <body> has no height; with
+  // its overflow hidden, axe then takes every element for hidden and checks
+  // none of them (only form controls). A body as tall as the window changes
+  // nothing on screen and lets axe see what a person sees.
+  await page.evaluate(() => (document.body.style.height = '100vh'));
+  let builder = new AxeBuilder({ page }).withRules(['color-contrast']);
+  for (const selector of selectors) {
+    builder = builder.include(selector);
+  }
+  const result = await builder.analyze();
+  const describe = (items: typeof result.violations) =>
+    items.flatMap(v => v.nodes.map(n => `${n.target.join(' ')}: ${n.failureSummary ?? ''}`));
+  return {
+    violations: describe(result.violations),
+    checked: result.passes.reduce((n, p) => n + p.nodes.length, 0),
+    incomplete: describe(result.incomplete)
+  };
+}
+
+/** Switch the theme with JupyterLab's command and wait until its colours apply. */
+export async function setTheme(page: IJupyterLabPageFixture, theme: string) {
+  await page.evaluate(t => window.jupyterapp.commands.execute('apputils:change-theme', { theme: t }), theme);
+  await expect(page.locator('body')).toHaveAttribute('data-jp-theme-name', theme);
+  // the theme's stylesheet swaps in after the attribute
+  await page.waitForTimeout(500);
 }

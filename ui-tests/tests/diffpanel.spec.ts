@@ -46,7 +46,7 @@ test.describe('diff panel', () => {
 test.describe('snapshot files', () => {
   const REC = path.resolve(__dirname, '../../test-data/recordings/eval_without_no_grad--python');
 
-  test('open from the file browser and diff against each other', async ({ page, tmpPath }) => {
+  test('open from the file browser and diff against each other once the user picks them', async ({ page, tmpPath }) => {
     test.setTimeout(120000);
     for (const name of ['cell01.pickle.gz', 'cell02.pickle.gz']) {
       await page.contents.uploadFile(path.join(REC, name), `${tmpPath}/${name}`);
@@ -63,9 +63,13 @@ test.describe('snapshot files', () => {
     await expect(page.locator('.jp-CudaMemdiffFile-totals').last()).toContainText('481 MiB');
     const panel = page.locator(PANEL);
     await expect(panel).toBeVisible();
-    // the second file against the first: the graphs `preds` keeps, 321 MiB
-    await expect(panel.getByRole('status')).toHaveText('Born 321 MiB in 26 blocks, freed 0 B in 0 blocks, net +321 MiB');
+    // the second file is shown on its own (against an empty device), not against an unrelated earlier file
     await expect(panel.locator('[data-cuda-memdiff-side="after"]')).toHaveValue('f1');
+    await expect(panel.locator('[data-cuda-memdiff-side="before"]')).toHaveValue('empty');
+    await expect(panel.getByRole('status')).toHaveText('Born 481 MiB in 38 blocks, freed 0 B in 0 blocks, net +481 MiB');
+    // the user picks the first as Before: the graphs `preds` keeps, 321 MiB
+    await panel.locator('[data-cuda-memdiff-side="before"]').selectOption('f0');
+    await expect(panel.getByRole('status')).toHaveText('Born 321 MiB in 26 blocks, freed 0 B in 0 blocks, net +321 MiB');
     await expect(panel.locator('[data-cuda-memdiff-site]').first()).toHaveAttribute('data-cuda-memdiff-site', /3447429980\.py:3$/);
   });
 

@@ -63,12 +63,12 @@ describe('LeakFinderModel', () => {
     const replayed = finder(notebook(() => Promise.resolve({ ...recordedAnswer(), holders: new Map(), replay: 'gpu_memory_demo--python' })));
     const a = (await replayed.leaks.run().refined)!;
     expect(a.holders).toBe('guessed');
-    expect(a.holdersNote).toMatch(/^Replayed session \(gpu_memory_demo--python\)/);
+    expect(a.holdersNote).toEqual({ kind: 'replay', session: 'gpu_memory_demo--python' });
     expect(a.top!.record.cellId).toBe('cell-2');
 
     const silent = finder(notebook(() => Promise.reject(new Error('the kernel did not answer within 30 s'))));
     const b = (await silent.leaks.run().refined)!;
-    expect(b.holdersNote).toMatch(/could not say who holds the memory \(the kernel did not answer within 30 s\)/);
+    expect(b.holdersNote).toEqual({ kind: 'failed', reason: 'the kernel did not answer within 30 s' });
     expect(b.top!.record.cellId).toBe('cell-2');
   });
 
@@ -76,10 +76,18 @@ describe('LeakFinderModel', () => {
     expect(finder(null).leaks.run().findings).toBeNull();
     const none = finder(null).leaks;
     none.run();
-    expect(none.error).toMatch(/Open a notebook/);
+    expect(none.error).toBe('no-notebook');
     const empty = finder({ title: 'x', store: new SnapshotStore(), cells: () => [] }).leaks;
     empty.run();
-    expect(empty.error).toMatch(/run some cells first/);
+    expect(empty.error).toBe('no-snapshots');
+    // a CPU-only kernel has run cells, but has no GPU memory to rank: say that
+    for (const status of ['no-cuda', 'no-torch', 'capture-off', 'not-python'] as const) {
+      const store = new SnapshotStore();
+      store.setHelper({ status, message: '', replay: null });
+      const cpu = finder({ title: 'x', store, cells: () => [] }).leaks;
+      cpu.run();
+      expect(cpu.error).toBe(status);
+    }
 
     const { panel, leaks } = finder(notebook(() => Promise.resolve(recordedAnswer())));
     await leaks.run().refined;

@@ -6,7 +6,7 @@ import * as React from 'react';
 import { CellCodeNames } from '../../engine';
 import { DiffPanelModel } from '../../panel/model';
 import { LeakFinderModel } from '../model';
-import { LeakView } from '../view';
+import { holdersNoteText, LeakView, problemText } from '../view';
 import { recordedStore } from './recorded';
 
 const trans = nullTranslator.load('jupyterlab_cuda_memdiff');
@@ -59,5 +59,13 @@ describe('LeakView on the out_cache session', () => {
     const { leaks, container } = setup([manifest.cells[0].source, `${manifest.cells[1].source}  # ${evil}`, manifest.cells[2].source]);
     React.act(() => void leaks.run());
     expect(container.querySelector('img')).toBeNull();
+  });
+
+  it('words the model\'s codes: holder notes and why nothing is ranked', () => {
+    expect(holdersNoteText({ kind: 'partial', elapsedMs: 2001 }, trans)).toBe('The kernel ran out of time after 2001 ms: holders are partial.');
+    expect(holdersNoteText({ kind: 'failed', reason: 'timeout' }, trans)).toMatch(/^The kernel could not say who holds the memory \(timeout\)/);
+    expect(holdersNoteText({ kind: 'replay', session: 's' }, trans)).toMatch(/^Replayed session \(s\): no live tensors/);
+    expect(problemText('no-cuda', trans)).toBe("This kernel's torch has no CUDA: there is no GPU memory to rank.");
+    expect(problemText('no-snapshots', trans)).toBe('No GPU memory snapshots yet: run some cells first.');
   });
 });

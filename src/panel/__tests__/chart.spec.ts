@@ -1,4 +1,4 @@
-import { chartLayout } from '../chart';
+import { binaryTicks, binaryTickStep, chartLayout, tickLabel } from '../chart';
 
 const MiB = 2 ** 20;
 
@@ -38,5 +38,45 @@ describe('chartLayout', () => {
     const empty = chartLayout([], { width: 320, height: 120 });
     expect(empty.points).toEqual([]);
     expect(empty.allocatedPath).toBe('');
+  });
+
+  it('marks where the kernel restarted, at the first snapshot of the new session', () => {
+    const restarted = chartLayout(
+      [
+        { ...inputs[0], kernelSession: 1 },
+        { ...inputs[1], kernelSession: 1 },
+        { ...inputs[2], kernelSession: 2 },
+        { ...inputs[0], kernelSession: 2 }
+      ],
+      { width: 320, height: 120 }
+    );
+    expect(restarted.restarts).toEqual([{ x: restarted.points[2].x, index: 2 }]);
+    expect(layout.restarts).toEqual([]);
+  });
+});
+
+describe('binary ticks', () => {
+  const GiB = 2 ** 30;
+
+  it('step by powers of two, at most four intervals, covering the maximum', () => {
+    expect(binaryTicks(572 * MiB).map(tickLabel)).toEqual(['0 B', '256 MiB', '512 MiB', '768 MiB']);
+    expect(binaryTicks(481 * MiB).map(tickLabel)).toEqual(['0 B', '128 MiB', '256 MiB', '384 MiB', '512 MiB']);
+    expect(binaryTicks(3 * GiB).map(tickLabel)).toEqual(['0 B', '1 GiB', '2 GiB', '3 GiB']);
+    expect(binaryTicks(1.2 * GiB).map(tickLabel)).toEqual(['0 B', '512 MiB', '1 GiB', '1.5 GiB']);
+    for (const max of [1, 1000, 5 * MiB, 140 * GiB]) {
+      const ticks = binaryTicks(max);
+      const step = binaryTickStep(max);
+      expect(Math.log2(step) % 1).toBe(0);
+      expect(ticks.length - 1).toBeLessThanOrEqual(4);
+      expect(ticks[ticks.length - 1]).toBeGreaterThanOrEqual(max);
+      expect(ticks[ticks.length - 2]).toBeLessThan(max);
+    }
+  });
+
+  it('puts the chart\'s ticks on those values', () => {
+    const chart = chartLayout([{ allocatedBytes: 500 * MiB, reservedBytes: 572 * MiB, oom: false, label: '[1]' }], { width: 320, height: 120 });
+    expect(chart.ticks.map(t => t.label)).toEqual(['0 B', '256 MiB', '512 MiB', '768 MiB']);
+    expect(chart.ticks[0].y).toBe(120 - 8);
+    expect(chart.ticks[3].y).toBe(8);
   });
 });

@@ -2,7 +2,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { SnapshotStore } from '../../capture/store';
 import { readSnapshot } from '../../engine';
-import { DiffPanelModel, IFollowedNotebook } from '../model';
+import { DiffPanelModel, distinctFileNames, IFollowedNotebook, PanelSection } from '../model';
 
 const REC = path.resolve(__dirname, '../../../test-data/recordings/eval_without_no_grad--python');
 const manifest = JSON.parse(fs.readFileSync(path.join(REC, 'manifest.json'), 'utf-8'));
@@ -41,6 +41,17 @@ describe('DiffPanelModel', () => {
     expect(model.comparison!.before).toEqual({ kind: 'empty' });
     expect(model.diff!.netBytes).toBe(manifest.cells[0].after.allocated);
     expect(changes).toBe(2);
+  });
+
+  it('keeps one cell-name map while the cells are unchanged', () => {
+    const model = new DiffPanelModel();
+    const sources = manifest.cells.map((c: any) => c.source as string);
+    const notebook = { ...notebookWith(3), cells: () => sources.map((source: string, i: number) => ({ id: `cell-${i}`, source })) };
+    model.setNotebook(notebook);
+    const names = model.cellNames();
+    expect(model.cellNames()).toBe(names);
+    sources[0] = sources[0] + '\n# edited';
+    expect(model.cellNames()).not.toBe(names);
   });
 
   it('maps frames to the notebook cells with their execution counts', () => {
@@ -113,5 +124,77 @@ describe('DiffPanelModel devices', () => {
     expect(model.devices).toEqual([0, 1]);
     model.device = 1;
     expect(model.device).toBe(1);
+  });
+});
+
+describe('DiffPanelModel files', () => {
+  const bytes = (k: number) => new Uint8Array(fs.readFileSync(path.join(REC, manifest.cells[k].snapshot_file)));
+
+  it('shows a new file against an empty device, not against an unrelated earlier file', () => {
+    const model = new DiffPanelModel();
+    const first = model.addFile('cell01.pickle.gz', bytes(1), 'runs/a/cell01.pickle.gz')!;
+    const second = model.addFile('cell02.pickle.gz', bytes(2), 'runs/a/cell02.pickle.gz')!;
+    expect(model.comparison).toEqual({ before: { kind: 'empty' }, after: { kind: 'file', file: second } });
+    expect(model.diff!.netBytes).toBe(manifest.cells[2].after.allocated);
+    // the user picks what to compare it with
+    model.compare({ kind: 'file', file: first }, { kind: 'file', file: second });
+    expect(model.diff!.netBytes).toBe(manifest.cells[2].after.allocated - manifest.cells[1].after.allocated);
+  });
+
+  it('tells files of one name apart by their folders, and reopening a path replaces it', () => {
+    const model = new DiffPanelModel();
+    const a = model.addFile('cell01.pickle.gz', bytes(1), 'runs/a/cell01.pickle.gz')!;
+    const b = model.addFile('cell01.pickle.gz', bytes(2), 'runs/b/cell01.pickle.gz')!;
+    const c = model.addFile('cell03.pickle.gz', bytes(3), 'runs/b/cell03.pickle.gz')!;
+    expect([a, b, c].map(f => model.fileLabel(f))).toEqual(['a/cell01.pickle.gz', 'b/cell01.pickle.gz', 'cell03.pickle.gz']);
+    const again = model.addFile('cell01.pickle.gz', bytes(4), 'runs/a/cell01.pickle.gz')!;
+    expect(model.files).toEqual([again, b, c]);
+  });
+
+  it('closes a file; a comparison that showed it falls back', () => {
+    const model = new DiffPanelModel();
+    const a = model.addFile('cell01.pickle.gz', bytes(1), 'a/cell01.pickle.gz')!;
+    const b = model.addFile('cell02.pickle.gz', bytes(2), 'a/cell02.pickle.gz')!;
+    model.removeFile(b);
+    expect(model.files).toEqual([a]);
+    expect(model.comparison).toEqual({ before: { kind: 'empty' }, after: { kind: 'file', file: a } });
+    model.removeFile(a);
+    expect(model.comparison).toBeNull();
+
+    // with a notebook, closing the shown file goes back to the selected cell
+    model.setNotebook(notebookWith(3));
+    const f = model.addFile('cell04.pickle.gz', bytes(4))!;
+    expect(model.isCustomComparison).toBe(true);
+    model.removeFile(f);
+    expect(model.isCustomComparison).toBe(false);
+    expect(model.comparison!.after).toEqual({ kind: 'record', record: model.records[2] });
+  });
+
+  it('names paths by their shortest distinguishing suffix', () => {
+    expect(distinctFileNames(['x/a/s.pkl', 'x/b/s.pkl', 'c.pkl'])).toEqual(['a/s.pkl', 'b/s.pkl', 'c.pkl']);
+    expect(distinctFileNames(['p/q/a/s.pkl', 'r/q/a/s.pkl'])).toEqual(['p/q/a/s.pkl', 'r/q/a/s.pkl']);
+    expect(distinctFileNames(['s.pkl', 's.pkl'])).toEqual(['s.pkl (1)', 's.pkl (2)']);
+  });
+});
+
+describe('DiffPanelModel kernel sessions and reveal requests', () => {
+  it('numbers kernel sessions from 1 in the order they ran', () => {
+    const model = new DiffPanelModel();
+    const notebook = notebookWith(2);
+    const snapshot = notebook.store.records[0].snapshot;
+    notebook.store.newKernelSession();
+    notebook.store.add({ cellId: 'cell-0', executionCount: 1, reason: 'cell', snapshot, devices: [], error: null, replay: null });
+    model.setNotebook(notebook);
+    expect(model.kernelCount).toBe(2);
+    expect(model.records.map(r => model.kernelNumber(r))).toEqual([1, 1, 2]);
+  });
+
+  it('passes reveal requests to the views', () => {
+    const model = new DiffPanelModel();
+    const asked: PanelSection[] = [];
+    model.revealRequested.connect((_, section) => asked.push(section));
+    model.reveal('diff');
+    model.reveal('leaks');
+    expect(asked).toEqual(['diff', 'leaks']);
   });
 });

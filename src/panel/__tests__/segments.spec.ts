@@ -1,7 +1,7 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import { normalizeSnapshot, readSnapshot } from '../../engine';
-import { segmentMapLayout } from '../segments';
+import { largestGroups, MIN_ROW_PX, segmentMapLayout } from '../segments';
 
 describe('segmentMapLayout', () => {
   const snapshot = normalizeSnapshot({
@@ -49,5 +49,48 @@ describe('segmentMapLayout', () => {
     // 40,500 blocks, mostly 1 KiB and 16 KiB ones in 2 and 20 MiB segments: a few hundred items
     expect(items).toBeLessThan(live / 20);
     expect(layout.rows.every(r => r.items.every(i => i.x >= 0 && i.x + i.width <= 300 + 1))).toBe(true);
+  });
+
+  it('draws segments to one scale, after the size column, and writes a size where it changes', () => {
+    const layout = segmentMapLayout(snapshot, { width: 240, labelWidth: 40, rowHeight: 10, maxRows: 10, groupOf: () => 'g' });
+    // the largest segment spans the 200 px after the column, one ten times smaller a tenth of it
+    expect(layout.rows.map(r => [r.x, r.width, r.size, r.showSize])).toEqual([
+      [40, 200, 1000, true],
+      [40, 20, 100, true]
+    ]);
+    expect(layout.rows[0].items[0].x).toBe(40);
+    const tiny = normalizeSnapshot({
+      segments: [
+        { device: 0, address: 0, total_size: 2 ** 30, blocks: [] },
+        { device: 0, address: 2 ** 31, total_size: 2 ** 20, blocks: [] },
+        { device: 0, address: 2 ** 32, total_size: 2 ** 20, blocks: [] }
+      ]
+    });
+    const rows = segmentMapLayout(tiny, { width: 300, rowHeight: 10, maxRows: 10, groupOf: () => '' }).rows;
+    expect(rows.map(r => r.width)).toEqual([300, MIN_ROW_PX, MIN_ROW_PX]);
+    expect(rows.map(r => r.showSize)).toEqual([true, true, false]);
+  });
+
+  it('gives colours to the groups that hold the most bytes', () => {
+    const groups = ['a', 'b', 'c'];
+    const s = normalizeSnapshot({
+      segments: [
+        {
+          device: 0,
+          address: 0,
+          total_size: 1000,
+          blocks: [
+            { address: 0, size: 100, state: 'active_allocated' },
+            { address: 100, size: 500, state: 'active_allocated' },
+            { address: 600, size: 300, state: 'inactive' },
+            { address: 900, size: 100, state: 'active_allocated' }
+          ]
+        }
+      ]
+    });
+    const groupOf = (block: { address: number }) => (block.address === 900 ? '' : groups[block.address % 3]);
+    // blocks at 0 and 600 (inactive) fall in 'a', 100 in 'b'; free and ungrouped blocks count for nothing
+    expect(largestGroups(s, groupOf, 5)).toEqual(['b', 'a']);
+    expect(largestGroups(s, groupOf, 1)).toEqual(['b']);
   });
 });

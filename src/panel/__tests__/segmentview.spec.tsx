@@ -11,24 +11,45 @@ const REC = path.resolve(__dirname, '../../../test-data/recordings/gpu_memory_de
 const manifest = JSON.parse(fs.readFileSync(path.join(REC, 'manifest.json'), 'utf-8'));
 
 describe('SegmentMap', () => {
-  it('draws each segment and colours blocks by the cell that allocated them', () => {
+  it('draws each segment, colours blocks by the cell that allocated them and names the colours', () => {
     const snapshot = readSnapshot(new Uint8Array(fs.readFileSync(path.join(REC, manifest.cells[2].snapshot_file))));
     const ids = manifest.cells.map((_: unknown, i: number) => `cell-${i}`);
     const cells = new CellCodeNames(manifest.cells.map((c: any, i: number) => ({ id: ids[i], source: c.source, executionCount: c.execution_count })));
     const onReveal = jest.fn();
-    const { container } = render(
-      <SegmentMap snapshot={snapshot} cells={cells} cellOrder={ids} showAllFrames={false} trans={trans} onReveal={onReveal} />
-    );
+    const { container } = render(<SegmentMap snapshot={snapshot} cells={cells} showAllFrames={false} trans={trans} onReveal={onReveal} />);
     expect(container.querySelectorAll('[data-cuda-memdiff-segment]')).toHaveLength(snapshot.segments.length);
-    // the model's weights come from cell 0, the batches from cell 1, the kept graphs from cell 2
-    for (const k of [0, 1, 2]) {
-      expect(container.querySelectorAll(`.jp-mod-cell${k}`).length).toBeGreaterThan(0);
+    // the model's weights come from cell 0, the batches from cell 1, the kept graphs from cell 2:
+    // each has a colour, and the legend names it as the notebook does
+    const legend = screen.getByRole('list', { name: 'Colours of the segment map' });
+    const named = Array.from(legend.querySelectorAll('li')).map(li => [li.querySelector('span')!.className.split(' ').pop(), li.textContent]);
+    const cellColours = new Map(named.filter(([, text]) => /^Cell \[\d\]$/.test(text!)).map(([cls, text]) => [text, cls]));
+    expect([...cellColours.keys()].sort()).toEqual(['Cell [1]', 'Cell [2]', 'Cell [3]']);
+    for (const cls of cellColours.values()) {
+      expect(container.querySelectorAll(`rect.${cls}`).length).toBeGreaterThan(0);
     }
-    const block = container.querySelector('.jp-mod-cell2') as SVGRectElement;
-    // hovering shows the block's stack
-    expect(block.querySelector('title')!.textContent).toMatch(/^\d.* active_allocated\n  .*ipykernel_\d+\/\d+\.py:3\)/m);
+    expect(legend.textContent).toContain('free space inside a segment');
+    // sizes are written, and the summary says what the rows mean
+    expect(container.querySelector('.jp-CudaMemdiffSegments-size')!.textContent).toMatch(/^\d+(\.\d+)? [KMG]iB$/);
+    expect(container.querySelector('.jp-CudaMemdiffSegments-summary')!.textContent).toMatch(/segments, .* reserved, .* free\. Rows are drawn to scale/);
+    const block = container.querySelector(`rect.${cellColours.get('Cell [3]')}`) as SVGRectElement;
+    // hovering shows the block's stack, the cell named as the notebook shows it (not an ipykernel path)
+    const title = block.querySelector('title')!.textContent!;
+    expect(title).toMatch(/^\d.* active_allocated\n  Cell \[3\], line 3: preds\.append\(model\(b\)\)/m);
+    expect(title).not.toMatch(/ipykernel_/);
     fireEvent.click(block);
     fireEvent.click(screen.getByRole('button', { name: 'Cell [3], line 3' }));
     expect(onReveal).toHaveBeenCalledWith({ cell: expect.objectContaining({ id: 'cell-2' }), line: 3 });
+  });
+
+  it('colours a snapshot with no notebook cells by allocation site', () => {
+    const snapshot = readSnapshot(new Uint8Array(fs.readFileSync(path.join(REC, manifest.cells[2].snapshot_file))));
+    const { container } = render(
+      <SegmentMap snapshot={snapshot} cells={new CellCodeNames([])} showAllFrames={false} trans={trans} onReveal={jest.fn()} />
+    );
+    const legend = screen.getByRole('list', { name: 'Colours of the segment map' });
+    const sites = Array.from(legend.querySelectorAll('li')).filter(li => / \(.*:\d+\)$/.test(li.textContent!));
+    expect(sites.length).toBeGreaterThan(1);
+    expect(container.querySelectorAll('rect.jp-mod-group0').length).toBeGreaterThan(0);
+    expect(container.querySelectorAll('rect.jp-mod-group1').length).toBeGreaterThan(0);
   });
 });
