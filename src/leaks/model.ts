@@ -220,10 +220,11 @@ namespace Private {
     const status = notebook.store.helper.status;
     switch (status) {
       case 'not-python':
-      case 'no-torch':
       case 'no-cuda':
       case 'capture-off':
         return status;
+      case 'waiting-for-torch':
+        return 'no-torch';
       default:
         return 'no-snapshots';
     }

@@ -58,7 +58,7 @@ export function problemText(problem: LeakFinderModel.Problem, trans: Translation
     case 'not-python':
       return trans.__('This notebook\'s kernel is not Python: there is no GPU memory to rank.');
     case 'no-torch':
-      return trans.__('This kernel has no PyTorch: there is no GPU memory to rank.');
+      return trans.__('This kernel has not imported torch: there is no GPU memory to rank.');
     case 'no-cuda':
       return trans.__('This kernel\'s torch has no CUDA: there is no GPU memory to rank.');
     case 'capture-off':

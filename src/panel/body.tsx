@@ -9,7 +9,7 @@ import * as React from 'react';
 import { TranslationBundle } from '@jupyterlab/translation';
 import { closeIcon } from '@jupyterlab/ui-components';
 import { CellRecord } from '../capture/store';
-import { totalBytes } from '../engine';
+import { formatBytes, totalBytes } from '../engine';
 import { IChartInput } from './chart';
 import { SessionChart } from './chartview';
 import { DiffView } from './diffview';
@@ -191,6 +191,14 @@ function ChartBody(props: { model: DiffPanelModel; trans: TranslationBundle }): 
   );
   const devices = model.devices;
   const selected = model.selected;
+  // The high-water mark torch reported in this kernel: kept whole even when
+  // the badges only bound a cell's peak (the helper leaves the counters alone).
+  const store = model.notebook?.store;
+  const sessionPeak = store?.sessionPeakBytes ?? 0;
+  const peakTitle =
+    store?.helper.peaks === 'per-cell'
+      ? trans.__('The highest of the cells\' peaks (the peak counters are reset before each cell).')
+      : trans.__('torch.cuda.max_memory_allocated() as the kernel last reported it, summed over devices.');
   return (
     <>
       {devices.length > 1 ? (
@@ -208,6 +216,11 @@ function ChartBody(props: { model: DiffPanelModel; trans: TranslationBundle }): 
             ))}
           </select>
         </label>
+      ) : null}
+      {sessionPeak > 0 ? (
+        <p className="jp-CudaMemdiffPanel-sessionPeak" title={peakTitle}>
+          {trans.__('Session peak: %1 allocated', formatBytes(sessionPeak))}
+        </p>
       ) : null}
       <SessionChart
         inputs={inputs}

@@ -90,6 +90,12 @@ test.describe('capture replaying an H200 session', () => {
     test.setTimeout(180000);
     await page.notebook.run();
     await expectRecordedBadges(page);
+    // The panel keeps the session's peak whole.
+    await page.evaluate(() => window.jupyterapp.commands.execute('cuda-memdiff:open-panel'));
+    const sessionPeak = Math.max(...manifest.cells.map((c: any) => c.after.max_allocated));
+    await expect(page.locator('.jp-CudaMemdiffPanel-sessionPeak')).toHaveText(
+      `Session peak: ${Math.round(sessionPeak / 2 ** 20)} MiB allocated`
+    );
     // The notebook's last cell is not in the recording: its badge says so, with no figures.
     const unrecorded = await badgeOf(page, 47);
     await expect(unrecorded).toHaveText('not in the recording');
