@@ -4,6 +4,8 @@ import { DEFAULT_THRESHOLDS, IBadgeThresholds } from '../badges/view';
 import { SnapshotStore } from './store';
 import { IHelperSettings } from './protocol';
 
+const MIB = 2 ** 20;
+
 /** Capture settings, read from the Settings Editor. */
 export interface ICaptureSettings {
   helper: IHelperSettings;
@@ -39,9 +41,10 @@ export function readCaptureSettings(settings: ISettingRegistry.ISettings): ICapt
       peaks: get('peaks', d.helper.peaks),
       snapshots_kept: get('snapshotsKept', d.snapshotsKept)
     },
+    // People think of thresholds in MiB; the badges compare bytes.
     thresholds: {
-      warnBytes: get('badgeWarnBytes', d.thresholds.warnBytes),
-      dangerBytes: get('badgeDangerBytes', d.thresholds.dangerBytes)
+      warnBytes: get('badgeWarnMiB', d.thresholds.warnBytes / MIB) * MIB,
+      dangerBytes: get('badgeDangerMiB', d.thresholds.dangerBytes / MIB) * MIB
     },
     snapshotsKept: get('snapshotsKept', d.snapshotsKept)
   };
