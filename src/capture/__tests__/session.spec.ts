@@ -36,7 +36,7 @@ beforeAll(async () => {
 }, 120000);
 
 afterAll(async () => {
-  manager.dispose();
+  manager?.dispose();
   await server.shutdown();
 });
 

@@ -81,12 +81,17 @@ describe('LeakFinderModel', () => {
     empty.run();
     expect(empty.error).toBe('no-snapshots');
     // a CPU-only kernel has run cells, but has no GPU memory to rank: say that
-    for (const status of ['no-cuda', 'no-torch', 'capture-off', 'not-python'] as const) {
+    for (const [status, problem] of [
+      ['no-cuda', 'no-cuda'],
+      ['waiting-for-torch', 'no-torch'],
+      ['capture-off', 'capture-off'],
+      ['not-python', 'not-python']
+    ] as const) {
       const store = new SnapshotStore();
       store.setHelper({ status, message: '', replay: null });
       const cpu = finder({ title: 'x', store, cells: () => [] }).leaks;
       cpu.run();
-      expect(cpu.error).toBe(status);
+      expect(cpu.error).toBe(problem);
     }
 
     const { panel, leaks } = finder(notebook(() => Promise.resolve(recordedAnswer())));

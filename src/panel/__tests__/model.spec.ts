@@ -183,7 +183,7 @@ describe('DiffPanelModel kernel sessions and reveal requests', () => {
     const notebook = notebookWith(2);
     const snapshot = notebook.store.records[0].snapshot;
     notebook.store.newKernelSession();
-    notebook.store.add({ cellId: 'cell-0', executionCount: 1, reason: 'cell', snapshot, devices: [], error: null, replay: null });
+    notebook.store.add({ cellId: 'cell-0', executionCount: 1, reason: 'cell', seq: 1, snapshot, devices: [], error: null, replay: null });
     model.setNotebook(notebook);
     expect(model.kernelCount).toBe(2);
     expect(model.records.map(r => model.kernelNumber(r))).toEqual([1, 1, 2]);
