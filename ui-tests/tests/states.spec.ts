@@ -47,9 +47,10 @@ test('a kernel restart is marked on the chart and told apart in the pickers', as
 test('Find Leaking Cell in a CPU-only kernel says there is no GPU memory to rank', async ({ page }) => {
   test.setTimeout(120000);
   await page.notebook.createNew(undefined, { kernel: 'python3' });
-  await expect(page.locator('.jp-CudaMemdiffStatus')).toHaveText('GPU memory: torch without CUDA', { timeout: 60000 });
-  await page.notebook.setCell(0, 'code', 'x = 1');
+  await expect(page.locator('.jp-CudaMemdiffStatus')).toHaveText('GPU memory: waiting for torch', { timeout: 60000 });
+  await page.notebook.setCell(0, 'code', 'import torch\nx = torch.ones(3)');
   await page.notebook.runCell(0);
+  await expect(page.locator('.jp-CudaMemdiffStatus')).toHaveText('GPU memory: torch without CUDA');
   await openPanel(page);
   await page.evaluate(() => window.jupyterapp.commands.execute('cuda-memdiff:find-leaking-cell'));
   const status = page.locator(`${PANEL} .jp-CudaMemdiffLeaks-status`);
