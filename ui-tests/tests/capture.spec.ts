@@ -233,6 +233,7 @@ test.describe('the helper never breaks the session it watches', () => {
 test.describe('an interrupt while the helper takes its snapshot', () => {
   // Kernel "cuda-memdiff-replay-large" (ui-tests/jupyter-path) replays the many_blocks
   // recording: its cells take no time, reading a 40,000-block snapshot about a second.
+  const MARKER = '/tmp/cuda-memdiff-replay-large.marker';
   const LARGE = JSON.parse(
     fs.readFileSync(path.resolve(__dirname, '../../test-data/recordings/many_blocks--python/manifest.json'), 'utf-8')
   );
@@ -245,22 +246,25 @@ test.describe('an interrupt while the helper takes its snapshot', () => {
     const status = page.locator('.jp-CudaMemdiffStatus');
     await expect(status).toContainText('replaying a recorded session', { timeout: 60000 });
     await page.notebook.setCell(0, 'code', 'step_0 = 0');
-    for (const k of [1, 2, 3]) {
+    for (const k of [1, 2]) {
       await page.notebook.addCell('code', `step_${k} = ${k}`);
     }
+    // The last cell ends by creating MARKER (see the kernel's launch.py): from then on
+    // the cell is over and the helper is reading its snapshot.
+    await page.notebook.addCell('code', `step_3 = 3\nopen('${MARKER}', 'w').close()`);
     for (const k of [0, 1, 2]) {
       await page.notebook.runCell(k);
     }
     const kernelId = await page.evaluate(() => (window.jupyterapp.shell.currentWidget as any).sessionContext.session.kernel.id);
     // "[k]ernel" keeps pgrep from matching the shell that runs it.
     const pid = execSync(`pgrep -f "[k]ernel-${kernelId}.json"`, { encoding: 'utf-8' }).trim().split('\n')[0];
+    fs.rmSync(MARKER, { force: true });
     await page.notebook.selectCells(3);
     await page.evaluate(() => {
       void window.jupyterapp.commands.execute('notebook:run-cell');
     });
     const prompt = (await page.notebook.getCellLocator(3))!.locator('.jp-InputPrompt');
-    await expect(prompt).toHaveText('[*]:');
-    await page.waitForTimeout(400); // the cell is done; the helper is reading its 40,501-block snapshot
+    await expect.poll(() => fs.existsSync(MARKER), { timeout: 60000, intervals: [5] }).toBe(true);
     process.kill(Number(pid), 'SIGINT');
     await expect(prompt).toHaveText('[4]:', { timeout: 60000 });
     await expect((await page.notebook.getCellLocator(3))!.locator('.jp-OutputArea-output')).toHaveCount(0);
