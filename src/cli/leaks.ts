@@ -8,6 +8,7 @@ import {
   CellCodeNames,
   findingText,
   formatBytes,
+  holderText,
   IExecutionVerdict,
   IFrameFilterOptions,
   ISession,
@@ -29,6 +30,7 @@ export function leaksJson(report: LeakReport, session: ISession, options: IFrame
   const cells = session.manifest.cells;
   const names = new CellCodeNames(cells.map(c => ({ id: String(c.index), source: c.source, executionCount: c.execution_count })));
   const kernelSessions = kernelSessionsOf(session.manifest);
+  const labels = sessionExecutions(session.manifest).map(e => e.label);
   return {
     cells: report.executions.map(v => ({
       index: cells[v.execution].index,
@@ -47,12 +49,14 @@ export function leaksJson(report: LeakReport, session: ISession, options: IFrame
         bytes: f.bytes
       })),
       leaked_bytes: v.leakedBytes,
+      fixed_by: v.fixedBy === null ? null : { index: cells[v.fixedBy].index, execution: v.fixedBy },
       causes: v.causes,
       findings: v.findings.map(snakeCase),
-      reasons: v.reasons,
-      holders: v.holders,
+      // The findings and fixes in English, for people reading the JSON.
+      reasons: v.findings.map(f => findingText(f, k => labels[k])),
+      holders: v.holders.map(holderText),
       fixes: v.fixes.map(snakeCase),
-      advice: v.advice,
+      advice: v.fixes.map(adviceText),
       evidence: v.evidence.map(e => ({
         site: siteJson(session.frames, allocationSite(session.frames, e.stack, options)),
         bytes: e.bytes,
@@ -120,7 +124,7 @@ export function leaksText(report: LeakReport, session: ISession, options: IFrame
   // What became of the memory a cell left: freed by later cells, or ended by a restart.
   const fate = (v: IExecutionVerdict) => {
     const notes: string[] = [];
-    if (v.verdict !== 'ok' && v.freedLater.length) {
+    if (v.verdict !== 'ok' && v.verdict !== 'fixed' && v.freedLater.length) {
       const freed = v.freedLater.reduce((n, f) => n + f.bytes, 0);
       notes.push(`${formatBytes(freed)} freed later by ${v.freedLater.map(f => cellName(session, f.execution)).join(', ')}`);
     }
@@ -143,7 +147,14 @@ export function leaksText(report: LeakReport, session: ISession, options: IFrame
     report.ranking.map(k => {
       const v = report.executions[k];
       // A retained cell's reasons split its retained bytes by what made them: show them all.
-      const why = v.verdict === 'retained' ? reasons(v).join('; ') : (reasons(v)[0] ?? '');
+      // A fixed leak: what it was and which cell fixed it.
+      const fixed = v.findings.findIndex(f => f.code === 'fixed');
+      const why =
+        v.verdict === 'retained'
+          ? reasons(v).join('; ')
+          : v.verdict === 'fixed'
+            ? `${reasons(v)[0]}; ${reasons(v)[fixed]}`
+            : (reasons(v)[0] ?? '');
       return [
         String(cells[k].index),
         v.executionCount === null ? '' : `[${v.executionCount}]`,
@@ -151,7 +162,7 @@ export function leaksText(report: LeakReport, session: ISession, options: IFrame
         v.verdict,
         formatBytes(v.leftBytes),
         formatBytes(v.retainedBytes),
-        v.verdict === 'leak' ? formatBytes(v.leakedBytes) : '',
+        v.verdict === 'leak' || v.verdict === 'fixed' ? formatBytes(v.leakedBytes) : '',
         why + fate(v)
       ];
     })
@@ -167,7 +178,7 @@ export function leaksText(report: LeakReport, session: ISession, options: IFrame
     lines.push(`  ended by: the kernel restart after ${cellName(session, lastOfKernel(report, top))}, not by a cell`);
   }
   if (top.holders.length) {
-    lines.push(`  held by: ${top.holders.join(', ')}`);
+    lines.push(`  held by: ${top.holders.map(holderText).join(', ')}`);
   }
   top.fixes.forEach(a => lines.push(`  fix: ${adviceText(a)}`));
   const sites = evidenceBySite(top, session, options);

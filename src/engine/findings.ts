@@ -1,13 +1,17 @@
 /**
  * What the leak finder found, as data: a code and its figures (bytes,
- * executions, names). Views word them: `findingText` is the English wording
- * the CLI prints and `IExecutionVerdict.reasons` carries for views that do not
- * word findings themselves yet.
+ * executions, names, holders). Views word them: `findingText`,
+ * `adviceText` and `holderText` are the English the CLI prints; the panel
+ * words the same codes through its translator (src/leaks/words.ts).
  */
+import { IHolder } from './holders';
 import { formatBytes } from './units';
 
-/** What a block's stack says made it. */
-export type BlockOrigin = 'parameters' | 'optimizer' | 'gradient' | 'forward' | 'direct';
+/**
+ * What a block's stack says made it; `workspace` is a library's own buffer
+ * (cuBLAS, cuDNN) that the first matmul of a thread allocates and keeps.
+ */
+export type BlockOrigin = 'parameters' | 'optimizer' | 'gradient' | 'forward' | 'direct' | 'workspace';
 
 /** One finding about an execution. Executions are positions in the session. */
 export type LeakFinding =
@@ -17,14 +21,18 @@ export type LeakFinding =
   | { readonly code: 'same-code-grew'; readonly bytes: number; readonly later: number; readonly grewBytes: number }
   /** Forward-pass activations kept outside `torch.no_grad()` with no backward pass, through these names. */
   | { readonly code: 'graph'; readonly bytes: number; readonly names: readonly string[] }
-  /** Memory made by the cell's displayed last expression, kept by `Out[executionCount]`. */
-  | { readonly code: 'output-cache'; readonly bytes: number; readonly executionCount: number }
-  /** Memory allocated in function `fn` kept by the last traceback of the `error` the cell raised. */
-  | { readonly code: 'traceback'; readonly bytes: number; readonly fn: string; readonly error: string }
+  /** Memory made by the cell's displayed last expression, kept by the output cache under these names (`Out[n]`, and `_` etc. when the kernel named them). */
+  | { readonly code: 'output-cache'; readonly bytes: number; readonly executionCount: number; readonly names: readonly string[] }
+  /** Memory allocated in function `fn` (null: not known) kept by the last traceback of the `error` the cell raised. */
+  | { readonly code: 'traceback'; readonly bytes: number; readonly fn: string | null; readonly error: string }
   /** The kernel found memory held only by holders nobody sees; `confirmed` when a rule had found the same cause. */
-  | { readonly code: 'kernel-holders-leak'; readonly bytes: number; readonly holders: readonly string[]; readonly confirmed: boolean }
-  /** The kernel found the live blocks held by these names (`orphans` of them held only from C++). */
-  | { readonly code: 'kernel-holders-clear'; readonly holders: readonly string[]; readonly orphans: number }
+  | { readonly code: 'kernel-holders-leak'; readonly bytes: number; readonly holders: readonly IHolder[]; readonly confirmed: boolean }
+  /** The kernel found the live blocks held by these holders (`orphans` of them held only from C++). */
+  | { readonly code: 'kernel-holders-clear'; readonly holders: readonly IHolder[]; readonly orphans: number }
+  /** The leaked memory (`bytes`) was freed by execution `by`, which is not a re-run of the same code leaking again. */
+  | { readonly code: 'fixed'; readonly bytes: number; readonly by: number }
+  /** Besides its leak, the execution keeps a library workspace: not part of the leak. */
+  | { readonly code: 'workspace'; readonly bytes: number }
   /** Memory kept alive, by what made it, and the names that hold it. */
   | { readonly code: 'retained'; readonly bytes: number; readonly origin: BlockOrigin; readonly names: readonly string[] }
   /** Everything the execution left was freed later, by these executions. */
@@ -40,11 +48,32 @@ const ORIGIN_TEXT: Record<BlockOrigin, string> = {
   optimizer: 'optimizer state',
   gradient: 'gradients and workspaces of the backward pass',
   forward: 'outputs of a forward pass',
-  direct: 'tensors the cell created'
+  direct: 'tensors the cell created',
+  workspace: 'library workspace (cuBLAS, cuDNN), kept by the library for the next matmul'
 };
 
 function code(names: readonly string[]): string {
   return `\`${names.join('`, `')}\``;
+}
+
+/** A holder in English: `autograd graph of preds[0:8]`, `acts (forward hook on model.1)`. */
+export function holderText(holder: IHolder): string {
+  switch (holder.kind) {
+    case 'graph':
+      return `autograd graph of ${holder.path}`;
+    case 'native':
+      return 'native code (no tensor: a library workspace)';
+    case 'unreachable':
+      return `a tensor nothing visible references (${holder.path})`;
+    case 'hook':
+      return `${holder.path} (${holder.via ?? 'appended to by a forward hook'})`;
+    default:
+      return holder.path;
+  }
+}
+
+function holdersText(holders: readonly IHolder[]): string {
+  return holders.map(holderText).join(', ');
 }
 
 /** A finding in English; `label` names an execution (`cell 3 [4]`, `Cell [4]`). */
@@ -60,16 +89,20 @@ export function findingText(finding: LeakFinding, label: (execution: number) => 
         (finding.names.length ? `, held through ${code(finding.names)}` : '')
       );
     case 'output-cache':
-      return `${formatBytes(finding.bytes)} made by the cell's last expression is kept by the output cache \`Out[${finding.executionCount}]\` (and \`_\`)`;
+      return `${formatBytes(finding.bytes)} made by the cell's last expression is kept by the output cache ${code(finding.names)}`;
     case 'traceback':
-      return `${formatBytes(finding.bytes)} allocated in \`${finding.fn}\` is kept by the last traceback (sys.last_traceback): the cell raised ${finding.error}`;
+      return `${formatBytes(finding.bytes)} allocated in ${finding.fn ? `\`${finding.fn}\`` : 'a function'} is kept by the last traceback (sys.last_traceback): the cell raised ${finding.error}`;
     case 'kernel-holders-leak':
-      return `${finding.confirmed ? 'confirmed by the kernel' : 'the kernel found'}: ${formatBytes(finding.bytes)} held only by ${finding.holders.join(', ')}`;
+      return `${finding.confirmed ? 'confirmed by the kernel' : 'the kernel found'}: ${formatBytes(finding.bytes)} held only by ${holdersText(finding.holders)}`;
     case 'kernel-holders-clear':
       return (
-        `the kernel found ${finding.orphans ? 'its live blocks' : 'every live block'} held by ${finding.holders.join(', ') || 'nothing it could name'}` +
+        `the kernel found ${finding.orphans ? 'its live blocks' : 'every live block'} held by ${holdersText(finding.holders) || 'nothing it could name'}` +
         (finding.orphans ? `; ${finding.orphans} held only from C++ (a later cell's autograd graph or a library cache)` : '')
       );
+    case 'fixed':
+      return `fixed: the ${formatBytes(finding.bytes)} it leaked was freed by ${label(finding.by)}`;
+    case 'workspace':
+      return `also keeps ${formatBytes(finding.bytes)} of ${ORIGIN_TEXT.workspace}: not part of the leak`;
     case 'retained':
       return `keeps ${formatBytes(finding.bytes)} of ${ORIGIN_TEXT[finding.origin]}${finding.names.length ? ` (held by ${code(finding.names)})` : ''}`;
     case 'all-freed-later':
@@ -89,7 +122,7 @@ export type LeakAdvice =
   | { readonly code: 'detach-hidden'; readonly names: readonly string[] }
   /** Append `name.item()` to `list`, not the tensor. */
   | { readonly code: 'append-item'; readonly name: string; readonly list: string }
-  /** Remove the hook that stores outputs, or clear the lists it appends to. */
+  /** Remove the hook that stores outputs, or clear the lists it appends to (empty: not known). */
   | { readonly code: 'remove-hook'; readonly lists: readonly string[] }
   /** Silence the displayed expression, or delete `Out[executionCount]` (null: the kernel named no count). */
   | { readonly code: 'silence-output'; readonly executionCount: number | null }
@@ -99,6 +132,9 @@ export type LeakAdvice =
   | { readonly code: 'drop-references' }
   /** No rule found a specific cause: find what keeps each run's tensors. */
   | { readonly code: 'find-holder' };
+
+/** Codes of advice. */
+export type LeakAdviceCode = LeakAdvice['code'];
 
 /** A fix in English. */
 export function adviceText(advice: LeakAdvice): string {
@@ -113,10 +149,10 @@ export function adviceText(advice: LeakAdvice): string {
       return `append \`${advice.name}.item()\` (or \`${advice.name}.detach()\`) to \`${advice.list}\`, not the tensor`;
     case 'remove-hook':
       return advice.lists.length
-        ? `remove the hook that stores outputs, or clear the list it appends to (${advice.lists.map(l => `\`${l}\``).join(', ')})`
+        ? `remove the hook that stores outputs, or clear the list it appends to (${code(advice.lists)})`
         : 'remove the hook or clear the list';
     case 'silence-output':
-      return `end the line with \`;\` or \`del Out[${advice.executionCount ?? 'n'}]\``;
+      return advice.executionCount === null ? 'end the line with `;` or delete its `Out[n]` entry' : `end the line with \`;\` or \`del Out[${advice.executionCount}]\``;
     case 'clear-traceback':
       return 'clear the last traceback (`sys.last_traceback = sys.last_value = sys.last_exc = None`) or run a cell that raises nothing big';
     case 'drop-references':

@@ -123,3 +123,23 @@ export function summarizeHolders(names: readonly string[]): string[] {
       : `${prefix}[\u2026]${suffix} (${sorted.length} items)`;
   });
 }
+
+/**
+ * Holders with runs of indices folded (`summarizeHolders` on the paths of
+ * each kind), each once, in the order first seen.
+ */
+export function summarizeHolderList(holders: readonly IHolder[]): IHolder[] {
+  const groups = new Map<string, { kind: HolderKind; via?: string; paths: string[] }>();
+  for (const h of holders) {
+    const key = `${h.kind}\u0000${h.via ?? ''}`;
+    let group = groups.get(key);
+    if (!group) {
+      group = h.via === undefined ? { kind: h.kind, paths: [] } : { kind: h.kind, via: h.via, paths: [] };
+      groups.set(key, group);
+    }
+    group.paths.push(h.path);
+  }
+  return [...groups.values()].flatMap(g =>
+    summarizeHolders(g.paths).map(path => (g.via === undefined ? { kind: g.kind, path } : { kind: g.kind, path, via: g.via }))
+  );
+}

@@ -208,3 +208,9 @@ export function hookTargets(source: string): string[] {
   }
   return [...found];
 }
+
+/** True when line `line` multiplies matrices (`@`, `matmul`, `mm`, `linear`, a convolution): what makes cuBLAS or cuDNN allocate its workspace. */
+export function callsMatmul(source: string, line: number): boolean {
+  const text = lineAt(source.split('\n'), line).replace(/#.*$/, '');
+  return /@(?!\w)|\b(?:matmul|mm|bmm|addmm|baddbmm|einsum|linear|conv[123]d|tensordot)\s*\(/.test(text);
+}

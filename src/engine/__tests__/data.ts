@@ -1,7 +1,7 @@
 /** Paths and loaders for the test data committed under test-data/. */
 import * as fs from 'fs';
 import * as path from 'path';
-import { FrameTable, ISessionManifest, readSnapshot, Snapshot } from '..';
+import { adviceText, findingText, FrameTable, IExecutionVerdict, ILeakExecution, ISessionManifest, readSnapshot, Snapshot } from '..';
 
 export const TEST_DATA = path.resolve(__dirname, '../../../test-data');
 export const RECORDINGS = path.join(TEST_DATA, 'recordings');
@@ -29,4 +29,10 @@ export function manifestOf(name: string): ISessionManifest & {
 
 export function recordedSnapshot(name: string, file: string, frames?: FrameTable): Snapshot {
   return readSnapshot(readBytes(path.join(RECORDINGS, name, file)), frames);
+}
+
+/** A verdict's findings and fixes in English, as the CLI words them (executions by their labels when given). */
+export function wording(v: IExecutionVerdict, executions?: readonly ILeakExecution[]): string {
+  const label = (k: number) => executions?.[k].label ?? `execution ${k}`;
+  return [...v.findings.map(f => findingText(f, label)), ...v.fixes.map(adviceText)].join('\n');
 }

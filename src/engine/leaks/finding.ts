@@ -1,0 +1,203 @@
+/**
+ * The evidence the rules gather for one execution, and the verdict it comes
+ * to: `leak` while the leaked memory lives (or a later run of the same code
+ * leaks again), `fixed` once another cell freed it, otherwise `retained` or
+ * `ok` by what is still alive.
+ */
+import { LeakAdvice, LeakFinding } from '../findings';
+import { holderKey, IHolder, summarizeHolderList } from '../holders';
+import { Block } from '../model';
+import { IExecutionRetention } from '../retention';
+import { BlockOrigin } from '../findings';
+import { codeOf, Context, total } from './context';
+import { Confidence, confidenceForSize, IExecutionVerdict, ILeakEvidence, ILeakExecution, LeakCause, LeakVerdict } from './types';
+
+/** Evidence and verdict being built for one execution. */
+export class Finding {
+  constructor(
+    readonly retention: IExecutionRetention,
+    readonly execution: ILeakExecution
+  ) {}
+
+  causes = new Set<LeakCause>();
+  findings: LeakFinding[] = [];
+  /** Fixes proposed so far, each once (keyed by its JSON). */
+  advice = new Map<string, LeakAdvice>();
+  holders: IHolder[] = [];
+  evidence: Block[] = [];
+  /** Set when live holders show the leak's live memory has owners meant to keep it. */
+  cleared: LeakFinding | null = null;
+  /** Set when another cell freed all the leaked memory (see fixed.ts). */
+  fixed: { readonly by: number; readonly bytes: number } | null = null;
+  confidence: Confidence = 'medium';
+
+  /** The execution's position in the session. */
+  get k(): number {
+    return this.retention.execution;
+  }
+
+  /** Its code in its kernel: runs of the same code are compared only within one process. */
+  get runKey(): string {
+    return `${this.retention.kernel}\u0000${codeOf(this.execution)}`;
+  }
+
+  /** True while rules (or the kernel) say it leaks and nothing cleared it. */
+  get leaking(): boolean {
+    return this.causes.size > 0 && !this.cleared;
+  }
+
+  /**
+   * Record a cause with its blocks. Gradients and library workspaces are
+   * never leaked bytes of a cell: they are dropped from the evidence, and a
+   * cause left with no blocks is not recorded. Returns whether it was.
+   */
+  leak(cause: LeakCause, blocks: readonly Block[], finding: LeakFinding, advice: readonly LeakAdvice[], context: Context): boolean {
+    const kernel = this.retention.kernel;
+    const evidence = blocks.filter(b => context.canLeak(b, kernel));
+    if (!evidence.length) {
+      return false;
+    }
+    this.causes.add(cause);
+    this.findings.push(finding);
+    advice.forEach(a => this.advice.set(JSON.stringify(a), a));
+    for (const b of evidence) {
+      this.evidence.push(b);
+    }
+    return true;
+  }
+
+  /** Name a holder (once). */
+  hold(holder: IHolder): void {
+    if (!this.holders.some(h => h.kind === holder.kind && h.path === holder.path && h.via === holder.via)) {
+      this.holders.push(holder);
+    }
+  }
+
+  /** The evidence, each block once (the same block can come from its own snapshot and from the latest one). */
+  uniqueEvidence(): Block[] {
+    return [...new Map(this.evidence.map(b => [holderKey(b.device, b.address), b])).values()];
+  }
+
+  /** Per evidence block, the execution that freed it, or null while it lives (or lived until a restart). */
+  freedAtOf(b: Block): number | null {
+    if (!this._freedAt) {
+      this._freedAt = new Map();
+      this.retention.left.forEach((x, j) => this._freedAt!.set(holderKey(x.device, x.address), this.retention.freedAt[j]));
+    }
+    return this._freedAt.get(holderKey(b.device, b.address)) ?? null;
+  }
+
+  verdict(context: Context): IExecutionVerdict {
+    const r = this.retention;
+    let verdict: LeakVerdict;
+    let findings: LeakFinding[];
+    if (this.leaking) {
+      verdict = this.fixed ? 'fixed' : 'leak';
+      findings = [...this.findings];
+    } else if (r.aliveBytes > 0) {
+      verdict = 'retained';
+      findings = [...(this.cleared ? [this.cleared] : []), ...describeRetained(r.alive, this, context)];
+    } else {
+      verdict = 'ok';
+      findings = [
+        r.leftBytes > 0
+          ? { code: 'all-freed-later', bytes: r.leftBytes, by: [...r.freedBy.keys()].sort((a, b) => a - b) }
+          : { code: 'nothing-left' }
+      ];
+    }
+    // The headline is the evidence: its sites add up to it.
+    const leaked = verdict === 'leak' || verdict === 'fixed';
+    const evidence = leaked ? groupEvidence(this.uniqueEvidence(), this.k, context) : [];
+    const leakedBytes = evidence.reduce((n, e) => n + e.bytes, 0);
+    if (verdict === 'fixed') {
+      findings.push({ code: 'fixed', bytes: leakedBytes, by: this.fixed!.by });
+    }
+    if (leaked) {
+      const workspace = total(r.alive.filter(b => context.isWorkspace(b, r.kernel)));
+      if (workspace > 0) {
+        findings.push({ code: 'workspace', bytes: workspace });
+      }
+    }
+    const fixes: LeakAdvice[] = verdict === 'leak' ? (this.advice.size ? [...this.advice.values()] : [{ code: 'find-holder' }]) : [];
+    return {
+      execution: r.execution,
+      cellId: this.execution.cellId,
+      executionCount: this.execution.executionCount,
+      verdict,
+      confidence:
+        verdict === 'ok' ? 'high' : leaked ? confidenceForSize(this.confidence, leakedBytes) : this.cleared ? 'high' : 'medium',
+      kernel: r.kernel,
+      endedByRestart: r.endedByRestart && r.aliveBytes > 0,
+      leftBytes: r.leftBytes,
+      retainedBytes: r.aliveBytes,
+      freedLater: [...r.freedBy].sort((a, b) => a[0] - b[0]).map(([execution, bytes]) => ({ execution, bytes })),
+      leakedBytes,
+      fixedBy: verdict === 'fixed' ? this.fixed!.by : null,
+      causes: leaked ? [...this.causes] : [],
+      findings,
+      fixes,
+      holders: summarizeHolderList(this.holders),
+      evidence
+    };
+  }
+
+  private _freedAt: Map<string, number | null> | null = null;
+}
+
+/** Names the lines that made these blocks store them in, from the execution's own source. */
+export function namesFor(blocks: readonly Block[], f: Finding, context: Context): string[] {
+  const source = f.execution.source;
+  if (source === null) {
+    return [];
+  }
+  const names = new Set<string>();
+  const stacks = new Set(blocks.map(b => b.stack));
+  for (const stack of stacks) {
+    context.storedNamesAt(stack, source).forEach(n => names.add(n));
+  }
+  return [...names];
+}
+
+function describeRetained(alive: readonly Block[], f: Finding, context: Context): LeakFinding[] {
+  const byOrigin = new Map<BlockOrigin, Block[]>();
+  for (const b of alive) {
+    const o = context.originOf(b, f.retention.kernel);
+    // Pushed, not copied: a cell keeping 40,000 blocks made copying quadratic (16 s).
+    const list = byOrigin.get(o);
+    if (list) {
+      list.push(b);
+    } else {
+      byOrigin.set(o, [b]);
+    }
+  }
+  return [...byOrigin]
+    .map(([origin, blocks]) => ({ origin, blocks, bytes: total(blocks) }))
+    .sort((a, b) => b.bytes - a.bytes)
+    .map(({ origin, blocks, bytes }) => ({
+      code: 'retained',
+      bytes,
+      origin,
+      names: origin === 'workspace' ? [] : namesFor(blocks, f, context)
+    }));
+}
+
+function groupEvidence(blocks: readonly Block[], execution: number, context: Context): ILeakEvidence[] {
+  const bySite = new Map<number, { stack: number; largest: number; bytes: number; blocks: number }>();
+  for (const b of blocks) {
+    const site = context.site(b.stack);
+    let e = bySite.get(site);
+    if (!e) {
+      e = { stack: b.stack, largest: 0, bytes: 0, blocks: 0 };
+      bySite.set(site, e);
+    }
+    if (b.size > e.largest) {
+      e.stack = b.stack;
+      e.largest = b.size;
+    }
+    e.bytes += b.size;
+    e.blocks++;
+  }
+  return [...bySite.values()]
+    .map(e => ({ stack: e.stack, bytes: e.bytes, blocks: e.blocks, executions: [execution] }))
+    .sort((a, b) => b.bytes - a.bytes);
+}
