@@ -1,25 +1,30 @@
 /**
  * State of "Find leaking cell" for the notebook the panel follows: it turns
- * the notebook's records into executions, ranks them with the engine at once
+ * the notebook's records into executions, ranks them in the engine worker
  * from the snapshots alone, then asks the kernel who holds the live blocks
- * and ranks again with the answer. Views render it; the command highlights
- * the cell it names.
+ * and ranks again with the answer. The page only encodes the snapshots (a
+ * slice at a time) and renders: ranking a 40,000-block session never blocks
+ * it. Views render the state; the command highlights the cell it names.
  */
 import { ISignal, Signal } from '@lumino/signaling';
 import { BlockQuery } from '../capture/protocol';
 import { CellRecord } from '../capture/store';
 import {
-  findLeaks,
-  IExecutionRetention,
+  encodeFrames,
+  encodeSnapshot,
+  IEncodedSession,
+  IEncodedSnapshot,
   IExecutionVerdict,
   IHolderAnswer,
   ILeakExecution,
   isAllocated,
   LeakReport,
-  retentionByExecution,
+  sessionBuffers,
   Snapshot
 } from '../engine';
 import { DiffPanelModel } from '../panel/model';
+import { IEngineWorker } from '../tokens';
+import { EngineWorker } from '../worker/client';
 
 /** One ranked cell execution. */
 export interface ILeakEntry {
@@ -35,6 +40,8 @@ export interface ILeakFindings {
   readonly entries: readonly ILeakEntry[];
   /** The cell to look at first, or null when nothing leaks. */
   readonly top: ILeakEntry | null;
+  /** How the findings name each execution of the session, by position (`Cell [3]`). */
+  readonly labels: readonly string[];
   /** Where the holders come from: the kernel, or why they are only guessed. */
   readonly holders: 'pending' | 'kernel' | 'guessed';
   /** What to tell the user about the holders (a partial answer, a replayed session, an error); null when nothing. */
@@ -50,8 +57,13 @@ export type HoldersNote =
 
 /** Leak finder state for the panel's notebook. */
 export class LeakFinderModel {
-  constructor(panel: DiffPanelModel) {
+  /**
+   * @param worker runs the ranking; without one it runs in-process (tests),
+   *   through the same calls.
+   */
+  constructor(panel: DiffPanelModel, worker?: IEngineWorker) {
     this._panel = panel;
+    this._worker = worker ?? new EngineWorker();
     panel.changed.connect(this._onPanelChanged, this);
   }
 
@@ -70,41 +82,52 @@ export class LeakFinderModel {
     return this._error;
   }
 
-  /** True while the kernel is being asked. */
+  /** True while the cells are being ranked or the kernel is being asked. */
   get running(): boolean {
     return this._running;
   }
 
   /**
-   * Rank the followed notebook's cells; resolves with the findings from the
-   * snapshots alone, and `refined` resolves once the kernel's holders are in.
+   * Rank the followed notebook's cells: `findings` resolves with the ranking
+   * from the snapshots alone, `refined` once the kernel's holders are in
+   * (both null when there is nothing to rank or a newer run replaced this one).
    */
-  run(): { findings: ILeakFindings | null; refined: Promise<ILeakFindings | null> } {
+  run(): { findings: Promise<ILeakFindings | null>; refined: Promise<ILeakFindings | null> } {
     const notebook = this._panel.notebook;
     const records = this._records();
     this._findings = null;
     this._error = null;
+    const run = ++this._run;
     if (!notebook || !records.length) {
+      this._running = false;
       this._error = Private.problem(notebook);
       this._changed.emit();
-      return { findings: null, refined: Promise.resolve(null) };
+      return { findings: Promise.resolve(null), refined: Promise.resolve(null) };
     }
-    const run = ++this._run;
-    const session = this._session(records);
-    const offline = findLeaks(session.snapshots, session.executions, { retention: session.retention });
-    const ask = notebook.requestHolders;
-    this._findings = this._entries(offline, session, ask ? 'pending' : 'guessed', ask ? null : { kind: 'no-kernel' });
-    this._running = !!ask;
+    this._running = true;
     this._changed.emit();
-    const refined = ask
-      ? ask
-          .call(notebook, Private.liveBlocks(records[records.length - 1]))
-          .then(
+    const session = this._session(records);
+    const ask = notebook.requestHolders;
+    const findings = this._rank(run, session).then(report => {
+      if (run !== this._run) {
+        return null;
+      }
+      this._findings = this._entries(report, session, ask ? 'pending' : 'guessed', ask ? null : { kind: 'no-kernel' });
+      this._running = !!ask;
+      this._changed.emit();
+      return this._findings;
+    });
+    const refined = findings.then(first =>
+      !first || !ask
+        ? first
+        : ask.call(notebook, Private.liveBlocks(records[records.length - 1])).then(
             answer => this._refine(run, session, answer),
             reason => this._refine(run, session, null, (reason as Error).message)
           )
-      : Promise.resolve(this._findings);
-    return { findings: this._findings, refined };
+    );
+    // A ranking that failed says why instead of waiting forever.
+    findings.catch(reason => this._fail(run, reason));
+    return { findings, refined };
   }
 
   /** Forget the findings. */
@@ -121,21 +144,61 @@ export class LeakFinderModel {
     Signal.clearData(this);
   }
 
-  private _refine(run: number, session: Private.ISession, answer: IHolderAnswer | null, failure?: string): ILeakFindings | null {
+  /** Rank in the worker: the first time with the encoded snapshots, again (with holders) by the session's key. */
+  private async _rank(run: number, session: Private.ISession, holders?: IHolderAnswer['holders']): Promise<LeakReport> {
+    const request = { key: session.key, executions: session.executions, holders };
+    if (holders) {
+      try {
+        return await this._worker.call('rankLeaks', request);
+      } catch {
+        // The worker no longer keeps the session (it restarted): send it again.
+      }
+    }
+    const encoded = await Private.encode(session.snapshots);
+    return this._worker.call('rankLeaks', { ...request, session: encoded }, sessionBuffers(encoded));
+  }
+
+  private _fail(run: number, reason: unknown): void {
+    if (run !== this._run) {
+      return;
+    }
+    this._running = false;
+    this._findings = null;
+    this._error = 'failed';
+    this._errorMessage = reason instanceof Error ? reason.message : String(reason);
+    this._changed.emit();
+  }
+
+  /** Why the last ranking failed, when `error` is `failed`. */
+  get errorMessage(): string {
+    return this._errorMessage;
+  }
+
+  private async _refine(run: number, session: Private.ISession, answer: IHolderAnswer | null, failure?: string): Promise<ILeakFindings | null> {
     if (run !== this._run) {
       return this._findings;
     }
-    this._running = false;
     let note: HoldersNote | null;
     if (!answer || answer.error || answer.replay !== null) {
       note = answer?.replay
         ? { kind: 'replay', session: answer.replay }
         : { kind: 'failed', reason: String(failure ?? answer?.error) };
+      this._running = false;
       this._findings = { ...this._findings!, holders: 'guessed', holdersNote: note };
     } else {
       note = answer.partial ? { kind: 'partial', elapsedMs: Math.round(answer.elapsedMs) } : null;
-      // The snapshots have not changed since the first ranking: its retention still holds.
-      const report = findLeaks(session.snapshots, session.executions, { holders: answer.holders, retention: session.retention });
+      // The worker keeps the session: the second ranking sends only the holders.
+      let report: LeakReport;
+      try {
+        report = await this._rank(run, session, answer.holders);
+      } catch (reason) {
+        this._fail(run, reason);
+        return null;
+      }
+      if (run !== this._run) {
+        return this._findings;
+      }
+      this._running = false;
       this._findings = this._entries(report, session, 'kernel', note);
     }
     this._changed.emit();
@@ -149,7 +212,7 @@ export class LeakFinderModel {
     return all.filter(r => r.kernelSession === session);
   }
 
-  /** What both rankings of a run share: executions, snapshots, retention, cell positions. */
+  /** What both rankings of a run share: executions, snapshots, cell positions. */
   private _session(records: readonly CellRecord[]): Private.ISession {
     const cells = this._panel.notebook?.cells() ?? [];
     const cellIndex = records.map(r => cells.findIndex(c => c.id === r.cellId));
@@ -165,7 +228,7 @@ export class LeakFinderModel {
       };
     });
     const snapshots = records.map(r => r.snapshot);
-    return { records, executions, snapshots, retention: retentionByExecution(snapshots), cellIndex };
+    return { key: this._run, records, executions, snapshots, cellIndex };
   }
 
   private _entries(
@@ -181,7 +244,7 @@ export class LeakFinderModel {
       label: session.executions[k].label
     }));
     const top = report.topLeak === null ? null : (entries.find(e => e.verdict.execution === report.topLeak) ?? null);
-    return { entries, top, holders, holdersNote };
+    return { entries, top, labels: session.executions.map(e => e.label), holders, holdersNote };
   }
 
   private _onPanelChanged(): void {
@@ -193,6 +256,8 @@ export class LeakFinderModel {
   }
 
   private readonly _panel: DiffPanelModel;
+  private readonly _worker: IEngineWorker;
+  private _errorMessage = '';
   private _notebook = null as DiffPanelModel['notebook'];
   private _findings: ILeakFindings | null = null;
   private _error: LeakFinderModel.Problem | null = null;
@@ -208,7 +273,7 @@ export namespace LeakFinderModel {
    * snapshots (not Python, no torch, torch without CUDA, capture off); or
    * no cell has run yet.
    */
-  export type Problem = 'no-notebook' | 'not-python' | 'no-torch' | 'no-cuda' | 'capture-off' | 'no-snapshots';
+  export type Problem = 'no-notebook' | 'not-python' | 'no-torch' | 'no-cuda' | 'capture-off' | 'no-snapshots' | 'failed';
 }
 
 namespace Private {
@@ -232,12 +297,35 @@ namespace Private {
 
   /** One run's inputs, computed once for both rankings. */
   export interface ISession {
+    /** The run it belongs to: the worker keeps its snapshots under this key. */
+    readonly key: number;
     readonly records: readonly CellRecord[];
     readonly executions: readonly ILeakExecution[];
     readonly snapshots: readonly Snapshot[];
-    readonly retention: readonly IExecutionRetention[];
     /** Position of each record's cell in the notebook, -1 when it is gone. */
     readonly cellIndex: readonly number[];
+  }
+
+  /**
+   * Blocks encoded per main-thread task: about 3 ms of copying on a laptop,
+   * so encoding a long session never makes one long task.
+   */
+  const ENCODE_SLICE_BLOCKS = 50000;
+
+  /** The snapshots as typed arrays for the worker, a slice of blocks per task. */
+  export async function encode(snapshots: readonly Snapshot[]): Promise<IEncodedSession> {
+    const encoded: IEncodedSnapshot[] = [];
+    let since = 0;
+    for (const snapshot of snapshots) {
+      if (since > 0 && since + snapshot.blocks.length > ENCODE_SLICE_BLOCKS) {
+        await new Promise(resolve => setTimeout(resolve, 0));
+        since = 0;
+      }
+      encoded.push(encodeSnapshot(snapshot));
+      since += snapshot.blocks.length;
+    }
+    // The table last: it only grows, so it covers every stack of the snapshots.
+    return { ...encodeFrames(snapshots[0].frames), snapshots: encoded };
   }
 
   /** Most blocks asked about in one request: the largest first. */

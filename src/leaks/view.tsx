@@ -9,7 +9,8 @@ import { CellCodeNames, formatBytes, FrameTable } from '../engine';
 import { useSignal } from '../panel/signal';
 import { Section } from '../panel/section';
 import { ICellLocation, StackView } from '../panel/stack';
-import { HoldersNote, ILeakEntry, LeakFinderModel } from './model';
+import { HoldersNote, ILeakEntry, ILeakFindings, LeakFinderModel } from './model';
+import { adviceWords, findingWords, holderWords } from './words';
 
 /** Props of LeakView. */
 export interface ILeakViewProps {
@@ -50,9 +51,11 @@ export function holdersNoteText(note: HoldersNote, trans: TranslationBundle): st
   }
 }
 
-/** Why there is nothing to rank, in words. */
-export function problemText(problem: LeakFinderModel.Problem, trans: TranslationBundle): string {
+/** Why there is nothing to rank, in words; `detail` is the error of a ranking that failed. */
+export function problemText(problem: LeakFinderModel.Problem, trans: TranslationBundle, detail = ''): string {
   switch (problem) {
+    case 'failed':
+      return trans.__('Ranking the cells failed: %1', detail);
     case 'no-notebook':
       return trans.__('Open a notebook whose kernel takes GPU memory snapshots.');
     case 'not-python':
@@ -69,7 +72,7 @@ export function problemText(problem: LeakFinderModel.Problem, trans: Translation
 }
 
 
-/** Text with `code` spans as the engine writes them, rendered as <code> (text only, never markup). */
+/** Text with `code` spans as the words write them, rendered as <code> (text only, never markup). */
 export function InlineCode(props: { text: string }): JSX.Element {
   return (
     <>
@@ -84,15 +87,18 @@ function verdictLabel(entry: ILeakEntry, trans: TranslationBundle): string {
       return trans.__('Leak');
     case 'retained':
       return trans.__('Retained');
+    case 'fixed':
+      return trans.__('Fixed');
     default:
       return trans.__('OK');
   }
 }
 
-function Entry(props: ILeakViewProps & { entry: ILeakEntry; top: boolean }): JSX.Element {
+function Entry(props: ILeakViewProps & { entry: ILeakEntry; top: boolean; findings: ILeakFindings }): JSX.Element {
   const { entry, trans, top } = props;
   const v = entry.verdict;
-  const bytes = v.verdict === 'leak' ? v.leakedBytes : v.retainedBytes;
+  const label = (k: number) => props.findings.labels[k] ?? String(k);
+  const bytes = v.verdict === 'leak' || v.verdict === 'fixed' ? v.leakedBytes : v.retainedBytes;
   const evidence = v.evidence[0];
   return (
     <li
@@ -116,9 +122,9 @@ function Entry(props: ILeakViewProps & { entry: ILeakEntry; top: boolean }): JSX
         ) : null}
       </div>
       <ul className="jp-CudaMemdiffLeak-reasons">
-        {v.reasons.map((r, i) => (
+        {v.findings.map((f, i) => (
           <li key={i}>
-            <InlineCode text={r} />
+            <InlineCode text={findingWords(f, label, trans)} />
           </li>
         ))}
       </ul>
@@ -126,15 +132,15 @@ function Entry(props: ILeakViewProps & { entry: ILeakEntry; top: boolean }): JSX
         <p className="jp-CudaMemdiffLeak-holders">
           {trans.__('Held by: ')}
           {v.holders.map((h, i) => (
-            <code key={i}>{h}</code>
+            <code key={i}>{holderWords(h, trans)}</code>
           ))}
         </p>
       ) : null}
-      {v.advice.length ? (
+      {v.fixes.length ? (
         <ul className="jp-CudaMemdiffLeak-advice" aria-label={trans.__('What to do')}>
-          {v.advice.map((a, i) => (
+          {v.fixes.map((a, i) => (
             <li key={i}>
-              <InlineCode text={a} />
+              <InlineCode text={adviceWords(a, trans)} />
             </li>
           ))}
         </ul>
@@ -167,7 +173,7 @@ export function LeakView(props: ILeakViewProps): JSX.Element | null {
   useSignal(model.changed);
   const [ownExpanded, setOwnExpanded] = React.useState(true);
   const findings = model.findings;
-  if (!findings && !model.error) {
+  if (!findings && !model.error && !model.running) {
     return null;
   }
   const shown = findings?.entries.filter(e => e.verdict.verdict !== 'ok') ?? [];
@@ -194,7 +200,11 @@ export function LeakView(props: ILeakViewProps): JSX.Element | null {
     >
       {model.error ? (
         <p className="jp-CudaMemdiffLeaks-status" role="status">
-          {problemText(model.error, trans)}
+          {problemText(model.error, trans, model.errorMessage)}
+        </p>
+      ) : !findings ? (
+        <p className="jp-CudaMemdiffLeaks-status" role="status">
+          {trans.__('Ranking the cells\u2026')}
         </p>
       ) : null}
       {findings ? (
@@ -211,7 +221,7 @@ export function LeakView(props: ILeakViewProps): JSX.Element | null {
           </p>
           <ol className="jp-CudaMemdiffLeaks-list">
             {shown.map(entry => (
-              <Entry key={entry.verdict.execution} {...props} entry={entry} top={entry === findings.top} />
+              <Entry key={entry.verdict.execution} {...props} entry={entry} top={entry === findings.top} findings={findings} />
             ))}
           </ol>
           {fine ? (

@@ -7,7 +7,7 @@ import { ITranslator, nullTranslator } from '@jupyterlab/translation';
 import { SidePanel } from '@jupyterlab/ui-components';
 import { Panel } from '@lumino/widgets';
 import * as React from 'react';
-import { PANEL_ID } from '../tokens';
+import { IEngineWorker, PANEL_ID } from '../tokens';
 import { PanelBody } from './body';
 import { SectionBoundary } from './section';
 import { memoryIcon } from './icon';
@@ -30,7 +30,7 @@ export class MemdiffPanel extends SidePanel {
     this.title.icon = memoryIcon;
     this.title.caption = trans.__('CUDA memory diff');
     this.node.setAttribute('aria-label', trans.__('CUDA memory diff'));
-    this.leaks = new LeakFinderModel(this.model);
+    this.leaks = new LeakFinderModel(this.model, options.worker);
     const onReveal = options.onReveal ?? (() => undefined);
     const onShowCell = options.onShowCell ?? (() => undefined);
     const body = ReactWidget.create(
@@ -70,5 +70,7 @@ export namespace MemdiffPanel {
     onReveal?: (location: ICellLocation) => void;
     /** Scroll to and highlight a cell the leak finder lists. */
     onShowCell?: (cellId: string) => void;
+    /** Where the leak finder ranks (the engine worker); in-process when absent. */
+    worker?: IEngineWorker;
   }
 }

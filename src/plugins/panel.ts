@@ -15,7 +15,7 @@ import { MemdiffPanel } from '../panel';
 import { highlightCell } from '../leaks/highlight';
 import { leakIcon, memoryIcon } from '../panel/icon';
 import { IFollowedNotebook } from '../panel/model';
-import { CommandIDs, ICaptureRegistry, IDiffPanel, PACKAGE_NAME } from '../tokens';
+import { CommandIDs, ICaptureRegistry, IDiffPanel, IEngineWorker, PACKAGE_NAME } from '../tokens';
 
 /** Rank among right-side panels: after the debugger and property inspector. */
 const PANEL_RANK = 900;
@@ -25,7 +25,7 @@ export const panelPlugin: JupyterFrontEndPlugin<IDiffPanel> = {
   description: 'The CUDA memory diff side panel and the commands that open it and reveal cells.',
   autoStart: true,
   requires: [INotebookTracker, ICaptureRegistry],
-  optional: [ILayoutRestorer, ICommandPalette, ITranslator],
+  optional: [ILayoutRestorer, ICommandPalette, ITranslator, IEngineWorker],
   provides: IDiffPanel,
   activate: (
     app: JupyterFrontEnd,
@@ -33,12 +33,14 @@ export const panelPlugin: JupyterFrontEndPlugin<IDiffPanel> = {
     captures: ICaptureRegistry,
     restorer: ILayoutRestorer | null,
     palette: ICommandPalette | null,
-    translator: ITranslator | null
+    translator: ITranslator | null,
+    worker: IEngineWorker | null
   ): IDiffPanel => {
     const trans = (translator ?? nullTranslator).load('jupyterlab_cuda_memdiff');
     const notebookOf = (cellId: string) => tracker.find(nb => nb.content.widgets.some(c => c.model.id === cellId));
     const panel = new MemdiffPanel({
       translator: translator ?? nullTranslator,
+      worker: worker ?? undefined,
       onReveal: ({ cell, line }) => void app.commands.execute(CommandIDs.revealCell, { cellId: cell.id, line }),
       onShowCell: cellId => {
         const notebook = notebookOf(cellId);
@@ -125,8 +127,11 @@ export const panelPlugin: JupyterFrontEndPlugin<IDiffPanel> = {
       execute: async () => {
         const notebook = tracker.currentWidget;
         app.shell.activateById(panel.id);
-        const { findings, refined } = panel.leaks.run();
+        const run = panel.leaks.run();
         panel.model.reveal('leaks');
+        // The ranking runs in the engine worker: the page stays responsive meanwhile.
+        const findings = await run.findings;
+        const refined = run.refined;
         const first = findings?.top?.record.cellId ?? null;
         if (notebook) {
           await highlightCell(notebook, first);

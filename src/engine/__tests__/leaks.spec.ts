@@ -6,6 +6,8 @@ import {
   adviceText,
   allocationSite,
   confidenceForSize,
+  encodeFrames,
+  encodeSnapshot,
   findingText,
   findLeaks,
   holderKey,
@@ -16,6 +18,7 @@ import {
   LEAK_CONFIDENCE_BYTES,
   LeakReport,
   loadSession,
+  rankLeaks,
   retentionByExecution,
   sessionExecutions,
   Snapshot,
@@ -335,6 +338,17 @@ describe('findLeaks rules', () => {
   it('gives the same report from a retention the caller already computed', () => {
     const retention = retentionByExecution(demo.snapshots);
     expect(findLeaks(demo.snapshots, demoExecutions, { retention })).toEqual(findLeaks(demo.snapshots, demoExecutions));
+  });
+
+  it('ranks the same from the worker\u2019s encoding of the snapshots, and again with holders from the session it keeps', () => {
+    const s = sessionOf('eval_without_no_grad--python');
+    const executions = sessionExecutions(s.manifest);
+    const session = { ...encodeFrames(s.frames), snapshots: s.snapshots.map(encodeSnapshot) };
+    expect(rankLeaks({ key: 1, session, executions })).toEqual(findLeaks(s.snapshots, executions));
+    const last = s.snapshots[s.snapshots.length - 1];
+    const holders = new Map(last.blocks.map(b => [holderKey(b.device, b.address), [{ kind: 'variable' as const, path: 'x' }]]));
+    expect(rankLeaks({ key: 1, executions, holders })).toEqual(findLeaks(s.snapshots, executions, { holders }));
+    expect(() => rankLeaks({ key: 2, executions, holders })).toThrow(/session 2 is not kept; send it again/);
   });
 
   it('refuses mismatched input and handles an empty session', () => {

@@ -5,9 +5,10 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { BlockQuery } from '../../capture/protocol';
 import { SnapshotStore } from '../../capture/store';
-import { IHolderAnswer, parseHolderAnswer } from '../../engine';
+import { IHolderAnswer, IRankLeaksRequest, parseHolderAnswer } from '../../engine';
 import { DiffPanelModel, IFollowedNotebook } from '../../panel/model';
 import { LeakFinderModel } from '../model';
+import { EngineWorker } from '../../worker/client';
 import { recordedStore } from './recorded';
 
 const LIVE = path.resolve(__dirname, '../../../test-data/live/gpu_memory_demo--holders');
@@ -33,6 +34,27 @@ function finder(nb: IFollowedNotebook | null) {
 }
 
 describe('LeakFinderModel', () => {
+  it('ranks in the engine worker: the snapshots go once, the second ranking sends only the holders', async () => {
+    const worker = new EngineWorker();
+    const call = jest.spyOn(worker, 'call');
+    const panel = new DiffPanelModel();
+    panel.setNotebook(notebook(() => Promise.resolve(recordedAnswer())));
+    const leaks = new LeakFinderModel(panel, worker);
+    const final = (await leaks.run().refined)!;
+    const sent = call.mock.calls.map(([op, payload]) => {
+      const request = payload as unknown as IRankLeaksRequest;
+      return [op, request.session !== undefined, request.holders !== undefined];
+    });
+    expect(sent).toEqual([
+      ['rankLeaks', true, false],
+      ['rankLeaks', false, true]
+    ]);
+    // the blocks travel as moved buffers, not as objects to clone
+    expect(call.mock.calls[0][2]!.length).toBe(2 * manifest.cells.length);
+    expect(final.top!.record.cellId).toBe('cell-2');
+    expect(final.labels).toEqual(['Cell [1]', 'Cell [2]', 'Cell [3]', 'Cell [4]']);
+  });
+
   it('ranks at once from the snapshots, then again with the kernel\u2019s holders', async () => {
     const asked: BlockQuery[][] = [];
     const { leaks } = finder(
@@ -41,17 +63,20 @@ describe('LeakFinderModel', () => {
         return Promise.resolve(recordedAnswer());
       })
     );
-    const { findings, refined } = leaks.run();
+    const run = leaks.run();
     expect(leaks.running).toBe(true);
-    expect(findings!.holders).toBe('pending');
-    expect(findings!.top!.label).toBe('Cell [3]');
-    expect(findings!.top!.record.cellId).toBe('cell-2');
-    const final = (await refined)!;
+    expect(leaks.findings).toBeNull();
+    const findings = (await run.findings)!;
+    expect(leaks.running).toBe(true);
+    expect(findings.holders).toBe('pending');
+    expect(findings.top!.label).toBe('Cell [3]');
+    expect(findings.top!.record.cellId).toBe('cell-2');
+    const final = (await run.refined)!;
     expect(leaks.running).toBe(false);
     expect(final.holders).toBe('kernel');
     expect(final.top!.record.cellId).toBe('cell-2');
     expect(final.top!.verdict.confidence).toBe('high');
-    expect(final.top!.verdict.holders).toContain('autograd graph of preds[0:8]');
+    expect(final.top!.verdict.holders).toContainEqual({ kind: 'graph', path: 'preds[0:8]' });
     // it asked about every allocated block of the latest snapshot, largest first
     // (the recorder asked the kernel the same question: its answer covers each block once)
     expect(asked[0].length).toBe(recordedAnswer().holders.size);
@@ -73,7 +98,7 @@ describe('LeakFinderModel', () => {
   });
 
   it('explains an empty ranking and drops findings when the panel follows another notebook', async () => {
-    expect(finder(null).leaks.run().findings).toBeNull();
+    expect(await finder(null).leaks.run().findings).toBeNull();
     const none = finder(null).leaks;
     none.run();
     expect(none.error).toBe('no-notebook');
@@ -107,6 +132,8 @@ describe('LeakFinderModel', () => {
     let calls = 0;
     const { leaks } = finder(notebook(() => (calls++ === 0 ? slow : Promise.resolve(recordedAnswer()))));
     const first = leaks.run();
+    // ranked, and now waiting for the kernel
+    await first.findings;
     const second = leaks.run();
     await second.refined;
     release({ ...recordedAnswer(), holders: new Map(), replay: 'stale' });

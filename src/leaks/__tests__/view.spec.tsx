@@ -3,7 +3,8 @@ import { nullTranslator } from '@jupyterlab/translation';
 import * as fs from 'fs';
 import * as path from 'path';
 import * as React from 'react';
-import { CellCodeNames } from '../../engine';
+import { SnapshotStore } from '../../capture/store';
+import { CellCodeNames, holderKey, IHolderAnswer, isAllocated } from '../../engine';
 import { DiffPanelModel } from '../../panel/model';
 import { LeakFinderModel } from '../model';
 import { holdersNoteText, LeakView, problemText } from '../view';
@@ -13,11 +14,14 @@ const trans = nullTranslator.load('jupyterlab_cuda_memdiff');
 const REC = path.resolve(__dirname, '../../../test-data/recordings/out_cache--python');
 const manifest = JSON.parse(fs.readFileSync(path.join(REC, 'manifest.json'), 'utf-8'));
 
-function setup(sources = manifest.cells.map((c: { source: string }) => c.source)) {
+function setup(
+  sources = manifest.cells.map((c: { source: string }) => c.source),
+  requestHolders?: (store: SnapshotStore) => Promise<IHolderAnswer>
+) {
   const { store } = recordedStore(REC);
   const cells = () => sources.map((source: string, i: number) => ({ id: `cell-${i}`, source }));
   const panel = new DiffPanelModel();
-  panel.setNotebook({ title: 'out_cache.ipynb', store, cells });
+  panel.setNotebook({ title: 'out_cache.ipynb', store, cells, requestHolders: requestHolders && (() => requestHolders(store)) });
   const leaks = new LeakFinderModel(panel);
   const handlers = { onShowCell: jest.fn(), onReveal: jest.fn(), onShowDiff: jest.fn() };
   const view = render(
@@ -27,10 +31,14 @@ function setup(sources = manifest.cells.map((c: { source: string }) => c.source)
 }
 
 describe('LeakView on the out_cache session', () => {
-  it('shows nothing until the finder runs, then the cell to look at first and why', () => {
+  it('shows nothing until the finder runs, then the cell to look at first and why', async () => {
     const { leaks, container, handlers } = setup();
     expect(container.textContent).toBe('');
-    React.act(() => void leaks.run());
+    let run: ReturnType<typeof leaks.run>;
+    React.act(() => void (run = leaks.run()));
+    // ranking in the engine worker: the section says so meanwhile
+    expect(screen.getByRole('status').textContent).toBe('Ranking the cells\u2026');
+    await React.act(async () => void (await run.findings));
     expect(screen.getByRole('status').textContent).toMatch(/^Look at Cell \[2\] first\. No kernel to ask/);
     const top = container.querySelector('.jp-CudaMemdiffLeak.jp-mod-top') as HTMLElement;
     expect(top.getAttribute('data-verdict')).toBe('leak');
@@ -38,7 +46,10 @@ describe('LeakView on the out_cache session', () => {
     expect(within(top).getByText('Leak')).toBeTruthy();
     expect(within(top).getByText('64.0 MiB')).toBeTruthy();
     expect(top.querySelector('.jp-CudaMemdiffLeak-holders code')!.textContent).toBe('Out[2]');
-    expect(within(top).getByLabelText('What to do').textContent).toBe('end the line with ; or del Out[2]');
+    expect(within(top).getByLabelText('What to do').textContent).toBe('End the line with ; or del Out[2].');
+    expect(top.querySelector('.jp-CudaMemdiffLeak-reasons')!.textContent).toBe(
+      "64.0 MiB made by the cell's last expression is kept by the output cache Out[2]."
+    );
     expect(within(top).getByText('del Out[2]').tagName).toBe('CODE');
     fireEvent.click(within(top).getByText('Cell [2]'));
     expect(handlers.onShowCell).toHaveBeenCalledWith(expect.objectContaining({ label: 'Cell [2]' }));
@@ -54,11 +65,22 @@ describe('LeakView on the out_cache session', () => {
     expect(container.textContent).toBe('');
   });
 
-  it('renders sources and names as text, never as markup', () => {
-    const evil = '<img src=x onerror="window.__pwned=1">';
-    const { leaks, container } = setup([manifest.cells[0].source, `${manifest.cells[1].source}  # ${evil}`, manifest.cells[2].source]);
-    React.act(() => void leaks.run());
+  it('renders the names the kernel gives as text, never as markup', async () => {
+    // A dict key in a holder's path is whatever the user's code made it: here, markup.
+    const evil = `cache['<img src=x onerror="window.__pwned=1">']`;
+    const { leaks, container } = setup(undefined, store => {
+      const last = store.records[store.records.length - 1].snapshot;
+      const holders = new Map(last.blocks.filter(isAllocated).map(b => [holderKey(b.device, b.address), [{ kind: 'output-cache' as const, path: evil }]]));
+      return Promise.resolve({ holders, partial: false, elapsedMs: 1, replay: null, error: null });
+    });
+    await React.act(async () => void (await leaks.run().refined));
+    const top = container.querySelector('.jp-CudaMemdiffLeak.jp-mod-top') as HTMLElement;
+    // the name reaches the view, in the holders and in the finding the kernel's names refine ...
+    expect(top.querySelector('.jp-CudaMemdiffLeak-holders code')!.textContent).toBe(evil);
+    expect(top.querySelector('.jp-CudaMemdiffLeak-reasons')!.textContent).toContain(evil);
+    // ... as text only
     expect(container.querySelector('img')).toBeNull();
+    expect((window as { __pwned?: number }).__pwned).toBeUndefined();
   });
 
   it('words the model\'s codes: holder notes and why nothing is ranked', () => {

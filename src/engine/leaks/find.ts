@@ -1,0 +1,75 @@
+/**
+ * The leak finder: which executions left GPU memory alive, whether that is a
+ * leak, and which cell to look at first.
+ *
+ * Memory a cell keeps is not a leak by itself: weights, gradients, optimizer
+ * state and library workspaces are meant to stay. A leak is memory that grows
+ * each time the same code runs again (growth.ts), or that nothing the user can
+ * see holds: an autograd graph kept through the outputs of a forward pass run
+ * outside `torch.no_grad()` (graph.ts), the output cache `Out[n]`
+ * (outputCache.ts), the last traceback (traceback.ts). Offline the evidence
+ * is the snapshots and the cells' sources; live, the kernel's holder analysis
+ * (`IBlockHolders`, holders.ts) names the owner and refines the verdict. A leak
+ * another cell freed is `fixed` (fixed.ts); rank.ts orders the verdicts.
+ */
+import { IBlockHolders } from '../holders';
+import { Snapshot } from '../model';
+import { IExecutionRetention, kernelPositions, retentionByExecution } from '../retention';
+import { Context } from './context';
+import { Finding } from './finding';
+import { settleFixed } from './fixed';
+import { findGraph } from './graph';
+import { findGrowth } from './growth';
+import { applyHolders } from './holders';
+import { findOutputCache } from './outputCache';
+import { rank } from './rank';
+import { findTraceback } from './traceback';
+import { ILeakExecution, LeakReport } from './types';
+
+/** Options for `findLeaks`. */
+export interface IFindLeaksOptions {
+  /** Holders from the live kernel for blocks of the latest snapshot. */
+  holders?: IBlockHolders;
+  /** `retentionByExecution(snapshots, kernels)`, when the caller already has it (ranking again with holders). */
+  retention?: readonly IExecutionRetention[];
+}
+
+/** Rank the executions of a session whose snapshots (one per execution) share one FrameTable. */
+export function findLeaks(
+  snapshots: readonly Snapshot[],
+  executions: readonly ILeakExecution[],
+  options: IFindLeaksOptions = {}
+): LeakReport {
+  if (snapshots.length !== executions.length) {
+    throw new Error(`findLeaks: ${snapshots.length} snapshots for ${executions.length} executions`);
+  }
+  if (!snapshots.length) {
+    return { executions: [], ranking: [], topLeak: null };
+  }
+  const retention = options.retention ?? retentionByExecution(snapshots, kernelPositions(executions.map(e => e.kernelSession)));
+  const context = new Context(snapshots[0].frames, executions, retention);
+  const findings = retention.map(r => new Finding(r, executions[r.execution]));
+  // The holders answer for the latest snapshot: only its kernel's blocks can be in it.
+  const lastKernel = retention[retention.length - 1].kernel;
+  const current = findings.filter(f => f.retention.kernel === lastKernel);
+  if (options.holders) {
+    const holders = options.holders;
+    current.forEach(f => context.applyHolders(holders, lastKernel, f.retention.alive));
+  }
+  findGrowth(findings, context);
+  for (const f of findings) {
+    findGraph(f, findings, context);
+    findOutputCache(f, context);
+    findTraceback(f, context);
+  }
+  if (options.holders) {
+    for (const f of current) {
+      applyHolders(f, options.holders, context);
+    }
+  }
+  settleFixed(findings);
+  const verdicts = findings.map(f => f.verdict(context));
+  const ranking = rank(verdicts, executions);
+  const top = ranking.length && verdicts[ranking[0]].verdict === 'leak' ? ranking[0] : null;
+  return { executions: verdicts, ranking, topLeak: top };
+}

@@ -1,0 +1,38 @@
+/**
+ * The leak ranking as an engine-worker operation (src/worker/handlers.ts):
+ * the page sends a session encoded once (transfer.ts) and the worker keeps
+ * it, with its retention, for the second ranking the kernel's holders ask
+ * for, which then sends only the holders.
+ */
+import { IBlockHolders } from '../holders';
+import { Snapshot } from '../model';
+import { IExecutionRetention, kernelPositions, retentionByExecution } from '../retention';
+import { findLeaks } from './find';
+import { decodeSession, IEncodedSession } from './transfer';
+import { ILeakExecution, LeakReport } from './types';
+
+/** What `rankLeaks` takes. */
+export interface IRankLeaksRequest {
+  /** Names the session; a later request with the same key and no `session` reuses it. */
+  readonly key: number;
+  /** The encoded snapshots, or absent to rank the kept session again. */
+  readonly session?: IEncodedSession;
+  readonly executions: readonly ILeakExecution[];
+  /** The kernel's holders for the latest snapshot. */
+  readonly holders?: IBlockHolders;
+}
+
+/** The one session the worker keeps: the panel ranks one notebook at a time. */
+let kept: { key: number; snapshots: Snapshot[]; retention: IExecutionRetention[] } | null = null;
+
+/** Rank a session's leaks; throws when asked to re-rank a session it no longer keeps. */
+export function rankLeaks(request: IRankLeaksRequest): LeakReport {
+  if (request.session) {
+    const snapshots = decodeSession(request.session);
+    const kernels = kernelPositions(request.executions.map(e => e.kernelSession));
+    kept = { key: request.key, snapshots, retention: retentionByExecution(snapshots, kernels) };
+  } else if (kept?.key !== request.key) {
+    throw new Error(`rankLeaks: session ${request.key} is not kept; send it again`);
+  }
+  return findLeaks(kept!.snapshots, request.executions, { holders: request.holders, retention: kept!.retention });
+}

@@ -1,0 +1,116 @@
+/**
+ * A session's snapshots as a few typed arrays, to rank its leaks in the
+ * engine worker: the page copies blocks into numbers (cheap, and moved to the
+ * worker without a copy) instead of having postMessage clone tens of
+ * thousands of objects on the main thread. Only what ranking reads is kept:
+ * blocks, the trace entries that mark captures and allocations, totals and
+ * the frame table.
+ */
+import { Block, BlockState, DeviceTotals, FrameTable, Snapshot, TraceEntry } from '../model';
+
+/** Numbers per block: device, address, size, requested size, state, stack, segment. */
+const BLOCK_FIELDS = 7;
+/** Numbers per trace entry: action, device, address (NaN: none), size, stack. */
+const TRACE_FIELDS = 5;
+const STATES: readonly BlockState[] = ['active_allocated', 'active_pending_free', 'inactive'];
+// Retention reads only these actions; the rest travel as 'other'.
+const ACTIONS = ['alloc', 'snapshot', 'free_requested', 'free_completed', 'other'] as const;
+
+/** One snapshot, encoded. */
+export interface IEncodedSnapshot {
+  readonly blocks: Float64Array;
+  readonly traces: Float64Array;
+  readonly totals: readonly DeviceTotals[];
+}
+
+/** A session's snapshots and their frame table, encoded. */
+export interface IEncodedSession {
+  readonly frames: readonly (readonly [string, string, number])[];
+  readonly stacks: readonly (readonly number[])[];
+  readonly snapshots: readonly IEncodedSnapshot[];
+}
+
+/** Encode one snapshot (its frame table travels once per session, see `encodeFrames`). */
+export function encodeSnapshot(snapshot: Snapshot): IEncodedSnapshot {
+  const blocks = new Float64Array(snapshot.blocks.length * BLOCK_FIELDS);
+  snapshot.blocks.forEach((b, i) => {
+    const o = i * BLOCK_FIELDS;
+    blocks[o] = b.device;
+    blocks[o + 1] = b.address;
+    blocks[o + 2] = b.size;
+    blocks[o + 3] = b.requestedSize;
+    blocks[o + 4] = STATES.indexOf(b.state);
+    blocks[o + 5] = b.stack;
+    blocks[o + 6] = b.segment;
+  });
+  const traces = new Float64Array(snapshot.traces.length * TRACE_FIELDS);
+  snapshot.traces.forEach((e, i) => {
+    const o = i * TRACE_FIELDS;
+    const action = ACTIONS.indexOf(e.action as (typeof ACTIONS)[number]);
+    traces[o] = action < 0 ? ACTIONS.length - 1 : action;
+    traces[o + 1] = e.device;
+    traces[o + 2] = e.address ?? NaN;
+    traces[o + 3] = e.size;
+    traces[o + 4] = e.stack;
+  });
+  return { blocks, traces, totals: snapshot.totals };
+}
+
+/** The frame table as plain arrays. */
+export function encodeFrames(table: FrameTable): Pick<IEncodedSession, 'frames' | 'stacks'> {
+  const frames: [string, string, number][] = [];
+  for (let i = 0; i < table.frameCount; i++) {
+    const f = table.frame(i);
+    frames.push([f.name, f.filename, f.line]);
+  }
+  const stacks: (readonly number[])[] = [];
+  for (let i = 0; i < table.stackCount; i++) {
+    stacks.push(table.stack(i));
+  }
+  return { frames, stacks };
+}
+
+/** The buffers of an encoded session, to move rather than copy. */
+export function sessionBuffers(session: IEncodedSession): ArrayBuffer[] {
+  return session.snapshots.flatMap(s => [s.blocks.buffer as ArrayBuffer, s.traces.buffer as ArrayBuffer]);
+}
+
+/** The snapshots back, sharing one frame table whose ids are the page's. */
+export function decodeSession(session: IEncodedSession): Snapshot[] {
+  const table = new FrameTable();
+  session.frames.forEach(([name, filename, line]) => table.internFrame(name, filename, line));
+  // Stack 0 is the empty stack in every table; the rest come in the page's order.
+  session.stacks.slice(1).forEach(ids => table.internStack([...ids]));
+  return session.snapshots.map(s => decodeSnapshot(s, table));
+}
+
+function decodeSnapshot(s: IEncodedSnapshot, frames: FrameTable): Snapshot {
+  const blocks: Block[] = [];
+  for (let o = 0; o < s.blocks.length; o += BLOCK_FIELDS) {
+    blocks.push({
+      device: s.blocks[o],
+      address: s.blocks[o + 1],
+      size: s.blocks[o + 2],
+      requestedSize: s.blocks[o + 3],
+      state: STATES[s.blocks[o + 4]],
+      stack: s.blocks[o + 5],
+      segment: s.blocks[o + 6]
+    });
+  }
+  const traces: TraceEntry[] = [];
+  for (let o = 0; o < s.traces.length; o += TRACE_FIELDS) {
+    const address = s.traces[o + 2];
+    traces.push({
+      device: s.traces[o + 1],
+      action: ACTIONS[s.traces[o]],
+      address: Number.isNaN(address) ? null : address,
+      size: s.traces[o + 3],
+      stream: 0,
+      timeUs: null,
+      stack: s.traces[o + 4],
+      userMetadata: '',
+      deviceFree: null
+    });
+  }
+  return { segments: [], blocks, traces, totals: s.totals, frames };
+}

@@ -1,0 +1,136 @@
+/**
+ * The leak finder's codes in the user's language: each finding, fix and
+ * holder is one whole sentence (or phrase) for the translator, with
+ * placeholders for figures and names. Names are wrapped in backticks, which
+ * the view renders as code.
+ */
+import { TranslationBundle } from '@jupyterlab/translation';
+import { BlockOrigin, formatBytes, IHolder, LeakAdvice, LeakFinding } from '../engine';
+
+/** Names as code spans: `a`, `b`. */
+function names(list: readonly string[]): string {
+  return list.map(n => `\`${n}\``).join(', ');
+}
+
+/** What made retained memory. */
+export function originWords(origin: BlockOrigin, trans: TranslationBundle): string {
+  switch (origin) {
+    case 'parameters':
+      return trans.__('module parameters and buffers');
+    case 'optimizer':
+      return trans.__('optimizer state');
+    case 'gradient':
+      return trans.__('gradients and workspaces of the backward pass');
+    case 'forward':
+      return trans.__('outputs of a forward pass');
+    case 'direct':
+      return trans.__('tensors the cell created');
+    case 'workspace':
+      return trans.__('library workspace (cuBLAS, cuDNN), kept by the library for the next matmul');
+  }
+}
+
+/** A holder as a phrase. */
+export function holderWords(holder: IHolder, trans: TranslationBundle): string {
+  switch (holder.kind) {
+    case 'graph':
+      return trans.__('autograd graph of %1', holder.path);
+    case 'native':
+      return trans.__('native code (no tensor: a library workspace)');
+    case 'unreachable':
+      return trans.__('a tensor nothing visible references (%1)', holder.path);
+    case 'hook':
+      return holder.via ? trans.__('%1 (%2)', holder.path, holder.via) : trans.__('%1 (appended to by a forward hook)', holder.path);
+    default:
+      return holder.path;
+  }
+}
+
+function holdersWords(holders: readonly IHolder[], trans: TranslationBundle): string {
+  return holders.map(h => holderWords(h, trans)).join(', ');
+}
+
+/** A finding as a sentence; `label` names an execution (`Cell [4]`). */
+export function findingWords(finding: LeakFinding, label: (execution: number) => string, trans: TranslationBundle): string {
+  switch (finding.code) {
+    case 'growth':
+      return trans.__(
+        'Memory held by this code grew by %1 when it ran again (%2 \u2192 %3).',
+        formatBytes(finding.bytes),
+        label(finding.from),
+        label(finding.to)
+      );
+    case 'same-code-grew':
+      return trans.__('Runs the same code as %1, which added %2 on top of what this run left.', label(finding.later), formatBytes(finding.grewBytes));
+    case 'graph':
+      return finding.names.length
+        ? trans.__(
+            'Keeps %1 of forward-pass activations outside torch.no_grad() with no backward pass: an autograd graph, held through %2.',
+            formatBytes(finding.bytes),
+            names(finding.names)
+          )
+        : trans.__('Keeps %1 of forward-pass activations outside torch.no_grad() with no backward pass: an autograd graph.', formatBytes(finding.bytes));
+    case 'output-cache':
+      return trans.__("%1 made by the cell's last expression is kept by the output cache %2.", formatBytes(finding.bytes), names(finding.names));
+    case 'traceback':
+      return finding.fn
+        ? trans.__('%1 allocated in %2 is kept by the last traceback (sys.last_traceback): the cell raised %3.', formatBytes(finding.bytes), names([finding.fn]), finding.error)
+        : trans.__('%1 allocated in a function is kept by the last traceback (sys.last_traceback): the cell raised %2.', formatBytes(finding.bytes), finding.error);
+    case 'kernel-holders-leak':
+      return finding.confirmed
+        ? trans.__('Confirmed by the kernel: %1 held only by %2.', formatBytes(finding.bytes), holdersWords(finding.holders, trans))
+        : trans.__('The kernel found %1 held only by %2.', formatBytes(finding.bytes), holdersWords(finding.holders, trans));
+    case 'kernel-holders-clear':
+      if (!finding.orphans) {
+        return finding.holders.length
+          ? trans.__('The kernel found every live block held by %1.', holdersWords(finding.holders, trans))
+          : trans.__('The kernel found every live block held by nothing it could name.');
+      }
+      return trans._n(
+        "The kernel found its live blocks held by %2; %1 held only from C++ (a later cell's autograd graph or a library cache).",
+        "The kernel found its live blocks held by %2; %1 held only from C++ (a later cell's autograd graph or a library cache).",
+        finding.orphans,
+        holdersWords(finding.holders, trans) || trans.__('nothing it could name')
+      );
+    case 'fixed':
+      return trans.__('Fixed: the %1 it leaked was freed by %2.', formatBytes(finding.bytes), label(finding.by));
+    case 'workspace':
+      return trans.__('Also keeps %1 of library workspace (cuBLAS, cuDNN): not part of the leak.', formatBytes(finding.bytes));
+    case 'retained':
+      return finding.names.length
+        ? trans.__('Keeps %1 of %2 (held by %3).', formatBytes(finding.bytes), originWords(finding.origin, trans), names(finding.names))
+        : trans.__('Keeps %1 of %2.', formatBytes(finding.bytes), originWords(finding.origin, trans));
+    case 'all-freed-later':
+      return trans.__('Left %1 alive, all freed later (by %2).', formatBytes(finding.bytes), finding.by.map(label).join(', '));
+    case 'nothing-left':
+      return trans.__('Left nothing alive.');
+  }
+}
+
+/** A fix as a sentence. */
+export function adviceWords(advice: LeakAdvice, trans: TranslationBundle): string {
+  switch (advice.code) {
+    case 'no-grad':
+      return trans.__('Evaluate under `torch.no_grad()` (or `torch.inference_mode()`), or keep `.detach()`ed outputs.');
+    case 'no-grad-or-detach':
+      return trans.__('Evaluate under `torch.no_grad()`, or call `.detach()` on what you keep.');
+    case 'detach-hidden':
+      return trans.__('Call `.detach()` on %1 before the next step: the hidden state carries every step\u2019s graph.', names(advice.names));
+    case 'append-item':
+      return trans.__('Append `%1.item()` (or `%1.detach()`) to `%2`, not the tensor.', advice.name, advice.list);
+    case 'remove-hook':
+      return advice.lists.length
+        ? trans.__('Remove the hook that stores outputs, or clear the list it appends to (%1).', names(advice.lists))
+        : trans.__('Remove the hook or clear the list.');
+    case 'silence-output':
+      return advice.executionCount === null
+        ? trans.__('End the line with `;` or delete its `Out[n]` entry.')
+        : trans.__('End the line with `;` or `del Out[%1]`.', advice.executionCount);
+    case 'clear-traceback':
+      return trans.__('Clear the last traceback (`sys.last_traceback = sys.last_value = sys.last_exc = None`) or run a cell that raises nothing big.');
+    case 'drop-references':
+      return trans.__('Drop the references the kernel names.');
+    case 'find-holder':
+      return trans.__('Find what keeps each run\u2019s tensors (a list, a dict, a hook) and clear it, or keep `.item()` / `.detach()` values.');
+  }
+}
