@@ -17,7 +17,7 @@ import {
   IExecutionVerdict,
   IHolderAnswer,
   ILeakExecution,
-  isAllocated,
+  IRankLeaksResult,
   LeakReport,
   sessionBuffers,
   Snapshot
@@ -108,11 +108,13 @@ export class LeakFinderModel {
     this._changed.emit();
     const session = this._session(records);
     const ask = notebook.requestHolders;
-    const findings = this._rank(run, session).then(report => {
+    let queries: readonly BlockQuery[] = [];
+    const findings = this._rank(run, session, undefined, ask ? Private.MAX_QUERIES : 0).then(result => {
       if (run !== this._run) {
         return null;
       }
-      this._findings = this._entries(report, session, ask ? 'pending' : 'guessed', ask ? null : { kind: 'no-kernel' });
+      queries = result.queries;
+      this._findings = this._entries(result.report, session, ask ? 'pending' : 'guessed', ask ? null : { kind: 'no-kernel' });
       this._running = !!ask;
       this._changed.emit();
       return this._findings;
@@ -120,7 +122,7 @@ export class LeakFinderModel {
     const refined = findings.then(first =>
       !first || !ask
         ? first
-        : ask.call(notebook, Private.liveBlocks(records[records.length - 1])).then(
+        : ask.call(notebook, queries).then(
             answer => this._refine(run, session, answer),
             reason => this._refine(run, session, null, (reason as Error).message)
           )
@@ -145,8 +147,13 @@ export class LeakFinderModel {
   }
 
   /** Rank in the worker: the first time with the encoded snapshots, again (with holders) by the session's key. */
-  private async _rank(run: number, session: Private.ISession, holders?: IHolderAnswer['holders']): Promise<LeakReport> {
-    const request = { key: session.key, executions: session.executions, holders };
+  private async _rank(
+    run: number,
+    session: Private.ISession,
+    holders?: IHolderAnswer['holders'],
+    queries = 0
+  ): Promise<IRankLeaksResult> {
+    const request = { key: session.key, executions: session.executions, holders, queries };
     if (holders) {
       try {
         return await this._worker.call('rankLeaks', request);
@@ -190,7 +197,7 @@ export class LeakFinderModel {
       // The worker keeps the session: the second ranking sends only the holders.
       let report: LeakReport;
       try {
-        report = await this._rank(run, session, answer.holders);
+        report = (await this._rank(run, session, answer.holders)).report;
       } catch (reason) {
         this._fail(run, reason);
         return null;
@@ -307,10 +314,10 @@ namespace Private {
   }
 
   /**
-   * Blocks encoded per main-thread task: about 3 ms of copying on a laptop,
+   * Blocks encoded per main-thread task: a few ms of copying,
    * so encoding a long session never makes one long task.
    */
-  const ENCODE_SLICE_BLOCKS = 50000;
+  const ENCODE_SLICE_BLOCKS = 20000;
 
   /** The snapshots as typed arrays for the worker, a slice of blocks per task. */
   export async function encode(snapshots: readonly Snapshot[]): Promise<IEncodedSession> {
@@ -328,15 +335,6 @@ namespace Private {
     return { ...encodeFrames(snapshots[0].frames), snapshots: encoded };
   }
 
-  /** Most blocks asked about in one request: the largest first. */
+  /** Most blocks asked about in one request: the largest first (the worker picks them). */
   export const MAX_QUERIES = 20000;
-
-  /** The allocated blocks of a record's snapshot, largest first. */
-  export function liveBlocks(record: CellRecord): BlockQuery[] {
-    return record.snapshot.blocks
-      .filter(isAllocated)
-      .sort((a, b) => b.size - a.size)
-      .slice(0, MAX_QUERIES)
-      .map(b => [b.device, b.address, b.size]);
-  }
 }

@@ -344,10 +344,15 @@ describe('findLeaks rules', () => {
     const s = sessionOf('eval_without_no_grad--python');
     const executions = sessionExecutions(s.manifest);
     const session = { ...encodeFrames(s.frames), snapshots: s.snapshots.map(encodeSnapshot) };
-    expect(rankLeaks({ key: 1, session, executions })).toEqual(findLeaks(s.snapshots, executions));
+    const first = rankLeaks({ key: 1, session, executions, queries: 3 });
+    expect(first.report).toEqual(findLeaks(s.snapshots, executions));
+    // the blocks to ask the kernel about: the latest snapshot's allocated blocks, largest first
     const last = s.snapshots[s.snapshots.length - 1];
+    const largest = last.blocks.filter(b => b.state === 'active_allocated').sort((a, b) => b.size - a.size);
+    expect(first.queries.map(q => q[2])).toEqual(largest.slice(0, 3).map(b => b.size));
     const holders = new Map(last.blocks.map(b => [holderKey(b.device, b.address), [{ kind: 'variable' as const, path: 'x' }]]));
-    expect(rankLeaks({ key: 1, executions, holders })).toEqual(findLeaks(s.snapshots, executions, { holders }));
+    const again = rankLeaks({ key: 1, executions, holders });
+    expect(again).toEqual({ report: findLeaks(s.snapshots, executions, { holders }), queries: [] });
     expect(() => rankLeaks({ key: 2, executions, holders })).toThrow(/session 2 is not kept; send it again/);
   });
 

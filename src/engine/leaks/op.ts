@@ -5,7 +5,7 @@
  * for, which then sends only the holders.
  */
 import { IBlockHolders } from '../holders';
-import { Snapshot } from '../model';
+import { isAllocated, Snapshot } from '../model';
 import { IExecutionRetention, kernelPositions, retentionByExecution } from '../retention';
 import { findLeaks } from './find';
 import { decodeSession, IEncodedSession } from './transfer';
@@ -20,13 +20,22 @@ export interface IRankLeaksRequest {
   readonly executions: readonly ILeakExecution[];
   /** The kernel's holders for the latest snapshot. */
   readonly holders?: IBlockHolders;
+  /** How many of the latest snapshot's allocated blocks, largest first, to list for asking the kernel (0: none). */
+  readonly queries?: number;
+}
+
+/** What `rankLeaks` gives back. */
+export interface IRankLeaksResult {
+  readonly report: LeakReport;
+  /** The blocks to ask the kernel about, as `[device, address, size]`, largest first. */
+  readonly queries: readonly [number, number, number][];
 }
 
 /** The one session the worker keeps: the panel ranks one notebook at a time. */
 let kept: { key: number; snapshots: Snapshot[]; retention: IExecutionRetention[] } | null = null;
 
 /** Rank a session's leaks; throws when asked to re-rank a session it no longer keeps. */
-export function rankLeaks(request: IRankLeaksRequest): LeakReport {
+export function rankLeaks(request: IRankLeaksRequest): IRankLeaksResult {
   if (request.session) {
     const snapshots = decodeSession(request.session);
     const kernels = kernelPositions(request.executions.map(e => e.kernelSession));
@@ -34,5 +43,15 @@ export function rankLeaks(request: IRankLeaksRequest): LeakReport {
   } else if (kept?.key !== request.key) {
     throw new Error(`rankLeaks: session ${request.key} is not kept; send it again`);
   }
-  return findLeaks(kept!.snapshots, request.executions, { holders: request.holders, retention: kept!.retention });
+  const report = findLeaks(kept!.snapshots, request.executions, { holders: request.holders, retention: kept!.retention });
+  return { report, queries: request.queries ? largestAllocated(kept!.snapshots[kept!.snapshots.length - 1], request.queries) : [] };
+}
+
+/** The allocated blocks of a snapshot, largest first (sorting 40,000 blocks is work the page should not do). */
+function largestAllocated(snapshot: Snapshot, most: number): [number, number, number][] {
+  return snapshot.blocks
+    .filter(isAllocated)
+    .sort((a, b) => b.size - a.size)
+    .slice(0, most)
+    .map(b => [b.device, b.address, b.size]);
 }
