@@ -38,7 +38,7 @@ test.describe('find leaking cell', () => {
     const top = panel.locator('.jp-CudaMemdiffLeak.jp-mod-top');
     await expect(top).toHaveAttribute('data-verdict', 'leak');
     await expect(top).toContainText('autograd graph');
-    await expect(top.getByLabel('What to do')).toContainText('evaluate under torch.no_grad()');
+    await expect(top.getByLabel('What to do')).toContainText('Evaluate under torch.no_grad()');
     // the model's weights and the inputs stay, as they should
     await expect(panel.locator('.jp-CudaMemdiffLeak[data-verdict="retained"]')).toHaveCount(3);
     await expect(panel.locator('.jp-CudaMemdiffLeak[data-verdict="leak"]')).toHaveCount(1);
