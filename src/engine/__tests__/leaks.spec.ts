@@ -15,6 +15,7 @@ import {
   IExecutionVerdict,
   IHolder,
   ILeakExecution,
+  isNativeFrame,
   LEAK_CONFIDENCE_BYTES,
   LeakReport,
   loadSession,
@@ -249,6 +250,35 @@ describe('figures that add up (issue 10, item 6)', () => {
     expect(workspace.size).toBeGreaterThan(0);
     const live = findLeaks(s.snapshots, executions, { holders });
     expect([live.executions[2].verdict, live.executions[4].verdict, live.topLeak]).toEqual(['leak', 'leak', 4]);
+  });
+
+  it('never counts gradients as leaked bytes, even when the kernel says only a graph holds them (losses_without_item)', () => {
+    // Each run's backward pass leaves gradients and the backward thread's cuBLAS workspace: no Python frames.
+    const s = sessionOf('losses_without_item--holders', LIVE);
+    const executions = sessionExecutions(s.manifest);
+    const last = s.snapshots[s.snapshots.length - 1];
+    const holders = new Map(last.blocks.map(b => [holderKey(b.device, b.address), [{ kind: 'graph' as const, path: 'loss' }]]));
+    const pythonFrames = (stack: number) => s.frames.stack(stack).filter(id => !isNativeFrame(s.frames.frame(id))).length;
+    const gradients = retentionByExecution(s.snapshots).map(r => r.alive.filter(b => pythonFrames(b.stack) === 0));
+    expect(gradients[1].length).toBeGreaterThan(0);
+    const report = findLeaks(s.snapshots, executions, { holders });
+    for (const v of report.executions) {
+      expect(v.evidence.every(e => pythonFrames(e.stack) > 0)).toBe(true);
+    }
+    expect(report.executions[1].leakedBytes).toBeLessThanOrEqual(report.executions[1].leftBytes - gradients[1].reduce((n, b) => n + b.size, 0));
+  });
+
+  it('names the output cache as the kernel does: `Out[2]` and `_` when it said so, `Out[2]` alone offline (out_cache)', () => {
+    const s = sessionOf('out_cache--holders', LIVE);
+    const executions = sessionExecutions(s.manifest);
+    const outputCache = (r: LeakReport) => r.executions[1].findings.find(f => f.code === 'output-cache');
+    expect(outputCache(findLeaks(s.snapshots, executions))).toMatchObject({ names: ['Out[2]'] });
+    const live = findLeaks(s.snapshots, executions, { holders: s.holders[2]! });
+    expect(outputCache(live)).toMatchObject({ names: ['Out[2]', '_'] });
+    expect(findingText(outputCache(live)!, String)).toBe("64.0 MiB made by the cell's last expression is kept by the output cache `Out[2]`, `_`");
+    // a cache the kernel names `__` is worded `__`, never a stale `_`
+    const renamed = new Map([...s.holders[2]!].map(([k, list]) => [k, list.map(h => (h.path === '_' ? { ...h, path: '__' } : h))]));
+    expect(outputCache(findLeaks(s.snapshots, executions, { holders: renamed }))).toMatchObject({ names: ['Out[2]', '__'] });
   });
 
   it('gives findings as data: codes with bytes and executions, worded by findingText', () => {
