@@ -1,0 +1,69 @@
+// ESLint for src/ (flat config): the JupyterLab extension template's rules
+// (eslint:recommended, typescript-eslint's recommended, Prettier, the
+// interface naming, curly, eqeqeq, single quotes) plus React's and the hooks'.
+import js from '@eslint/js';
+import prettierRecommended from 'eslint-plugin-prettier/recommended';
+import react from 'eslint-plugin-react';
+import reactHooks from 'eslint-plugin-react-hooks';
+import globals from 'globals';
+import tseslint from 'typescript-eslint';
+
+export default tseslint.config(
+  {
+    ignores: [
+      'node_modules',
+      'dist',
+      'lib',
+      'coverage',
+      '**/*.d.ts',
+      'tests',
+      '**/__tests__',
+      'ui-tests',
+      'jupyterlab_cuda_memdiff/labextension',
+      '.venv',
+      '.demo-work',
+      'src/engine/protocol.generated.ts'
+    ]
+  },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    files: ['src/**/*.{ts,tsx}'],
+    languageOptions: {
+      globals: { ...globals.browser, ...globals.node },
+      parserOptions: { project: 'tsconfig.json', tsconfigRootDir: import.meta.dirname }
+    },
+    plugins: { react, 'react-hooks': reactHooks },
+    settings: { react: { version: 'detect' } },
+    rules: {
+      ...react.configs.recommended.rules,
+      ...reactHooks.configs.recommended.rules,
+      // The template's rules.
+      '@typescript-eslint/naming-convention': [
+        'error',
+        { selector: 'interface', format: ['PascalCase'], custom: { regex: '^I[A-Z]', match: true } }
+      ],
+      '@typescript-eslint/no-unused-vars': ['warn', { args: 'none' }],
+      '@typescript-eslint/no-explicit-any': 'off',
+      '@typescript-eslint/no-namespace': 'off',
+      '@typescript-eslint/no-use-before-define': 'off',
+      curly: ['error', 'all'],
+      eqeqeq: 'error',
+      'prefer-arrow-callback': 'error',
+      // Components are function components typed by TypeScript, not by propTypes.
+      'react/prop-types': 'off'
+    }
+  },
+  {
+    // The build and bench scripts are CommonJS for Node.
+    files: ['**/*.js'],
+    languageOptions: { sourceType: 'commonjs', globals: { ...globals.node } },
+    rules: { '@typescript-eslint/no-require-imports': 'off' }
+  },
+  prettierRecommended,
+  {
+    // After Prettier's config, which turns `quotes` off: the template keeps single quotes as an error.
+    files: ['src/**/*.{ts,tsx}'],
+    rules: { quotes: ['error', 'single', { avoidEscape: true, allowTemplateLiterals: false }] }
+  }
+);
