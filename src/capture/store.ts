@@ -4,7 +4,7 @@
  */
 import { ISignal, Signal } from '@lumino/signaling';
 import { FrameTable, IWireBefore, IWireDeviceStats, Snapshot, totalBytes } from '../engine';
-import { HelperStatus } from './protocol';
+import { DEFAULT_HELPER_SETTINGS, HelperStatus } from './protocol';
 
 /** One snapshot the helper took, after a cell or at an out-of-memory error. */
 export interface CellRecord {
@@ -239,7 +239,7 @@ export class SnapshotStore {
 /** A namespace for SnapshotStore statics. */
 export namespace SnapshotStore {
   /** Snapshots kept by default per notebook. */
-  export const DEFAULT_MAX_RECORDS = 200;
+  export const DEFAULT_MAX_RECORDS = DEFAULT_HELPER_SETTINGS.snapshots_kept;
 
   export interface IOptions {
     maxRecords?: number;

@@ -19,7 +19,7 @@ import {
   retentionByExecution,
   Snapshot
 } from '../engine';
-import { DiffPanelModel } from '../panel/model';
+import type { IDiffPanel } from '../tokens';
 
 /** One ranked cell execution. */
 export interface ILeakEntry {
@@ -50,7 +50,7 @@ export type HoldersNote =
 
 /** Leak finder state for the panel's notebook. */
 export class LeakFinderModel {
-  constructor(panel: DiffPanelModel) {
+  constructor(panel: IDiffPanel.IModel) {
     this._panel = panel;
     panel.changed.connect(this._onPanelChanged, this);
   }
@@ -192,8 +192,8 @@ export class LeakFinderModel {
     this._notebook = this._panel.notebook;
   }
 
-  private readonly _panel: DiffPanelModel;
-  private _notebook = null as DiffPanelModel['notebook'];
+  private readonly _panel: IDiffPanel.IModel;
+  private _notebook = null as IDiffPanel.IModel['notebook'];
   private _findings: ILeakFindings | null = null;
   private _error: LeakFinderModel.Problem | null = null;
   private _running = false;
@@ -213,7 +213,7 @@ export namespace LeakFinderModel {
 
 namespace Private {
   /** Why a notebook has no snapshots to rank. */
-  export function problem(notebook: DiffPanelModel['notebook']): LeakFinderModel.Problem {
+  export function problem(notebook: IDiffPanel.IModel['notebook']): LeakFinderModel.Problem {
     if (!notebook) {
       return 'no-notebook';
     }

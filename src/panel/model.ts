@@ -4,8 +4,8 @@
  * engine and caches the result; the React views only render it.
  */
 import { ISignal, Signal } from '@lumino/signaling';
-import { BlockQuery } from '../capture/protocol';
-import { CellRecord, SnapshotStore } from '../capture/store';
+import { CellRecord } from '../capture/store';
+import type { IFollowedNotebook } from '../tokens';
 import {
   AllocationSite,
   CellCodeNames,
@@ -14,22 +14,14 @@ import {
   FrameTable,
   groupBySite,
   ICellSource,
-  IHolderAnswer,
   readSnapshot,
   Snapshot,
   SnapshotDiff,
   SnapshotError
 } from '../engine';
 
-/** A notebook as the panel needs it: its snapshots and its cells' sources. */
-export interface IFollowedNotebook {
-  readonly title: string;
-  readonly store: SnapshotStore;
-  /** The code cells as they are now (id and source), in notebook order. */
-  cells(): ICellSource[];
-  /** Ask the kernel who holds these blocks; absent where no kernel can answer. */
-  requestHolders?(blocks: readonly BlockQuery[]): Promise<IHolderAnswer>;
-}
+// The followed notebook is part of the public contract; re-exported for the panel's users.
+export type { IFollowedNotebook };
 
 /** A snapshot file opened in the panel (a pickle from _dump_snapshot, or JSON). */
 export interface ISnapshotFile {

@@ -18,7 +18,7 @@ import {
   visibleStack
 } from '../engine';
 import { largestGroups, segmentMapLayout } from './segments';
-import { cellFrameLabel, ICellLocation, StackView } from './stack';
+import { cellFrameLabel, ICellLocation, StackView } from '../components/stack';
 import { useWidth } from './width';
 
 /** Width before the panel is measured, in pixels. */
@@ -52,7 +52,7 @@ function allocatingCell(snapshot: Snapshot, block: Block, cells: CellCodeNames):
     const frame = snapshot.frames.frame(ids[i]);
     if (isCellFilename(frame.filename)) {
       const cell = cells.lookup(frame.filename)?.cells[0];
-      return cell ? { key: `cell:${cell.id}`, label: cellFrameLabel(cell, frame.line).label.replace(/, line \d+$/, '') } : null;
+      return cell ? { key: `cell:${cell.id}`, label: cellFrameLabel(cell, frame.line).cellLabel } : null;
     }
   }
   return null;
@@ -84,7 +84,7 @@ function blockTitle(snapshot: Snapshot, block: Block, cells: CellCodeNames, tran
       const f = snapshot.frames.frame(entry.frameId);
       const cell = cells.lookup(f.filename)?.cells[0];
       if (cell) {
-        const { label, sourceLine } = cellFrameLabel(cell, f.line);
+        const { label, sourceLine } = cellFrameLabel(cell, f.line, trans);
         lines.push(`  ${label}: ${sourceLine}`);
       } else {
         lines.push(`  ${f.name} (${f.filename}:${f.line})`);
