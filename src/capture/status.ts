@@ -17,6 +17,9 @@ export class CaptureStatus extends Widget {
     this.addClass('jp-CudaMemdiffStatus');
     this.node.setAttribute('role', 'status');
     this.store = store;
+    if (!store) {
+      this._update(); // the setter saw no change: hide until a store comes
+    }
   }
 
   /** The snapshots whose helper state it shows; the toolbar item exists before the capture does. */

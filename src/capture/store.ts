@@ -2,6 +2,7 @@
  * The snapshots of one notebook, in execution order, keyed by cell id.
  * State and signals only: the session fills it, badges and the panel read it.
  */
+import { IDisposable } from '@lumino/disposable';
 import { ISignal, Signal } from '@lumino/signaling';
 import { FrameTable, IWireBefore, IWireDeviceStats, Snapshot, totalBytes } from '../engine';
 import { DEFAULT_HELPER_SETTINGS, HelperStatus } from './protocol';
@@ -71,7 +72,7 @@ export interface ISnapshotEntry {
 }
 
 /** A notebook's snapshots. */
-export class SnapshotStore {
+export class SnapshotStore implements IDisposable {
   constructor(options: SnapshotStore.IOptions = {}) {
     this.maxRecords = options.maxRecords ?? SnapshotStore.DEFAULT_MAX_RECORDS;
   }
@@ -222,7 +223,16 @@ export class SnapshotStore {
     this._changed.emit();
   }
 
+  /** Whether the store was disposed. */
+  get isDisposed(): boolean {
+    return this._isDisposed;
+  }
+
   dispose(): void {
+    if (this._isDisposed) {
+      return;
+    }
+    this._isDisposed = true;
     Signal.clearData(this);
   }
 
@@ -234,6 +244,7 @@ export class SnapshotStore {
   private readonly _notes = new Map<string, ICellNote>();
   private _helper: IHelperState = { status: 'starting', message: '', replay: null };
   private _changed = new Signal<this, void>(this);
+  private _isDisposed = false;
 }
 
 /** A namespace for SnapshotStore statics. */

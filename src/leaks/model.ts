@@ -5,6 +5,7 @@
  * and ranks again with the answer. Views render it; the command highlights
  * the cell it names.
  */
+import { IDisposable } from '@lumino/disposable';
 import { ISignal, Signal } from '@lumino/signaling';
 import { BlockQuery } from '../capture/protocol';
 import { CellRecord } from '../capture/store';
@@ -49,7 +50,7 @@ export type HoldersNote =
   | { readonly kind: 'partial'; readonly elapsedMs: number };
 
 /** Leak finder state for the panel's notebook. */
-export class LeakFinderModel {
+export class LeakFinderModel implements IDisposable {
   constructor(panel: IDiffPanel.IModel) {
     this._panel = panel;
     panel.changed.connect(this._onPanelChanged, this);
@@ -116,7 +117,16 @@ export class LeakFinderModel {
     this._changed.emit();
   }
 
+  /** Whether the model was disposed. */
+  get isDisposed(): boolean {
+    return this._isDisposed;
+  }
+
   dispose(): void {
+    if (this._isDisposed) {
+      return;
+    }
+    this._isDisposed = true;
     this._panel.changed.disconnect(this._onPanelChanged, this);
     Signal.clearData(this);
   }
@@ -193,6 +203,7 @@ export class LeakFinderModel {
   }
 
   private readonly _panel: IDiffPanel.IModel;
+  private _isDisposed = false;
   private _notebook = null as IDiffPanel.IModel['notebook'];
   private _findings: ILeakFindings | null = null;
   private _error: LeakFinderModel.Problem | null = null;

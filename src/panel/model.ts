@@ -3,6 +3,7 @@
  * selected, the pair being compared and the frame filter. It calls the
  * engine and caches the result; the React views only render it.
  */
+import { IDisposable } from '@lumino/disposable';
 import { ISignal, Signal } from '@lumino/signaling';
 import { CellRecord } from '../capture/store';
 import type { IFollowedNotebook } from '../tokens';
@@ -50,7 +51,7 @@ export interface IComparison {
 const EMPTY: SnapshotRef = { kind: 'empty' };
 
 /** Model of the diff panel. */
-export class DiffPanelModel {
+export class DiffPanelModel implements IDisposable {
   /** Emitted when anything the views show changed. */
   get changed(): ISignal<this, void> {
     return this._changed;
@@ -303,7 +304,16 @@ export class DiffPanelModel {
     return this._cellNames!.names;
   }
 
+  /** Whether the model was disposed. */
+  get isDisposed(): boolean {
+    return this._isDisposed;
+  }
+
   dispose(): void {
+    if (this._isDisposed) {
+      return;
+    }
+    this._isDisposed = true;
     this.setNotebook(null);
     Signal.clearData(this);
   }
@@ -318,6 +328,7 @@ export class DiffPanelModel {
     this._groups = null;
   }
 
+  private _isDisposed = false;
   private _notebook: IFollowedNotebook | null = null;
   private _custom: IComparison | null = null;
   private _device: number | null = null;
