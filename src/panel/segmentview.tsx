@@ -79,7 +79,7 @@ function blockTitle(snapshot: Snapshot, block: Block, cells: CellCodeNames, tran
   const entries = visibleStack(snapshot.frames, block.stack);
   for (const entry of entries.slice(0, HOVER_FRAMES)) {
     if (entry.kind === 'native') {
-      lines.push(`  [${entry.count} C++]`);
+      lines.push(`  ${trans._n('[%1 C++ frame]', '[%1 C++ frames]', entry.count)}`);
     } else {
       const f = snapshot.frames.frame(entry.frameId);
       const cell = cells.lookup(f.filename)?.cells[0];
@@ -218,7 +218,7 @@ export function SegmentMap(props: ISegmentMapProps): JSX.Element {
               </text>
             ) : null}
             <rect className="jp-CudaMemdiffSegments-free" x={row.x} y={row.y} width={row.width} height={ROW_HEIGHT - 1}>
-              <title>{`${row.label}: ${formatBytes(row.size)}, ${formatBytes(row.freeBytes)} ${trans.__('free')}`}</title>
+              <title>{trans.__('%1: %2, %3 free', row.label, formatBytes(row.size), formatBytes(row.freeBytes))}</title>
             </rect>
             {row.items.map(item => (
               <rect
