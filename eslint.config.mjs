@@ -59,7 +59,13 @@ export default tseslint.config(
     // The build and bench scripts are CommonJS for Node.
     files: ['**/*.js'],
     languageOptions: { sourceType: 'commonjs', globals: { ...globals.node } },
-    rules: { '@typescript-eslint/no-require-imports': 'off' }
+    rules: {
+      '@typescript-eslint/no-require-imports': 'off',
+      // `const crypto = require('crypto')` is how a CommonJS script takes Node's module, not a redeclaration.
+      'no-redeclare': ['error', { builtinGlobals: false }],
+      // The template's setting; rest siblings drop keys on purpose (jest.config.js).
+      '@typescript-eslint/no-unused-vars': ['warn', { args: 'none', ignoreRestSiblings: true }]
+    }
   },
   prettierRecommended,
   {
