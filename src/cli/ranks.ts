@@ -10,31 +10,12 @@ import {
   IRankedSession,
   IRankGrowth,
   rankGrowth,
-  rankPoints
+  rankPoints,
+  RanksVerdict,
+  ranksVerdict
 } from '../engine';
 import { siteJson, siteLabel } from './report';
 import { renderTable } from './table';
-
-/** What the ranks' growth says, as a code and its ranks. */
-export type RanksVerdict =
-  | { code: 'rank-grows'; growing: number[]; flat: number[] }
-  | { code: 'all-grow'; growing: number[] }
-  | { code: 'all-flat' }
-  | { code: 'too-few-steps' };
-
-export function ranksVerdict(growth: readonly IRankGrowth[]): RanksVerdict {
-  if (growth.every(g => g.steps === 0)) {
-    return { code: 'too-few-steps' };
-  }
-  const growing = growth.filter(g => g.grows).map(g => g.rank);
-  if (growing.length === 0) {
-    return { code: 'all-flat' };
-  }
-  if (growing.length === growth.length) {
-    return { code: 'all-grow', growing };
-  }
-  return { code: 'rank-grows', growing, flat: growth.filter(g => !g.grows).map(g => g.rank) };
-}
 
 function growthOf(ranked: IRankedSession, filter: IFrameFilterOptions): IRankGrowth[] {
   return ranked.ranks.map(r => rankGrowth(r, filter));

@@ -194,6 +194,28 @@ export function rankGrowth(rank: IRankSession, options: IFrameFilterOptions = {}
   return { rank: rank.rank, steps, bytesPerStep, grows, sites };
 }
 
+/** What the ranks' growth says, as a code and its ranks. */
+export type RanksVerdict =
+  | { code: 'rank-grows'; growing: number[]; flat: number[] }
+  | { code: 'all-grow'; growing: number[] }
+  | { code: 'all-flat' }
+  | { code: 'too-few-steps' };
+
+/** The ranks' growth in one finding, as data for the CLI and the panel to word. */
+export function ranksVerdict(growth: readonly IRankGrowth[]): RanksVerdict {
+  if (growth.every(g => g.steps === 0)) {
+    return { code: 'too-few-steps' };
+  }
+  const growing = growth.filter(g => g.grows).map(g => g.rank);
+  if (growing.length === 0) {
+    return { code: 'all-flat' };
+  }
+  if (growing.length === growth.length) {
+    return { code: 'all-grow', growing };
+  }
+  return { code: 'rank-grows', growing, flat: growth.filter(g => !g.grows).map(g => g.rank) };
+}
+
 /** One site's live bytes on two ranks at the same capture point. */
 export interface IRankSiteComparison {
   readonly frameId: number;

@@ -78,3 +78,30 @@ describe('multi-rank sessions', () => {
     expect(() => compareRanks(ranked, 0, 1, 9)).toThrow('has no capture point 9');
   });
 });
+
+describe('a DDP job recorded on an H200 (test-data/ranks/ddp_one_gpu)', () => {
+  const DDP = path.resolve(RECORDINGS, '../ranks/ddp_one_gpu');
+  const ranked = loadRankedSession(
+    fs.readdirSync(DDP),
+    (folder, name) => new Uint8Array(fs.readFileSync(path.join(DDP, folder, name))),
+    fs.readFileSync(path.join(DDP, 'ranks.json'), 'utf-8')
+  );
+
+  it("gives each rank's figures as that rank's own torch.cuda.memory_allocated()", () => {
+    for (const rank of ranked.ranks) {
+      const own = JSON.parse(fs.readFileSync(path.join(DDP, `rank${rank.rank}.allocated.json`), 'utf-8'));
+      expect(rankPoints(rank).map(p => p.allocatedBytes)).toEqual(own);
+      expect(rankPoints(rank).map(p => p.memoryAllocated)).toEqual(own);
+    }
+  });
+
+  it('names the rank that keeps 64 MiB a step and the line that allocates it', () => {
+    const [flat, growing] = ranked.ranks.map(r => rankGrowth(r));
+    expect(flat.grows).toBe(false);
+    expect(growing.grows).toBe(true);
+    expect(growing.bytesPerStep).toBeCloseTo(64 * 2 ** 20, -5);
+    const site = ranked.frames.frame(growing.sites[0].frameId);
+    expect([path.basename(site.filename), site.line, site.name]).toEqual(['ranks_cuda_job.py', 40, '_train']);
+    expect(growing.sites[0].totalBytes).toBe(4 * 64 * 2 ** 20);
+  });
+});
