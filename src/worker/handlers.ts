@@ -15,6 +15,8 @@
  * module; its parameter and result types become `call`'s types.
  */
 
+import { closeRanks, compareLoadedRanks, loadRanks } from '../ranks/ops';
+
 /** A result that moves these buffers to the page instead of copying them. */
 export class Transferring<T> {
   constructor(
@@ -35,7 +37,10 @@ function where(): { worker: boolean } {
 }
 
 export const handlers = {
-  where
+  where,
+  loadRanks,
+  compareRanks: compareLoadedRanks,
+  closeRanks
 };
 
 /** The operations. */
