@@ -9,7 +9,7 @@ import * as React from 'react';
 import { TranslationBundle } from '@jupyterlab/translation';
 import { formatBytes } from '../engine';
 import { ranksChart } from './chart';
-import { IRanksSummary, ISiteSummary } from './ops';
+import { IRanksSummary, ISiteSummary } from '../worker/ranks';
 import { siteText, verdictText } from './words';
 
 const WIDTH = 560;

@@ -8,7 +8,7 @@ import { ReactWidget } from '@jupyterlab/apputils';
 import { Contents } from '@jupyterlab/services';
 import { TranslationBundle } from '@jupyterlab/translation';
 import { IEngineWorker } from '../tokens';
-import { IRankFile, IRanksSummary } from './ops';
+import { IRankFile, IRanksSummary } from '../worker/ranks';
 import { CompareRanks, RanksView } from './view';
 
 /** Bytes of a base64 file model. */

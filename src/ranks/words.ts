@@ -4,7 +4,7 @@
  */
 import { TranslationBundle } from '@jupyterlab/translation';
 import { formatBytes } from '../engine';
-import { IRanksSummary, ISiteSummary } from './ops';
+import { IRanksSummary, ISiteSummary } from '../worker/ranks';
 
 /** `file.py:40 fn`, with the folders left out; the full path is in the title. */
 export function siteText(site: ISiteSummary, trans: TranslationBundle): string {

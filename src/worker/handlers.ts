@@ -15,7 +15,7 @@
  * module; its parameter and result types become `call`'s types.
  */
 
-import { closeRanks, compareLoadedRanks, loadRanks } from '../ranks/ops';
+import { closeRanks, compareLoadedRanks, loadRanks } from './ranks';
 
 /** A result that moves these buffers to the page instead of copying them. */
 export class Transferring<T> {
