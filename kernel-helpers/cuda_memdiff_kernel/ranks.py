@@ -56,11 +56,11 @@ def _identity(torch):
 def _cuda_stats(torch):
     """Allocator figures of the devices this rank uses, in the session format's names."""
     per_device = [{"device": d["device"], "allocated": d["allocated"], "reserved": d["reserved"],
-                   "max_allocated": d["peak_allocated"], "max_reserved": d["peak_reserved"],
+                   "peak_allocated": d["peak_allocated"], "peak_reserved": d["peak_reserved"],
                    "device_free": d["device_free"], "device_total": d["device_total"]}
                   for d in torch_probe.device_stats(torch)]
     total = {key: sum(d[key] for d in per_device) for key in
-             ("allocated", "reserved", "max_allocated", "max_reserved", "device_free", "device_total")}
+             ("allocated", "reserved", "peak_allocated", "peak_reserved", "device_free", "device_total")}
     total["per_device"] = per_device
     return total
 
