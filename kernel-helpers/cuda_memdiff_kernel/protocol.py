@@ -23,6 +23,10 @@ STATUSES = (WAITING_TORCH, WAITING_CUDA, READY, NO_CUDA, TORCH_TOO_OLD, CAPTURE_
 # Block states, as small integers in the columnar block table.
 BLOCK_STATES = ("active_allocated", "active_pending_free")
 
+# What a live block is for, after a cell (roles.py); the order is the precedence when several
+# things keep one block. One line: scripts/embed-helper.js reads it into the frontend.
+ROLES = ["parameter", "buffer", "gradient", "optimizer_state", "activation", "output_cache", "traceback", "user", "workspace", "unknown"]
+
 # The helper's settings and their defaults; schema/plugin.json offers the same keys.
 DEFAULT_SETTINGS = {
     "capture": True,

@@ -1,0 +1,179 @@
+"""What each live block is for, after every cell: the cheap pass.
+
+The holder search (holders.py) names every path to a block and ends with
+the garbage collector's list of all objects: 700-800 ms at 40,000 blocks.
+After each cell only the role of each block is wanted, so this pass walks the
+same roots (walk.py) without building paths and without the garbage
+collector's list, and joins the tensors it meets to the allocator's blocks by
+storage address: a slice keeps its whole base storage alive, so the block a
+storage lies in gets the role of any tensor viewing it. Where several things
+keep one block, the first role in ``protocol.ROLES`` wins (a weight autograd
+saved is a parameter). A block no tensor reached is a library workspace when
+its size is one cuBLAS gives its workspaces, else ``unknown``.
+
+Bounded in time: a pass that runs out of budget stops walking, calls what it
+did not reach ``unknown`` and says ``partial``. A cell that changed neither
+the blocks nor the user's names reuses the previous answer.
+"""
+import bisect
+import os
+import sys
+import time
+
+from . import protocol, torch_probe
+from .compact import ROW_REQUESTED, ROW_SIZE, ROW_STATE
+from .walk import (BUFFER, GRADIENT, GRAPH, HOOK, OPTIMIZER, OUTPUT_CACHE, PARAMETER, TRACEBACK, VARIABLE, Budget,
+                   ObjectWalk, user_names)
+
+ROLES = tuple(protocol.ROLES)
+PARAMETER_ROLE, BUFFER_ROLE, GRADIENT_ROLE, OPTIMIZER_ROLE, ACTIVATION_ROLE, OUTPUT_ROLE, TRACEBACK_ROLE, \
+    USER_ROLE, WORKSPACE_ROLE, UNKNOWN_ROLE = range(len(ROLES))
+# The walk's kinds of holder, as roles.
+_ROLE_OF_KIND = {PARAMETER: PARAMETER_ROLE, BUFFER: BUFFER_ROLE, GRADIENT: GRADIENT_ROLE, OPTIMIZER: OPTIMIZER_ROLE,
+                 GRAPH: ACTIVATION_ROLE, OUTPUT_CACHE: OUTPUT_ROLE, TRACEBACK: TRACEBACK_ROLE, VARIABLE: USER_ROLE,
+                 HOOK: USER_ROLE}
+
+DEFAULT_BUDGET_S = 0.25
+# cuBLAS's workspace config when CUBLAS_WORKSPACE_CONFIG is unset (":KiB:count" pairs), by GPU generation.
+_CUBLAS_DEFAULT = ":4096:2:16:8"
+_CUBLAS_DEFAULT_SM90 = ":4096:8"
+_CUBLASLT_DEFAULT_KIB = 1024
+
+
+class _RoleWalk(ObjectWalk):
+    """Meets tensors from the user's roots; keeps the strongest role per block."""
+
+    paths = False
+
+    def __init__(self, torch, blocks, budget_s):
+        super().__init__(torch, budget_s)
+        self.graph_seen = {}  # one graph reached from two names is walked once
+        self.optimizer_params = True
+        self.blocks = blocks
+        self.roles = {}
+        self._starts = None
+
+    def record(self, tensor, kind, path, via=None):
+        try:
+            device = tensor.get_device()  # -1 for CPU tensors, which stand in for blocks in the tests
+            address = tensor.untyped_storage().data_ptr()
+        except Exception:  # sparse, meta, or freed storage
+            return
+        key = (device, address)
+        if key not in self.blocks:
+            key = self._containing(device, address)
+            if key is None:
+                return
+        role = _ROLE_OF_KIND[kind]
+        if role < self.roles.get(key, UNKNOWN_ROLE):
+            self.roles[key] = role
+
+    def _containing(self, device, address):
+        """The block a storage lies inside when it does not start one (rare: built on the first miss)."""
+        if self._starts is None:
+            self._starts = sorted(self.blocks)
+        i = bisect.bisect_right(self._starts, (device, address)) - 1
+        if i < 0:
+            return None
+        key = self._starts[i]
+        if key[0] != device or address >= key[1] + self.blocks[key][ROW_SIZE]:
+            return None
+        return key
+
+
+class RolePass:
+    """The role pass of one kernel: runs after each cell and remembers its last answer for reuse."""
+
+    def __init__(self, budget_s=DEFAULT_BUDGET_S):
+        self.budget_s = budget_s
+        self._last = None  # (fingerprint, block roles, answer)
+        self._workspace_sizes = None
+
+    def run(self, shell, blocks):
+        """Roles of ``blocks`` ({(device, address): block row}, compact.py) after a cell: a JSON-safe summary.
+
+        ``{"bytes": {role: bytes}, "partial", "elapsed_ms", "reused"}``;
+        ``self.by_block`` keeps {(device, address): role index} of the answer.
+        """
+        started = time.perf_counter()
+        torch = torch_probe.torch_module()
+        allocated = {key: row for key, row in blocks.items() if row[ROW_STATE] == 0}
+        fingerprint = _fingerprint(shell, allocated)
+        if self._last is not None and self._last[0] == fingerprint:
+            by_block, answer = self._last[1], dict(self._last[2])
+            answer.update(reused=True, elapsed_ms=_ms(started))
+            self.by_block = by_block
+            return answer
+        partial = False
+        walk = _RoleWalk(torch, allocated, self.budget_s) if torch is not None else None
+        if walk is not None:
+            try:
+                walk.walk_roots(shell)
+            except Budget:
+                partial = True
+        found = walk.roles if walk is not None else {}
+        workspace = set() if partial else self.workspace_sizes(torch)
+        by_block, totals = {}, [0] * len(ROLES)
+        for key, row in allocated.items():
+            role = found.get(key)
+            if role is None:
+                role = WORKSPACE_ROLE if row[ROW_REQUESTED] in workspace else UNKNOWN_ROLE
+            by_block[key] = role
+            totals[role] += row[ROW_SIZE]
+        answer = {"bytes": dict(zip(ROLES, totals)), "partial": partial, "elapsed_ms": _ms(started), "reused": False}
+        self.by_block = by_block
+        # A partial answer is not worth keeping: the next cell tries again.
+        self._last = None if partial else (fingerprint, by_block, answer)
+        return answer
+
+    def after_cell(self, shell, blocks):
+        """The cell's roles for its snapshot message, or None when the pass failed (the snapshot goes anyway)."""
+        try:
+            return self.run(shell, blocks)
+        except Exception:
+            self._last = None
+            return None
+
+    def workspace_sizes(self, torch):
+        """Byte sizes cuBLAS and cuBLASLt give their workspaces on this machine (read once)."""
+        if self._workspace_sizes is None:
+            self._workspace_sizes = _workspace_sizes(torch)
+        return self._workspace_sizes
+
+
+def roles_file(by_block):
+    """The per-block roles as a session folder's ``cellNN.roles.json`` columns (docs/session-format.md)."""
+    keys = sorted(by_block)
+    return {"device": [k[0] for k in keys], "address": [k[1] for k in keys],
+            "role": [ROLES[by_block[k]] for k in keys]}
+
+
+def _fingerprint(shell, blocks):
+    """What a cell must leave alone for the last answer to stand: the blocks and the objects the roots name."""
+    names = tuple((name, id(value)) for name, value in user_names(shell))
+    out = shell.user_ns.get("Out", {})
+    cache = tuple((k, id(v)) for k, v in list(out.items())) if isinstance(out, dict) else ()
+    return (frozenset(blocks), names, cache, id(getattr(sys, "last_traceback", None)))
+
+
+def _workspace_sizes(torch):
+    sizes = set()
+    capability = (0, 0)
+    try:
+        if torch is not None and torch.cuda.is_initialized():
+            capability = torch.cuda.get_device_capability()
+    except Exception:
+        pass
+    config = os.environ.get("CUBLAS_WORKSPACE_CONFIG") or (
+        _CUBLAS_DEFAULT_SM90 if capability >= (9, 0) else _CUBLAS_DEFAULT)
+    numbers = [int(n) for n in config.split(":") if n.strip().isdigit()]
+    total = sum(kib * count * 1024 for kib, count in zip(numbers[::2], numbers[1::2]))
+    if total:
+        sizes.add(total)
+    lt = os.environ.get("CUBLASLT_WORKSPACE_SIZE", "")
+    sizes.add((int(lt) if lt.isdigit() else _CUBLASLT_DEFAULT_KIB) * 1024)
+    return sizes
+
+
+def _ms(started):
+    return round((time.perf_counter() - started) * 1000, 3)
