@@ -22,8 +22,8 @@ import time
 
 from . import protocol, torch_probe
 from .compact import ROW_REQUESTED, ROW_SIZE, ROW_STATE
-from .walk import (BUFFER, GRADIENT, GRAPH, HOOK, OPTIMIZER, OUTPUT_CACHE, PARAMETER, TRACEBACK, VARIABLE, Budget,
-                   ObjectWalk, user_names)
+from .walk import (BUFFER, GRADIENT, GRAPH, HOOK, MAX_DEPTH, MAX_ITEMS, OPTIMIZER, OUTPUT_CACHE, PARAMETER, TRACEBACK,
+                   VARIABLE, Budget, ObjectWalk, user_names)
 
 ROLES = tuple(protocol.ROLES)
 PARAMETER_ROLE, BUFFER_ROLE, GRADIENT_ROLE, OPTIMIZER_ROLE, ACTIVATION_ROLE, OUTPUT_ROLE, TRACEBACK_ROLE, \
@@ -41,7 +41,11 @@ _CUBLASLT_DEFAULT_KIB = 1024
 
 
 class _RoleWalk(ObjectWalk):
-    """Meets tensors from the user's roots; keeps the strongest role per block."""
+    """Meets tensors from the user's roots; keeps the strongest role per block.
+
+    Blocks are found by address alone: CUDA's unified addressing gives each
+    device its own addresses, so no device lookup per tensor is needed.
+    """
 
     paths = False
 
@@ -50,18 +54,63 @@ class _RoleWalk(ObjectWalk):
         self.graph_seen = {}  # one graph reached from two names is walked once
         self.optimizer_params = True
         self.blocks = blocks
+        self.by_address = {key[1]: key for key in blocks}
         self.roles = {}
         self._starts = None
 
+    # The hot path, for the lists of thousands of tensors notebooks keep: the
+    # walk's own steps without its method calls per element.
+    def value(self, obj, kind, path, depth=0, via=None):
+        if type(obj) is list or type(obj) is tuple:
+            self.tick()
+            if id(obj) in self.seen or depth > MAX_DEPTH:
+                return
+            self.seen[id(obj)] = obj
+            if kind == VARIABLE and id(obj) in self.hook_lists:
+                kind, via = HOOK, self.hook_lists[id(obj)]
+            tensor_type, by_address, roles = self.torch.Tensor, self.by_address, self.roles
+            role = _ROLE_OF_KIND[kind]
+            for item in obj[:MAX_ITEMS]:
+                self.steps += 1
+                if self.steps % 512 == 0 and time.perf_counter() > self.deadline:
+                    raise Budget()
+                if not isinstance(item, tensor_type):
+                    self.value(item, kind, None, depth + 1, via)
+                elif item.requires_grad:  # a gradient or a graph to follow: the whole way
+                    self.tensor(item, kind, None)
+                else:  # recording twice is harmless, so no note of having seen it
+                    key = by_address.get(item.data_ptr())
+                    if key is None:
+                        self.record(item, kind, None)
+                    elif role < roles.get(key, UNKNOWN_ROLE):
+                        roles[key] = role
+            return
+        super().value(obj, kind, path, depth, via)
+
+    def tensor(self, t, kind, path, via=None):
+        self.record(t, kind, path)
+        if id(t) in self.seen:
+            return
+        self.seen[id(t)] = t
+        # Most tensors a notebook keeps need no grad: one attribute read instead of three.
+        if t.requires_grad:
+            if t.is_leaf:
+                if t.grad is not None:
+                    self.record(t.grad, GRADIENT, None)
+            elif t.grad_fn is not None:
+                self.graph(t.grad_fn, path)
+
     def record(self, tensor, kind, path, via=None):
         try:
-            device = tensor.get_device()  # -1 for CPU tensors, which stand in for blocks in the tests
-            address = tensor.untyped_storage().data_ptr()
+            address = tensor.data_ptr()
         except Exception:  # sparse, meta, or freed storage
             return
-        key = (device, address)
-        if key not in self.blocks:
-            key = self._containing(device, address)
+        key = self.by_address.get(address)
+        if key is None:  # a view that does not start its storage, or a storage that does not start its block
+            try:
+                key = self._containing(tensor.get_device(), tensor.untyped_storage().data_ptr())
+            except Exception:
+                return
             if key is None:
                 return
         role = _ROLE_OF_KIND[kind]
@@ -112,12 +161,15 @@ class RolePass:
             except Budget:
                 partial = True
         found = walk.roles if walk is not None else {}
+        totals = [0] * len(ROLES)
+        for key, role in found.items():
+            totals[role] += allocated[key][ROW_SIZE]
+        by_block = dict.fromkeys(allocated, UNKNOWN_ROLE)
+        by_block.update(found)
         workspace = set() if partial else self.workspace_sizes(torch)
-        by_block, totals = {}, [0] * len(ROLES)
-        for key, row in allocated.items():
-            role = found.get(key)
-            if role is None:
-                role = WORKSPACE_ROLE if row[ROW_REQUESTED] in workspace else UNKNOWN_ROLE
+        for key in allocated.keys() - found.keys():
+            row = allocated[key]
+            role = WORKSPACE_ROLE if row[ROW_REQUESTED] in workspace else UNKNOWN_ROLE
             by_block[key] = role
             totals[role] += row[ROW_SIZE]
         answer = {"bytes": dict(zip(ROLES, totals)), "partial": partial, "elapsed_ms": _ms(started), "reused": False}

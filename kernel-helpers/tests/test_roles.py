@@ -16,7 +16,7 @@ from cuda_memdiff_kernel import protocol, roles  # noqa: E402
 from cuda_memdiff_kernel.compact import FrameTable, read_state  # noqa: E402
 from cuda_memdiff_kernel.roles import RolePass  # noqa: E402
 
-NOTEBOOK = ROOT / "test-data" / "notebooks" / "training_roles.ipynb"
+NOTEBOOK = ROOT / "test-data" / "roles" / "training_roles.ipynb"
 
 
 def storage_key(t):
