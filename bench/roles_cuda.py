@@ -66,8 +66,9 @@ def main():
     assert shell.run_cell(MODEL).success
     params = sum(p.numel() for p in shell.user_ns["model"].parameters())
     for target in (10_000, 40_000):
-        blocks_now = sum(len(s["blocks"]) for s in torch.cuda.memory.memory_snapshot(include_traces=False))
-        assert shell.run_cell(f"small = [torch.empty(256, device='cuda') for _ in range({max(0, target - blocks_now)})]"
+        blocks_now = sum(1 for s in torch.cuda.memory.memory_snapshot(include_traces=False) for b in s["blocks"]
+                         if b["state"] == "active_allocated")
+        assert shell.run_cell(f"small_{target} = [torch.empty(256, device='cuda') for _ in range({target - blocks_now})]"
                               ).success
         log, frontends = SnapshotLog(), None
         frontends = Frontends(log)

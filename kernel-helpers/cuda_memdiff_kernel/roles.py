@@ -16,6 +16,7 @@ did not reach ``unknown`` and says ``partial``. A cell that changed neither
 the blocks nor the user's names reuses the previous answer.
 """
 import bisect
+import operator
 import os
 import sys
 import time
@@ -34,6 +35,8 @@ _ROLE_OF_KIND = {PARAMETER: PARAMETER_ROLE, BUFFER: BUFFER_ROLE, GRADIENT: GRADI
                  HOOK: USER_ROLE}
 
 DEFAULT_BUDGET_S = 0.25
+_CHUNK = 1024  # tensors of a list looked at between two looks at the clock
+_ADDRESS, _SIZE, _STATE = operator.itemgetter(1), operator.itemgetter(ROW_SIZE), operator.itemgetter(ROW_STATE)
 # cuBLAS's workspace config when CUBLAS_WORKSPACE_CONFIG is unset (":KiB:count" pairs), by GPU generation.
 _CUBLAS_DEFAULT = ":4096:2:16:8"
 _CUBLAS_DEFAULT_SM90 = ":4096:8"
@@ -41,7 +44,7 @@ _CUBLASLT_DEFAULT_KIB = 1024
 
 
 class _RoleWalk(ObjectWalk):
-    """Meets tensors from the user's roots; keeps the strongest role per block.
+    """Meets tensors from the user's roots; collects, per role, the blocks it met in that role.
 
     Blocks are found by address alone: CUDA's unified addressing gives each
     device its own addresses, so no device lookup per tensor is needed.
@@ -54,46 +57,49 @@ class _RoleWalk(ObjectWalk):
         self.graph_seen = {}  # one graph reached from two names is walked once
         self.optimizer_params = True
         self.blocks = blocks
-        self.by_address = {key[1]: key for key in blocks}
-        self.roles = {}
+        keys = list(blocks)
+        self.by_address = dict(zip(map(_ADDRESS, keys), keys))
+        self.found = [set() for _ in ROLES]
         self._starts = None
 
-    # The hot path, for the lists of thousands of tensors notebooks keep: the
-    # walk's own steps without its method calls per element.
+    # The hot path, for the lists of thousands of tensors notebooks keep: a
+    # chunk at a time, each step one C call over the chunk.
     def value(self, obj, kind, path, depth=0, via=None):
-        if type(obj) is list or type(obj) is tuple:
-            self.tick()
-            if id(obj) in self.seen or depth > MAX_DEPTH:
-                return
-            self.seen[id(obj)] = obj
-            if kind == VARIABLE and id(obj) in self.hook_lists:
-                kind, via = HOOK, self.hook_lists[id(obj)]
-            tensor_type, by_address, roles = self.torch.Tensor, self.by_address, self.roles
-            role = _ROLE_OF_KIND[kind]
-            for item in obj[:MAX_ITEMS]:
-                self.steps += 1
-                if self.steps % 512 == 0 and time.perf_counter() > self.deadline:
-                    raise Budget()
-                if not isinstance(item, tensor_type):
-                    self.value(item, kind, None, depth + 1, via)
-                elif item.requires_grad:  # a gradient or a graph to follow: the whole way
-                    self.tensor(item, kind, None)
-                else:  # recording twice is harmless, so no note of having seen it
-                    key = by_address.get(item.data_ptr())
-                    if key is None:
-                        self.record(item, kind, None)
-                    elif role < roles.get(key, UNKNOWN_ROLE):
-                        roles[key] = role
+        if type(obj) is not list and type(obj) is not tuple:
+            super().value(obj, kind, path, depth, via)
             return
-        super().value(obj, kind, path, depth, via)
+        self.tick()
+        if id(obj) in self.seen or depth > MAX_DEPTH:
+            return
+        self.seen[id(obj)] = obj
+        if kind == VARIABLE and id(obj) in self.hook_lists:
+            kind, via = HOOK, self.hook_lists[id(obj)]
+        tensor_type, found = self.torch.Tensor, self.found[_ROLE_OF_KIND[kind]]
+        for start in range(0, min(len(obj), MAX_ITEMS), _CHUNK):
+            if time.perf_counter() > self.deadline:
+                raise Budget()
+            chunk = obj[start:start + _CHUNK]
+            tensors = [item for item in chunk if isinstance(item, tensor_type)]
+            if len(tensors) < len(chunk):
+                for item in chunk:
+                    if not isinstance(item, tensor_type):
+                        self.value(item, kind, None, depth + 1, via)
+            for t in [t for t in tensors if t.requires_grad]:  # a gradient or a graph to follow
+                self.tensor(t, kind, None)
+            keys = list(map(self.by_address.get, [t.data_ptr() for t in tensors]))
+            found.update(keys)
+            if None in found:  # views that do not start their storage: the slow way
+                found.discard(None)
+                for t, key in zip(tensors, keys):
+                    if key is None:
+                        self.record(t, kind, None)
 
     def tensor(self, t, kind, path, via=None):
         self.record(t, kind, path)
         if id(t) in self.seen:
             return
         self.seen[id(t)] = t
-        # Most tensors a notebook keeps need no grad: one attribute read instead of three.
-        if t.requires_grad:
+        if t.requires_grad:  # most tensors a notebook keeps need none: one attribute read instead of three
             if t.is_leaf:
                 if t.grad is not None:
                     self.record(t.grad, GRADIENT, None)
@@ -102,20 +108,13 @@ class _RoleWalk(ObjectWalk):
 
     def record(self, tensor, kind, path, via=None):
         try:
-            address = tensor.data_ptr()
+            key = self.by_address.get(tensor.data_ptr())
+            if key is None:  # a view that does not start its storage, or a storage that does not start its block
+                key = self._containing(tensor.get_device(), tensor.untyped_storage().data_ptr())
         except Exception:  # sparse, meta, or freed storage
             return
-        key = self.by_address.get(address)
-        if key is None:  # a view that does not start its storage, or a storage that does not start its block
-            try:
-                key = self._containing(tensor.get_device(), tensor.untyped_storage().data_ptr())
-            except Exception:
-                return
-            if key is None:
-                return
-        role = _ROLE_OF_KIND[kind]
-        if role < self.roles.get(key, UNKNOWN_ROLE):
-            self.roles[key] = role
+        if key is not None:
+            self.found[_ROLE_OF_KIND[kind]].add(key)
 
     def _containing(self, device, address):
         """The block a storage lies inside when it does not start one (rare: built on the first miss)."""
@@ -135,7 +134,7 @@ class RolePass:
 
     def __init__(self, budget_s=DEFAULT_BUDGET_S):
         self.budget_s = budget_s
-        self._last = None  # (fingerprint, block roles, answer)
+        self._last = None  # (fingerprint, blocks, block roles, answer)
         self._workspace_sizes = None
 
     def run(self, shell, blocks):
@@ -146,36 +145,37 @@ class RolePass:
         """
         started = time.perf_counter()
         torch = torch_probe.torch_module()
-        allocated = {key: row for key, row in blocks.items() if row[ROW_STATE] == 0}
-        fingerprint = _fingerprint(shell, allocated)
-        if self._last is not None and self._last[0] == fingerprint:
-            by_block, answer = self._last[1], dict(self._last[2])
+        if any(map(_STATE, blocks.values())):  # pending frees are not allocated: they have no role
+            blocks = {key: row for key, row in blocks.items() if row[ROW_STATE] == 0}
+        fingerprint = _fingerprint(shell)
+        last = self._last
+        if last is not None and last[0] == fingerprint and last[1].keys() == blocks.keys():
+            self.by_block, answer = last[2], dict(last[3])
             answer.update(reused=True, elapsed_ms=_ms(started))
-            self.by_block = by_block
             return answer
         partial = False
-        walk = _RoleWalk(torch, allocated, self.budget_s) if torch is not None else None
+        walk = _RoleWalk(torch, blocks, self.budget_s) if torch is not None else None
         if walk is not None:
             try:
                 walk.walk_roots(shell)
             except Budget:
                 partial = True
-        found = walk.roles if walk is not None else {}
-        totals = [0] * len(ROLES)
-        for key, role in found.items():
-            totals[role] += allocated[key][ROW_SIZE]
-        by_block = dict.fromkeys(allocated, UNKNOWN_ROLE)
-        by_block.update(found)
-        workspace = set() if partial else self.workspace_sizes(torch)
-        for key in allocated.keys() - found.keys():
-            row = allocated[key]
-            role = WORKSPACE_ROLE if row[ROW_REQUESTED] in workspace else UNKNOWN_ROLE
-            by_block[key] = role
-            totals[role] += row[ROW_SIZE]
+        found = walk.found if walk is not None else [set() for _ in ROLES]
+        # Where several things keep a block, the first role wins.
+        by_block, assigned, totals = {}, set(), [0] * len(ROLES)
+        found[UNKNOWN_ROLE] = set(blocks.keys() - set().union(*found))
+        if not partial:
+            workspace = self.workspace_sizes(torch)
+            found[WORKSPACE_ROLE] = {k for k in found[UNKNOWN_ROLE] if blocks[k][ROW_REQUESTED] in workspace}
+        for role, keys in enumerate(found):
+            keys = keys - assigned
+            assigned |= keys
+            by_block.update(dict.fromkeys(keys, role))
+            totals[role] = sum(map(_SIZE, map(blocks.__getitem__, keys)))
         answer = {"bytes": dict(zip(ROLES, totals)), "partial": partial, "elapsed_ms": _ms(started), "reused": False}
         self.by_block = by_block
         # A partial answer is not worth keeping: the next cell tries again.
-        self._last = None if partial else (fingerprint, by_block, answer)
+        self._last = None if partial else (fingerprint, blocks, by_block, answer)
         return answer
 
     def after_cell(self, shell, blocks):
@@ -200,12 +200,12 @@ def roles_file(by_block):
             "role": [ROLES[by_block[k]] for k in keys]}
 
 
-def _fingerprint(shell, blocks):
-    """What a cell must leave alone for the last answer to stand: the blocks and the objects the roots name."""
+def _fingerprint(shell):
+    """What the roots name: with the same blocks, a cell that changed none of it keeps the last answer."""
     names = tuple((name, id(value)) for name, value in user_names(shell))
     out = shell.user_ns.get("Out", {})
     cache = tuple((k, id(v)) for k, v in list(out.items())) if isinstance(out, dict) else ()
-    return (frozenset(blocks), names, cache, id(getattr(sys, "last_traceback", None)))
+    return names, cache, id(getattr(sys, "last_traceback", None))
 
 
 def _workspace_sizes(torch):
