@@ -44,21 +44,21 @@ _CUBLASLT_DEFAULT_KIB = 1024
 
 
 class _RoleWalk(ObjectWalk):
-    """Meets tensors from the user's roots; collects, per role, the blocks it met in that role.
+    """Meets tensors from the user's roots; collects, per role, the addresses of the blocks it met in that role.
 
-    Blocks are found by address alone: CUDA's unified addressing gives each
-    device its own addresses, so no device lookup per tensor is needed.
+    Blocks are known by address alone: CUDA's unified addressing gives each
+    device its own addresses, so no device lookup per tensor is needed, and
+    an integer hashes for free where a (device, address) tuple does not.
     """
 
     paths = False
 
-    def __init__(self, torch, blocks, budget_s):
+    def __init__(self, torch, blocks, rows, budget_s):
         super().__init__(torch, budget_s)
         self.graph_seen = {}  # one graph reached from two names is walked once
         self.optimizer_params = True
         self.blocks = blocks
-        keys = list(blocks)
-        self.by_address = dict(zip(map(_ADDRESS, keys), keys))
+        self.rows = rows  # address -> block row
         self.found = [set() for _ in ROLES]
         self._starts = None
 
@@ -74,7 +74,7 @@ class _RoleWalk(ObjectWalk):
         self.seen[id(obj)] = obj
         if kind == VARIABLE and id(obj) in self.hook_lists:
             kind, via = HOOK, self.hook_lists[id(obj)]
-        tensor_type, found = self.torch.Tensor, self.found[_ROLE_OF_KIND[kind]]
+        tensor_type, found, rows = self.torch.Tensor, self.found[_ROLE_OF_KIND[kind]], self.rows
         for start in range(0, min(len(obj), MAX_ITEMS), _CHUNK):
             if time.perf_counter() > self.deadline:
                 raise Budget()
@@ -86,12 +86,12 @@ class _RoleWalk(ObjectWalk):
                         self.value(item, kind, None, depth + 1, via)
             for t in [t for t in tensors if t.requires_grad]:  # a gradient or a graph to follow
                 self.tensor(t, kind, None)
-            keys = list(map(self.by_address.get, [t.data_ptr() for t in tensors]))
-            found.update(keys)
-            if None in found:  # views that do not start their storage: the slow way
-                found.discard(None)
-                for t, key in zip(tensors, keys):
-                    if key is None:
+            addresses = {t.data_ptr() for t in tensors}
+            missing = addresses.difference(rows)  # looks each up in the dict; never copies it
+            found |= addresses - missing
+            if missing:  # views that do not start their storage: the slow way
+                for t in tensors:
+                    if t.data_ptr() in missing:
                         self.record(t, kind, None)
 
     def tensor(self, t, kind, path, via=None):
@@ -108,13 +108,13 @@ class _RoleWalk(ObjectWalk):
 
     def record(self, tensor, kind, path, via=None):
         try:
-            key = self.by_address.get(tensor.data_ptr())
-            if key is None:  # a view that does not start its storage, or a storage that does not start its block
-                key = self._containing(tensor.get_device(), tensor.untyped_storage().data_ptr())
+            address = tensor.data_ptr()
+            if address not in self.rows:  # a view that does not start its storage, or a storage inside a block
+                address = self._containing(tensor.get_device(), tensor.untyped_storage().data_ptr())
         except Exception:  # sparse, meta, or freed storage
             return
-        if key is not None:
-            self.found[_ROLE_OF_KIND[kind]].add(key)
+        if address is not None:
+            self.found[_ROLE_OF_KIND[kind]].add(address)
 
     def _containing(self, device, address):
         """The block a storage lies inside when it does not start one (rare: built on the first miss)."""
@@ -126,7 +126,7 @@ class _RoleWalk(ObjectWalk):
         key = self._starts[i]
         if key[0] != device or address >= key[1] + self.blocks[key][ROW_SIZE]:
             return None
-        return key
+        return key[1]
 
 
 class RolePass:
@@ -134,7 +134,8 @@ class RolePass:
 
     def __init__(self, budget_s=DEFAULT_BUDGET_S):
         self.budget_s = budget_s
-        self._last = None  # (fingerprint, blocks, block roles, answer)
+        self._last = None  # (fingerprint, rows by address, keys, addresses by role, answer)
+        self._keys, self._roles = [], [set() for _ in ROLES]
         self._workspace_sizes = None
 
     def run(self, shell, blocks):
@@ -147,36 +148,47 @@ class RolePass:
         torch = torch_probe.torch_module()
         if any(map(_STATE, blocks.values())):  # pending frees are not allocated: they have no role
             blocks = {key: row for key, row in blocks.items() if row[ROW_STATE] == 0}
+        keys = list(blocks)
+        rows = dict(zip(map(_ADDRESS, keys), blocks.values()))
         fingerprint = _fingerprint(shell)
         last = self._last
-        if last is not None and last[0] == fingerprint and last[1].keys() == blocks.keys():
-            self.by_block, answer = last[2], dict(last[3])
+        if last is not None and last[0] == fingerprint and last[1] == rows:
+            self._keys, self._roles, answer = last[2], last[3], dict(last[4])
             answer.update(reused=True, elapsed_ms=_ms(started))
             return answer
         partial = False
-        walk = _RoleWalk(torch, blocks, self.budget_s) if torch is not None else None
+        walk = _RoleWalk(torch, blocks, rows, self.budget_s) if torch is not None else None
         if walk is not None:
             try:
                 walk.walk_roots(shell)
             except Budget:
                 partial = True
         found = walk.found if walk is not None else [set() for _ in ROLES]
-        # Where several things keep a block, the first role wins.
-        by_block, assigned, totals = {}, set(), [0] * len(ROLES)
-        found[UNKNOWN_ROLE] = set(blocks.keys() - set().union(*found))
-        if not partial:
+        # Where several things keep a block, the first role wins; what nothing reached is a workspace or unknown.
+        assigned, totals = set(), [0] * len(ROLES)
+        for role in range(WORKSPACE_ROLE):
+            found[role] -= assigned
+            assigned |= found[role]
+        unknown = found[UNKNOWN_ROLE] = rows.keys() - assigned
+        if not partial and unknown:
             workspace = self.workspace_sizes(torch)
-            found[WORKSPACE_ROLE] = {k for k in found[UNKNOWN_ROLE] if blocks[k][ROW_REQUESTED] in workspace}
-        for role, keys in enumerate(found):
-            keys = keys - assigned
-            assigned |= keys
-            by_block.update(dict.fromkeys(keys, role))
-            totals[role] = sum(map(_SIZE, map(blocks.__getitem__, keys)))
+            found[WORKSPACE_ROLE] = {a for a in unknown if rows[a][ROW_REQUESTED] in workspace}
+            unknown -= found[WORKSPACE_ROLE]
+        for role, addresses in enumerate(found):
+            totals[role] = sum(map(_SIZE, map(rows.__getitem__, addresses)))
         answer = {"bytes": dict(zip(ROLES, totals)), "partial": partial, "elapsed_ms": _ms(started), "reused": False}
-        self.by_block = by_block
+        self._keys, self._roles = keys, found
         # A partial answer is not worth keeping: the next cell tries again.
-        self._last = None if partial else (fingerprint, blocks, by_block, answer)
+        self._last = None if partial else (fingerprint, rows, keys, found, answer)
         return answer
+
+    @property
+    def by_block(self):
+        """{(device, address): role index} of the last answer (built when asked: the live path needs none)."""
+        role_of = {}
+        for role, addresses in enumerate(self._roles):
+            role_of.update(dict.fromkeys(addresses, role))
+        return {key: role_of[key[1]] for key in self._keys}
 
     def after_cell(self, shell, blocks):
         """The cell's roles for its snapshot message, or None when the pass failed (the snapshot goes anyway)."""
