@@ -21,3 +21,4 @@ export * from './source';
 export * from './holders';
 export * from './findings';
 export * from './leaks';
+export * from './roles';
