@@ -5,6 +5,7 @@
  */
 import { formatBytes } from '../engine';
 import { CellRecord } from '../capture/store';
+import { roleLines } from './roles';
 
 /** Allocated change above which a badge warns, and above which it alarms. */
 export interface IBadgeThresholds {
@@ -52,6 +53,7 @@ export function badgeView(
     `GPU memory left by this cell: ${formatBytes(net, true)} allocated, ${formatBytes(record.reservedNetBytes, true)} reserved; ` +
       `peak ${peak}; ${formatBytes(record.allocatedBytes)} allocated after it.`
   ];
+  lines.push(...roleLines(record));
   if (!record.peakExact) {
     lines.push(
       `The cell stayed under the session's earlier peak of ${formatBytes(record.peakBytes)}: torch's peak counter is ` +

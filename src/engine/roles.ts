@@ -91,6 +91,11 @@ export function sessionRoles(manifest: ISessionManifest, readFile: (name: string
   });
 }
 
+/** A role's name as people read it: `optimizer_state` -> `optimizer state`. */
+export function roleLabel(role: Role): string {
+  return role.replace(/_/g, ' ');
+}
+
 /** Zero bytes for every role. */
 export function emptyRoleBytes(): RoleBytes {
   return Object.fromEntries(ROLES.map(role => [role, 0]));
