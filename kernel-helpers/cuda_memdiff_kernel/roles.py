@@ -16,6 +16,7 @@ did not reach ``unknown`` and says ``partial``. A cell that changed neither
 the blocks nor the user's names reuses the previous answer.
 """
 import bisect
+import itertools
 import operator
 import os
 import sys
@@ -37,6 +38,7 @@ _ROLE_OF_KIND = {PARAMETER: PARAMETER_ROLE, BUFFER: BUFFER_ROLE, GRADIENT: GRADI
 DEFAULT_BUDGET_S = 0.25
 _CHUNK = 1024  # tensors of a list looked at between two looks at the clock
 _ADDRESS, _SIZE, _STATE = operator.itemgetter(1), operator.itemgetter(ROW_SIZE), operator.itemgetter(ROW_STATE)
+_REQUIRES_GRAD = operator.attrgetter("requires_grad")
 # cuBLAS's workspace config when CUBLAS_WORKSPACE_CONFIG is unset (":KiB:count" pairs), by GPU generation.
 _CUBLAS_DEFAULT = ":4096:2:16:8"
 _CUBLAS_DEFAULT_SM90 = ":4096:8"
@@ -84,8 +86,10 @@ class _RoleWalk(ObjectWalk):
                 for item in chunk:
                     if not isinstance(item, tensor_type):
                         self.value(item, kind, None, depth + 1, via)
-            for t in [t for t in tensors if t.requires_grad]:  # a gradient or a graph to follow
-                self.tensor(t, kind, None)
+            flags = list(map(_REQUIRES_GRAD, tensors))
+            if any(flags):  # a gradient or a graph to follow
+                for t in itertools.compress(tensors, flags):
+                    self.tensor(t, kind, None)
             addresses = {t.data_ptr() for t in tensors}
             missing = addresses.difference(rows)  # looks each up in the dict; never copies it
             found |= addresses - missing

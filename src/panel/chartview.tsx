@@ -127,7 +127,7 @@ export function SessionChart(props: ISessionChartProps): JSX.Element {
             {' '}
             <button
               type="button"
-              className="jp-CudaMemdiffChart-byRole jp-mod-styled"
+              className="jp-CudaMemdiffChart-byRole"
               aria-pressed={byRole}
               title={trans.__('Stack allocated memory by what it is for: parameters, gradients, optimizer state, activations, ...')}
               onClick={() => setByRole(!byRole)}
