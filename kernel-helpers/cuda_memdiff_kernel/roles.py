@@ -21,6 +21,7 @@ import operator
 import os
 import sys
 import time
+import warnings
 
 from . import protocol, torch_probe
 from .compact import ROW_REQUESTED, ROW_SIZE, ROW_STATE
@@ -164,7 +165,9 @@ class RolePass:
         walk = _RoleWalk(torch, blocks, rows, self.budget_s) if torch is not None else None
         if walk is not None:
             try:
-                walk.walk_roots(shell)
+                with warnings.catch_warnings():  # a deprecated attribute read must not print into the user's cell
+                    warnings.simplefilter("ignore")
+                    walk.walk_roots(shell)
             except Budget:
                 partial = True
         found = walk.found if walk is not None else [set() for _ in ROLES]
