@@ -11,7 +11,6 @@ that changed 300 blocks (snapshot, the log's changes, the message for one
 frontend as JSON), the role pass from scratch and reused (nothing changed),
 and their ratio. The target is a pass of at most 20% of the capture.
 """
-import json
 import statistics
 import time
 
@@ -22,6 +21,7 @@ from cuda_memdiff_kernel import torch_probe
 from cuda_memdiff_kernel.channel import Frontends
 from cuda_memdiff_kernel.log import SnapshotLog
 from cuda_memdiff_kernel.roles import RolePass
+from helper_cuda import SizeComm  # bench/ is the script's folder, so on sys.path
 
 RUNS = 5
 MODEL = """
@@ -34,19 +34,6 @@ model(x).square().mean().backward()
 opt.step()
 preds = [model(torch.randn(16, 2048, device='cuda')) for _ in range(8)]
 """
-
-
-class SizeComm:
-    """A comm that serialises as the real one does."""
-
-    def send(self, data):
-        json.dumps(data)
-
-    def on_msg(self, f):
-        pass
-
-    def on_close(self, f):
-        pass
 
 
 def median_ms(fn, before=None):

@@ -19,7 +19,7 @@ import {
   SnapshotError,
   sessionRoles
 } from '../engine';
-import { groupJson, restartNote, siteLabel } from './report';
+import { changeColumns, changeRow, groupJson, restartNote, siteLabel } from './report';
 import { ITableNote, renderTable } from './table';
 
 /** `session --by role` for people: per cell, the bytes alive after it by role (roles that are ever non-zero). */
@@ -76,31 +76,10 @@ export function diffRolesText(diff: SnapshotDiff, groups: IRoleGroup[]): string 
   }
   const rows: string[][] = [];
   for (const g of groups) {
-    rows.push([formatBytes(g.netBytes, true), formatBytes(g.bornBytes), formatBytes(g.freedBytes), String(g.count), g.role]);
-    for (const s of g.sites.slice(0, 5)) {
-      rows.push([
-        formatBytes(s.netBytes, true),
-        formatBytes(s.bornBytes),
-        formatBytes(s.freedBytes),
-        String(s.count),
-        `  ${siteLabel(diff.frames, s.frameId)}`
-      ]);
-    }
+    rows.push(changeRow(g, g.role));
+    g.sites.slice(0, 5).forEach(s => rows.push(changeRow(s, `  ${siteLabel(diff.frames, s.frameId)}`)));
   }
-  return [
-    head,
-    '',
-    renderTable(
-      [
-        { header: 'net', right: true },
-        { header: 'born', right: true },
-        { header: 'freed', right: true },
-        { header: 'blocks', right: true },
-        { header: 'role / allocation site' }
-      ],
-      rows
-    )
-  ].join('\n');
+  return [head, '', renderTable(changeColumns('role / allocation site'), rows)].join('\n');
 }
 
 /**
