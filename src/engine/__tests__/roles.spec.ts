@@ -12,6 +12,7 @@ import {
   parseRoleSummary,
   roleChange,
   ROLES,
+  sessionFolderFiles,
   sessionRoles
 } from '..';
 import { TEST_DATA } from './data';
@@ -75,6 +76,31 @@ describe('a recorded training session', () => {
     const training = diffSnapshots(session.snapshots[2], session.snapshots[3]);
     const born = groupByRole(training, roles[2]!.blocks!, roles[3]!.blocks!).map(g => g.role);
     expect(born).toEqual(expect.arrayContaining(['optimizer_state', 'gradient', 'workspace']));
+  });
+});
+
+describe('an exported session', () => {
+  it('keeps each cell\u2019s roles in its manifest, for `cuda-memdiff session --json`', () => {
+    const { session, roles } = recorded();
+    const files = sessionFolderFiles(
+      session.manifest.cells.map((c, k) => ({
+        index: c.index,
+        executionCount: c.execution_count,
+        source: c.source,
+        cellId: null,
+        error: null,
+        snapshot: session.snapshots[k],
+        oomSnapshots: [],
+        devices: [],
+        roles: k === 0 ? null : roles[k]
+      }))
+    );
+    const manifest = JSON.parse(new TextDecoder().decode(files.get('manifest.json')!));
+    const back = sessionRoles(manifest, name => files.get(name)!);
+    expect(back[0]).toBeNull();
+    expect(back.slice(1).map(r => r!.bytes)).toEqual(roles.slice(1).map(r => r!.bytes));
+    // bytes only: per-block roles never reach the frontend, so an export has no roles files
+    expect(back[4]!.blocks).toBeNull();
   });
 });
 
