@@ -11,7 +11,8 @@ and after, and the snapshot taken at any out-of-memory error. The notebook's
 copied into the manifest. With ``--holders`` it also asks, after each cell,
 who holds every live block (``holders.find_holders``) and writes the answer
 as ``cellNN.holders.json``. Every cell's roles (roles.py: what each live
-block is for) go into the manifest and, per block, ``cellNN.roles.json``.
+block is for) go into the manifest and, per block, ``cellNN.roles.json``;
+the snapshot's ``alloc`` trace entries get them as MemoryViz's ``category``.
 """
 import gzip
 import json
@@ -23,7 +24,7 @@ import time
 
 from . import holders, torch_probe
 from .compact import FrameTable, block_addresses, read_state
-from .roles import RolePass, roles_file
+from .roles import RolePass, roles_file, stamp_categories
 
 STAT_NAMES = {"allocated": "allocated", "reserved": "reserved", "peak_allocated": "max_allocated",
               "peak_reserved": "max_reserved", "device_free": "device_free", "device_total": "device_total"}
@@ -97,6 +98,9 @@ def record(notebook_path, out_dir, settings=None, with_holders=False):
         started = time.perf_counter()
         snapshot = torch_probe.raw_snapshot(include_traces=True)
         snapshot_seconds = time.perf_counter() - started
+        role_summary = role_pass.run(shell, read_state(snapshot, frames)[1])
+        by_block = role_pass.by_block
+        stamp_categories(snapshot, by_block)  # MemoryViz colours the allocations by role
         name = f"cell{index:02d}.pickle.gz"
         _dump(snapshot, os.path.join(out_dir, name))
         holders_file = None
@@ -104,10 +108,9 @@ def record(notebook_path, out_dir, settings=None, with_holders=False):
             holders_file = f"cell{index:02d}.holders.json"
             with open(os.path.join(out_dir, holders_file), "w", encoding="utf-8") as f:
                 json.dump(holders.find_holders(shell, _live_blocks(snapshot)), f)
-        role_summary = role_pass.run(shell, read_state(snapshot, frames)[1])
         roles_name = f"cell{index:02d}.roles.json"
         with open(os.path.join(out_dir, roles_name), "w", encoding="utf-8") as f:
-            json.dump(roles_file(role_pass.by_block), f)
+            json.dump(roles_file(by_block), f)
         count = result.execution_count
         code_names[str(count)] = shell.compile.get_code_name(source, source, count) \
             if hasattr(shell.compile, "get_code_name") else None

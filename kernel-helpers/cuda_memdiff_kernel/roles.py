@@ -219,6 +219,33 @@ def roles_file(by_block):
             "role": [ROLES[by_block[k]] for k in keys]}
 
 
+def stamp_categories(raw, by_block):
+    """Give the snapshot's trace a MemoryViz colour per role; returns how many allocations got one.
+
+    MemoryViz colours the allocations of its memory timeline by the
+    ``category`` of their ``alloc`` trace entries (what
+    ``torch.cuda._memory_viz.profile_plot`` writes). The last allocation at
+    the address of each live block gets the block's role; earlier ones, and
+    every allocation that did not stay, are ``unknown`` (which MemoryViz
+    needs among the categories). Blocks allocated before the history began
+    have no entry and stay uncoloured.
+    """
+    traces = raw.get("device_traces") or []
+    stamped = 0
+    for device, trace in enumerate(traces):
+        last_alloc = {}
+        for i, entry in enumerate(trace):
+            if entry.get("action") == "alloc":
+                last_alloc[entry.get("addr")] = i
+                entry["category"] = "unknown"
+        for address, i in last_alloc.items():
+            role = by_block.get((device, address))
+            if role is not None:
+                trace[i]["category"] = ROLES[role]
+                stamped += 1
+    return stamped
+
+
 def _fingerprint(shell):
     """What the roots name: with the same blocks, a cell that changed none of it keeps the last answer."""
     names = tuple((name, id(value)) for name, value in user_names(shell))

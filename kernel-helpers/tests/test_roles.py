@@ -221,3 +221,28 @@ def test_a_replayed_session_sends_the_recorded_roles(shell, tmp_path, validate):
         shell.run_cell(f"step_{k} = {k}", store_history=True)
     sent = [validate(m) for m in comm.of_type("snapshot")]
     assert [m["roles"] for m in sent] == [c["roles"] for c in manifest["cells"]]
+
+
+def test_memoryviz_categories_go_on_the_last_alloc_of_each_live_block():
+    """MemoryViz colours its timeline by the alloc entries' ``category`` (as profile_plot writes it)."""
+    trace = [{"action": "alloc", "addr": 1}, {"action": "free_completed", "addr": 1},
+             {"action": "alloc", "addr": 2}, {"action": "alloc", "addr": 1}, {"action": "snapshot"}]
+    raw = {"segments": [], "device_traces": [trace]}
+    by_block = {(0, 1): protocol.ROLES.index("gradient"), (0, 7): protocol.ROLES.index("parameter")}
+    assert roles.stamp_categories(raw, by_block) == 1
+    assert [t.get("category") for t in trace] == ["unknown", None, "unknown", "gradient", None]
+    # MemoryViz needs 'unknown' among the categories whenever there are any
+    assert "unknown" in {t.get("category") for t in trace}
+
+
+def test_the_recorded_training_session_opens_in_memoryviz_coloured_by_role():
+    from cuda_memdiff_kernel.replay import load_snapshot_file
+
+    folder = ROOT / "test-data" / "roles" / "training_roles--python"
+    manifest = json.loads((folder / "manifest.json").read_text())
+    cell = manifest["cells"][4]
+    raw = load_snapshot_file(folder / cell["snapshot_file"])
+    columns = json.loads((folder / cell["roles_file"]).read_text())
+    categories = {t["addr"]: t["category"] for t in raw["device_traces"][0] if t["action"] == "alloc"}
+    # every live block's latest allocation carries its role
+    assert all(categories[a] == r for a, r in zip(columns["address"], columns["role"]))
