@@ -55,9 +55,9 @@ def main():
     for target in (10_000, 40_000):
         blocks_now = sum(1 for s in torch.cuda.memory.memory_snapshot(include_traces=False) for b in s["blocks"]
                          if b["state"] == "active_allocated")
-        assert shell.run_cell(f"small_{target} = [torch.empty(256, device='cuda') for _ in range({target - blocks_now})]"
-                              ).success
-        log, frontends = SnapshotLog(), None
+        fill = f"small_{target} = [torch.empty(256, device='cuda') for _ in range({target - blocks_now})]"
+        assert shell.run_cell(fill).success
+        log = SnapshotLog()
         frontends = Frontends(log)
         frontends.attach(SizeComm())
         churn = []

@@ -86,8 +86,10 @@ def test_training_roles_match_torchs_own_oracles(shell, validate):
         "buffer": (got["buffer"], total(b_blocks)),
         "activation": (got["activation"], oracle_activation),
     }
-    requested = {name: (sum(r for _, r in bl.values()), sum({t.untyped_storage().data_ptr(): t.untyped_storage().nbytes()
-                                                            for t in ts}.values()))
+    def storage_bytes(tensors):
+        return sum({t.untyped_storage().data_ptr(): t.untyped_storage().nbytes() for t in tensors}.values())
+
+    requested = {name: (sum(r for _, r in bl.values()), storage_bytes(ts))
                  for name, bl, ts in (("parameter", p_blocks, params),
                                       ("gradient", g_blocks, [p.grad for p in params]))}
     print(f"\nroles after the last cell ({'partial' if roles['partial'] else 'complete'}, {roles['elapsed_ms']} ms): "
