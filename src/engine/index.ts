@@ -22,3 +22,4 @@ export * from './holders';
 export * from './findings';
 export * from './leaks';
 export * from './roles';
+export * from './ranks';

@@ -144,10 +144,11 @@ export function kernelSessionsOf(manifest: ISessionManifest): number[] {
 /** Load every cell's snapshot; `readFile` returns a file's bytes by its name in the folder. */
 export function loadSession(
   manifestText: string,
-  readFile: (name: string) => Uint8Array
+  readFile: (name: string) => Uint8Array,
+  // One table for several sessions (the ranks of a job) makes a site the same id in each.
+  frames = new FrameTable()
 ): ISession {
   const manifest = parseManifest(manifestText);
-  const frames = new FrameTable();
   const snapshots = manifest.cells.map(cell => {
     let bytes: Uint8Array;
     try {
