@@ -246,3 +246,12 @@ def test_the_recorded_training_session_opens_in_memoryviz_coloured_by_role():
     categories = {t["addr"]: t["category"] for t in raw["device_traces"][0] if t["action"] == "alloc"}
     # every live block's latest allocation carries its role
     assert all(categories[a] == r for a, r in zip(columns["address"], columns["role"]))
+
+
+def test_the_recorded_manifest_and_roles_files_match_the_schema(validate):
+    folder = ROOT / "test-data" / "roles" / "training_roles--python"
+    manifest = validate(json.loads((folder / "manifest.json").read_text()), "manifest")
+    for cell in manifest["cells"]:
+        validate(cell["roles"], "roles")
+        columns = validate(json.loads((folder / cell["roles_file"]).read_text()), "rolesFile")
+        assert set(columns["role"]) <= set(protocol.ROLES)
