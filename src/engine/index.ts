@@ -21,3 +21,5 @@ export * from './source';
 export * from './holders';
 export * from './findings';
 export * from './leaks';
+export * from './roles';
+export * from './ranks';

@@ -6,6 +6,7 @@
  * slice at a time) and renders: ranking a 40,000-block session never blocks
  * it. Views render the state; the command highlights the cell it names.
  */
+import { IDisposable } from '@lumino/disposable';
 import { ISignal, Signal } from '@lumino/signaling';
 import { BlockQuery } from '../capture/protocol';
 import { CellRecord } from '../capture/store';
@@ -22,8 +23,7 @@ import {
   sessionBuffers,
   Snapshot
 } from '../engine';
-import { DiffPanelModel } from '../panel/model';
-import { IEngineWorker } from '../tokens';
+import type { IDiffPanel, IEngineWorker } from '../tokens';
 import { EngineWorker } from '../worker/client';
 
 /** One ranked cell execution. */
@@ -56,12 +56,12 @@ export type HoldersNote =
   | { readonly kind: 'partial'; readonly elapsedMs: number };
 
 /** Leak finder state for the panel's notebook. */
-export class LeakFinderModel {
+export class LeakFinderModel implements IDisposable {
   /**
    * @param worker runs the ranking; without one it runs in-process (tests),
    *   through the same calls.
    */
-  constructor(panel: DiffPanelModel, worker?: IEngineWorker) {
+  constructor(panel: IDiffPanel.IModel, worker?: IEngineWorker) {
     this._panel = panel;
     this._worker = worker ?? new EngineWorker();
     panel.changed.connect(this._onPanelChanged, this);
@@ -141,7 +141,16 @@ export class LeakFinderModel {
     this._changed.emit();
   }
 
+  /** Whether the model was disposed. */
+  get isDisposed(): boolean {
+    return this._isDisposed;
+  }
+
   dispose(): void {
+    if (this._isDisposed) {
+      return;
+    }
+    this._isDisposed = true;
     this._panel.changed.disconnect(this._onPanelChanged, this);
     Signal.clearData(this);
   }
@@ -262,10 +271,11 @@ export class LeakFinderModel {
     this._notebook = this._panel.notebook;
   }
 
-  private readonly _panel: DiffPanelModel;
+  private readonly _panel: IDiffPanel.IModel;
   private readonly _worker: IEngineWorker;
   private _errorMessage = '';
-  private _notebook = null as DiffPanelModel['notebook'];
+  private _isDisposed = false;
+  private _notebook = null as IDiffPanel.IModel['notebook'];
   private _findings: ILeakFindings | null = null;
   private _error: LeakFinderModel.Problem | null = null;
   private _running = false;
@@ -285,7 +295,7 @@ export namespace LeakFinderModel {
 
 namespace Private {
   /** Why a notebook has no snapshots to rank. */
-  export function problem(notebook: DiffPanelModel['notebook']): LeakFinderModel.Problem {
+  export function problem(notebook: IDiffPanel.IModel['notebook']): LeakFinderModel.Problem {
     if (!notebook) {
       return 'no-notebook';
     }

@@ -16,6 +16,7 @@
  */
 
 import { rankLeaks } from '../engine/leaks/op';
+import { closeRanks, compareLoadedRanks, loadRanks } from './ranks';
 
 /** A result that moves these buffers to the page instead of copying them. */
 export class Transferring<T> {
@@ -38,7 +39,10 @@ function where(): { worker: boolean } {
 
 export const handlers = {
   where,
-  rankLeaks
+  rankLeaks,
+  loadRanks,
+  compareRanks: compareLoadedRanks,
+  closeRanks
 };
 
 /** The operations. */
