@@ -22,11 +22,21 @@ export type LeakFinding =
   /** Forward-pass activations kept outside `torch.no_grad()` with no backward pass, through these names. */
   | { readonly code: 'graph'; readonly bytes: number; readonly names: readonly string[] }
   /** Memory made by the cell's displayed last expression, kept by the output cache under these names (`Out[n]`, and `_` etc. when the kernel named them). */
-  | { readonly code: 'output-cache'; readonly bytes: number; readonly executionCount: number; readonly names: readonly string[] }
+  | {
+      readonly code: 'output-cache';
+      readonly bytes: number;
+      readonly executionCount: number;
+      readonly names: readonly string[];
+    }
   /** Memory allocated in function `fn` (null: not known) kept by the last traceback of the `error` the cell raised. */
   | { readonly code: 'traceback'; readonly bytes: number; readonly fn: string | null; readonly error: string }
   /** The kernel found memory held only by holders nobody sees; `confirmed` when a rule had found the same cause. */
-  | { readonly code: 'kernel-holders-leak'; readonly bytes: number; readonly holders: readonly IHolder[]; readonly confirmed: boolean }
+  | {
+      readonly code: 'kernel-holders-leak';
+      readonly bytes: number;
+      readonly holders: readonly IHolder[];
+      readonly confirmed: boolean;
+    }
   /** The kernel found the live blocks held by these holders (`orphans` of them held only from C++). */
   | { readonly code: 'kernel-holders-clear'; readonly holders: readonly IHolder[]; readonly orphans: number }
   /** The leaked memory (`bytes`) was freed by execution `by`, which is not a re-run of the same code leaking again. */
@@ -34,7 +44,12 @@ export type LeakFinding =
   /** Besides its leak, the execution keeps a library workspace: not part of the leak. */
   | { readonly code: 'workspace'; readonly bytes: number }
   /** Memory kept alive, by what made it, and the names that hold it. */
-  | { readonly code: 'retained'; readonly bytes: number; readonly origin: BlockOrigin; readonly names: readonly string[] }
+  | {
+      readonly code: 'retained';
+      readonly bytes: number;
+      readonly origin: BlockOrigin;
+      readonly names: readonly string[];
+    }
   /** Everything the execution left was freed later, by these executions. */
   | { readonly code: 'all-freed-later'; readonly bytes: number; readonly by: readonly number[] }
   /** The execution left nothing alive. */
@@ -97,7 +112,9 @@ export function findingText(finding: LeakFinding, label: (execution: number) => 
     case 'kernel-holders-clear':
       return (
         `the kernel found ${finding.orphans ? 'its live blocks' : 'every live block'} held by ${holdersText(finding.holders) || 'nothing it could name'}` +
-        (finding.orphans ? `; ${finding.orphans} held only from C++ (a later cell's autograd graph or a library cache)` : '')
+        (finding.orphans
+          ? `; ${finding.orphans} held only from C++ (a later cell's autograd graph or a library cache)`
+          : '')
       );
     case 'fixed':
       return `fixed: the ${formatBytes(finding.bytes)} it leaked was freed by ${label(finding.by)}`;
@@ -152,7 +169,9 @@ export function adviceText(advice: LeakAdvice): string {
         ? `remove the hook that stores outputs, or clear the list it appends to (${code(advice.lists)})`
         : 'remove the hook or clear the list';
     case 'silence-output':
-      return advice.executionCount === null ? 'end the line with `;` or delete its `Out[n]` entry' : `end the line with \`;\` or \`del Out[${advice.executionCount}]\``;
+      return advice.executionCount === null
+        ? 'end the line with `;` or delete its `Out[n]` entry'
+        : `end the line with \`;\` or \`del Out[${advice.executionCount}]\``;
     case 'clear-traceback':
       return 'clear the last traceback (`sys.last_traceback = sys.last_value = sys.last_exc = None`) or run a cell that raises nothing big';
     case 'drop-references':

@@ -418,7 +418,9 @@ export function hookTargets(source: string): string[] {
     if (hook?.name === 'LambdaExpression') {
       appends(hook);
     } else if (hook?.name === 'VariableName') {
-      const def = functions.find(f => f.getChild('VariableName') && textOf(p, f.getChild('VariableName')!) === textOf(p, hook));
+      const def = functions.find(
+        f => f.getChild('VariableName') && textOf(p, f.getChild('VariableName')!) === textOf(p, hook)
+      );
       const body = def?.getChild('Body');
       if (body) {
         appends(body);
@@ -429,7 +431,19 @@ export function hookTargets(source: string): string[] {
 }
 
 // Calls that run cuBLAS or cuDNN.
-const MATMUL = new Set(['matmul', 'mm', 'bmm', 'addmm', 'baddbmm', 'einsum', 'linear', 'conv1d', 'conv2d', 'conv3d', 'tensordot']);
+const MATMUL = new Set([
+  'matmul',
+  'mm',
+  'bmm',
+  'addmm',
+  'baddbmm',
+  'einsum',
+  'linear',
+  'conv1d',
+  'conv2d',
+  'conv3d',
+  'tensordot'
+]);
 
 /** True when line `line` multiplies matrices (`@`, `matmul`, `linear`, a convolution): what makes cuBLAS or cuDNN allocate its workspace. */
 export function callsMatmul(source: string, line: number): boolean {

@@ -40,7 +40,9 @@ export function holderWords(holder: IHolder, trans: TranslationBundle): string {
     case 'unreachable':
       return trans.__('a tensor nothing visible references (%1)', holder.path);
     case 'hook':
-      return holder.via ? trans.__('%1 (%2)', holder.path, holder.via) : trans.__('%1 (appended to by a forward hook)', holder.path);
+      return holder.via
+        ? trans.__('%1 (%2)', holder.path, holder.via)
+        : trans.__('%1 (appended to by a forward hook)', holder.path);
     default:
       return holder.path;
   }
@@ -51,7 +53,11 @@ function holdersWords(holders: readonly IHolder[], trans: TranslationBundle): st
 }
 
 /** A finding as a sentence; `label` names an execution (`Cell [4]`). */
-export function findingWords(finding: LeakFinding, label: (execution: number) => string, trans: TranslationBundle): string {
+export function findingWords(
+  finding: LeakFinding,
+  label: (execution: number) => string,
+  trans: TranslationBundle
+): string {
   switch (finding.code) {
     case 'growth':
       return trans.__(
@@ -61,7 +67,11 @@ export function findingWords(finding: LeakFinding, label: (execution: number) =>
         label(finding.to)
       );
     case 'same-code-grew':
-      return trans.__('Runs the same code as %1, which added %2 on top of what this run left.', label(finding.later), formatBytes(finding.grewBytes));
+      return trans.__(
+        'Runs the same code as %1, which added %2 on top of what this run left.',
+        label(finding.later),
+        formatBytes(finding.grewBytes)
+      );
     case 'graph':
       return finding.names.length
         ? trans.__(
@@ -69,17 +79,41 @@ export function findingWords(finding: LeakFinding, label: (execution: number) =>
             formatBytes(finding.bytes),
             names(finding.names)
           )
-        : trans.__('Keeps %1 of forward-pass activations outside torch.no_grad() with no backward pass: an autograd graph.', formatBytes(finding.bytes));
+        : trans.__(
+            'Keeps %1 of forward-pass activations outside torch.no_grad() with no backward pass: an autograd graph.',
+            formatBytes(finding.bytes)
+          );
     case 'output-cache':
-      return trans.__("%1 made by the cell's last expression is kept by the output cache %2.", formatBytes(finding.bytes), names(finding.names));
+      return trans.__(
+        "%1 made by the cell's last expression is kept by the output cache %2.",
+        formatBytes(finding.bytes),
+        names(finding.names)
+      );
     case 'traceback':
       return finding.fn
-        ? trans.__('%1 allocated in %2 is kept by the last traceback (sys.last_traceback): the cell raised %3.', formatBytes(finding.bytes), names([finding.fn]), finding.error)
-        : trans.__('%1 allocated in a function is kept by the last traceback (sys.last_traceback): the cell raised %2.', formatBytes(finding.bytes), finding.error);
+        ? trans.__(
+            '%1 allocated in %2 is kept by the last traceback (sys.last_traceback): the cell raised %3.',
+            formatBytes(finding.bytes),
+            names([finding.fn]),
+            finding.error
+          )
+        : trans.__(
+            '%1 allocated in a function is kept by the last traceback (sys.last_traceback): the cell raised %2.',
+            formatBytes(finding.bytes),
+            finding.error
+          );
     case 'kernel-holders-leak':
       return finding.confirmed
-        ? trans.__('Confirmed by the kernel: %1 held only by %2.', formatBytes(finding.bytes), holdersWords(finding.holders, trans))
-        : trans.__('The kernel found %1 held only by %2.', formatBytes(finding.bytes), holdersWords(finding.holders, trans));
+        ? trans.__(
+            'Confirmed by the kernel: %1 held only by %2.',
+            formatBytes(finding.bytes),
+            holdersWords(finding.holders, trans)
+          )
+        : trans.__(
+            'The kernel found %1 held only by %2.',
+            formatBytes(finding.bytes),
+            holdersWords(finding.holders, trans)
+          );
     case 'kernel-holders-clear':
       if (!finding.orphans) {
         return finding.holders.length
@@ -95,13 +129,25 @@ export function findingWords(finding: LeakFinding, label: (execution: number) =>
     case 'fixed':
       return trans.__('Fixed: the %1 it leaked was freed by %2.', formatBytes(finding.bytes), label(finding.by));
     case 'workspace':
-      return trans.__('Also keeps %1 of library workspace (cuBLAS, cuDNN): not part of the leak.', formatBytes(finding.bytes));
+      return trans.__(
+        'Also keeps %1 of library workspace (cuBLAS, cuDNN): not part of the leak.',
+        formatBytes(finding.bytes)
+      );
     case 'retained':
       return finding.names.length
-        ? trans.__('Keeps %1 of %2 (held by %3).', formatBytes(finding.bytes), originWords(finding.origin, trans), names(finding.names))
+        ? trans.__(
+            'Keeps %1 of %2 (held by %3).',
+            formatBytes(finding.bytes),
+            originWords(finding.origin, trans),
+            names(finding.names)
+          )
         : trans.__('Keeps %1 of %2.', formatBytes(finding.bytes), originWords(finding.origin, trans));
     case 'all-freed-later':
-      return trans.__('Left %1 alive, all freed later (by %2).', formatBytes(finding.bytes), finding.by.map(label).join(', '));
+      return trans.__(
+        'Left %1 alive, all freed later (by %2).',
+        formatBytes(finding.bytes),
+        finding.by.map(label).join(', ')
+      );
     case 'nothing-left':
       return trans.__('Left nothing alive.');
   }
@@ -115,7 +161,10 @@ export function adviceWords(advice: LeakAdvice, trans: TranslationBundle): strin
     case 'no-grad-or-detach':
       return trans.__('Evaluate under `torch.no_grad()`, or call `.detach()` on what you keep.');
     case 'detach-hidden':
-      return trans.__('Call `.detach()` on %1 before the next step: the hidden state carries every step\u2019s graph.', names(advice.names));
+      return trans.__(
+        'Call `.detach()` on %1 before the next step: the hidden state carries every step\u2019s graph.',
+        names(advice.names)
+      );
     case 'append-item':
       return trans.__('Append `%1.item()` (or `%1.detach()`) to `%2`, not the tensor.', advice.name, advice.list);
     case 'remove-hook':
@@ -127,10 +176,14 @@ export function adviceWords(advice: LeakAdvice, trans: TranslationBundle): strin
         ? trans.__('End the line with `;` or delete its `Out[n]` entry.')
         : trans.__('End the line with `;` or `del Out[%1]`.', advice.executionCount);
     case 'clear-traceback':
-      return trans.__('Clear the last traceback (`sys.last_traceback = sys.last_value = sys.last_exc = None`) or run a cell that raises nothing big.');
+      return trans.__(
+        'Clear the last traceback (`sys.last_traceback = sys.last_value = sys.last_exc = None`) or run a cell that raises nothing big.'
+      );
     case 'drop-references':
       return trans.__('Drop the references the kernel names.');
     case 'find-holder':
-      return trans.__('Find what keeps each run\u2019s tensors (a list, a dict, a hook) and clear it, or keep `.item()` / `.detach()` values.');
+      return trans.__(
+        'Find what keeps each run\u2019s tensors (a list, a dict, a hook) and clear it, or keep `.item()` / `.detach()` values.'
+      );
   }
 }

@@ -11,9 +11,12 @@ const MARKER = '/tmp/cuda-memdiff-replay-large.marker';
 test('Find Leaking Cell on a 40,000-block session', async ({ page }) => {
   test.setTimeout(480000);
   await page.notebook.createNew('leaks-bench.ipynb', { kernel: 'cuda-memdiff-replay-large' });
-  await expect(page.locator('.jp-CudaMemdiffStatus')).toContainText('replaying a recorded session', { timeout: 120000 });
+  await expect(page.locator('.jp-CudaMemdiffStatus')).toContainText('replaying a recorded session', {
+    timeout: 120000
+  });
   // The replay kernel matches cells by source: its launch.py names them so, the last one creating a marker file.
-  const source = (k: number) => (k < CELLS - 1 ? `step_${k} = ${k}` : `step_${k} = ${k}\nopen('${MARKER}', 'w').close()`);
+  const source = (k: number) =>
+    k < CELLS - 1 ? `step_${k} = ${k}` : `step_${k} = ${k}\nopen('${MARKER}', 'w').close()`;
   await page.notebook.setCell(0, 'code', source(0));
   for (let k = 1; k < CELLS; k++) {
     await page.notebook.addCell('code', source(k));
@@ -24,31 +27,32 @@ test('Find Leaking Cell on a 40,000-block session', async ({ page }) => {
     await expect(badge).toHaveAttribute('data-cuda-memdiff-net-bytes', /^-?\d+$/, { timeout: 120000 });
   }
   // Once as from the notebook toolbar with the panel closed (the command opens it), once with it open.
-  const measure = () => page.evaluate(async command => {
-    const tasks: { start: number; duration: number }[] = [];
-    const observer = new PerformanceObserver(list => {
-      for (const e of list.getEntries()) {
-        tasks.push({ start: e.startTime, duration: e.duration });
-      }
-    });
-    observer.observe({ type: 'longtask' });
-    const started = performance.now();
-    const result = (await window.jupyterapp.commands.execute(command)) as { label: string | null };
-    // the findings on screen: one more frame
-    await new Promise(resolve => requestAnimationFrame(() => setTimeout(resolve, 0)));
-    const ms = performance.now() - started;
-    // entries are delivered asynchronously: give the observer a moment
-    await new Promise(resolve => setTimeout(resolve, 500));
-    observer.disconnect();
-    const during = tasks.filter(t => t.start + t.duration >= started && t.start <= started + ms);
-    return {
-      ms,
-      label: result.label,
-      longest: during.reduce((n, t) => Math.max(n, t.duration), 0),
-      count: during.length,
-      status: document.querySelector('#cuda-memdiff-panel .jp-CudaMemdiffLeaks-status')?.textContent ?? ''
-    };
-  }, COMMAND);
+  const measure = () =>
+    page.evaluate(async command => {
+      const tasks: { start: number; duration: number }[] = [];
+      const observer = new PerformanceObserver(list => {
+        for (const e of list.getEntries()) {
+          tasks.push({ start: e.startTime, duration: e.duration });
+        }
+      });
+      observer.observe({ type: 'longtask' });
+      const started = performance.now();
+      const result = (await window.jupyterapp.commands.execute(command)) as { label: string | null };
+      // the findings on screen: one more frame
+      await new Promise(resolve => requestAnimationFrame(() => setTimeout(resolve, 0)));
+      const ms = performance.now() - started;
+      // entries are delivered asynchronously: give the observer a moment
+      await new Promise(resolve => setTimeout(resolve, 500));
+      observer.disconnect();
+      const during = tasks.filter(t => t.start + t.duration >= started && t.start <= started + ms);
+      return {
+        ms,
+        label: result.label,
+        longest: during.reduce((n, t) => Math.max(n, t.duration), 0),
+        count: during.length,
+        status: document.querySelector('#cuda-memdiff-panel .jp-CudaMemdiffLeaks-status')?.textContent ?? ''
+      };
+    }, COMMAND);
   for (const panel of ['closed', 'open']) {
     if (panel === 'open') {
       // the panel shows its chart and the latest cell's diff first: that is the panel's work, not the ranking's

@@ -28,7 +28,8 @@ export interface ICellFrame {
 export const LIBRARY_WORKSPACE_BYTES: readonly number[] = [32 * 2 ** 20, 8 * 2 ** 20 + 128 * 2 ** 10, 2 ** 20];
 
 // torch modules whose forward calls cuBLAS or cuDNN.
-const LIBRARY_CALLER = /[\\/]torch[\\/](?:nn[\\/](?:modules[\\/](?:linear|conv|rnn|activation|transformer)\.py|functional\.py)|functional\.py)$/;
+const LIBRARY_CALLER =
+  /[\\/]torch[\\/](?:nn[\\/](?:modules[\\/](?:linear|conv|rnn|activation|transformer)\.py|functional\.py)|functional\.py)$/;
 
 export class Context {
   constructor(
@@ -258,7 +259,8 @@ function classify(stack: readonly Frame[]): BlockOrigin {
   if (
     python.some(
       f =>
-        (/[\\/]torch[\\/]nn[\\/]modules[\\/]/.test(f.filename) && /^(?:_call_impl|forward|_conv_forward)$/.test(f.name)) ||
+        (/[\\/]torch[\\/]nn[\\/]modules[\\/]/.test(f.filename) &&
+          /^(?:_call_impl|forward|_conv_forward)$/.test(f.name)) ||
         /[\\/]torch[\\/]nn[\\/]functional\.py$/.test(f.filename)
     )
   ) {

@@ -46,7 +46,8 @@ export function findLeaks(
   if (!snapshots.length) {
     return { executions: [], ranking: [], topLeak: null };
   }
-  const retention = options.retention ?? retentionByExecution(snapshots, kernelPositions(executions.map(e => e.kernelSession)));
+  const retention =
+    options.retention ?? retentionByExecution(snapshots, kernelPositions(executions.map(e => e.kernelSession)));
   const context = new Context(snapshots[0].frames, executions, retention);
   const findings = retention.map(r => new Finding(r, executions[r.execution]));
   // The holders answer for the latest snapshot: only its kernel's blocks can be in it.

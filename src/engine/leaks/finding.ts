@@ -10,7 +10,15 @@ import { Block } from '../model';
 import { IExecutionRetention } from '../retention';
 import { BlockOrigin } from '../findings';
 import { codeOf, Context, total } from './context';
-import { Confidence, confidenceForSize, IExecutionVerdict, ILeakEvidence, ILeakExecution, LeakCause, LeakVerdict } from './types';
+import {
+  Confidence,
+  confidenceForSize,
+  IExecutionVerdict,
+  ILeakEvidence,
+  ILeakExecution,
+  LeakCause,
+  LeakVerdict
+} from './types';
 
 /** Evidence and verdict being built for one execution. */
 export class Finding {
@@ -51,7 +59,13 @@ export class Finding {
    * never leaked bytes of a cell: they are dropped from the evidence, and a
    * cause left with no blocks is not recorded. Returns whether it was.
    */
-  leak(cause: LeakCause, blocks: readonly Block[], finding: LeakFinding, advice: readonly LeakAdvice[], context: Context): boolean {
+  leak(
+    cause: LeakCause,
+    blocks: readonly Block[],
+    finding: LeakFinding,
+    advice: readonly LeakAdvice[],
+    context: Context
+  ): boolean {
     const kernel = this.retention.kernel;
     const evidence = blocks.filter(b => context.canLeak(b, kernel));
     if (!evidence.length) {
@@ -82,7 +96,9 @@ export class Finding {
   freedAtOf(b: Block): number | null {
     if (!this._freedAt) {
       this._freedAt = new Map();
-      this.retention.left.forEach((x, j) => this._freedAt!.set(holderKey(x.device, x.address), this.retention.freedAt[j]));
+      this.retention.left.forEach((x, j) =>
+        this._freedAt!.set(holderKey(x.device, x.address), this.retention.freedAt[j])
+      );
     }
     return this._freedAt.get(holderKey(b.device, b.address)) ?? null;
   }
@@ -118,14 +134,21 @@ export class Finding {
         findings.push({ code: 'workspace', bytes: workspace });
       }
     }
-    const fixes: LeakAdvice[] = verdict === 'leak' ? (this.advice.size ? [...this.advice.values()] : [{ code: 'find-holder' }]) : [];
+    const fixes: LeakAdvice[] =
+      verdict === 'leak' ? (this.advice.size ? [...this.advice.values()] : [{ code: 'find-holder' }]) : [];
     return {
       execution: r.execution,
       cellId: this.execution.cellId,
       executionCount: this.execution.executionCount,
       verdict,
       confidence:
-        verdict === 'ok' ? 'high' : leaked ? confidenceForSize(this.confidence, leakedBytes) : this.cleared ? 'high' : 'medium',
+        verdict === 'ok'
+          ? 'high'
+          : leaked
+            ? confidenceForSize(this.confidence, leakedBytes)
+            : this.cleared
+              ? 'high'
+              : 'medium',
       kernel: r.kernel,
       endedByRestart: r.endedByRestart && r.aliveBytes > 0,
       leftBytes: r.leftBytes,

@@ -42,7 +42,15 @@ export function findGraph(f: Finding, findings: readonly Finding[], context: Con
   const source = f.execution.source ?? '';
   const lines = new Set([...new Set(graph.map(b => b.stack))].map(s => context.outerLine(s)));
   const detach = [...lines].flatMap(line => (line === null ? [] : detachAdvice(source, line)));
-  if (f.leak('graph', graph, { code: 'graph', bytes: total(graph), names }, detach.length ? detach : [{ code: 'no-grad' }], context)) {
+  if (
+    f.leak(
+      'graph',
+      graph,
+      { code: 'graph', bytes: total(graph), names },
+      detach.length ? detach : [{ code: 'no-grad' }],
+      context
+    )
+  ) {
     names.forEach(n => f.hold({ kind: 'graph', path: n }));
   }
 }

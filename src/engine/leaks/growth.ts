@@ -39,16 +39,29 @@ export function findGrowth(findings: readonly Finding[], context: Context): void
       };
       const evidence = atGrown(runs[i], added);
       const advice = growthAdvice(evidence, runs[i], context);
-      if (!runs[i].leak('growth', evidence, { code: 'growth', bytes: growth, from: runs[i - 1].k, to: runs[i].k }, advice, context)) {
+      if (
+        !runs[i].leak(
+          'growth',
+          evidence,
+          { code: 'growth', bytes: growth, from: runs[i - 1].k, to: runs[i].k },
+          advice,
+          context
+        )
+      ) {
         continue;
       }
       runs[i].confidence = 'high';
       for (const earlier of runs.slice(0, i)) {
         if (!earlier.causes.has('growth')) {
-          const blocks = atGrown(earlier, earlier.retention.left.filter(b => context.canLeak(b, earlier.retention.kernel)));
+          const blocks = atGrown(
+            earlier,
+            earlier.retention.left.filter(b => context.canLeak(b, earlier.retention.kernel))
+          );
           const finding = { code: 'same-code-grew', bytes: 0, later: runs[i].k, grewBytes: growth } as const;
           const kept = blocks.filter(b => context.canLeak(b, earlier.retention.kernel));
-          if (earlier.leak('growth', kept, { ...finding, bytes: kept.reduce((n, b) => n + b.size, 0) }, advice, context)) {
+          if (
+            earlier.leak('growth', kept, { ...finding, bytes: kept.reduce((n, b) => n + b.size, 0) }, advice, context)
+          ) {
             earlier.confidence = 'high';
           }
         }
@@ -83,7 +96,9 @@ function grownStacks(runs: readonly Finding[], i: number, context: Context): Set
 function growthAdvice(added: readonly Block[], f: Finding, context: Context): LeakAdvice[] {
   const source = f.execution.source ?? '';
   const advice: LeakAdvice[] = [];
-  const lines = new Set([...new Set(added.map(b => b.stack))].map(s => context.outerLine(s)).filter((l): l is number => l !== null));
+  const lines = new Set(
+    [...new Set(added.map(b => b.stack))].map(s => context.outerLine(s)).filter((l): l is number => l !== null)
+  );
   for (const line of lines) {
     advice.push(...detachAdvice(source, line));
     for (const name of storedNames(source, line)) {

@@ -93,14 +93,19 @@ function renameOutputCache(f: Finding, known: readonly IKnown[]): void {
     return;
   }
   // `Out[n]` first, then `_`, `__`, `___`, as a person reads them.
-  names.sort((a, b) => Number(!a.startsWith('Out[')) - Number(!b.startsWith('Out[')) || a.length - b.length || a.localeCompare(b));
+  names.sort(
+    (a, b) => Number(!a.startsWith('Out[')) - Number(!b.startsWith('Out[')) || a.length - b.length || a.localeCompare(b)
+  );
   f.findings = f.findings.map(x => (x.code === 'output-cache' ? { ...x, names } : x));
 }
 
 function holderAdvice(kinds: Set<HolderKind>, holders: readonly IHolder[]): LeakAdvice[] {
   const advice: LeakAdvice[] = [];
   if (kinds.has('hook')) {
-    advice.push({ code: 'remove-hook', lists: [...new Set(holders.filter(h => h.kind === 'hook').map(h => h.path.replace(/\[.*$/, '')))] });
+    advice.push({
+      code: 'remove-hook',
+      lists: [...new Set(holders.filter(h => h.kind === 'hook').map(h => h.path.replace(/\[.*$/, '')))]
+    });
   }
   if (kinds.has('graph')) {
     advice.push({ code: 'no-grad-or-detach' });

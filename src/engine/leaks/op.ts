@@ -43,8 +43,14 @@ export function rankLeaks(request: IRankLeaksRequest): IRankLeaksResult {
   } else if (kept?.key !== request.key) {
     throw new Error(`rankLeaks: session ${request.key} is not kept; send it again`);
   }
-  const report = findLeaks(kept!.snapshots, request.executions, { holders: request.holders, retention: kept!.retention });
-  return { report, queries: request.queries ? largestAllocated(kept!.snapshots[kept!.snapshots.length - 1], request.queries) : [] };
+  const report = findLeaks(kept!.snapshots, request.executions, {
+    holders: request.holders,
+    retention: kept!.retention
+  });
+  return {
+    report,
+    queries: request.queries ? largestAllocated(kept!.snapshots[kept!.snapshots.length - 1], request.queries) : []
+  };
 }
 
 /** The allocated blocks of a snapshot, largest first (sorting 40,000 blocks is work the page should not do). */

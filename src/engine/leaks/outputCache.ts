@@ -26,7 +26,15 @@ export function findOutputCache(f: Finding, context: Context): void {
   });
   const name = `Out[${n}]`;
   // Offline only `Out[n]` is sure: whether `_` or `__` still point at it depends on what later cells displayed.
-  if (f.leak('output-cache', cached, { code: 'output-cache', bytes: total(cached), executionCount: n, names: [name] }, [{ code: 'silence-output', executionCount: n }], context)) {
+  if (
+    f.leak(
+      'output-cache',
+      cached,
+      { code: 'output-cache', bytes: total(cached), executionCount: n, names: [name] },
+      [{ code: 'silence-output', executionCount: n }],
+      context
+    )
+  ) {
     f.confidence = 'high';
     f.hold({ kind: 'output-cache', path: name });
   }

@@ -26,7 +26,11 @@ export function rank(verdicts: readonly IExecutionVerdict[], executions: readonl
       if (a.verdict === 'leak') {
         const ca = codeOf(executions[a.execution]);
         const cb = codeOf(executions[b.execution]);
-        return groupBytes.get(cb)! - groupBytes.get(ca)! || (ca === cb ? b.execution - a.execution : 0) || b.leakedBytes - a.leakedBytes;
+        return (
+          groupBytes.get(cb)! - groupBytes.get(ca)! ||
+          (ca === cb ? b.execution - a.execution : 0) ||
+          b.leakedBytes - a.leakedBytes
+        );
       }
       if (a.verdict === 'fixed') {
         return b.leakedBytes - a.leakedBytes || a.execution - b.execution;

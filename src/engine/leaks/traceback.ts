@@ -19,7 +19,15 @@ export function findTraceback(f: Finding, context: Context): void {
   }
   const fn = context.cellFrames(pinned[0].stack)[0]?.frame.name ?? null;
   const error = f.execution.error.split(':')[0];
-  if (f.leak('traceback', pinned, { code: 'traceback', bytes: total(pinned), fn, error }, [{ code: 'clear-traceback' }], context)) {
+  if (
+    f.leak(
+      'traceback',
+      pinned,
+      { code: 'traceback', bytes: total(pinned), fn, error },
+      [{ code: 'clear-traceback' }],
+      context
+    )
+  ) {
     f.hold({ kind: 'traceback', path: 'sys.last_traceback' });
   }
 }
