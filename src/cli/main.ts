@@ -138,7 +138,9 @@ export function run(argv: string[]): string {
       const cells = new CellCodeNames(
         session.manifest.cells.map(c => ({ id: String(c.index), source: c.source, executionCount: c.execution_count }))
       );
-      return out(sessionJson(reports, session.frames, filter, cells), () => sessionText(reports, session.frames));
+      return out(sessionJson(reports, session.frames, filter, cells), () =>
+        sessionText(reports, session.frames, cells, filter)
+      );
     }
     case 'leaks': {
       expectOperands(args, 1, 'one DIR');

@@ -21,3 +21,6 @@ export * from './source';
 export * from './holders';
 export * from './findings';
 export * from './leaks';
+export * from './history';
+export * from './peak';
+export * from './oom';
