@@ -64,7 +64,9 @@ def read_state(raw, table):
     raw_segments = raw["segments"] if isinstance(raw, dict) else raw
     segments, blocks = [], {}
     states = _STATE_CODES
-    stack_of = _SnapshotStacks(table)
+    # Stack ids by the frame dicts' identities (see _SnapshotStacks), inlined: this loop runs once per live block.
+    ids = {}
+    ids_get = ids.get
     for seg in raw_segments:
         device = int(seg.get("device", 0))
         seg_address = int(seg["address"])
@@ -72,17 +74,25 @@ def read_state(raw, table):
         pool = ",".join(str(p) for p in pool) if isinstance(pool, (tuple, list)) else str(pool)
         segments.append((device, seg_address, int(seg["total_size"]), int(seg.get("stream", 0)), pool,
                          str(seg.get("segment_type", "")), table.stack_id(seg.get("frames"))))
-        # The hot loop of every capture (one pass per live block): plain lookups, no int() on ints.
+        # Plain lookups, no int() on ints.
         cursor = seg_address
         for blk in seg.get("blocks", ()):
             size = blk["size"]
             address = blk.get("address", cursor)  # torch before 2.1: the sizes before it give the address
             cursor = address + size
-            state = states.get(blk.get("state"))
+            state = states.get(blk["state"])
             if state is None:  # free space: implied by the segment
                 continue
-            blocks[(device, address)] = (device, address, size, blk.get("requested_size", size), state,
-                                         stack_of(blk.get("frames")), seg_address)
+            frames = blk.get("frames")
+            if frames:
+                key = tuple(map(id, frames))
+                sid = ids_get(key)
+                if sid is None:
+                    sid = ids[key] = table.stack_id(frames)
+            else:
+                sid = 0
+            blocks[(device, address)] = (device, address, size, blk.get("requested_size", size), state, sid,
+                                         seg_address)
     segments.sort(key=lambda s: (s[0], s[1]))
     return segments, blocks
 

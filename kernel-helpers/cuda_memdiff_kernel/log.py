@@ -8,6 +8,7 @@ the changes in between, so a session of 200 snapshots costs about two tables
 and what the cells changed, not 200 tables.
 """
 import collections
+import gc
 
 from . import protocol
 from .compact import FrameTable, read_history, read_state
@@ -54,8 +55,16 @@ class SnapshotLog:
 
     def add(self, raw, **fields):
         """Keep a raw snapshot with its message fields; returns the new entry."""
-        segments, blocks = read_state(raw, self.table)
-        history = self._history(raw)
+        # Reading makes a tuple per live block: with the collector on, those allocations trigger
+        # collections that walk the log's two block tables again and again.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            segments, blocks = read_state(raw, self.table)
+            history = self._history(raw)
+        finally:
+            if collecting:
+                gc.enable()
         state = self._state
         old = state.current
         born = [row for key, row in blocks.items() if old.get(key) != row]
