@@ -288,7 +288,8 @@ export class CaptureSession implements IDisposable {
       before: message.before,
       peak: message.peak,
       error: message.error,
-      replay: message.replay ?? null
+      replay: message.replay ?? null,
+      oom: message.oom
     });
     if (this._store.helper.status === 'error') {
       // A whole message after a refused one: the wire healed.
