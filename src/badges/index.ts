@@ -8,6 +8,8 @@ import { NotebookPanel } from '@jupyterlab/notebook';
 import { IDisposable } from '@lumino/disposable';
 import { Signal } from '@lumino/signaling';
 import { SnapshotStore } from '../capture/store';
+import { CellCodeNames } from '../engine';
+import { oomLines, peakLine } from './history';
 import { badgeView, DEFAULT_THRESHOLDS, IBadgeThresholds } from './view';
 
 const BADGE_CLASS = 'jp-CudaMemdiffBadge';
@@ -96,13 +98,35 @@ export class CellBadges implements IDisposable {
       currentKernelSession: this._store.kernelSession,
       thresholds: this.thresholds
     });
+    const description = [view.description, ...this._historyLines(record)].join('\n');
     node.textContent = view.text;
-    node.title = view.description;
-    node.setAttribute('aria-label', view.description);
+    node.title = description;
+    node.setAttribute('aria-label', description);
     node.dataset.cudaMemdiffNetBytes = String(view.netBytes);
     node.dataset.cudaMemdiffPeakBytes = String(view.peakBytes);
     node.dataset.level = view.level;
     node.classList.toggle(`${BADGE_CLASS}-stale`, view.stale);
+  }
+
+  /** What the cell's allocation history says: the OOM's why, what made the peak. */
+  private _historyLines(record: Parameters<SnapshotStore['peakOf']>[0]): string[] {
+    const oom = this._store.oomOf(record);
+    const peak = oom ? null : this._store.peakOf(record);
+    if (!oom && !peak) {
+      return [];
+    }
+    const cells = new CellCodeNames(
+      this._panel.content.widgets
+        .filter(c => c.model.type === 'code')
+        .map(c => ({
+          id: c.model.id,
+          source: c.model.sharedModel.getSource(),
+          executionCount: this._store.latestForCell(c.model.id)?.executionCount ?? null
+        }))
+    );
+    const lines = oom ? oomLines(oom, cells) : [];
+    const said = peak ? peakLine(peak, record.snapshot.frames, cells) : null;
+    return said ? [...lines, said] : lines;
   }
 
   private readonly _panel: NotebookPanel;

@@ -14,6 +14,7 @@ import { IChartInput } from './chart';
 import { SessionChart } from './chartview';
 import { DiffView } from './diffview';
 import { DiffPanelModel, IComparison, PanelSection, SnapshotRef } from './model';
+import { MomentSection } from './moment';
 import { Section } from './section';
 import { SegmentMap } from './segmentview';
 import { LeakFinderModel } from '../leaks/model';
@@ -306,6 +307,7 @@ export function PanelBody(props: IPanelBodyProps): JSX.Element {
       onDragOver={e => e.preventDefault()}
       onDrop={e => void dropFiles(model, e)}
     >
+      <MomentSection model={model} trans={trans} onReveal={props.onReveal} />
       <LeakView
         model={props.leaks}
         frames={model.frames}
