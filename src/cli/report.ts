@@ -209,10 +209,19 @@ function cellSiteJson(site: ICellSite) {
   return { cell: site.cell ? Number(site.cell.id) : null, line: site.line, filename: site.filename, bytes: site.bytes };
 }
 
-/** The `peak` object of `session --json`: the allocated total at the peak and what was alive then, by cell and line. */
-export function peakJson(peak: IPeakAnatomy, table: FrameTable, options: IFrameFilterOptions, cells: CellCodeNames) {
+/**
+ * The `peak` object of `session --json`: the allocated total at the peak (torch's own figure when the
+ * manifest has it; the replayed history's can differ by a few KiB) and what was alive then, by cell and line.
+ */
+export function peakJson(
+  peak: IPeakAnatomy,
+  recorded: number | null,
+  table: FrameTable,
+  options: IFrameFilterOptions,
+  cells: CellCodeNames
+) {
   return {
-    bytes: peak.bytes,
+    bytes: recorded ?? peak.bytes,
     complete: peak.complete,
     sites: cellSites(peak.alive, table, cells, options).map(cellSiteJson)
   };
@@ -286,7 +295,7 @@ export function sessionJson(reports: ICellReport[], table: FrameTable, options: 
       error: r.error,
       // An object for a cell that ran out of memory with a recorded OOM snapshot; true/false otherwise.
       oom: r.oomReport ? oomJson(r.oomReport, table, options, cells) : r.oom,
-      peak: r.peak ? peakJson(r.peak, table, options, cells) : null,
+      peak: r.peak ? peakJson(r.peak, r.peakBytes, table, options, cells) : null,
       top_sites: r.sites.map(g => groupJson(table, g, options, cells))
     }))
   };
@@ -308,7 +317,7 @@ export function sessionText(
     if (r.peak && r.peak.bytes > 0 && cells) {
       const sites = cellSites(r.peak.alive, table, cells, options);
       parts.push(
-        `${parts.length > 1 && !r.oomReport ? '' : '\n'}${name} peak ${formatBytes(r.peak.bytes)}` +
+        `${parts.length > 1 && !r.oomReport ? '' : '\n'}${name} peak ${formatBytes(r.peakBytes ?? r.peak.bytes)}` +
           `${r.peak.complete ? '' : ' or more (history lost entries)'}: ${sitesInWords(sites)}`
       );
     }
