@@ -39,6 +39,7 @@ export class CellBadges implements IDisposable {
     if (this._isDisposed) {
       return;
     }
+    this._cellNames = null;
     for (const cell of this._panel.content.widgets) {
       this._watch(cell);
       this._render(cell);
@@ -115,7 +116,8 @@ export class CellBadges implements IDisposable {
     if (!oom && !peak) {
       return [];
     }
-    const cells = new CellCodeNames(
+    // One map per update of all badges (hashing every cell's source), not one per badge.
+    this._cellNames ??= new CellCodeNames(
       this._panel.content.widgets
         .filter(c => c.model.type === 'code')
         .map(c => ({
@@ -124,11 +126,13 @@ export class CellBadges implements IDisposable {
           executionCount: this._store.latestForCell(c.model.id)?.executionCount ?? null
         }))
     );
+    const cells = this._cellNames;
     const lines = oom ? oomLines(oom, cells) : [];
     const said = peak ? peakLine(peak, record.snapshot.frames, cells) : null;
     return said ? [...lines, said] : lines;
   }
 
+  private _cellNames: CellCodeNames | null = null;
   private readonly _panel: NotebookPanel;
   private readonly _store: SnapshotStore;
   private readonly _watched = new WeakSet<Cell>();
