@@ -307,7 +307,7 @@ export function PanelBody(props: IPanelBodyProps): JSX.Element {
       onDragOver={e => e.preventDefault()}
       onDrop={e => void dropFiles(model, e)}
     >
-      <MomentSection model={model} trans={trans} onReveal={props.onReveal} />
+      <MomentSection model={model} trans={trans} onReveal={props.onReveal} show="oom" />
       <LeakView
         model={props.leaks}
         frames={model.frames}
@@ -368,6 +368,7 @@ export function PanelBody(props: IPanelBodyProps): JSX.Element {
           >
             <SegmentsBody model={model} after={pair.after} trans={trans} onReveal={props.onReveal} />
           </Section>
+          <MomentSection model={model} trans={trans} onReveal={props.onReveal} show="peak" />
         </>
       )}
     </div>

@@ -8,7 +8,16 @@
 import * as React from 'react';
 import { TranslationBundle } from '@jupyterlab/translation';
 import { CellRecord } from '../capture/store';
-import { CellCodeNames, cellSites, formatBytes, groupBySite, ICellSite, IOomReport, IPeakAnatomy } from '../engine';
+import {
+  CellCodeNames,
+  cellSites,
+  formatBytes,
+  groupBySite,
+  ICellSite,
+  IOomReport,
+  IPeakAnatomy,
+  SnapshotDiff
+} from '../engine';
 import { DiffView } from './diffview';
 import { DiffPanelModel } from './model';
 import { Section } from './section';
@@ -23,10 +32,14 @@ export interface IMomentSectionProps {
   onReveal: (location: ICellLocation) => void;
 }
 
-/** The OOM post-mortem or the peak of the selected cell, in a section of its own; null when there is neither. */
-export function MomentSection(props: IMomentSectionProps): JSX.Element | null {
+/**
+ * The OOM post-mortem (`show: 'oom'`: open, meant to come first) or the peak
+ * (`show: 'peak'`: collapsed until asked for) of the selected cell, in a
+ * section of its own; null when the cell has none.
+ */
+export function MomentSection(props: IMomentSectionProps & { show: 'oom' | 'peak' }): JSX.Element | null {
   const { model, trans } = props;
-  const [expanded, setExpanded] = React.useState(true);
+  const [expanded, setExpanded] = React.useState(props.show === 'oom');
   const record = model.selected;
   const store = model.notebook?.store;
   if (!record || !store) {
@@ -34,7 +47,7 @@ export function MomentSection(props: IMomentSectionProps): JSX.Element | null {
   }
   const oom = store.oomOf(record);
   const peak = oom ? null : store.peakOf(record);
-  if (!oom && !peak) {
+  if ((props.show === 'oom' && !oom) || (props.show === 'peak' && !peak)) {
     return null;
   }
   const cell = `[${record.executionCount ?? ' '}]`;
@@ -85,6 +98,23 @@ function HolderTable(props: { caption: string; rows: { label: string; bytes: num
   );
 }
 
+/** The moment against the cell's start, as the diff section shows a pair. */
+function MomentDiff(props: IMomentSectionProps & { diff: SnapshotDiff; caption: string }): JSX.Element {
+  const { model, diff } = props;
+  return (
+    <DiffView
+      diff={diff}
+      groups={groupBySite(diff, { allFrames: model.showAllFrames })}
+      showAllFrames={model.showAllFrames}
+      onShowAllFrames={v => (model.showAllFrames = v)}
+      cells={model.cellNames()}
+      trans={props.trans}
+      onReveal={props.onReveal}
+      caption={props.caption}
+    />
+  );
+}
+
 function OomBody(props: IMomentSectionProps & { record: CellRecord; oom: IOomReport }): JSX.Element {
   const { model, trans, oom } = props;
   const cells: CellCodeNames = model.cellNames();
@@ -123,16 +153,7 @@ function OomBody(props: IMomentSectionProps & { record: CellRecord; oom: IOomRep
         rows={sites.map(s => ({ label: siteLabel(s, trans), bytes: s.bytes }))}
       />
       <HolderTable name="cell" caption={trans.__('By cell')} rows={byCell(sites, trans)} />
-      <DiffView
-        diff={oom.diff}
-        groups={groupBySite(oom.diff, { allFrames: model.showAllFrames })}
-        showAllFrames={model.showAllFrames}
-        onShowAllFrames={v => (model.showAllFrames = v)}
-        cells={cells}
-        trans={trans}
-        onReveal={props.onReveal}
-        caption={trans.__('At the error, against the cell\'s start')}
-      />
+      <MomentDiff {...props} diff={oom.diff} caption={trans.__("At the error, against the cell's start")} />
     </div>
   );
 }
@@ -153,16 +174,7 @@ function PeakBody(props: IMomentSectionProps & { record: CellRecord; peak: IPeak
         caption={trans.__('Alive at the peak, by site')}
         rows={sites.map(s => ({ label: siteLabel(s, trans), bytes: s.bytes }))}
       />
-      <DiffView
-        diff={peak.diff}
-        groups={groupBySite(peak.diff, { allFrames: model.showAllFrames })}
-        showAllFrames={model.showAllFrames}
-        onShowAllFrames={v => (model.showAllFrames = v)}
-        cells={cells}
-        trans={trans}
-        onReveal={props.onReveal}
-        caption={trans.__('The peak moment, against the cell\'s start')}
-      />
+      <MomentDiff {...props} diff={peak.diff} caption={trans.__("The peak moment, against the cell's start")} />
     </div>
   );
 }
