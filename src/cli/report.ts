@@ -222,20 +222,18 @@ export function peakJson(
 ) {
   return {
     bytes: recorded ?? peak.bytes,
-    complete: peak.complete,
     sites: cellSites(peak.alive, table, cells, options).map(cellSiteJson)
   };
 }
 
-/** The `oom` object of `session --json`. */
-export function oomJson(oom: IOomReport, table: FrameTable, options: IFrameFilterOptions, cells: CellCodeNames) {
+/** The `oom` object of `session --json` (the holders are in the text output). */
+export function oomJson(oom: IOomReport) {
   return {
     request_bytes: oom.requestBytes,
     device_free_bytes: oom.deviceFreeBytes,
     largest_free_block_bytes: oom.largestFreeBlockBytes,
     segment_free_bytes: oom.segmentFreeBytes,
-    fragmentation: oom.fragmentation,
-    holders: cellSites(oom.atOom.blocks, table, cells, options).slice(0, 10).map(cellSiteJson)
+    fragmentation: oom.fragmentation
   };
 }
 
@@ -294,7 +292,7 @@ export function sessionJson(reports: ICellReport[], table: FrameTable, options: 
       freed_bytes: r.freedBytes,
       error: r.error,
       // An object for a cell that ran out of memory with a recorded OOM snapshot; true/false otherwise.
-      oom: r.oomReport ? oomJson(r.oomReport, table, options, cells) : r.oom,
+      oom: r.oomReport ? oomJson(r.oomReport) : r.oom,
       peak: r.peak ? peakJson(r.peak, r.peakBytes, table, options, cells) : null,
       top_sites: r.sites.map(g => groupJson(table, g, options, cells))
     }))

@@ -64,12 +64,13 @@ export function peakAnatomy(start: Snapshot, end: Snapshot): IPeakAnatomy | null
         total += b.size;
       }
     }
-    // First pass: the highest total and the entry after which it was reached (-1: at the start).
+    // First pass: the highest total and the last entry after which it stood (-1: at the start). The last
+    // such moment, so that a cell that frees and allocates as much again is seen with its own blocks.
     let highest = total;
     let at = -1;
     entries.forEach((e, k) => {
       total += step(live, e, device);
-      if (total > highest) {
+      if (total >= highest) {
         highest = total;
         at = k;
       }

@@ -127,6 +127,16 @@ describe('peak anatomy', () => {
     }
   });
 
+  it('of a re-run that frees and allocates as much again, names the re-run\'s own lines', () => {
+    const { cells } = live();
+    const peak = peakAnatomy(cells[0], cells[1])!;
+    expect(peak.bytes).toBe(288 * MiB);
+    const sites = cellSites(peak.alive, cells[1].frames);
+    const rerun = cellSites(cells[1].blocks, cells[1].frames);
+    expect(sites.map(s => [s.filename, s.line, s.bytes])).toEqual(rerun.map(s => [s.filename, s.line, s.bytes]));
+    expect(sites.map(s => s.line)).toEqual([2, 4]);
+  });
+
   it('is unknown where no history links the two snapshots', () => {
     const { cells } = live();
     expect(peakAnatomy(withoutHistory(cells[2]), withoutHistory(cells[3]))).toBeNull();
