@@ -2,6 +2,7 @@
  * The snapshots of one notebook, in execution order, keyed by cell id.
  * State and signals only: the session fills it, badges and the panel read it.
  */
+import { IDisposable } from '@lumino/disposable';
 import { ISignal, Signal } from '@lumino/signaling';
 import {
   emptySnapshot,
@@ -9,14 +10,18 @@ import {
   IOomEvent,
   IOomReport,
   IPeakAnatomy,
+  IRoleSummary,
   IWireBefore,
   IWireDeviceStats,
   oomReport,
+  parseRoleSummary,
   peakAnatomy,
+  roleChange,
+  RoleBytes,
   Snapshot,
   totalBytes
 } from '../engine';
-import { HelperStatus } from './protocol';
+import { DEFAULT_HELPER_SETTINGS, HelperStatus } from './protocol';
 
 /** One snapshot the helper took, after a cell or at an out-of-memory error. */
 export interface CellRecord {
@@ -49,6 +54,10 @@ export interface CellRecord {
   readonly replay: string | null;
   /** For an OOM snapshot, what the kernel said of the failed allocation. */
   readonly oom?: IOomEvent;
+  /** What the memory alive after the cell is for (the kernel's role pass); null when the kernel sent none. */
+  readonly roles?: IRoleSummary | null;
+  /** Per role, the change since the kernel session's previous cell with roles (from nothing for its first). */
+  readonly roleNetBytes?: RoleBytes | null;
 }
 
 /** What the store knows of the helper in the current kernel. */
@@ -83,10 +92,12 @@ export interface ISnapshotEntry {
   error: string | null;
   replay: string | null;
   oom?: IOomEvent;
+  /** The message's `roles`, checked here: a malformed one is dropped, the snapshot kept. */
+  roles?: unknown;
 }
 
 /** A notebook's snapshots. */
-export class SnapshotStore {
+export class SnapshotStore implements IDisposable {
   constructor(options: SnapshotStore.IOptions = {}) {
     this.maxRecords = options.maxRecords ?? SnapshotStore.DEFAULT_MAX_RECORDS;
   }
@@ -157,6 +168,8 @@ export class SnapshotStore {
     const allocated = totalBytes(entry.snapshot, 'allocatedBytes');
     const reserved = totalBytes(entry.snapshot, 'reservedBytes');
     const before = entry.before;
+    const roles = Private.roles(entry.roles);
+    const previous = this._records.filter(r => r.kernelSession === this._kernelSession && r.reason === 'cell').pop();
     const record: CellRecord = {
       cellId: entry.cellId,
       executionCount: entry.executionCount,
@@ -172,6 +185,8 @@ export class SnapshotStore {
       reservedNetBytes: reserved - (before ? before.reduce((n, d) => n + (d.reserved ?? 0), 0) : 0),
       peakBytes: entry.peak?.bytes ?? entry.devices.reduce((n, d) => n + (d.peak_allocated ?? 0), 0),
       peakExact: entry.peak?.exact ?? true,
+      roles,
+      roleNetBytes: roles && (!previous || previous.roles) ? roleChange(previous?.roles?.bytes ?? null, roles.bytes) : null,
       ...(entry.oom ? { oom: entry.oom } : {})
     };
     if (entry.cellId !== null) {
@@ -296,7 +311,16 @@ export class SnapshotStore {
     this._changed.emit();
   }
 
+  /** Whether the store was disposed. */
+  get isDisposed(): boolean {
+    return this._isDisposed;
+  }
+
   dispose(): void {
+    if (this._isDisposed) {
+      return;
+    }
+    this._isDisposed = true;
     Signal.clearData(this);
   }
 
@@ -312,14 +336,29 @@ export class SnapshotStore {
   private _emptySnapshot: Snapshot | null = null;
   private _helper: IHelperState = { status: 'starting', message: '', replay: null };
   private _changed = new Signal<this, void>(this);
+  private _isDisposed = false;
 }
 
 /** A namespace for SnapshotStore statics. */
 export namespace SnapshotStore {
   /** Snapshots kept by default per notebook. */
-  export const DEFAULT_MAX_RECORDS = 200;
+  export const DEFAULT_MAX_RECORDS = DEFAULT_HELPER_SETTINGS.snapshots_kept;
 
   export interface IOptions {
     maxRecords?: number;
+  }
+}
+
+namespace Private {
+  /** The roles of a snapshot message, or null when it has none or they cannot be read. */
+  export function roles(raw: unknown): IRoleSummary | null {
+    if (raw === undefined || raw === null) {
+      return null;
+    }
+    try {
+      return parseRoleSummary(raw, 'roles');
+    } catch {
+      return null;
+    }
   }
 }

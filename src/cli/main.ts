@@ -9,29 +9,43 @@ import {
   diffSnapshots,
   findLeaks,
   FrameTable,
+  groupByRole,
   groupBySite,
   IFrameFilterOptions,
   ISession,
+  IRankedSession,
+  loadRankedSession,
   loadSession,
+  RANKS_INDEX,
+  rankFolders,
   readSnapshot,
   reportCells,
   sessionExecutions,
+  sessionRoles,
   Snapshot,
   SnapshotError
 } from '../engine';
 import { diffJson, diffText, sessionJson, sessionText, summaryJson, summaryText } from './report';
 import { leaksJson, leaksText } from './leaks';
+import { compareJson, compareText, ranksJson, ranksText } from './ranks';
+import { diffRolesJson, diffRolesText, rolesBeside, sessionRolesText } from './roles';
 
 const USAGE = `usage:
   cuda-memdiff summary FILE [--json]
-  cuda-memdiff diff BEFORE AFTER [--json] [--all-frames]
-  cuda-memdiff session DIR [--json] [--all-frames]
+  cuda-memdiff diff BEFORE AFTER [--json] [--all-frames] [--by role]
+  cuda-memdiff session DIR [--json] [--all-frames] [--by role]
   cuda-memdiff leaks DIR [--json] [--all-frames]
+  cuda-memdiff session|leaks RANKS_DIR [--rank N] [--json]
+  cuda-memdiff diff RANKS_DIR --ranks A,B [--point K] [--json]
 
 FILE, BEFORE and AFTER are snapshot pickles written by torch.cuda.memory._dump_snapshot()
 (plain or gzip) or the same dict as JSON. DIR is a session folder (manifest.json plus one
-snapshot per cell). \`leaks\` ranks the session's cells by the memory they left alive:
-leak (grows on re-run, or held by nothing the user sees), retained (expected state) or ok.`;
+snapshot per cell); RANKS_DIR is a multi-rank folder (rank0/, rank1/, ... each a session
+folder, written by cuda_memdiff_kernel.ranks): without --rank, session and leaks compare the
+ranks and say which one grows. \`leaks\` ranks the session's cells by the memory they left alive:
+leak (grows on re-run, or held by nothing the user sees), retained (expected state) or ok.
+--by role groups memory by what it is for (parameter, gradient, optimizer_state, activation, ...),
+as the kernel recorded it: \`diff\` takes two snapshots of one session folder recorded with roles.`;
 
 /** Wrong arguments: reported with the usage text. */
 class UsageError extends Error {}
@@ -41,19 +55,55 @@ interface IArgs {
   operands: string[];
   json: boolean;
   allFrames: boolean;
+  /** `--by role`: group by what the memory is for. */
+  byRole: boolean;
+  /** --rank N: one rank of a multi-rank folder. */
+  rank: number | null;
+  /** --ranks A,B: the two ranks `diff` compares. */
+  ranks: [number, number] | null;
+  /** --point K: the capture point `diff --ranks` compares at (default: the last both have). */
+  point: number | null;
+}
+
+function integerOption(name: string, value: string | undefined): number {
+  if (value === undefined || !/^\d+$/.test(value)) {
+    throw new UsageError(`${name} takes a whole number`);
+  }
+  return Number(value);
 }
 
 function parseArgs(argv: string[]): IArgs {
   const operands: string[] = [];
   let json = false;
   let allFrames = false;
-  for (const arg of argv) {
-    if (arg === '--json') {
+  let byRole = false;
+  let rank: number | null = null;
+  let ranks: [number, number] | null = null;
+  let point: number | null = null;
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    if (arg === '--by' || arg.startsWith('--by=')) {
+      const value = arg === '--by' ? argv[++i] : arg.slice('--by='.length);
+      if (value !== 'role') {
+        throw new UsageError(`--by takes 'role'${value === undefined ? '' : `, not '${value}'`}`);
+      }
+      byRole = true;
+    } else if (arg === '--rank') {
+      rank = integerOption('--rank', argv[++i]);
+    } else if (arg === '--point') {
+      point = integerOption('--point', argv[++i]);
+    } else if (arg === '--ranks') {
+      const pair = (argv[++i] ?? '').split(',');
+      if (pair.length !== 2) {
+        throw new UsageError('--ranks takes two ranks, as in --ranks 0,1');
+      }
+      ranks = [integerOption('--ranks', pair[0]), integerOption('--ranks', pair[1])];
+    } else if (arg === '--json') {
       json = true;
     } else if (arg === '--all-frames') {
       allFrames = true;
     } else if (arg === '-h' || arg === '--help') {
-      return { command: 'help', operands: [], json, allFrames };
+      return { command: 'help', operands: [], json, allFrames, byRole, rank, ranks, point };
     } else if (arg.startsWith('--')) {
       throw new UsageError(`unknown option ${arg}`);
     } else {
@@ -64,7 +114,10 @@ function parseArgs(argv: string[]): IArgs {
   if (!command) {
     throw new UsageError('no command given');
   }
-  return { command, operands: rest, json, allFrames };
+  if (byRole && command !== 'session' && command !== 'diff') {
+    throw new UsageError(`${command} does not take --by`);
+  }
+  return { command, operands: rest, json, allFrames, byRole, rank, ranks, point };
 }
 
 function readBytes(file: string): Uint8Array {
@@ -108,6 +161,40 @@ function readSessionFolder(dir: string): ISession {
   return loadSession(fs.readFileSync(manifestPath, 'utf-8'), name => readBytes(path.join(dir, name)));
 }
 
+/** The ranks of a multi-rank folder, or null when the folder is not one. */
+function readRankedFolder(dir: string): IRankedSession | null {
+  if (!fs.existsSync(dir) || !fs.statSync(dir).isDirectory() || fs.existsSync(path.join(dir, 'manifest.json'))) {
+    return null;
+  }
+  const folders = fs.readdirSync(dir).filter(name => fs.statSync(path.join(dir, name)).isDirectory());
+  if (rankFolders(folders).length === 0) {
+    return null;
+  }
+  const index = path.join(dir, RANKS_INDEX);
+  return loadRankedSession(
+    folders,
+    (folder, name) => readBytes(path.join(dir, folder, name)),
+    fs.existsSync(index) ? fs.readFileSync(index, 'utf-8') : null
+  );
+}
+
+/** A session folder, or one rank of a multi-rank folder (`--rank N`). */
+function readSessionOrRank(args: IArgs): ISession {
+  const dir = args.operands[0];
+  const ranked = readRankedFolder(dir);
+  if (!ranked) {
+    if (args.rank !== null) {
+      throw new UsageError(`--rank needs a multi-rank folder; ${dir} is not one`);
+    }
+    return readSessionFolder(dir);
+  }
+  const rank = ranked.ranks.find(r => r.rank === args.rank);
+  if (!rank) {
+    throw new SnapshotError(`${dir}: no rank ${args.rank} (ranks: ${ranked.ranks.map(r => r.rank).join(', ')})`);
+  }
+  return rank.session;
+}
+
 /** Run one command; returns the text for stdout. */
 export function run(argv: string[]): string {
   const args = parseArgs(argv);
@@ -123,28 +210,58 @@ export function run(argv: string[]): string {
       return out(summaryJson(snapshot), () => summaryText(snapshot));
     }
     case 'diff': {
+      if (args.ranks) {
+        expectOperands(args, 1, 'one RANKS_DIR with --ranks');
+        const ranked = readRankedFolder(args.operands[0]);
+        if (!ranked) {
+          throw new UsageError(`--ranks needs a multi-rank folder; ${args.operands[0]} is not one`);
+        }
+        const [a, b] = args.ranks;
+        const lengths = ranked.ranks.filter(r => r.rank === a || r.rank === b).map(r => r.session.snapshots.length);
+        const point = args.point ?? Math.max(0, Math.min(...lengths) - 1);
+        return out(compareJson(ranked, a, b, point, filter), () => compareText(ranked, a, b, point, filter));
+      }
       expectOperands(args, 2, 'BEFORE and AFTER');
       const frames = new FrameTable();
       const before = readSnapshotFile(args.operands[0], frames);
       const after = readSnapshotFile(args.operands[1], frames);
       const diff = diffSnapshots(before, after);
+      if (args.byRole) {
+        const roles = groupByRole(diff, rolesBeside(args.operands[0]), rolesBeside(args.operands[1]), filter);
+        return out(diffRolesJson(diff, roles, filter), () => diffRolesText(diff, roles));
+      }
       const groups = groupBySite(diff, filter);
       return out(diffJson(diff, groups, filter), () => diffText(diff, groups, filter));
     }
     case 'session': {
       expectOperands(args, 1, 'one DIR');
-      const session = readSessionFolder(args.operands[0]);
+      const ranked = args.rank === null ? readRankedFolder(args.operands[0]) : null;
+      if (ranked) {
+        return out(ranksJson(ranked, filter), () => ranksText(ranked, filter));
+      }
+      const session = readSessionOrRank(args);
       const reports = reportCells(session, filter);
       const cells = new CellCodeNames(
         session.manifest.cells.map(c => ({ id: String(c.index), source: c.source, executionCount: c.execution_count }))
       );
-      return out(sessionJson(reports, session.frames, filter, cells), () =>
-        sessionText(reports, session.frames, cells, filter)
-      );
+      // The folder of the session's files: DIR, or a rank's own folder in a multi-rank one.
+      const dir = args.rank === null ? args.operands[0] : path.join(args.operands[0], `rank${args.rank}`);
+      const roles = sessionRoles(session.manifest, name => readBytes(path.join(dir, name)));
+      if (args.byRole && roles.every(r => r === null)) {
+        throw new SnapshotError(`${dir}: no cell has recorded roles (record it with cuda_memdiff_kernel.recorder)`);
+      }
+      // Each cell's bytes alive after it by role; null where the cell was recorded without roles.
+      const json = sessionJson(reports, session.frames, filter, cells);
+      json.cells.forEach((cell, k) => Object.assign(cell, { roles: roles[k]?.bytes ?? null }));
+      return out(json, () => (args.byRole ? sessionRolesText(reports, roles) : sessionText(reports, session.frames, cells, filter)));
     }
     case 'leaks': {
       expectOperands(args, 1, 'one DIR');
-      const session = readSessionFolder(args.operands[0]);
+      const ranked = args.rank === null ? readRankedFolder(args.operands[0]) : null;
+      if (ranked) {
+        return out(ranksJson(ranked, filter), () => ranksText(ranked, filter));
+      }
+      const session = readSessionOrRank(args);
       // The kernel's holders after the last cell, when the session was recorded with them.
       const holders = session.holders[session.holders.length - 1] ?? undefined;
       const report = findLeaks(session.snapshots, sessionExecutions(session.manifest), { holders });

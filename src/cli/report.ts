@@ -20,7 +20,7 @@ import {
   totalBytes,
   visibleStack
 } from '../engine';
-import { ITableNote, renderTable } from './table';
+import { IColumn, ITableNote, renderTable } from './table';
 
 /** The line a table shows where the kernel restarted (`kernel` is the new kernel's position). */
 export function restartNote(kernel: number): ITableNote {
@@ -159,6 +159,22 @@ export function diffJson(diff: SnapshotDiff, groups: AllocationSite[], options: 
   };
 }
 
+/** The columns of a table of changes: net, born, freed, blocks, then what changed (`what`). */
+export function changeColumns(what: string): IColumn[] {
+  return [
+    { header: 'net', right: true },
+    { header: 'born', right: true },
+    { header: 'freed', right: true },
+    { header: 'blocks', right: true },
+    { header: what }
+  ];
+}
+
+/** A row of a table of changes. */
+export function changeRow(c: { netBytes: number; bornBytes: number; freedBytes: number; count: number }, what: string): string[] {
+  return [formatBytes(c.netBytes, true), formatBytes(c.bornBytes), formatBytes(c.freedBytes), String(c.count), what];
+}
+
 /** `diff` for people: a summary line, the groups, and the stack of each. */
 export function diffText(diff: SnapshotDiff, groups: AllocationSite[], options: IFrameFilterOptions): string {
   const table = diff.frames;
@@ -169,27 +185,8 @@ export function diffText(diff: SnapshotDiff, groups: AllocationSite[], options: 
   if (!groups.length) {
     return `${head}\nno allocated block changed`;
   }
-  const rows = groups.map(g => [
-    formatBytes(g.netBytes, true),
-    formatBytes(g.bornBytes),
-    formatBytes(g.freedBytes),
-    String(g.count),
-    siteLabel(table, g.frameId)
-  ]);
-  const parts = [
-    head,
-    '',
-    renderTable(
-      [
-        { header: 'net', right: true },
-        { header: 'born', right: true },
-        { header: 'freed', right: true },
-        { header: 'blocks', right: true },
-        { header: 'allocation site' }
-      ],
-      rows
-    )
-  ];
+  const rows = groups.map(g => changeRow(g, siteLabel(table, g.frameId)));
+  const parts = [head, '', renderTable(changeColumns('allocation site'), rows)];
   for (const g of groups.slice(0, 10)) {
     parts.push('', `${formatBytes(g.netBytes, true)} at ${siteLabel(table, g.frameId)}`);
     for (const e of visibleStack(table, g.stack, options)) {

@@ -120,6 +120,8 @@ export interface IExportCell {
    * a change from the cell before is a kernel restart or change.
    */
   kernelSession?: number;
+  /** The kernel's roles after the cell (bytes per role), written as the manifest's `roles` when known. */
+  roles?: { bytes: Readonly<Record<string, number>>; partial: boolean } | null;
 }
 
 function stats(snapshot: Snapshot, devices: readonly IWireDeviceStats[]) {
@@ -129,25 +131,25 @@ function stats(snapshot: Snapshot, devices: readonly IWireDeviceStats[]) {
       device: t.device,
       allocated: t.allocatedBytes,
       reserved: t.reservedBytes,
-      max_allocated: d?.peak_allocated ?? t.allocatedBytes,
-      max_reserved: d?.peak_reserved ?? t.reservedBytes,
+      peak_allocated: d?.peak_allocated ?? t.allocatedBytes,
+      peak_reserved: d?.peak_reserved ?? t.reservedBytes,
       device_free: d?.device_free ?? null,
       device_total: d?.device_total ?? null
     };
   });
-  const sum = (k: 'allocated' | 'reserved' | 'max_allocated' | 'max_reserved') => perDevice.reduce((n, d) => n + d[k], 0);
+  const sum = (k: 'allocated' | 'reserved' | 'peak_allocated' | 'peak_reserved') => perDevice.reduce((n, d) => n + d[k], 0);
   return {
     allocated: sum('allocated'),
     reserved: sum('reserved'),
-    max_allocated: sum('max_allocated'),
-    max_reserved: sum('max_reserved'),
+    peak_allocated: sum('peak_allocated'),
+    peak_reserved: sum('peak_reserved'),
     per_device: perDevice
   };
 }
 
 /** Allocator statistics of a device nothing has touched: before a session's first cell and after a restart. */
 function emptyDeviceStats() {
-  return { allocated: 0, reserved: 0, max_allocated: 0, max_reserved: 0, per_device: [] as unknown[] };
+  return { allocated: 0, reserved: 0, peak_allocated: 0, peak_reserved: 0, per_device: [] as unknown[] };
 }
 
 /**
@@ -187,6 +189,7 @@ export function sessionFolderFiles(cells: readonly IExportCell[], meta: { [key: 
       blocks: cell.snapshot.blocks.length,
       segments: cell.snapshot.segments.length,
       ...(cell.kernelSession !== undefined ? { kernel_session: cell.kernelSession } : {}),
+      ...(cell.roles ? { roles: { bytes: cell.roles.bytes, partial: cell.roles.partial } } : {}),
       before,
       after
     };

@@ -24,3 +24,5 @@ export * from './leaks';
 export * from './history';
 export * from './peak';
 export * from './oom';
+export * from './roles';
+export * from './ranks';

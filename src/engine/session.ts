@@ -19,6 +19,10 @@ import { emptySnapshot, readSnapshot } from './snapshot';
 export interface IAllocatorStats {
   allocated: number;
   reserved: number;
+  /** Peak allocated during the cell (the wire's name; older manifests say max_allocated). */
+  peak_allocated?: number;
+  peak_reserved?: number;
+  /** The same peaks in manifests written before they took the wire's names. */
   max_allocated?: number;
   max_reserved?: number;
   device_free?: number;
@@ -157,10 +161,11 @@ export function kernelSessionsOf(manifest: ISessionManifest): number[] {
 /** Load every cell's snapshot; `readFile` returns a file's bytes by its name in the folder. */
 export function loadSession(
   manifestText: string,
-  readFile: (name: string) => Uint8Array
+  readFile: (name: string) => Uint8Array,
+  // One table for several sessions (the ranks of a job) makes a site the same id in each.
+  frames = new FrameTable()
 ): ISession {
   const manifest = parseManifest(manifestText);
-  const frames = new FrameTable();
   const read = (name: string) => {
     let bytes: Uint8Array;
     try {
@@ -211,7 +216,7 @@ export function reportCells(
     const afterRestart = k > 0 && kernels[k] !== kernels[k - 1];
     const start = k === 0 || afterRestart ? empty : session.snapshots[k - 1];
     const diff = diffSnapshots(start, snapshot);
-    const peak = cell.after?.max_allocated;
+    const peak = cell.after?.peak_allocated ?? cell.after?.max_allocated;
     const atOom = session.oomSnapshots?.[k] ?? null;
     return {
       index: cell.index,

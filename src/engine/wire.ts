@@ -8,6 +8,7 @@
 import { SnapshotError } from './errors';
 import { Block, BlockState, FrameTable, Segment, Snapshot, TraceEntry, TraceHistory } from './model';
 import { computeTotals } from './normalize';
+import { WIRE_BLOCK_STATES } from './protocol.generated';
 
 /** Allocator statistics the helper sends for one device. */
 export interface IWireDeviceStats {
@@ -83,9 +84,12 @@ export interface IWireSnapshot {
   };
   /** Which stretch of history `traces` covers. */
   history?: { since_us: number | null; until_us: number | null; complete: boolean; dropped: number };
+  /** What the live blocks are for after the cell (the kernel's role pass); engine/roles.ts reads it. */
+  roles?: { bytes: Record<string, number>; partial: boolean; elapsed_ms: number; reused?: boolean };
 }
 
-const WIRE_STATES: readonly BlockState[] = ['active_allocated', 'active_pending_free'];
+// Block states by their code in the block table (the helper's protocol.BLOCK_STATES).
+const WIRE_STATES: readonly BlockState[] = WIRE_BLOCK_STATES;
 
 // Addresses stay below 2^48, so address * 32 + device is an exact key for 32 devices.
 const DEVICE_SLOTS = 32;

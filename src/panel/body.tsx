@@ -15,12 +15,12 @@ import { SessionChart } from './chartview';
 import { DiffView } from './diffview';
 import { DiffPanelModel, IComparison, PanelSection, SnapshotRef } from './model';
 import { MomentSection } from './moment';
-import { Section } from './section';
+import { Section } from '../components/section';
 import { SegmentMap } from './segmentview';
 import { LeakFinderModel } from '../leaks/model';
 import { LeakView } from '../leaks/view';
-import { useSignal } from './signal';
-import { ICellLocation } from './stack';
+import { useSignal } from '../components/signal';
+import { ICellLocation } from '../components/stack';
 
 /** Props of the panel body. */
 export interface IPanelBodyProps {
@@ -186,7 +186,9 @@ function ChartBody(props: { model: DiffPanelModel; trans: TranslationBundle }): 
         reservedBytes: totalBytes(r.snapshot, 'reservedBytes', device),
         oom: model.notebook?.store.hadOom(r) ?? false,
         label: recordLabel(r, model, trans),
-        kernelSession: r.kernelSession
+        kernelSession: r.kernelSession,
+        // The kernel's roles are summed over devices: stacked only when the chart shows them all.
+        roles: device === null ? (r.roles?.bytes ?? null) : null
       })),
     [records, model, device, trans]
   );

@@ -3,9 +3,10 @@
  * selected, the pair being compared and the frame filter. It calls the
  * engine and caches the result; the React views only render it.
  */
+import { IDisposable } from '@lumino/disposable';
 import { ISignal, Signal } from '@lumino/signaling';
-import { BlockQuery } from '../capture/protocol';
-import { CellRecord, SnapshotStore } from '../capture/store';
+import { CellRecord } from '../capture/store';
+import type { IFollowedNotebook } from '../tokens';
 import {
   AllocationSite,
   CellCodeNames,
@@ -14,22 +15,14 @@ import {
   FrameTable,
   groupBySite,
   ICellSource,
-  IHolderAnswer,
   readSnapshot,
   Snapshot,
   SnapshotDiff,
   SnapshotError
 } from '../engine';
 
-/** A notebook as the panel needs it: its snapshots and its cells' sources. */
-export interface IFollowedNotebook {
-  readonly title: string;
-  readonly store: SnapshotStore;
-  /** The code cells as they are now (id and source), in notebook order. */
-  cells(): ICellSource[];
-  /** Ask the kernel who holds these blocks; absent where no kernel can answer. */
-  requestHolders?(blocks: readonly BlockQuery[]): Promise<IHolderAnswer>;
-}
+// The followed notebook is part of the public contract; re-exported for the panel's users.
+export type { IFollowedNotebook };
 
 /** A snapshot file opened in the panel (a pickle from _dump_snapshot, or JSON). */
 export interface ISnapshotFile {
@@ -58,7 +51,7 @@ export interface IComparison {
 const EMPTY: SnapshotRef = { kind: 'empty' };
 
 /** Model of the diff panel. */
-export class DiffPanelModel {
+export class DiffPanelModel implements IDisposable {
   /** Emitted when anything the views show changed. */
   get changed(): ISignal<this, void> {
     return this._changed;
@@ -311,7 +304,16 @@ export class DiffPanelModel {
     return this._cellNames!.names;
   }
 
+  /** Whether the model was disposed. */
+  get isDisposed(): boolean {
+    return this._isDisposed;
+  }
+
   dispose(): void {
+    if (this._isDisposed) {
+      return;
+    }
+    this._isDisposed = true;
     this.setNotebook(null);
     Signal.clearData(this);
   }
@@ -326,6 +328,7 @@ export class DiffPanelModel {
     this._groups = null;
   }
 
+  private _isDisposed = false;
   private _notebook: IFollowedNotebook | null = null;
   private _custom: IComparison | null = null;
   private _device: number | null = null;

@@ -20,8 +20,8 @@ import {
 } from '../engine';
 import { DiffView } from './diffview';
 import { DiffPanelModel } from './model';
-import { Section } from './section';
-import { ICellLocation } from './stack';
+import { Section } from '../components/section';
+import { ICellLocation } from '../components/stack';
 
 /** Rows of the holder tables. */
 const ROWS_SHOWN = 5;
