@@ -140,7 +140,12 @@ export function summaryText(snapshot: Snapshot): string {
 }
 
 /** `diff --json`. */
-export function diffJson(diff: SnapshotDiff, groups: AllocationSite[], options: IFrameFilterOptions, cells?: CellCodeNames) {
+export function diffJson(
+  diff: SnapshotDiff,
+  groups: AllocationSite[],
+  options: IFrameFilterOptions,
+  cells?: CellCodeNames
+) {
   return {
     born_bytes: diff.bornBytes,
     freed_bytes: diff.freedBytes,
@@ -171,7 +176,10 @@ export function changeColumns(what: string): IColumn[] {
 }
 
 /** A row of a table of changes. */
-export function changeRow(c: { netBytes: number; bornBytes: number; freedBytes: number; count: number }, what: string): string[] {
+export function changeRow(
+  c: { netBytes: number; bornBytes: number; freedBytes: number; count: number },
+  what: string
+): string[] {
   return [formatBytes(c.netBytes, true), formatBytes(c.bornBytes), formatBytes(c.freedBytes), String(c.count), what];
 }
 
@@ -251,7 +259,13 @@ function sitesInWords(sites: readonly ICellSite[], count = 3): string {
 }
 
 /** The OOM post-mortem in words. */
-export function oomText(name: string, oom: IOomReport, table: FrameTable, cells: CellCodeNames, options: IFrameFilterOptions): string {
+export function oomText(
+  name: string,
+  oom: IOomReport,
+  table: FrameTable,
+  cells: CellCodeNames,
+  options: IFrameFilterOptions
+): string {
   const free = oom.deviceFreeBytes === null ? 'an unknown amount' : formatBytes(oom.deviceFreeBytes);
   const lines = [
     `${name} ran out of memory on cuda:${oom.device}: it asked for ${formatBytes(oom.requestBytes)}; ` +
@@ -274,7 +288,12 @@ export function oomText(name: string, oom: IOomReport, table: FrameTable, cells:
   return lines.join('\n');
 }
 /** `session --json`. */
-export function sessionJson(reports: ICellReport[], table: FrameTable, options: IFrameFilterOptions, cells: CellCodeNames) {
+export function sessionJson(
+  reports: ICellReport[],
+  table: FrameTable,
+  options: IFrameFilterOptions,
+  cells: CellCodeNames
+) {
   return {
     cells: reports.map(r => ({
       index: r.index,

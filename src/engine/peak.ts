@@ -148,8 +148,8 @@ export function cellSites(
       siteOfStack.set(b.stack, site);
     }
     const frame = site < 0 ? null : table.frame(site);
-    const cell = frame ? cells?.lookup(frame.filename)?.cells[0] ?? null : null;
-    const key = `${cell ? `cell:${cell.id}` : frame?.filename ?? ''}:${frame?.line ?? ''}`;
+    const cell = frame ? (cells?.lookup(frame.filename)?.cells[0] ?? null) : null;
+    const key = `${cell ? `cell:${cell.id}` : (frame?.filename ?? '')}:${frame?.line ?? ''}`;
     let g = groups.get(key);
     if (!g) {
       g = { cell, line: frame?.line ?? null, filename: frame?.filename ?? '', frameId: site, bytes: 0, blocks: 0 };

@@ -183,7 +183,7 @@ export function loadSession(
   const oomSnapshots = manifest.cells.map(cell => {
     const name = cell.oom_snapshots?.[0];
     if (name !== undefined && !insideFolder(name)) {
-      throw new SnapshotError(`manifest.json oom_snapshots must be names inside the folder`);
+      throw new SnapshotError('manifest.json oom_snapshots must be names inside the folder');
     }
     return name === undefined ? null : read(name);
   });

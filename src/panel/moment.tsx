@@ -167,7 +167,10 @@ function PeakBody(props: IMomentSectionProps & { record: CellRecord; peak: IPeak
       <p className="jp-CudaMemdiffMoment-summary">
         {peak.complete
           ? trans.__('At its peak the cell had %1 allocated.', formatBytes(peak.bytes))
-          : trans.__('At its peak the cell had %1 or more allocated (the history lost entries).', formatBytes(peak.bytes))}
+          : trans.__(
+              'At its peak the cell had %1 or more allocated (the history lost entries).',
+              formatBytes(peak.bytes)
+            )}
       </p>
       <HolderTable
         name="site"

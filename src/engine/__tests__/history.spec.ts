@@ -127,7 +127,7 @@ describe('peak anatomy', () => {
     }
   });
 
-  it('of a re-run that frees and allocates as much again, names the re-run\'s own lines', () => {
+  it("of a re-run that frees and allocates as much again, names the re-run's own lines", () => {
     const { cells } = live();
     const peak = peakAnatomy(cells[0], cells[1])!;
     expect(peak.bytes).toBe(288 * MiB);
@@ -162,8 +162,9 @@ describe('the OOM post-mortem of a live session', () => {
 
 describe('a session folder with history', () => {
   it('gives each cell its peak anatomy', () => {
-    const session = loadSession(fs.readFileSync(path.join(DIR, 'manifest.json'), 'utf-8'), name =>
-      new Uint8Array(fs.readFileSync(path.join(DIR, name)))
+    const session = loadSession(
+      fs.readFileSync(path.join(DIR, 'manifest.json'), 'utf-8'),
+      name => new Uint8Array(fs.readFileSync(path.join(DIR, name)))
     );
     expect(session.snapshots).toHaveLength(5);
     const peak = peakAnatomy(session.snapshots[2], session.snapshots[3])!;
