@@ -82,7 +82,8 @@ def capture_costs(profile=False):
 
             changed = median_ms(change_300)
             against = bare_traced if traces else bare
-            print(f"{n:>7} live blocks, traces {'on ' if traces else 'off'}: bare memory_snapshot(include_traces=False) "
+            print(f"{n:>7} live blocks, traces {'on ' if traces else 'off'}: "
+                  f"bare memory_snapshot(include_traces=False) "
                   f"{bare:6.1f} ms, _snapshot() {bare_traced:6.1f} ms | helper per cell, nothing changed "
                   f"{same:6.1f} ms ({same / against:.2f}x) | 300 blocks changed {changed:6.1f} ms "
                   f"({changed / against:.2f}x) | message: whole {whole / 2**20:.2f} MiB, 300 changed "

@@ -110,7 +110,10 @@ process.stdout.write(JSON.stringify(cells));
 def test_reruns_peaks_and_oom_follow_the_allocation_trace(shell):
     # Name cells by their source, as ipykernel does (not installed here; a CRC stands in for its murmur2):
     # a re-run gets the same code name, so the same stack, as in Jupyter.
-    shell.compile.get_code_name = lambda raw, transformed, number: f"/tmp/ipykernel_{os.getpid()}/{zlib.crc32(raw.encode())}.py"
+    def code_name(raw, transformed, number):
+        return f"/tmp/ipykernel_{os.getpid()}/{zlib.crc32(raw.encode())}.py"
+
+    shell.compile.get_code_name = code_name
     install(shell, settings={"include_traces": True, "history": "all", "peaks": "per-cell"})
     channel = attach(shell)
     keep = os.environ.get("CUDA_MEMDIFF_LIVE_HISTORY")
@@ -173,8 +176,8 @@ def test_reruns_peaks_and_oom_follow_the_allocation_trace(shell):
     # the CLI on the dumped pickles: the same born and freed as the trace
     cli = ROOT / "bin" / "cuda-memdiff.js"
     for k in (1, 2):
-        out = subprocess.run([NODE, str(cli), "diff", str(folder / f"cell{k - 1:02d}.pickle"),
-                              str(folder / f"cell{k:02d}.pickle"), "--json"], capture_output=True, text=True, check=True)
+        pair = [str(folder / f"cell{k - 1:02d}.pickle"), str(folder / f"cell{k:02d}.pickle")]
+        out = subprocess.run([NODE, str(cli), "diff", *pair, "--json"], capture_output=True, text=True, check=True)
         diff = json.loads(out.stdout)
         print(f"CLI diff cell{k - 1:02d} -> cell{k:02d}: born {diff['born_bytes']}, freed {diff['freed_bytes']}")
         assert (diff["born_bytes"], diff["freed_bytes"]) == truth[k]
