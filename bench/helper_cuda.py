@@ -2,14 +2,21 @@
 
     PYTHONPATH=kernel-helpers python3 bench/helper_cuda.py
 
-Prints figures (median of 5) at 10,000 and 100,000 live blocks with history
-on: the bare ``memory_snapshot(include_traces=False)`` and ``_snapshot()``,
-the helper's whole per-cell work (snapshot, the log's changes, the message
-for one attached frontend, JSON as the comm sends it) for a cell that changed
-nothing and for one that changed 300 blocks, and the bytes sent. Then the
-cost of allocation history on a GPU-bound and a CPU-bound training step.
+Prints figures (median of 5) at 10,000, 40,000 and 100,000 live blocks with
+history on: the bare ``memory_snapshot(include_traces=False)`` and
+``_snapshot()``, the helper's whole per-cell work (snapshot, the log's
+changes, the message for one attached frontend, JSON as the comm sends it)
+for a cell that changed nothing and for one that changed 300 blocks, and the
+bytes sent; the same with traces on (the ``includeTraces`` setting: the
+cell's allocation history travels too). Then the cost of allocation history
+on a GPU-bound and a CPU-bound training step. ``--profile`` adds the
+helper's own hot spots at 100,000 blocks.
 """
+import cProfile
+import io
 import json
+import pstats
+import sys
 import statistics
 import time
 
@@ -47,37 +54,49 @@ def median_ms(fn, runs=RUNS):
     return statistics.median(times)
 
 
-def helper_cell(log, frontends):
-    raw = torch_probe.raw_snapshot(include_traces=False)
+def helper_cell(log, frontends, traces=False):
+    raw = torch_probe.raw_snapshot(include_traces=traces)
     entry = log.add(raw, reason="cell", cell_id="c", execution_count=1, error=None,
                     devices=torch_probe.device_stats())
     frontends.publish(entry)
 
 
-def capture_costs():
-    for n in (10_000, 100_000):
+def capture_costs(profile=False):
+    for n in (10_000, 40_000, 100_000):
         keep = [torch.empty(256, device="cuda") for _ in range(n)]
         bare = median_ms(lambda: torch.cuda.memory.memory_snapshot(include_traces=False))
         bare_traced = median_ms(torch.cuda.memory._snapshot)
-        log = SnapshotLog()
-        frontends = Frontends(log)
-        comm = SizeComm()
-        frontends.attach(comm)
-        helper_cell(log, frontends)
-        whole = comm.bytes
-        same = median_ms(lambda: helper_cell(log, frontends))
+        for traces in (False, True):
+            log = SnapshotLog()
+            frontends = Frontends(log)
+            comm = SizeComm()
+            frontends.attach(comm)
+            helper_cell(log, frontends, traces)
+            whole = comm.bytes
+            same = median_ms(lambda: helper_cell(log, frontends, traces))
 
-        def change_300():
-            for i in range(300):
-                keep[i] = torch.empty(512, device="cuda")
-            helper_cell(log, frontends)
+            def change_300():
+                for i in range(300):
+                    keep[i] = torch.empty(512, device="cuda")
+                helper_cell(log, frontends, traces)
 
-        changed = median_ms(change_300)
-        print(f"{n:>7} live blocks: bare memory_snapshot(include_traces=False) {bare:6.1f} ms, _snapshot() "
-              f"{bare_traced:6.1f} ms | helper per cell, nothing changed {same:6.1f} ms "
-              f"({same / bare:.2f}x) | 300 blocks changed {changed:6.1f} ms ({changed / bare:.2f}x) | "
-              f"message: whole {whole / 2**20:.2f} MiB, 300 changed {comm.bytes / 2**10:.1f} KiB "
-              f"({comm.bytes / whole:.1%})")
+            changed = median_ms(change_300)
+            against = bare_traced if traces else bare
+            print(f"{n:>7} live blocks, traces {'on ' if traces else 'off'}: "
+                  f"bare memory_snapshot(include_traces=False) "
+                  f"{bare:6.1f} ms, _snapshot() {bare_traced:6.1f} ms | helper per cell, nothing changed "
+                  f"{same:6.1f} ms ({same / against:.2f}x) | 300 blocks changed {changed:6.1f} ms "
+                  f"({changed / against:.2f}x) | message: whole {whole / 2**20:.2f} MiB, 300 changed "
+                  f"{comm.bytes / 2**10:.1f} KiB ({comm.bytes / whole:.1%})")
+            if profile and n == 100_000 and not traces:
+                prof = cProfile.Profile()
+                prof.enable()
+                for _ in range(3):
+                    change_300()
+                prof.disable()
+                text = io.StringIO()
+                pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(8)
+                print("\n".join(line for line in text.getvalue().splitlines() if line.strip())[:2500])
         del keep
         torch.cuda.empty_cache()
 
@@ -130,8 +149,9 @@ def main():
     torch_probe.warm_up()
     print(f"first snapshot with a live block (paid once, on a background thread by the helper): "
           f"{(time.perf_counter() - t) * 1000:.0f} ms")
-    capture_costs()
-    history_costs()
+    capture_costs(profile="--profile" in sys.argv)
+    if "--no-history-cost" not in sys.argv:
+        history_costs()
 
 
 if __name__ == "__main__":

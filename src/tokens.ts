@@ -7,7 +7,7 @@ import { Token } from '@lumino/coreutils';
 import { ISignal } from '@lumino/signaling';
 import type { BlockQuery } from './capture/protocol';
 import type { CellRecord, ICellNote, IHelperState } from './capture/store';
-import type { FrameTable, ICellSource, IHolderAnswer, Snapshot } from './engine';
+import type { FrameTable, ICellSource, IHolderAnswer, IOomReport, IPeakAnatomy, Snapshot } from './engine';
 import type { EngineOp, EnginePayload, EngineResult } from './worker/handlers';
 
 /** The npm package name, the prefix of every plugin id. */
@@ -55,6 +55,10 @@ export interface ISnapshotStore {
   noteForCell(cellId: string): ICellNote | undefined;
   /** Whether the record's execution ran out of memory. */
   hadOom(record: CellRecord): boolean;
+  /** The post-mortem of the record's execution's out-of-memory error; null when it had none. */
+  oomOf(record: CellRecord): IOomReport | null;
+  /** What was alive at the record's peak, from its allocation history; null without one. */
+  peakOf(record: CellRecord): IPeakAnatomy | null;
 }
 
 /** What the extension keeps for one notebook. */

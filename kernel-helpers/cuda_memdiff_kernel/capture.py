@@ -283,8 +283,10 @@ class CellCapture:
         before = self.replay.before_stats(recorded)
         peak = {"bytes": sum(d["peak_allocated"] for d in devices), "exact": True}
         for name in recorded.get("oom_snapshots") or ():
-            self._publish(self.replay.snapshot(name),
-                          dict(fields, reason="oom", devices=devices, before=before, replay=self.replay.name))
+            raw = self.replay.snapshot(name)
+            oom = _recorded_oom(raw)
+            self._publish(raw, dict(fields, reason="oom", devices=devices, before=before, replay=self.replay.name,
+                                    **({"oom": oom} if oom else {})))
         fields.update(error=fields["error"] or recorded.get("error"), reason="cell", devices=devices, before=before,
                       peak=peak, replay=self.replay.name)
         if isinstance(recorded.get("roles"), dict):  # the recording's roles stand in for the live pass
@@ -334,6 +336,17 @@ def _describe(exc):
     if isinstance(exc, KeyboardInterrupt):
         return "interrupted while taking the snapshot"
     return "".join(traceback.format_exception_only(type(exc), exc)).strip()
+
+
+def _recorded_oom(raw):
+    """The failed allocation of a recorded OOM snapshot, from its history's last ``oom`` entry (None without)."""
+    found = None
+    for device, entries in enumerate(raw.get("device_traces") or ()):
+        for e in entries:
+            if e.get("action") == "oom":
+                found = {"device": device, "alloc": int(e.get("size", 0)), "device_free": int(e.get("device_free", 0)),
+                         "count": 1}
+    return found
 
 
 def _error_text(result):

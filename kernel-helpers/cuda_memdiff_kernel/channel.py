@@ -141,6 +141,9 @@ class Frontends:
         }
         if freed is not None:
             message["freed"] = {"device": [k[0] for k in freed], "address": [k[1] for k in freed]}
+        if entry.history is not None:
+            # Trace entries are the cell's own (since the previous capture), whatever this frontend was sent before.
+            message["traces"], message["history"] = entry.history
         message.update(entry.fields)
         return message
 

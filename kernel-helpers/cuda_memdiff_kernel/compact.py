@@ -64,6 +64,9 @@ def read_state(raw, table):
     raw_segments = raw["segments"] if isinstance(raw, dict) else raw
     segments, blocks = [], {}
     states = _STATE_CODES
+    # Stack ids by the frame dicts' identities (see _SnapshotStacks), inlined: this loop runs once per live block.
+    ids = {}
+    ids_get = ids.get
     for seg in raw_segments:
         device = int(seg.get("device", 0))
         seg_address = int(seg["address"])
@@ -71,15 +74,101 @@ def read_state(raw, table):
         pool = ",".join(str(p) for p in pool) if isinstance(pool, (tuple, list)) else str(pool)
         segments.append((device, seg_address, int(seg["total_size"]), int(seg.get("stream", 0)), pool,
                          str(seg.get("segment_type", "")), table.stack_id(seg.get("frames"))))
-        for address, blk in block_addresses(seg):
-            state = states.get(blk.get("state"))
+        # Plain lookups, no int() on ints.
+        cursor = seg_address
+        for blk in seg.get("blocks", ()):
+            size = blk["size"]
+            address = blk.get("address", cursor)  # torch before 2.1: the sizes before it give the address
+            cursor = address + size
+            state = states.get(blk["state"])
             if state is None:  # free space: implied by the segment
                 continue
-            size = int(blk["size"])
-            blocks[(device, address)] = (device, address, size, int(blk.get("requested_size", size)), state,
-                                         table.stack_id(blk.get("frames")), seg_address)
+            frames = blk.get("frames")
+            if frames:
+                key = tuple(map(id, frames))
+                sid = ids_get(key)
+                if sid is None:
+                    sid = ids[key] = table.stack_id(frames)
+            else:
+                sid = 0
+            blocks[(device, address)] = (device, address, size, blk.get("requested_size", size), state, sid,
+                                         seg_address)
     segments.sort(key=lambda s: (s[0], s[1]))
     return segments, blocks
+
+
+class _SnapshotStacks:
+    """Stack ids for the frame lists of one raw snapshot.
+
+    torch's snapshot shares one dict per distinct frame among all the lists
+    that hold it (8 frame dicts for 10,000 blocks on an H200), so within one
+    snapshot the dicts' identities name a stack: hashing a tuple of ints costs
+    a fraction of reading three fields of every frame. Valid only while the
+    raw snapshot is alive, which is why it lives for one read.
+    """
+
+    def __init__(self, table):
+        self._table = table
+        self._ids = {}
+
+    def __call__(self, frames):
+        if not frames:
+            return 0
+        key = tuple(map(id, frames))
+        sid = self._ids.get(key)
+        if sid is None:
+            sid = self._ids[key] = self._table.stack_id(frames)
+        return sid
+
+
+def read_history(raw, table, marks, limit):
+    """The trace entries of ``raw`` recorded after the previous capture.
+
+    ``marks`` maps device -> identity (time, action, address, size) of the last
+    entry the previous capture saw; the entries after it on that device are
+    new. A device whose mark is gone from the ring buffer lost entries (it
+    wrapped). Returns (columns, new marks, complete, dropped); at most
+    ``limit`` entries are kept, the newest.
+    """
+    traces = raw.get("device_traces") if isinstance(raw, dict) else None
+    cols = {k: [] for k in ("device", "action", "address", "size", "time_us", "stack")}
+    actions = {}
+    new_marks, complete, dropped = dict(marks), True, 0
+    stack_of = _SnapshotStacks(table)
+    for device, entries in enumerate(traces or ()):
+        if not entries:
+            continue
+        start = 0
+        mark = marks.get(device)
+        if mark is not None:
+            for k in range(len(entries) - 1, -1, -1):
+                if _trace_key(entries[k]) == mark:
+                    start = k + 1
+                    break
+            else:
+                complete = False  # the ring buffer wrapped past the previous capture
+        new_marks[device] = _trace_key(entries[-1])
+        for e in entries[start:]:
+            action = e.get("action", "")
+            code = actions.get(action)
+            if code is None:
+                code = actions[action] = len(actions)
+            cols["device"].append(device)
+            cols["action"].append(code)
+            cols["address"].append(e.get("addr", 0) or 0)
+            cols["size"].append(e.get("size", 0) or 0)
+            cols["time_us"].append(e.get("time_us", 0) or 0)
+            cols["stack"].append(stack_of(e.get("frames")))
+    if len(cols["device"]) > limit:
+        dropped = len(cols["device"]) - limit
+        cols = {k: v[-limit:] for k, v in cols.items()}
+        complete = False
+    cols["actions"] = sorted(actions, key=actions.get)
+    return cols, new_marks, complete, dropped
+
+
+def _trace_key(entry):
+    return entry.get("time_us"), entry.get("action"), entry.get("addr"), entry.get("size")
 
 
 def segment_columns(segments):

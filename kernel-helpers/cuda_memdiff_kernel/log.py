@@ -8,14 +8,18 @@ the changes in between, so a session of 200 snapshots costs about two tables
 and what the cells changed, not 200 tables.
 """
 import collections
+import gc
 
 from . import protocol
-from .compact import FrameTable, read_state
+from .compact import FrameTable, read_history, read_state
 
-Entry = collections.namedtuple("Entry", "seq prev fields segments born freed")
+# history: None, or (trace columns since the previous capture, {"since_us", "until_us", "complete", "dropped"}).
+Entry = collections.namedtuple("Entry", "seq prev fields segments born freed history")
 
 # Beyond this many kept rows (blocks in the oldest table plus every change), the oldest snapshots go.
 DEFAULT_MAX_ROWS = 2_000_000
+# At most this many trace entries per snapshot (the newest); a cell that made more says it dropped some.
+MAX_HISTORY_ENTRIES = 100_000
 
 
 class _State(collections.namedtuple("_State", "entries base current rows")):
@@ -32,6 +36,8 @@ class SnapshotLog:
         self.dropped = 0
         self._next_seq = 1
         self._state = _State((), {}, {}, 0)
+        self._marks = {}  # device -> the last trace entry the previous capture saw
+        self._until_us = None
 
     @property
     def entries(self):
@@ -49,21 +55,50 @@ class SnapshotLog:
 
     def add(self, raw, **fields):
         """Keep a raw snapshot with its message fields; returns the new entry."""
-        segments, blocks = read_state(raw, self.table)
+        # Reading makes a tuple per live block: with the collector on, those allocations trigger
+        # collections that walk the log's two block tables again and again.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            segments, blocks = read_state(raw, self.table)
+            history = self._history(raw)
+        finally:
+            if collecting:
+                gc.enable()
         state = self._state
         old = state.current
         born = [row for key, row in blocks.items() if old.get(key) != row]
         freed = [key for key in old if key not in blocks]
         prev = state.entries[-1].seq if state.entries else None
-        entry = Entry(self._next_seq, prev, fields, segments, born, freed)
+        entry = Entry(self._next_seq, prev, fields, segments, born, freed, history)
+        traced = len(history[0]["device"]) if history else 0
         if state.entries:
-            new = _State(state.entries + (entry,), state.base, blocks, state.rows + len(born) + len(freed))
+            new = _State(state.entries + (entry,), state.base, blocks, state.rows + len(born) + len(freed) + traced)
         else:
-            new = _State((entry,), blocks, blocks, len(blocks))
+            new = _State((entry,), blocks, blocks, len(blocks) + traced)
         new, dropped = self._trim(new)
         self._state, self._next_seq = new, self._next_seq + 1
         self.dropped += dropped
         return entry
+
+    def _history(self, raw):
+        """The trace entries since the previous capture, when this one read the history; else None.
+
+        A capture without traces breaks the chain: the next traced one cannot
+        tell which entries are new, so it starts over (and says so).
+        """
+        traces = raw.get("device_traces") if isinstance(raw, dict) else None
+        if not traces:
+            self._marks, self._until_us = {}, None
+            return None
+        had_marks = bool(self._marks) or self._until_us is not None
+        cols, marks, complete, dropped = read_history(raw, self.table, self._marks, MAX_HISTORY_ENTRIES)
+        since = self._until_us
+        until = max((m[0] for m in marks.values() if m[0] is not None), default=since)
+        self._marks, self._until_us = marks, until
+        info = {"since_us": since, "until_us": until, "complete": complete and (had_marks or since is None),
+                "dropped": dropped}
+        return cols, info
 
     def _trim(self, state):
         dropped = 0
@@ -74,8 +109,9 @@ class SnapshotLog:
                 base.pop(key, None)
             for row in second.born:
                 base[(row[0], row[1])] = row
-            rows = state.rows - len(state.base) - len(second.born) - len(second.freed) + len(base)
-            head = Entry(second.seq, None, second.fields, second.segments, list(base.values()), [])
+            rows = (state.rows - len(state.base) - len(second.born) - len(second.freed) + len(base)
+                    - (len(first.history[0]["device"]) if first.history else 0))
+            head = Entry(second.seq, None, second.fields, second.segments, list(base.values()), [], second.history)
             state = _State((head,) + state.entries[2:], base, state.current, rows)
             dropped += 1
             del first

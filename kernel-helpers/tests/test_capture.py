@@ -247,6 +247,13 @@ def test_replay_sends_the_oom_snapshot_before_the_cell(shell, tmp_path):
     reasons = [m["reason"] for m in comm.of_type("snapshot")]
     assert reasons == ["cell", "oom", "cell", "cell"]
     assert "OutOfMemoryError" in comm.of_type("snapshot")[2]["error"]
+    # the failed request, from the recorded history's oom entry: 60 GiB with 39.29 GiB free
+    assert comm.of_type("snapshot")[1]["oom"] == {"device": 0, "alloc": 60 * 2**30, "device_free": 42183294976,
+                                                  "count": 1}
+    # the recording's history travels with each cell: the first cell's five 20 GiB allocations
+    first = comm.of_type("snapshot")[0]
+    actions = [first["traces"]["actions"][a] for a in first["traces"]["action"]]
+    assert actions.count("alloc") == 5 and first["history"]["complete"]
 
 
 def test_a_cell_not_in_the_recording_gets_a_note(shell, tmp_path, validate):

@@ -9,6 +9,8 @@ import { nullTranslator, TranslationBundle } from '@jupyterlab/translation';
 import { IDisposable } from '@lumino/disposable';
 import { Signal } from '@lumino/signaling';
 import { SnapshotStore } from '../capture/store';
+import { CellCodeNames } from '../engine';
+import { oomLines, peakLine } from './history';
 import { badgeView, DEFAULT_THRESHOLDS, IBadgeThresholds } from './view';
 
 const BADGE_CLASS = 'jp-CudaMemdiffBadge';
@@ -39,6 +41,7 @@ export class CellBadges implements IDisposable {
     if (this._isDisposed) {
       return;
     }
+    this._cellNames = null;
     for (const cell of this._panel.content.widgets) {
       this._watch(cell);
       this._render(cell);
@@ -100,15 +103,40 @@ export class CellBadges implements IDisposable {
       thresholds: this.thresholds,
       trans: this._trans
     });
+    const description = [view.description, ...this._historyLines(record)].join('\n');
     node.textContent = view.text;
-    node.title = view.description;
-    node.setAttribute('aria-label', view.description);
+    node.title = description;
+    node.setAttribute('aria-label', description);
     node.dataset.cudaMemdiffNetBytes = String(view.netBytes);
     node.dataset.cudaMemdiffPeakBytes = String(view.peakBytes);
     node.dataset.level = view.level;
     node.classList.toggle(`${BADGE_CLASS}-stale`, view.stale);
   }
 
+  /** What the cell's allocation history says: the OOM's why, what made the peak. */
+  private _historyLines(record: Parameters<SnapshotStore['peakOf']>[0]): string[] {
+    const oom = this._store.oomOf(record);
+    const peak = oom ? null : this._store.peakOf(record);
+    if (!oom && !peak) {
+      return [];
+    }
+    // One map per update of all badges (hashing every cell's source), not one per badge.
+    this._cellNames ??= new CellCodeNames(
+      this._panel.content.widgets
+        .filter(c => c.model.type === 'code')
+        .map(c => ({
+          id: c.model.id,
+          source: c.model.sharedModel.getSource(),
+          executionCount: this._store.latestForCell(c.model.id)?.executionCount ?? null
+        }))
+    );
+    const cells = this._cellNames;
+    const lines = oom ? oomLines(oom, cells) : [];
+    const said = peak ? peakLine(peak, record.snapshot.frames, cells) : null;
+    return said ? [...lines, said] : lines;
+  }
+
+  private _cellNames: CellCodeNames | null = null;
   private readonly _panel: NotebookPanel;
   private readonly _store: SnapshotStore;
   private readonly _trans: TranslationBundle;

@@ -289,6 +289,7 @@ export class CaptureSession implements IDisposable {
       peak: message.peak,
       error: message.error,
       replay: message.replay ?? null,
+      oom: message.oom,
       roles: message.roles
     });
     // A whole message: the wire works, so a later break gets its full budget of resends and reconnects.

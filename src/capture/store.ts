@@ -5,11 +5,17 @@
 import { IDisposable } from '@lumino/disposable';
 import { ISignal, Signal } from '@lumino/signaling';
 import {
+  emptySnapshot,
   FrameTable,
+  IOomEvent,
+  IOomReport,
+  IPeakAnatomy,
   IRoleSummary,
   IWireBefore,
   IWireDeviceStats,
+  oomReport,
   parseRoleSummary,
+  peakAnatomy,
   roleChange,
   RoleBytes,
   Snapshot,
@@ -46,6 +52,8 @@ export interface CellRecord {
   readonly error: string | null;
   /** Name of the recorded session replayed in place of live snapshots, if any. */
   readonly replay: string | null;
+  /** For an OOM snapshot, what the kernel said of the failed allocation. */
+  readonly oom?: IOomEvent;
   /** What the memory alive after the cell is for (the kernel's role pass); null when the kernel sent none. */
   readonly roles?: IRoleSummary | null;
   /** Per role, the change since the kernel session's previous cell with roles (from nothing for its first). */
@@ -83,6 +91,7 @@ export interface ISnapshotEntry {
   peak?: { bytes: number; exact: boolean };
   error: string | null;
   replay: string | null;
+  oom?: IOomEvent;
   /** The message's `roles`, checked here: a malformed one is dropped, the snapshot kept. */
   roles?: unknown;
 }
@@ -177,7 +186,8 @@ export class SnapshotStore implements IDisposable {
       peakBytes: entry.peak?.bytes ?? entry.devices.reduce((n, d) => n + (d.peak_allocated ?? 0), 0),
       peakExact: entry.peak?.exact ?? true,
       roles,
-      roleNetBytes: roles && (!previous || previous.roles) ? roleChange(previous?.roles?.bytes ?? null, roles.bytes) : null
+      roleNetBytes: roles && (!previous || previous.roles) ? roleChange(previous?.roles?.bytes ?? null, roles.bytes) : null,
+      ...(entry.oom ? { oom: entry.oom } : {})
     };
     if (entry.cellId !== null) {
       this._notes.delete(entry.cellId);
@@ -190,6 +200,64 @@ export class SnapshotStore implements IDisposable {
     }
     this._changed.emit();
     return record;
+  }
+
+  /**
+   * The record a cell started from: the latest cell snapshot before it in
+   * the same kernel session; null when the cell started from an empty device.
+   */
+  startOf(record: CellRecord): CellRecord | null {
+    const at = this._records.indexOf(record);
+    for (let i = at - 1; i >= 0; i--) {
+      const r = this._records[i];
+      if (r.kernelSession !== record.kernelSession) {
+        return null;
+      }
+      if (r.reason === 'cell') {
+        return r;
+      }
+    }
+    return null;
+  }
+
+  /**
+   * What was alive at the peak of a cell's execution, from the allocation
+   * history its snapshot carries; null without history (traces off), and for
+   * an execution interrupted by an OOM snapshot (its history is split).
+   */
+  peakOf(record: CellRecord): IPeakAnatomy | null {
+    if (!this._peaks.has(record)) {
+      const at = this._records.indexOf(record);
+      const previous = at > 0 ? this._records[at - 1] : null;
+      const linked = previous === null || (previous.kernelSession === record.kernelSession && previous.reason === 'cell');
+      const start = previous && previous.kernelSession === record.kernelSession ? previous.snapshot : this._empty();
+      this._peaks.set(record, record.reason === 'cell' && at >= 0 && linked ? peakAnatomy(start, record.snapshot) : null);
+    }
+    return this._peaks.get(record)!;
+  }
+
+  /** The post-mortem of the cell execution's first out-of-memory error; null when it had none. */
+  oomOf(record: CellRecord): IOomReport | null {
+    if (!this._ooms.has(record)) {
+      const atOom =
+        record.reason === 'oom'
+          ? record
+          : this._records.find(
+              r =>
+                r.reason === 'oom' &&
+                r.cellId === record.cellId &&
+                r.executionCount === record.executionCount &&
+                r.kernelSession === record.kernelSession
+            );
+      const start = atOom ? this.startOf(atOom)?.snapshot ?? this._empty() : null;
+      this._ooms.set(record, atOom && start ? oomReport(start, atOom.snapshot, atOom.oom) : null);
+    }
+    return this._ooms.get(record)!;
+  }
+
+  private _empty(): Snapshot {
+    this._emptySnapshot ??= emptySnapshot(this.frames);
+    return this._emptySnapshot;
   }
 
   /** The highest allocated peak the current kernel's allocator counters reported. */
@@ -262,6 +330,10 @@ export class SnapshotStore implements IDisposable {
   private _lastSeq = 0;
   private _run: string | null = null;
   private readonly _notes = new Map<string, ICellNote>();
+  // Derived per record on first use; records never change.
+  private readonly _peaks = new WeakMap<CellRecord, IPeakAnatomy | null>();
+  private readonly _ooms = new WeakMap<CellRecord, IOomReport | null>();
+  private _emptySnapshot: Snapshot | null = null;
   private _helper: IHelperState = { status: 'starting', message: '', replay: null };
   private _changed = new Signal<this, void>(this);
   private _isDisposed = false;

@@ -5,6 +5,10 @@
 import {
   AllocationSite,
   CellCodeNames,
+  cellSites,
+  ICellSite,
+  IOomReport,
+  IPeakAnatomy,
   DeviceTotals,
   formatBytes,
   FrameTable,
@@ -136,7 +140,12 @@ export function summaryText(snapshot: Snapshot): string {
 }
 
 /** `diff --json`. */
-export function diffJson(diff: SnapshotDiff, groups: AllocationSite[], options: IFrameFilterOptions, cells?: CellCodeNames) {
+export function diffJson(
+  diff: SnapshotDiff,
+  groups: AllocationSite[],
+  options: IFrameFilterOptions,
+  cells?: CellCodeNames
+) {
   return {
     born_bytes: diff.bornBytes,
     freed_bytes: diff.freedBytes,
@@ -167,7 +176,10 @@ export function changeColumns(what: string): IColumn[] {
 }
 
 /** A row of a table of changes. */
-export function changeRow(c: { netBytes: number; bornBytes: number; freedBytes: number; count: number }, what: string): string[] {
+export function changeRow(
+  c: { netBytes: number; bornBytes: number; freedBytes: number; count: number },
+  what: string
+): string[] {
   return [formatBytes(c.netBytes, true), formatBytes(c.bornBytes), formatBytes(c.freedBytes), String(c.count), what];
 }
 
@@ -197,8 +209,91 @@ export function diffText(diff: SnapshotDiff, groups: AllocationSite[], options: 
   return parts.join('\n');
 }
 
+/** A cell site as JSON: the manifest index of the allocating cell (null outside cells) and the line in it. */
+function cellSiteJson(site: ICellSite) {
+  return { cell: site.cell ? Number(site.cell.id) : null, line: site.line, filename: site.filename, bytes: site.bytes };
+}
+
+/**
+ * The `peak` object of `session --json`: the allocated total at the peak (torch's own figure when the
+ * manifest has it; the replayed history's can differ by a few KiB) and what was alive then, by cell and line.
+ */
+export function peakJson(
+  peak: IPeakAnatomy,
+  recorded: number | null,
+  table: FrameTable,
+  options: IFrameFilterOptions,
+  cells: CellCodeNames
+) {
+  return {
+    bytes: recorded ?? peak.bytes,
+    sites: cellSites(peak.alive, table, cells, options).map(cellSiteJson)
+  };
+}
+
+/** The `oom` object of `session --json` (the holders are in the text output). */
+export function oomJson(oom: IOomReport) {
+  return {
+    request_bytes: oom.requestBytes,
+    device_free_bytes: oom.deviceFreeBytes,
+    largest_free_block_bytes: oom.largestFreeBlockBytes,
+    segment_free_bytes: oom.segmentFreeBytes,
+    fragmentation: oom.fragmentation
+  };
+}
+
+/** Where a cell site is, in words: `cell 4 [5], line 3` or `file.py:12`. */
+export function cellSiteLabel(site: ICellSite): string {
+  if (site.cell) {
+    const count = site.cell.executionCount;
+    return `cell ${site.cell.id}${count === null || count === undefined ? '' : ` [${count}]`}, line ${site.line}`;
+  }
+  return site.line === null ? '(no Python stack)' : `${site.filename}:${site.line}`;
+}
+
+function sitesInWords(sites: readonly ICellSite[], count = 3): string {
+  return sites
+    .slice(0, count)
+    .map(site => `${formatBytes(site.bytes)} from ${cellSiteLabel(site)}`)
+    .join(', ');
+}
+
+/** The OOM post-mortem in words. */
+export function oomText(
+  name: string,
+  oom: IOomReport,
+  table: FrameTable,
+  cells: CellCodeNames,
+  options: IFrameFilterOptions
+): string {
+  const free = oom.deviceFreeBytes === null ? 'an unknown amount' : formatBytes(oom.deviceFreeBytes);
+  const lines = [
+    `${name} ran out of memory on cuda:${oom.device}: it asked for ${formatBytes(oom.requestBytes)}; ` +
+      `the device had ${free} free, and PyTorch's segments ${formatBytes(oom.segmentFreeBytes)} free ` +
+      `(largest free block ${formatBytes(oom.largestFreeBlockBytes)})`
+  ];
+  if (oom.fragmentation) {
+    lines.push(
+      '  fragmentation: the free space in segments would fit the request, but no free block is big enough; ' +
+        'try PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True'
+    );
+  }
+  const holders = cellSites(oom.atOom.blocks, table, cells, options);
+  if (holders.length) {
+    lines.push(`  the device held: ${sitesInWords(holders)}`);
+  }
+  lines.push(
+    `  since the cell started: born ${formatBytes(oom.diff.bornBytes)}, freed ${formatBytes(oom.diff.freedBytes)}`
+  );
+  return lines.join('\n');
+}
 /** `session --json`. */
-export function sessionJson(reports: ICellReport[], table: FrameTable, options: IFrameFilterOptions, cells: CellCodeNames) {
+export function sessionJson(
+  reports: ICellReport[],
+  table: FrameTable,
+  options: IFrameFilterOptions,
+  cells: CellCodeNames
+) {
   return {
     cells: reports.map(r => ({
       index: r.index,
@@ -212,14 +307,40 @@ export function sessionJson(reports: ICellReport[], table: FrameTable, options: 
       born_bytes: r.bornBytes,
       freed_bytes: r.freedBytes,
       error: r.error,
-      oom: r.oom,
+      // An object for a cell that ran out of memory with a recorded OOM snapshot; true/false otherwise.
+      oom: r.oomReport ? oomJson(r.oomReport) : r.oom,
+      peak: r.peak ? peakJson(r.peak, r.peakBytes, table, options, cells) : null,
       top_sites: r.sites.map(g => groupJson(table, g, options, cells))
     }))
   };
 }
 
-/** `session` for people: one row per executed cell, a line where the kernel restarted. */
-export function sessionText(reports: ICellReport[], table: FrameTable): string {
+/** `session` for people: the table, then each cell's peak and out-of-memory error in words. */
+export function sessionText(
+  reports: ICellReport[],
+  table: FrameTable,
+  cells?: CellCodeNames,
+  options: IFrameFilterOptions = {}
+): string {
+  const parts = [sessionTable(reports, table)];
+  for (const r of reports) {
+    const name = r.executionCount === null ? `cell ${r.index}` : `cell ${r.index} [${r.executionCount}]`;
+    if (r.oomReport && cells) {
+      parts.push('', oomText(name, r.oomReport, table, cells, options));
+    }
+    if (r.peak && r.peak.bytes > 0 && cells) {
+      const sites = cellSites(r.peak.alive, table, cells, options);
+      parts.push(
+        `${parts.length > 1 && !r.oomReport ? '' : '\n'}${name} peak ${formatBytes(r.peakBytes ?? r.peak.bytes)}` +
+          `${r.peak.complete ? '' : ' or more (history lost entries)'}: ${sitesInWords(sites)}`
+      );
+    }
+  }
+  return parts.join('\n');
+}
+
+/** One row per executed cell, a line where the kernel restarted. */
+function sessionTable(reports: ICellReport[], table: FrameTable): string {
   const rows: (string[] | ITableNote)[] = [];
   for (const r of reports) {
     if (r.afterRestart) {

@@ -3,10 +3,14 @@
  *
  * A block's identity is (device, address, size, stack): the same address
  * reused for a new tensor of another size or from another line is a free and
- * a birth, not a kept block. Both block lists are sorted by (device, address),
- * so one merge pass does the diff without building keys.
+ * a birth, not a kept block. Where the snapshots carry the allocation history
+ * between them, a block allocated in between is born even when its identity
+ * matches one before (freed and allocated again: a re-run cell). Both block
+ * lists are sorted by (device, address), so one merge pass does the diff
+ * without building keys.
  */
 import { allocationSite, IFrameFilterOptions } from './frames';
+import { allocatedIn, historyBetween } from './history';
 import { Block, FrameTable, Snapshot, isAllocated } from './model';
 
 /** Net change on one device. */
@@ -27,6 +31,8 @@ export interface SnapshotDiff {
   readonly freedBytes: number;
   readonly netBytes: number;
   readonly devices: readonly IDeviceDelta[];
+  /** True when allocation history between the snapshots decided which blocks were allocated again. */
+  readonly byHistory: boolean;
   /** Frames of both snapshots, which must share one table. */
   readonly frames: FrameTable;
 }
@@ -58,6 +64,10 @@ export function diffSnapshots(before: Snapshot, after: Snapshot): SnapshotDiff {
   const b = after.blocks;
   const born: Block[] = [];
   const freed: Block[] = [];
+  const history = historyBetween(before, after);
+  const allocated = history ? allocatedIn(history.entries) : null;
+  // Alike in both, but allocated in between: freed and born again.
+  const reborn = (y: Block) => allocated?.get(y.device)?.get(y.address) === y.size;
   let keptCount = 0;
   let keptBytes = 0;
   let i = 0;
@@ -65,6 +75,13 @@ export function diffSnapshots(before: Snapshot, after: Snapshot): SnapshotDiff {
   while (i < a.length || j < b.length) {
     const x = i < a.length ? a[i] : undefined;
     const y = j < b.length ? b[j] : undefined;
+    if (x === y && isAllocated(x!) && reborn(x!)) {
+      freed.push(x!);
+      born.push(x!);
+      i++;
+      j++;
+      continue;
+    }
     if (x === y) {
       // The store shares unchanged blocks between snapshots: the same object is kept.
       if (isAllocated(x!)) {
@@ -89,7 +106,7 @@ export function diffSnapshots(before: Snapshot, after: Snapshot): SnapshotDiff {
     } else {
       const xa = isAllocated(x!);
       const ya = isAllocated(y!);
-      if (xa && ya && x!.size === y!.size && x!.stack === y!.stack) {
+      if (xa && ya && x!.size === y!.size && x!.stack === y!.stack && !reborn(y!)) {
         keptCount++;
         keptBytes += x!.size;
       } else {
@@ -140,6 +157,7 @@ export function diffSnapshots(before: Snapshot, after: Snapshot): SnapshotDiff {
     devices: [...devices.entries()]
       .sort((p, q) => p[0] - q[0])
       .map(([device, v]) => ({ device, bornBytes: v.born, freedBytes: v.freed, netBytes: v.born - v.freed })),
+    byHistory: history !== null,
     frames: after.frames
   };
 }

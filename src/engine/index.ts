@@ -21,5 +21,8 @@ export * from './source';
 export * from './holders';
 export * from './findings';
 export * from './leaks';
+export * from './history';
+export * from './peak';
+export * from './oom';
 export * from './roles';
 export * from './ranks';

@@ -76,6 +76,19 @@ export interface DeviceTotals {
   readonly segments: number;
 }
 
+/**
+ * The stretch of allocation history a live snapshot's traces cover: every
+ * entry after `sinceUs` (the newest entry the previous capture saw; null:
+ * since history began) up to `untilUs`, the newest entry this capture saw.
+ * Snapshot files have none: their traces are whatever the ring buffer held.
+ */
+export interface TraceHistory {
+  readonly sinceUs: number | null;
+  readonly untilUs: number | null;
+  /** False when entries were lost: the ring buffer wrapped, or the helper left some out. */
+  readonly complete: boolean;
+}
+
 /** A normalized allocator snapshot. */
 export interface Snapshot {
   /** Segments sorted by device, then address. */
@@ -83,6 +96,8 @@ export interface Snapshot {
   /** All blocks sorted by device, then address. */
   readonly blocks: readonly Block[];
   readonly traces: readonly TraceEntry[];
+  /** For snapshots from the kernel's wire: which stretch of history `traces` covers. */
+  readonly history?: TraceHistory;
   /** Per-device totals, sorted by device; devices without segments show zeros. */
   readonly totals: readonly DeviceTotals[];
   readonly frames: FrameTable;

@@ -5,10 +5,9 @@
  * stays attributed while it remains in every later snapshot.
  *
  * Identity alone cannot see a block freed and allocated again at the same
- * address by the same line (a re-run cell rebuilding its tensors). When a
- * snapshot carries allocation history, its `alloc` events after its newest
- * `snapshot` event (the previous capture) belong to the execution it closes,
- * so a live block allocated there is reborn in that execution.
+ * address by the same line (a re-run cell rebuilding its tensors). When the
+ * snapshots carry the allocation history between them (`historyBetween`),
+ * a live block allocated there is reborn in the execution that closes it.
  *
  * A kernel restart (or kernel change) is a boundary: the new process starts
  * from an empty device, its first execution is compared with nothing, and
@@ -110,7 +109,8 @@ function retentionInKernel(
   };
   let previous = emptySnapshot(snapshots[0].frames);
   snapshots.forEach((snapshot, k) => {
-    // Only what the diff or the history says changed is touched: kept blocks keep their owner.
+    // Only what the diff says changed is touched (with history, a block allocated again is freed
+    // and born anew): kept blocks keep their owner.
     const diff = diffSnapshots(previous, snapshot);
     for (const b of diff.freed) {
       release(b, k);
@@ -121,18 +121,6 @@ function retentionInKernel(
       freedAt[k].push(null);
     };
     diff.born.forEach(adopt);
-    const reborn = allocatedSinceLastCapture(snapshot);
-    if (reborn) {
-      for (const b of snapshot.blocks) {
-        if (reborn.get(b.device)?.get(b.address) === b.size && isAllocated(b)) {
-          const o = owner.get(b);
-          if (o !== undefined && o.execution < k) {
-            release(b, k);
-            adopt(b);
-          }
-        }
-      }
-    }
     previous = snapshot;
   });
   const alive = snapshots.map((): Block[] => []);
@@ -214,35 +202,4 @@ interface IOwner {
 
 function sizeOf(blocks: readonly Block[]): number {
   return blocks.reduce((n, b) => n + b.size, 0);
-}
-
-/**
- * Address -> size, per device, of the blocks allocated after the newest
- * `snapshot` event of their device's history (each device records its own),
- * or null when no device has one (no history, the first capture, or a ring
- * buffer that dropped the mark): then identity alone decides.
- */
-function allocatedSinceLastCapture(snapshot: Snapshot): Map<number, Map<number, number>> | null {
-  const lastMark = new Map<number, number>();
-  snapshot.traces.forEach((e, i) => {
-    if (e.action === 'snapshot') {
-      lastMark.set(e.device, i);
-    }
-  });
-  if (!lastMark.size) {
-    return null;
-  }
-  const out = new Map<number, Map<number, number>>();
-  snapshot.traces.forEach((e, i) => {
-    const mark = lastMark.get(e.device);
-    if (mark !== undefined && i > mark && e.action === 'alloc' && e.address !== null) {
-      let device = out.get(e.device);
-      if (!device) {
-        device = new Map();
-        out.set(e.device, device);
-      }
-      device.set(e.address, e.size);
-    }
-  });
-  return out;
 }

@@ -10,6 +10,8 @@ import { IFrameFilterOptions } from './frames';
 import { IBlockHolders, parseHolderAnswer } from './holders';
 import { ILeakExecution } from './leaks';
 import { FrameTable, Snapshot, totalBytes } from './model';
+import { IOomReport, oomReport } from './oom';
+import { IPeakAnatomy, peakAnatomy } from './peak';
 import { kernelPositions } from './retention';
 import { emptySnapshot, readSnapshot } from './snapshot';
 
@@ -63,6 +65,8 @@ export interface ISession {
   readonly frames: FrameTable;
   /** Per cell, the kernel's holders after it, when recorded. */
   readonly holders: readonly (IBlockHolders | null)[];
+  /** Per cell, the snapshot taken at its first out-of-memory error, when recorded. */
+  readonly oomSnapshots: readonly (Snapshot | null)[];
 }
 
 /** What one cell did to GPU memory. */
@@ -84,7 +88,16 @@ export interface ICellReport {
   readonly freedBytes: number;
   readonly error: string | null;
   readonly oom: boolean;
+  /** The cell's first out-of-memory error: what failed and what filled the device (null: none, or no request known). */
+  readonly oomReport: IOomReport | null;
+  /** What was alive at the cell's peak, from the allocation history (null: the snapshots carry none). */
+  readonly peak: IPeakAnatomy | null;
   readonly sites: readonly AllocationSite[];
+}
+
+/** True for a file name inside the session folder (no `..`, not absolute). */
+function insideFolder(name: unknown): boolean {
+  return typeof name === 'string' && !/(^|[\\/])\.\.([\\/]|$)/.test(name) && !/^[\\/]/.test(name);
 }
 
 /** Validate a manifest's JSON text; errors name the field at fault. */
@@ -109,7 +122,7 @@ export function parseManifest(text: string): ISessionManifest {
     }
     for (const key of ['snapshot_file', 'holders_file'] as const) {
       const name = cell[key];
-      if (name !== undefined && (typeof name !== 'string' || /(^|[\\/])\.\.([\\/]|$)/.test(name) || /^[\\/]/.test(name))) {
+      if (name !== undefined && !insideFolder(name)) {
         throw new SnapshotError(`${where} ${key} must be a name inside the folder`);
       }
     }
@@ -153,20 +166,26 @@ export function loadSession(
   frames = new FrameTable()
 ): ISession {
   const manifest = parseManifest(manifestText);
-  const snapshots = manifest.cells.map(cell => {
+  const read = (name: string) => {
     let bytes: Uint8Array;
     try {
-      bytes = readFile(cell.snapshot_file);
+      bytes = readFile(name);
     } catch (reason) {
-      throw new SnapshotError(
-        `manifest.json names ${cell.snapshot_file}, which cannot be read (${(reason as Error).message})`
-      );
+      throw new SnapshotError(`manifest.json names ${name}, which cannot be read (${(reason as Error).message})`);
     }
     try {
       return readSnapshot(bytes, frames);
     } catch (reason) {
-      throw new SnapshotError(`${cell.snapshot_file}: ${(reason as Error).message}`);
+      throw new SnapshotError(`${name}: ${(reason as Error).message}`);
     }
+  };
+  const snapshots = manifest.cells.map(cell => read(cell.snapshot_file));
+  const oomSnapshots = manifest.cells.map(cell => {
+    const name = cell.oom_snapshots?.[0];
+    if (name !== undefined && !insideFolder(name)) {
+      throw new SnapshotError('manifest.json oom_snapshots must be names inside the folder');
+    }
+    return name === undefined ? null : read(name);
   });
   const holders = manifest.cells.map(cell => {
     if (!cell.holders_file) {
@@ -179,7 +198,7 @@ export function loadSession(
       throw new SnapshotError(`${name}: ${(reason as Error).message}`);
     }
   });
-  return { manifest, snapshots, frames, holders };
+  return { manifest, snapshots, frames, holders, oomSnapshots };
 }
 
 /** Per cell: memory after it, the change it made, and the sites behind the change. */
@@ -195,8 +214,10 @@ export function reportCells(
     const snapshot = session.snapshots[k];
     // After a restart the new process starts from an empty device, not from the old one's last figures.
     const afterRestart = k > 0 && kernels[k] !== kernels[k - 1];
-    const diff = diffSnapshots(k === 0 || afterRestart ? empty : session.snapshots[k - 1], snapshot);
+    const start = k === 0 || afterRestart ? empty : session.snapshots[k - 1];
+    const diff = diffSnapshots(start, snapshot);
     const peak = cell.after?.peak_allocated ?? cell.after?.max_allocated;
+    const atOom = session.oomSnapshots?.[k] ?? null;
     return {
       index: cell.index,
       executionCount: cell.execution_count,
@@ -211,6 +232,8 @@ export function reportCells(
       freedBytes: diff.freedBytes,
       error: cell.error ?? null,
       oom: (cell.oom_snapshots?.length ?? 0) > 0,
+      oomReport: atOom ? oomReport(start, atOom) : null,
+      peak: peakAnatomy(start, snapshot),
       sites: groupBySite(diff, options).slice(0, options.topSites ?? 3)
     };
   });

@@ -6,7 +6,7 @@
  * from before and after a kernel restart comparable.
  */
 import { SnapshotError } from './errors';
-import { Block, BlockState, FrameTable, Segment, Snapshot } from './model';
+import { Block, BlockState, FrameTable, Segment, Snapshot, TraceEntry, TraceHistory } from './model';
 import { computeTotals } from './normalize';
 import { WIRE_BLOCK_STATES } from './protocol.generated';
 
@@ -72,6 +72,18 @@ export interface IWireSnapshot {
   oom?: { device?: number; alloc?: number; device_free?: number; count?: number };
   replay?: string;
   capture_ms?: number;
+  /** Allocation history since the previous capture, as columns (`action` indexes `actions`). */
+  traces?: {
+    actions: string[];
+    device: number[];
+    action: number[];
+    address: number[];
+    size: number[];
+    time_us: number[];
+    stack: number[];
+  };
+  /** Which stretch of history `traces` covers. */
+  history?: { since_us: number | null; until_us: number | null; complete: boolean; dropped: number };
   /** What the live blocks are for after the cell (the kernel's role pass); engine/roles.ts reads it. */
   roles?: { bytes: Record<string, number>; partial: boolean; elapsed_ms: number; reused?: boolean };
 }
@@ -196,7 +208,45 @@ export class WireDecoder {
     this._kept = kept;
     this._lastSeq = message.seq;
     const deviceCount = message.devices.reduce((n, d) => Math.max(n, d.device + 1), 0);
-    return { segments, blocks, traces: [], totals: computeTotals(segments, blocks, deviceCount), frames: this.frames };
+    const snapshot: Snapshot = {
+      segments,
+      blocks,
+      traces: this._traces(message),
+      totals: computeTotals(segments, blocks, deviceCount),
+      frames: this.frames
+    };
+    const h = message.history;
+    if (h && message.traces) {
+      const history: TraceHistory = { sinceUs: h.since_us, untilUs: h.until_us, complete: h.complete };
+      return { ...snapshot, history };
+    }
+    return snapshot;
+  }
+
+  /** The message's trace entries (the cell's allocation history), oldest first. */
+  private _traces(message: IWireSnapshot): TraceEntry[] {
+    const t = message.traces;
+    if (!t) {
+      return [];
+    }
+    return t.device.map((device, i) => {
+      const action = t.actions[t.action[i]];
+      if (action === undefined) {
+        throw new SnapshotError(`snapshot message trace entry ${i} names no action`);
+      }
+      const noAddress = action === 'oom' || action === 'snapshot';
+      return {
+        device,
+        action,
+        address: noAddress ? null : t.address[i],
+        size: t.size[i],
+        stream: 0,
+        timeUs: t.time_us[i],
+        stack: this._stack(t.stack[i]),
+        userMetadata: '',
+        deviceFree: null
+      };
+    });
   }
 
   /**

@@ -14,6 +14,7 @@ import { IChartInput } from './chart';
 import { SessionChart } from './chartview';
 import { DiffView } from './diffview';
 import { DiffPanelModel, IComparison, PanelSection, SnapshotRef } from './model';
+import { MomentSection } from './moment';
 import { Section } from '../components/section';
 import { SegmentMap } from './segmentview';
 import { LeakFinderModel } from '../leaks/model';
@@ -308,6 +309,7 @@ export function PanelBody(props: IPanelBodyProps): JSX.Element {
       onDragOver={e => e.preventDefault()}
       onDrop={e => void dropFiles(model, e)}
     >
+      <MomentSection model={model} trans={trans} onReveal={props.onReveal} show="oom" />
       <LeakView
         model={props.leaks}
         frames={model.frames}
@@ -368,6 +370,7 @@ export function PanelBody(props: IPanelBodyProps): JSX.Element {
           >
             <SegmentsBody model={model} after={pair.after} trans={trans} onReveal={props.onReveal} />
           </Section>
+          <MomentSection model={model} trans={trans} onReveal={props.onReveal} show="peak" />
         </>
       )}
     </div>

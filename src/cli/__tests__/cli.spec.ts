@@ -156,9 +156,32 @@ describe('cuda-memdiff session', () => {
     expect(frame.cells).toEqual([{ index: '0', execution_count: 1 }]);
   });
 
-  it('marks the OOM cell', () => {
+  it('gives the OOM cell its post-mortem: the request, the free memory and who held the device', () => {
+    // oom--python: five 20 GiB tensors from cell 0, line 3; cell 1 asks for 60 GiB with 39.29 GiB free.
     const out = json('session', path.join(REC, 'oom--python'));
-    expect(out.cells.map((c: { oom: boolean }) => c.oom)).toEqual([false, true, false]);
+    expect(out.cells[0].oom).toBe(false);
+    expect(out.cells[2].oom).toBe(false);
+    expect(out.cells[1].oom).toEqual({
+      request_bytes: 60 * 2 ** 30,
+      device_free_bytes: 42183294976,
+      largest_free_block_bytes: 0,
+      segment_free_bytes: 0,
+      fragmentation: false
+    });
+    const text = cli('session', path.join(REC, 'oom--python')).out;
+    expect(text).toContain(
+      "cell 1 [2] ran out of memory on cuda:0: it asked for 60.0 GiB; the device had 39.3 GiB free, and PyTorch's segments 0 B free"
+    );
+    expect(text).toContain('the device held: 100 GiB from cell 0 [1], line 3');
+  });
+
+  it("gives each cell its peak from the recorded history, by allocating cell and line", () => {
+    const out = json('session', path.join(REC, 'oom--python'));
+    expect(out.cells.map((c: { peak: { bytes: number } }) => c.peak.bytes)).toEqual([100 * 2 ** 30, 100 * 2 ** 30, 100 * 2 ** 30]);
+    expect(out.cells[0].peak).toEqual({
+      bytes: 100 * 2 ** 30,
+      sites: [{ cell: 0, line: 3, filename: '/tmp/ipykernel_709/1313211645.py', bytes: 100 * 2 ** 30 }]
+    });
   });
 });
 

@@ -1,0 +1,55 @@
+/**
+ * What a cell's allocation history adds to its badge's tooltip: what made
+ * its peak, and for a cell that ran out of memory, why. Pure, so it is tested
+ * without a DOM; its own module, apart from the badge's other words.
+ */
+import { CellCodeNames, cellSites, formatBytes, FrameTable, ICellSite, IOomReport, IPeakAnatomy } from '../engine';
+
+/** How many sites a tooltip names. */
+const SITES_NAMED = 3;
+
+/** A site in words: `Cell [4], line 3`, or `file.py:12` outside the notebook. */
+export function siteWords(site: ICellSite): string {
+  if (site.cell) {
+    const count = site.cell.executionCount;
+    return `Cell [${count === null || count === undefined ? ' ' : count}], line ${site.line}`;
+  }
+  return site.line === null ? 'no Python stack' : `${site.filename.split('/').pop()}:${site.line}`;
+}
+
+function sitesWords(sites: readonly ICellSite[]): string {
+  return sites
+    .slice(0, SITES_NAMED)
+    .map(s => `${formatBytes(s.bytes)} from ${siteWords(s)}`)
+    .join('; ');
+}
+
+/** "at peak: 512 MiB from Cell [4], line 2; ..." for a cell whose history says what made its peak. */
+export function peakLine(peak: IPeakAnatomy, frames: FrameTable, cells: CellCodeNames): string | null {
+  const sites = cellSites(peak.alive, frames, cells);
+  if (!sites.length) {
+    return null;
+  }
+  return `At peak (${formatBytes(peak.bytes)}${peak.complete ? '' : ' or more: history lost entries'}): ${sitesWords(sites)}.`;
+}
+
+/** The OOM post-mortem in a few lines: the request against the free memory, fragmentation, the holders. */
+export function oomLines(oom: IOomReport, cells: CellCodeNames): string[] {
+  const free = oom.deviceFreeBytes === null ? 'unknown' : formatBytes(oom.deviceFreeBytes);
+  const lines = [
+    `It asked for ${formatBytes(oom.requestBytes)} on cuda:${oom.device}, with ${free} free on the device and ` +
+      `${formatBytes(oom.segmentFreeBytes)} free in PyTorch's segments (largest free block ` +
+      `${formatBytes(oom.largestFreeBlockBytes)}).`
+  ];
+  if (oom.fragmentation) {
+    lines.push(
+      'Fragmentation: the free space in segments would fit the request, but no free block is big enough; ' +
+        'PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True avoids it.'
+    );
+  }
+  const holders = cellSites(oom.atOom.blocks, oom.atOom.frames, cells);
+  if (holders.length) {
+    lines.push(`The device held: ${sitesWords(holders)}.`);
+  }
+  return lines;
+}

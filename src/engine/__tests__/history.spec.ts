@@ -1,0 +1,173 @@
+// Allocation history on a real H200 (test-data/live/history--python, made by
+// kernel-helpers/tests/test_live_history.py): a cell that frees and allocates
+// again 288 MiB at the same addresses, run twice; a cell whose peak is a
+// 512 MiB temporary on its line 2; a 4 TiB request that ran out of memory.
+// The trace figures are torch's own, printed by that test.
+import * as fs from 'fs';
+import * as path from 'path';
+import { gunzipSync } from 'fflate';
+import {
+  cellSites,
+  diffSnapshots,
+  emptySnapshot,
+  FrameTable,
+  IWireSnapshot,
+  loadSession,
+  oomReport,
+  peakAnatomy,
+  readSnapshot,
+  retentionByExecution,
+  Snapshot,
+  WireDecoder
+} from '..';
+
+const DIR = path.resolve(__dirname, '../../../test-data/live/history--python');
+const MiB = 2 ** 20;
+// torch's trace, per cell: bytes allocated and still alive at its end, bytes alive before it and freed.
+const TRACE = [
+  [288 * MiB, 0],
+  [288 * MiB, 288 * MiB],
+  [288 * MiB, 288 * MiB],
+  [4 * MiB, 0]
+];
+
+function messages(): IWireSnapshot[] {
+  const text = new TextDecoder().decode(gunzipSync(fs.readFileSync(path.join(DIR, 'messages.jsonl.gz'))));
+  return text
+    .trim()
+    .split('\n')
+    .map(line => JSON.parse(line))
+    .filter(m => m.type === 'snapshot');
+}
+
+/** The live snapshots, decoded in order as the frontend does. */
+function live(): { cells: Snapshot[]; oom: { snapshot: Snapshot; message: IWireSnapshot; start: Snapshot } } {
+  const decoder = new WireDecoder(new FrameTable());
+  const cells: Snapshot[] = [];
+  let oom = null;
+  for (const m of messages()) {
+    const snapshot = decoder.decode(m);
+    if (m.reason === 'oom') {
+      oom = { snapshot, message: m, start: cells[cells.length - 1] };
+    } else {
+      cells.push(snapshot);
+    }
+  }
+  return { cells, oom: oom! };
+}
+
+function pickles(): Snapshot[] {
+  const frames = new FrameTable();
+  return [0, 1, 2, 3, 4].map(k => readSnapshot(fs.readFileSync(path.join(DIR, `cell0${k}.pickle.gz`)), frames));
+}
+
+function withoutHistory(s: Snapshot): Snapshot {
+  return { ...s, traces: [], history: undefined };
+}
+
+describe('re-runs that free and allocate again at the same addresses', () => {
+  it('the live diff equals the allocation trace', () => {
+    const { cells } = live();
+    let previous = emptySnapshot(cells[0].frames);
+    cells.slice(0, 4).forEach((snapshot, k) => {
+      const diff = diffSnapshots(previous, snapshot);
+      expect([diff.bornBytes, diff.freedBytes]).toEqual(TRACE[k]);
+      expect(diff.byHistory).toBe(true);
+      previous = snapshot;
+    });
+  });
+
+  it("the snapshot files' diff equals the allocation trace", () => {
+    const snaps = pickles();
+    for (const k of [1, 2, 3]) {
+      const diff = diffSnapshots(snaps[k - 1], snaps[k]);
+      expect([diff.bornBytes, diff.freedBytes]).toEqual(TRACE[k]);
+    }
+  });
+
+  it('block identity alone sees nothing: every block came back at its address', () => {
+    const { cells } = live();
+    const blind = diffSnapshots(withoutHistory(cells[1]), withoutHistory(cells[2]));
+    expect([blind.bornBytes, blind.freedBytes]).toEqual([0, 0]);
+  });
+
+  it('the retention pass gives each run its own allocations: each run freed all the one before made', () => {
+    const { cells } = live();
+    const retention = retentionByExecution(cells.slice(0, 3));
+    expect(retention.map(r => [r.leftBytes, r.aliveBytes])).toEqual([
+      [288 * MiB, 0],
+      [288 * MiB, 0],
+      [288 * MiB, 288 * MiB]
+    ]);
+    // by identity alone (the second run got the same addresses, sizes and stacks) the first run keeps it all
+    const blind = retentionByExecution(cells.slice(0, 3).map(withoutHistory));
+    expect(blind.map(r => [r.leftBytes, r.aliveBytes])).toEqual([
+      [288 * MiB, 0],
+      [288 * MiB, 288 * MiB],
+      [0, 0]
+    ]);
+  });
+});
+
+describe('peak anatomy', () => {
+  it("names the freed temporary that made the cell's peak, live and from the files", () => {
+    const { cells } = live();
+    const message = messages().filter(m => m.reason === 'cell')[3];
+    for (const [start, end] of [
+      [cells[2], cells[3]],
+      [pickles()[2], pickles()[3]]
+    ]) {
+      const peak = peakAnatomy(start, end)!;
+      // the kernel's exact peak (peaks: per-cell), 288 + 4 + 512 + 4 MiB
+      expect(peak.bytes).toBe(message.peak!.bytes);
+      expect(peak.complete).toBe(true);
+      const [top] = cellSites(peak.alive, end.frames);
+      expect([top.line, top.bytes]).toEqual([2, 512 * MiB]);
+      expect(peak.diff.bornBytes).toBe(512 * MiB + 2 * 4 * MiB);
+    }
+  });
+
+  it("of a re-run that frees and allocates as much again, names the re-run's own lines", () => {
+    const { cells } = live();
+    const peak = peakAnatomy(cells[0], cells[1])!;
+    expect(peak.bytes).toBe(288 * MiB);
+    const sites = cellSites(peak.alive, cells[1].frames);
+    const rerun = cellSites(cells[1].blocks, cells[1].frames);
+    expect(sites.map(s => [s.filename, s.line, s.bytes])).toEqual(rerun.map(s => [s.filename, s.line, s.bytes]));
+    expect(sites.map(s => s.line)).toEqual([2, 4]);
+  });
+
+  it('is unknown where no history links the two snapshots', () => {
+    const { cells } = live();
+    expect(peakAnatomy(withoutHistory(cells[2]), withoutHistory(cells[3]))).toBeNull();
+  });
+});
+
+describe('the OOM post-mortem of a live session', () => {
+  it('names the failed request, the free memory and the holders of the device', () => {
+    const { oom } = live();
+    const report = oomReport(oom.start, oom.snapshot, oom.message.oom)!;
+    expect(report.requestBytes).toBe(4 * 2 ** 40);
+    expect(report.deviceFreeBytes).toBe(oom.message.oom!.device_free);
+    expect(report.fragmentation).toBe(false);
+    // buf (line 2 of the re-run cell), xs (its line 4), small (line 3 of the peak cell)
+    const holders = cellSites(oom.snapshot.blocks, oom.snapshot.frames);
+    expect(holders.map(h => [h.line, h.bytes])).toEqual([
+      [2, 256 * MiB],
+      [4, 32 * MiB],
+      [3, 4 * MiB]
+    ]);
+  });
+});
+
+describe('a session folder with history', () => {
+  it('gives each cell its peak anatomy', () => {
+    const session = loadSession(
+      fs.readFileSync(path.join(DIR, 'manifest.json'), 'utf-8'),
+      name => new Uint8Array(fs.readFileSync(path.join(DIR, name)))
+    );
+    expect(session.snapshots).toHaveLength(5);
+    const peak = peakAnatomy(session.snapshots[2], session.snapshots[3])!;
+    expect(peak.bytes).toBe(847249408);
+  });
+});

@@ -1,0 +1,113 @@
+/**
+ * What happened between two snapshots, from the allocation history they
+ * carry: the trace entries recorded after the first and up to the second.
+ * Block identity cannot see a block freed and allocated again at the same
+ * address with the same size and stack (a re-run cell); these entries can.
+ */
+import { Snapshot, TraceEntry } from './model';
+
+/** The trace entries between two snapshots, in order, and whether none are missing. */
+export interface IHistoryBetween {
+  readonly entries: readonly TraceEntry[];
+  /** False when some entries in between were lost (the ring buffer wrapped). */
+  readonly complete: boolean;
+}
+
+/**
+ * The entries `after` recorded since `before` was taken, or null when the
+ * two carry no history that links them (no traces; snapshots of the wire
+ * that are not consecutive captures).
+ *
+ * A live snapshot says which stretch it covers (`Snapshot.history`): it
+ * follows `before` when it starts where `before` ended. A snapshot file holds
+ * the whole ring buffer, so per device the entries after `before`'s newest
+ * one are new; when that entry is gone from `after`'s buffer, it wrapped, and
+ * the entries newer than it are all there is. An empty `before` (the first
+ * cell) is followed by everything `after` recorded.
+ */
+export function historyBetween(before: Snapshot, after: Snapshot): IHistoryBetween | null {
+  if (after.history) {
+    const linked = before.history
+      ? before.history.untilUs === after.history.sinceUs
+      : after.history.sinceUs === null && before.blocks.length === 0;
+    return linked ? { entries: after.traces, complete: after.history.complete } : null;
+  }
+  if (!after.traces.length) {
+    return null;
+  }
+  const newest = new Map<number, TraceEntry>();
+  for (const e of before.traces) {
+    newest.set(e.device, e);
+  }
+  const byDevice = new Map<number, TraceEntry[]>();
+  for (const e of after.traces) {
+    let list = byDevice.get(e.device);
+    if (!list) {
+      list = [];
+      byDevice.set(e.device, list);
+    }
+    list.push(e);
+  }
+  const entries: TraceEntry[] = [];
+  let complete = true;
+  for (const [device, list] of byDevice) {
+    const mark = newest.get(device);
+    if (mark === undefined) {
+      if (before.blocks.some(b => b.device === device)) {
+        return null; // `before` had memory on this device but no history: nothing links the two
+      }
+      entries.push(...list);
+      continue;
+    }
+    let start = -1;
+    for (let k = list.length - 1; k >= 0; k--) {
+      if (sameEntry(list[k], mark)) {
+        start = k + 1;
+        break;
+      }
+    }
+    if (start < 0) {
+      complete = false;
+      start = list.findIndex(e => (e.timeUs ?? 0) > (mark.timeUs ?? 0));
+      if (start < 0) {
+        continue;
+      }
+    }
+    entries.push(...list.slice(start));
+  }
+  return { entries, complete };
+}
+
+function sameEntry(a: TraceEntry, b: TraceEntry): boolean {
+  return a.timeUs === b.timeUs && a.action === b.action && a.address === b.address && a.size === b.size;
+}
+
+/** True for the entry that returns a block to the allocator (`free_requested`; `free` in older torch). */
+export function isFree(e: TraceEntry): boolean {
+  return e.action === 'free_requested' || e.action === 'free';
+}
+
+/**
+ * Per device, address -> size of the blocks allocated in `entries` and
+ * still allocated at their end: the blocks of the later snapshot that were
+ * (re)born in between, whatever their identity says.
+ */
+export function allocatedIn(entries: readonly TraceEntry[]): Map<number, Map<number, number>> {
+  const out = new Map<number, Map<number, number>>();
+  for (const e of entries) {
+    if (e.address === null || (e.action !== 'alloc' && !isFree(e))) {
+      continue;
+    }
+    let device = out.get(e.device);
+    if (!device) {
+      device = new Map();
+      out.set(e.device, device);
+    }
+    if (e.action === 'alloc') {
+      device.set(e.address, e.size);
+    } else {
+      device.delete(e.address);
+    }
+  }
+  return out;
+}

@@ -1,0 +1,162 @@
+/**
+ * Peak anatomy: what was alive at a cell's peak. Replaying the allocation
+ * history between the cell's start and its end over the blocks alive at its
+ * start gives the allocated total after every entry; the moment of the
+ * highest total is the peak (what `max_memory_allocated` reports, per
+ * device), and the blocks alive then are what made it.
+ */
+import { CellCodeNames, ICellSource } from './cells';
+import { diffSnapshots, SnapshotDiff } from './diff';
+import { allocationSite, IFrameFilterOptions } from './frames';
+import { historyBetween, isFree } from './history';
+import { Block, FrameTable, isAllocated, Snapshot, TraceEntry } from './model';
+
+/** The blocks alive at a cell's peak. */
+export interface IPeakAnatomy {
+  /** Allocated bytes at the peak, summed over devices (each device's own peak). */
+  readonly bytes: number;
+  /** The blocks alive at the peak; those born in the cell have no segment (-1). */
+  readonly alive: readonly Block[];
+  /** The peak moment against the cell's start: born is what the cell added by then, freed what it had let go. */
+  readonly diff: SnapshotDiff;
+  /** False when history between start and end was lost: the peak may have been higher. */
+  readonly complete: boolean;
+}
+
+/** Allocated bytes from one place: a notebook cell's line, or a file's. */
+export interface ICellSite {
+  /** The cell whose code allocated them, when the site is in a notebook cell. */
+  readonly cell: ICellSource | null;
+  /** The line (inside the cell, for a cell); null without a Python stack. */
+  readonly line: number | null;
+  readonly filename: string;
+  /** The site frame id, or -1 without a Python stack. */
+  readonly frameId: number;
+  readonly bytes: number;
+  readonly blocks: number;
+}
+
+/**
+ * The anatomy of the peak between two snapshots, or null when no allocation
+ * history links them (then only the kernel's peak figure is known).
+ */
+export function peakAnatomy(start: Snapshot, end: Snapshot): IPeakAnatomy | null {
+  const history = historyBetween(start, end);
+  if (!history) {
+    return null;
+  }
+  const devices = new Set<number>();
+  for (const b of start.blocks) {
+    devices.add(b.device);
+  }
+  for (const e of history.entries) {
+    devices.add(e.device);
+  }
+  const alive: Block[] = [];
+  let bytes = 0;
+  for (const device of [...devices].sort((p, q) => p - q)) {
+    const entries = history.entries.filter(e => e.device === device && e.address !== null);
+    const live = new Map<number, Block>();
+    let total = 0;
+    for (const b of start.blocks) {
+      if (b.device === device && isAllocated(b)) {
+        live.set(b.address, b);
+        total += b.size;
+      }
+    }
+    // First pass: the highest total and the last entry after which it stood (-1: at the start). The last
+    // such moment, so that a cell that frees and allocates as much again is seen with its own blocks.
+    let highest = total;
+    let at = -1;
+    entries.forEach((e, k) => {
+      total += step(live, e, device);
+      if (total >= highest) {
+        highest = total;
+        at = k;
+      }
+    });
+    // Second pass: the blocks alive at that moment.
+    live.clear();
+    for (const b of start.blocks) {
+      if (b.device === device && isAllocated(b)) {
+        live.set(b.address, b);
+      }
+    }
+    for (let k = 0; k <= at; k++) {
+      step(live, entries[k], device);
+    }
+    bytes += highest;
+    alive.push(...live.values());
+  }
+  alive.sort((x, y) => x.device - y.device || x.address - y.address);
+  const moment: Snapshot = { ...start, blocks: alive, traces: [], history: undefined };
+  // The peak moment's blocks came from the history: compared by identity with the start, nothing more.
+  const diff = diffSnapshots({ ...start, traces: [], history: undefined }, moment);
+  return { bytes, alive, diff, complete: history.complete };
+}
+
+/** Apply one history entry to the live blocks of a device; returns the change in allocated bytes. */
+function step(live: Map<number, Block>, e: TraceEntry, device: number): number {
+  if (e.address === null) {
+    return 0;
+  }
+  if (e.action === 'alloc') {
+    const block: Block = {
+      device,
+      address: e.address,
+      size: e.size,
+      requestedSize: e.size,
+      state: 'active_allocated',
+      stack: e.stack,
+      segment: -1
+    };
+    const old = live.get(e.address);
+    live.set(e.address, block);
+    return e.size - (old?.size ?? 0);
+  }
+  if (isFree(e) || e.action === 'free_completed') {
+    const old = live.get(e.address);
+    if (old !== undefined) {
+      live.delete(e.address);
+      return -old.size;
+    }
+  }
+  return 0;
+}
+
+/**
+ * Allocated bytes grouped by where they were allocated: the notebook cell and
+ * line when the allocation site is in a cell, else the site's file and line
+ * (`line` null and `filename` empty for blocks without a Python stack).
+ * Largest first.
+ */
+export function cellSites(
+  blocks: readonly Block[],
+  table: FrameTable,
+  cells?: CellCodeNames,
+  options: IFrameFilterOptions = {}
+): ICellSite[] {
+  const groups = new Map<string, ICellSite & { bytes: number; blocks: number }>();
+  const siteOfStack = new Map<number, number>();
+  for (const b of blocks) {
+    if (!isAllocated(b)) {
+      continue;
+    }
+    let site = siteOfStack.get(b.stack);
+    if (site === undefined) {
+      site = allocationSite(table, b.stack, options);
+      siteOfStack.set(b.stack, site);
+    }
+    const frame = site < 0 ? null : table.frame(site);
+    const cell = frame ? (cells?.lookup(frame.filename)?.cells[0] ?? null) : null;
+    const key = `${cell ? `cell:${cell.id}` : (frame?.filename ?? '')}:${frame?.line ?? ''}`;
+    let g = groups.get(key);
+    if (!g) {
+      g = { cell, line: frame?.line ?? null, filename: frame?.filename ?? '', frameId: site, bytes: 0, blocks: 0 };
+      groups.set(key, g);
+    }
+    g.bytes += b.size;
+    g.blocks += 1;
+  }
+  return [...groups.values()].sort((p, q) => q.bytes - p.bytes || p.filename.localeCompare(q.filename));
+}

@@ -1,0 +1,183 @@
+/**
+ * The selected cell's moment of truth, from its allocation history: for a
+ * cell that ran out of memory, the post-mortem (the request against the free
+ * memory, fragmentation, what filled the device, by site and by cell, as a
+ * diff against the cell's start); otherwise what was alive at its peak, as a
+ * diff against its start. Shown first in the panel; nothing without history.
+ */
+import * as React from 'react';
+import { TranslationBundle } from '@jupyterlab/translation';
+import { CellRecord } from '../capture/store';
+import {
+  CellCodeNames,
+  cellSites,
+  formatBytes,
+  groupBySite,
+  ICellSite,
+  IOomReport,
+  IPeakAnatomy,
+  SnapshotDiff
+} from '../engine';
+import { DiffView } from './diffview';
+import { DiffPanelModel } from './model';
+import { Section } from '../components/section';
+import { ICellLocation } from '../components/stack';
+
+/** Rows of the holder tables. */
+const ROWS_SHOWN = 5;
+
+export interface IMomentSectionProps {
+  model: DiffPanelModel;
+  trans: TranslationBundle;
+  onReveal: (location: ICellLocation) => void;
+}
+
+/**
+ * The OOM post-mortem (`show: 'oom'`: open, meant to come first) or the peak
+ * (`show: 'peak'`: collapsed until asked for) of the selected cell, in a
+ * section of its own; null when the cell has none.
+ */
+export function MomentSection(props: IMomentSectionProps & { show: 'oom' | 'peak' }): JSX.Element | null {
+  const { model, trans } = props;
+  const [expanded, setExpanded] = React.useState(props.show === 'oom');
+  const record = model.selected;
+  const store = model.notebook?.store;
+  if (!record || !store) {
+    return null;
+  }
+  const oom = store.oomOf(record);
+  const peak = oom ? null : store.peakOf(record);
+  if ((props.show === 'oom' && !oom) || (props.show === 'peak' && !peak)) {
+    return null;
+  }
+  const cell = `[${record.executionCount ?? ' '}]`;
+  return (
+    <Section
+      name={oom ? 'oom' : 'peak'}
+      title={oom ? trans.__('Out of memory in cell %1', cell) : trans.__('Peak of cell %1', cell)}
+      expanded={expanded}
+      onToggle={() => setExpanded(e => !e)}
+      trans={trans}
+      resetKey={record}
+    >
+      {oom ? <OomBody {...props} record={record} oom={oom} /> : <PeakBody {...props} record={record} peak={peak!} />}
+    </Section>
+  );
+}
+
+function siteLabel(site: ICellSite, trans: TranslationBundle): string {
+  if (site.cell) {
+    return trans.__('cell [%1], line %2', site.cell.executionCount ?? ' ', site.line ?? '?');
+  }
+  return site.line === null ? trans.__('no Python stack') : `${site.filename.split('/').pop()}:${site.line}`;
+}
+
+/** Bytes by allocating cell (all its lines together), largest first. */
+function byCell(sites: readonly ICellSite[], trans: TranslationBundle): { label: string; bytes: number }[] {
+  const sums = new Map<string, number>();
+  for (const s of sites) {
+    const label = s.cell ? trans.__('cell [%1]', s.cell.executionCount ?? ' ') : trans.__('outside the notebook');
+    sums.set(label, (sums.get(label) ?? 0) + s.bytes);
+  }
+  return [...sums.entries()].map(([label, bytes]) => ({ label, bytes })).sort((p, q) => q.bytes - p.bytes);
+}
+
+function HolderTable(props: { caption: string; rows: { label: string; bytes: number }[]; name: string }): JSX.Element {
+  return (
+    <table className="jp-CudaMemdiffMoment-table" data-cuda-memdiff-holders={props.name}>
+      <caption>{props.caption}</caption>
+      <tbody>
+        {props.rows.slice(0, ROWS_SHOWN).map(r => (
+          <tr key={r.label}>
+            <td className="jp-CudaMemdiffMoment-bytes">{formatBytes(r.bytes)}</td>
+            <td>{r.label}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+/** The moment against the cell's start, as the diff section shows a pair. */
+function MomentDiff(props: IMomentSectionProps & { diff: SnapshotDiff; caption: string }): JSX.Element {
+  const { model, diff } = props;
+  return (
+    <DiffView
+      diff={diff}
+      groups={groupBySite(diff, { allFrames: model.showAllFrames })}
+      showAllFrames={model.showAllFrames}
+      onShowAllFrames={v => (model.showAllFrames = v)}
+      cells={model.cellNames()}
+      trans={props.trans}
+      onReveal={props.onReveal}
+      caption={props.caption}
+    />
+  );
+}
+
+function OomBody(props: IMomentSectionProps & { record: CellRecord; oom: IOomReport }): JSX.Element {
+  const { model, trans, oom } = props;
+  const cells: CellCodeNames = model.cellNames();
+  const sites = cellSites(oom.atOom.blocks, oom.atOom.frames, cells, { allFrames: model.showAllFrames });
+  const free = oom.deviceFreeBytes === null ? trans.__('an unknown amount') : formatBytes(oom.deviceFreeBytes);
+  return (
+    <div className="jp-CudaMemdiffMoment">
+      <p className="jp-CudaMemdiffMoment-summary" role="alert">
+        {trans.__(
+          'It asked for %1 on cuda:%2; the device had %3 free.',
+          formatBytes(oom.requestBytes),
+          oom.device,
+          free
+        )}
+      </p>
+      <dl className="jp-CudaMemdiffMoment-facts">
+        <dt>{trans.__('Requested')}</dt>
+        <dd>{formatBytes(oom.requestBytes)}</dd>
+        <dt>{trans.__('Free on the device')}</dt>
+        <dd>{free}</dd>
+        <dt>{trans.__("Free in PyTorch's segments")}</dt>
+        <dd>{formatBytes(oom.segmentFreeBytes)}</dd>
+        <dt>{trans.__('Largest free block')}</dt>
+        <dd>{formatBytes(oom.largestFreeBlockBytes)}</dd>
+      </dl>
+      {oom.fragmentation ? (
+        <p className="jp-CudaMemdiffMoment-advice">
+          {trans.__(
+            'Fragmentation: the free space in segments would fit the request, but no free block is big enough. Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True before CUDA starts.'
+          )}
+        </p>
+      ) : null}
+      <HolderTable
+        name="site"
+        caption={trans.__('What filled the device, by site')}
+        rows={sites.map(s => ({ label: siteLabel(s, trans), bytes: s.bytes }))}
+      />
+      <HolderTable name="cell" caption={trans.__('By cell')} rows={byCell(sites, trans)} />
+      <MomentDiff {...props} diff={oom.diff} caption={trans.__("At the error, against the cell's start")} />
+    </div>
+  );
+}
+
+function PeakBody(props: IMomentSectionProps & { record: CellRecord; peak: IPeakAnatomy }): JSX.Element {
+  const { model, trans, peak } = props;
+  const cells = model.cellNames();
+  const sites = cellSites(peak.alive, props.record.snapshot.frames, cells, { allFrames: model.showAllFrames });
+  return (
+    <div className="jp-CudaMemdiffMoment">
+      <p className="jp-CudaMemdiffMoment-summary">
+        {peak.complete
+          ? trans.__('At its peak the cell had %1 allocated.', formatBytes(peak.bytes))
+          : trans.__(
+              'At its peak the cell had %1 or more allocated (the history lost entries).',
+              formatBytes(peak.bytes)
+            )}
+      </p>
+      <HolderTable
+        name="site"
+        caption={trans.__('Alive at the peak, by site')}
+        rows={sites.map(s => ({ label: siteLabel(s, trans), bytes: s.bytes }))}
+      />
+      <MomentDiff {...props} diff={peak.diff} caption={trans.__("The peak moment, against the cell's start")} />
+    </div>
+  );
+}
