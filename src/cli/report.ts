@@ -16,7 +16,7 @@ import {
   totalBytes,
   visibleStack
 } from '../engine';
-import { ITableNote, renderTable } from './table';
+import { ITableNote, printable, renderTable } from './table';
 
 /** The line a table shows where the kernel restarted (`kernel` is the new kernel's position). */
 export function restartNote(kernel: number): ITableNote {
@@ -57,7 +57,7 @@ export function siteLabel(table: FrameTable, frameId: number): string {
     return '(no Python stack)';
   }
   const f = table.frame(frameId);
-  return `${f.filename}:${f.line} ${f.name}`;
+  return printable(`${f.filename}:${f.line} ${f.name}`);
 }
 
 /** JSON for one allocation-site group. */
@@ -127,7 +127,9 @@ export function summaryText(snapshot: Snapshot): string {
       { header: 'blocks', right: true },
       { header: 'segments', right: true }
     ],
-    rows
+    rows,
+    undefined,
+    'devices'
   );
   const ooms = snapshot.traces.filter(e => e.action === 'oom').length;
   return rows.length
@@ -183,7 +185,9 @@ export function diffText(diff: SnapshotDiff, groups: AllocationSite[], options: 
         { header: 'blocks', right: true },
         { header: 'allocation site' }
       ],
-      rows
+      rows,
+      undefined,
+      'allocation sites'
     )
   ];
   for (const g of groups.slice(0, 10)) {
@@ -193,7 +197,7 @@ export function diffText(diff: SnapshotDiff, groups: AllocationSite[], options: 
         parts.push(`    [${e.count} C++ frame${e.count === 1 ? '' : 's'}]`);
       } else {
         const f = table.frame(e.frameId);
-        parts.push(`    ${f.filename}:${f.line} in ${f.name}`);
+        parts.push(`    ${printable(`${f.filename}:${f.line} in ${f.name}`)}`);
       }
     }
   }
@@ -250,6 +254,8 @@ export function sessionText(reports: ICellReport[], table: FrameTable): string {
       { header: 'freed', right: true },
       { header: 'top site' }
     ],
-    rows
+    rows,
+    undefined,
+    'cells'
   );
 }

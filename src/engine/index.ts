@@ -2,6 +2,7 @@
  * The snapshot engine: pure TypeScript, no JupyterLab imports, shared by the
  * CLI, the panel and the badges.
  */
+export * from './budget';
 export * from './cells';
 export * from './diff';
 export * from './errors';

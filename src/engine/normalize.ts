@@ -6,6 +6,7 @@
  * the sizes of the blocks before them, frames sit in `history`); trace entries
  * may lack `frames`; `oom` entries carry `device_free` instead of `addr`.
  */
+import { checkEntryCount, DEFAULT_DECODE_LIMITS, IDecodeLimits, LimitError } from './budget';
 import { SnapshotError } from './errors';
 import {
   Block,
@@ -18,8 +19,7 @@ import {
 } from './model';
 import { PyDict, PyValue, ownValue } from './pickle';
 
-/** Bounds that turn an absurd input into an error instead of an endless loop. */
-export const MAX_BLOCKS = 20_000_000;
+/** Frames kept per stack: deeper stacks are cut (real Python stacks are tens deep). */
 export const MAX_FRAMES_PER_STACK = 4096;
 
 const BLOCK_STATES: ReadonlySet<string> = new Set([
@@ -28,14 +28,26 @@ const BLOCK_STATES: ReadonlySet<string> = new Set([
   'inactive'
 ]);
 
-/** Build the normalized snapshot; `frames` is shared when given. */
-export function normalizeSnapshot(raw: PyValue, frames = new FrameTable()): Snapshot {
-  return new Private.Normalizer(frames).run(raw);
+/**
+ * Build the normalized snapshot; `frames` is shared when given. `decodedBytes`
+ * (the pickle's size) lets the budget tell memo amplification from a big file.
+ */
+export function normalizeSnapshot(
+  raw: PyValue,
+  frames = new FrameTable(),
+  limits: IDecodeLimits = DEFAULT_DECODE_LIMITS,
+  decodedBytes = Number.POSITIVE_INFINITY
+): Snapshot {
+  return new Private.Normalizer(frames, limits, decodedBytes).run(raw);
 }
 
 namespace Private {
   export class Normalizer {
-    constructor(readonly frames: FrameTable) {}
+    constructor(
+      readonly frames: FrameTable,
+      readonly limits: IDecodeLimits,
+      readonly decodedBytes: number
+    ) {}
 
     run(raw: PyValue): Snapshot {
       let rawSegments: PyValue | undefined;
@@ -52,6 +64,7 @@ namespace Private {
           "not a snapshot: expected a dict with a 'segments' list, as torch.cuda.memory._snapshot() returns"
         );
       }
+      this._checkBudget(rawSegments, rawTraces);
       const parsed = rawSegments.map((s, i) => this._segment(s, i));
       parsed.sort((a, b) => a.segment.device - b.segment.device || a.segment.address - b.segment.address);
       const segments: Segment[] = [];
@@ -74,10 +87,39 @@ namespace Private {
       };
     }
 
+    /**
+     * Count blocks and trace entries as the lists reference them (one segment
+     * dict referenced 9,000 times counts 9,000 times) before building any,
+     * and refuse more devices than the budget allows.
+     */
+    private _checkBudget(rawSegments: PyValue[], rawTraces: PyValue | undefined): void {
+      const maxDevices = this.limits.maxDevices;
+      if (Array.isArray(rawTraces) && rawTraces.length > maxDevices) {
+        throw new LimitError('maxDevices', `the snapshot has traces for ${rawTraces.length.toLocaleString('en-US')} devices`, maxDevices);
+      }
+      let count = 0;
+      for (let i = 0; i < rawSegments.length; i++) {
+        const seg = rawSegments[i];
+        const blocks = isDict(seg) ? ownValue(seg, 'blocks') : undefined;
+        count += Array.isArray(blocks) ? blocks.length : 0;
+      }
+      // Segments count too: each becomes an object.
+      count += rawSegments.length;
+      if (Array.isArray(rawTraces)) {
+        for (const entries of rawTraces) {
+          count += Array.isArray(entries) ? entries.length : 0;
+        }
+      }
+      checkEntryCount(count, this.decodedBytes, this.limits);
+    }
+
     private _segment(raw: PyValue, index: number): { segment: Segment; blocks: Block[] } {
       const where = `segment ${index}`;
       const seg = dict(raw, where);
       const device = int(ownValue(seg, 'device'), `${where} device`, 0);
+      if (device >= this.limits.maxDevices) {
+        throw new LimitError('maxDevices', `${where} is on device ${device}`, this.limits.maxDevices);
+      }
       const address = int(ownValue(seg, 'address'), `${where} address`);
       const totalSize = int(ownValue(seg, 'total_size'), `${where} total_size`);
       const pool = ownValue(seg, 'segment_pool_id');
@@ -85,7 +127,7 @@ namespace Private {
         device,
         address,
         totalSize,
-        stream: int(ownValue(seg, 'stream'), `${where} stream`, 0),
+        stream: stream(ownValue(seg, 'stream'), `${where} stream`),
         segmentType: str(ownValue(seg, 'segment_type'), ''),
         pool: Array.isArray(pool) ? pool.join(',') : pool === undefined || pool === null ? '' : String(pool),
         isExpandable: ownValue(seg, 'is_expandable') === true,
@@ -123,10 +165,6 @@ namespace Private {
           stack: this._stack(ownValue(b, 'frames') ?? (lastHistory && ownValue(lastHistory, 'frames'))),
           segment: -1
         });
-        this._blockCount++;
-        if (this._blockCount > MAX_BLOCKS) {
-          throw new SnapshotError(`snapshot has more than ${MAX_BLOCKS} blocks`);
-        }
       }
       blocks.sort((x, y) => x.address - y.address);
       return { segment, blocks };
@@ -154,7 +192,7 @@ namespace Private {
             action: str(ownValue(e, 'action'), 'unknown'),
             address: addr === undefined || addr === null ? null : int(addr, `${where} addr`),
             size: int(ownValue(e, 'size'), `${where} size`, 0),
-            stream: int(ownValue(e, 'stream'), `${where} stream`, 0),
+            stream: stream(ownValue(e, 'stream'), `${where} stream`),
             timeUs: time === undefined || time === null ? null : num(time, `${where} time_us`),
             stack: this._stack(ownValue(e, 'frames')),
             userMetadata: typeof meta === 'string' ? meta : meta === undefined || meta === null ? '' : String(meta),
@@ -195,7 +233,6 @@ namespace Private {
       return id;
     }
 
-    private _blockCount = 0;
     private readonly _stackOfList = new Map<PyValue[], number>();
   }
 
@@ -211,7 +248,7 @@ namespace Private {
   }
 
   function num(v: PyValue | undefined, where: string): number {
-    if (typeof v === 'number') {
+    if (typeof v === 'number' && Number.isFinite(v)) {
       return v;
     }
     if (typeof v === 'bigint') {
@@ -220,20 +257,48 @@ namespace Private {
     throw new SnapshotError(`not a snapshot: ${where} is not a number`);
   }
 
+  /**
+   * An address, size or index: a safe non-negative integer (a negative size
+   * or 1e300 would print as nonsense and break every sum after it).
+   */
   function int(v: PyValue | undefined, where: string, fallback?: number): number {
     if ((v === undefined || v === null) && fallback !== undefined) {
       return fallback;
     }
-    if (typeof v === 'number' && Number.isInteger(v)) {
-      return v;
-    }
     if (typeof v === 'boolean') {
       return v ? 1 : 0;
     }
-    if (typeof v === 'bigint') {
-      throw new SnapshotError(`not a snapshot: ${where} is out of range`);
+    if (typeof v === 'number' && Number.isInteger(v)) {
+      if (v < 0) {
+        throw new SnapshotError(`not a snapshot: ${where} is negative (${v})`);
+      }
+      if (Number.isSafeInteger(v)) {
+        return v;
+      }
+    }
+    if (typeof v === 'number' && Number.isFinite(v) && !Number.isInteger(v)) {
+      throw new SnapshotError(`not a snapshot: ${where} is not an integer (${v})`);
+    }
+    if (typeof v === 'number' || typeof v === 'bigint') {
+      throw new SnapshotError(`not a snapshot: ${where} is out of range (${printableNumber(v)})`);
     }
     throw new SnapshotError(`not a snapshot: ${where} is ${v === undefined ? 'missing' : 'not an integer'}`);
+  }
+
+  /** A stream handle: any safe integer (PyTorch prints them signed or not), 0 when absent. */
+  function stream(v: PyValue | undefined, where: string): number {
+    if (v === undefined || v === null) {
+      return 0;
+    }
+    if (typeof v === 'number' && Number.isSafeInteger(v)) {
+      return v;
+    }
+    throw new SnapshotError(`not a snapshot: ${where} is not a safe integer`);
+  }
+
+  function printableNumber(v: number | bigint): string {
+    const text = String(v);
+    return text.length > 24 ? `${text.slice(0, 12)}... (${text.length} digits)` : text;
   }
 
   function str(v: PyValue | undefined, fallback: string): string {

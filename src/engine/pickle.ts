@@ -7,6 +7,7 @@
  * pickles use (sets, OrderedDict, bytes under protocol 2). Memo and stack are
  * bounded so a hostile file fails with a `SnapshotError`, never a hang.
  */
+import { DEFAULT_DECODE_LIMITS, IDecodeLimits, LimitError } from './budget';
 import { SnapshotError } from './errors';
 
 /**
@@ -49,13 +50,15 @@ export const DEFAULT_UNPICKLE_LIMITS: IUnpickleLimits = {
 };
 
 /**
- * Decode a pickle (protocols 2 to 5, and the binary opcodes of 1) to plain data.
+ * Decode a pickle (protocols 2 to 5, and the binary opcodes of 1) to plain
+ * data, within the decode budget (integer length) and the machine's limits.
  */
 export function unpickle(
   bytes: Uint8Array,
+  budget: IDecodeLimits = DEFAULT_DECODE_LIMITS,
   limits: IUnpickleLimits = DEFAULT_UNPICKLE_LIMITS
 ): PyValue {
-  return new Private.Unpickler(bytes, limits).load();
+  return new Private.Unpickler(bytes, limits, budget.maxIntegerBytes).load();
 }
 
 /** An empty dict with an empty, null-rooted prototype (fast objects, nothing inherited). */
@@ -134,10 +137,11 @@ namespace Private {
   }
 
   export class Unpickler {
-    constructor(bytes: Uint8Array, limits: IUnpickleLimits) {
+    constructor(bytes: Uint8Array, limits: IUnpickleLimits, maxIntegerBytes: number) {
       this._bytes = bytes;
       this._view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
       this._limits = limits;
+      this._maxIntegerBytes = maxIntegerBytes;
     }
 
     load(): PyValue {
@@ -611,6 +615,10 @@ namespace Private {
     }
 
     private _long(n: number): number | bigint {
+      // Checked before reading: a 400 KB integer is refused, not built.
+      if (n > this._maxIntegerBytes) {
+        throw new LimitError('maxIntegerBytes', `the pickle holds a ${n.toLocaleString('en-US')}-byte integer`, this._maxIntegerBytes);
+      }
       this._need(n);
       const bytes = this._bytes;
       const start = this._pos;
@@ -629,10 +637,12 @@ namespace Private {
         }
         return v;
       }
-      let v = BigInt(0);
+      // One hex string, one BigInt: linear in n (shifting a BigInt per byte is quadratic).
+      let hex = '0x';
       for (let i = n - 1; i >= 0; i--) {
-        v = (v << BigInt(8)) | BigInt(bytes[start + i]);
+        hex += HEX[bytes[start + i]];
       }
+      let v = BigInt(hex);
       if (bytes[start + n - 1] & 0x80) {
         v -= BigInt(1) << BigInt(8 * n);
       }
@@ -708,6 +718,7 @@ namespace Private {
     private readonly _bytes: Uint8Array;
     private readonly _view: DataView;
     private readonly _limits: IUnpickleLimits;
+    private readonly _maxIntegerBytes: number;
     private _pos = 0;
     private readonly _stack: StackItem[] = [];
     private readonly _marks: number[] = [];
@@ -715,6 +726,8 @@ namespace Private {
     private _result: PyValue | undefined;
     private readonly _strings: (string | undefined)[] = new Array(STRING_CACHE_SIZE);
   }
+
+  const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
 
   const STRING_CACHE_BITS = 14;
   const STRING_CACHE_SIZE = 1 << STRING_CACHE_BITS;

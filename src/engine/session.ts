@@ -11,6 +11,7 @@ import { IBlockHolders, parseHolderAnswer } from './holders';
 import { ILeakExecution } from './leaks';
 import { FrameTable, Snapshot, totalBytes } from './model';
 import { kernelPositions } from './retention';
+import { DEFAULT_DECODE_LIMITS, IDecodeLimits } from './budget';
 import { emptySnapshot, readSnapshot } from './snapshot';
 
 /** Allocator statistics the recorder stores before and after a cell (summed over devices). */
@@ -144,7 +145,8 @@ export function kernelSessionsOf(manifest: ISessionManifest): number[] {
 /** Load every cell's snapshot; `readFile` returns a file's bytes by its name in the folder. */
 export function loadSession(
   manifestText: string,
-  readFile: (name: string) => Uint8Array
+  readFile: (name: string) => Uint8Array,
+  limits: IDecodeLimits = DEFAULT_DECODE_LIMITS
 ): ISession {
   const manifest = parseManifest(manifestText);
   const frames = new FrameTable();
@@ -158,7 +160,7 @@ export function loadSession(
       );
     }
     try {
-      return readSnapshot(bytes, frames);
+      return readSnapshot(bytes, frames, limits);
     } catch (reason) {
       throw new SnapshotError(`${cell.snapshot_file}: ${(reason as Error).message}`);
     }
