@@ -7,7 +7,8 @@ import { capturePlugin } from './plugins/capture';
 import { exportPlugin } from './plugins/export';
 import { filesPlugin } from './plugins/files';
 import { panelPlugin } from './plugins/panel';
+import { workerPlugin } from './plugins/worker';
 
-const plugins: JupyterFrontEndPlugin<unknown>[] = [panelPlugin, capturePlugin, filesPlugin, exportPlugin];
+const plugins: JupyterFrontEndPlugin<unknown>[] = [panelPlugin, capturePlugin, filesPlugin, exportPlugin, workerPlugin];
 
 export default plugins;

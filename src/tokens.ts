@@ -8,6 +8,7 @@ import { ISignal } from '@lumino/signaling';
 import type { SnapshotStore } from './capture/store';
 import type { BlockQuery } from './capture/protocol';
 import type { IHolderAnswer, Snapshot } from './engine';
+import type { EngineOp, EnginePayload, EngineResult } from './worker/handlers';
 
 /** The npm package name, the prefix of every plugin id. */
 export const PACKAGE_NAME = 'jupyterlab-cuda-memdiff';
@@ -80,3 +81,20 @@ export const IDiffPanel = new Token<IDiffPanel>(
 
 /** File type of snapshot pickles (and their JSON form). */
 export const SNAPSHOT_FILE_TYPE = 'cuda-memdiff-snapshot';
+
+/**
+ * Runs the engine's long work (parsing files, ranking leaks) off the page's
+ * main thread; see src/worker/handlers.ts for the operations.
+ */
+export interface IEngineWorker {
+  /** Run `op`; `transfer` lists buffers in the payload to move, not copy. */
+  call<K extends EngineOp>(op: K, payload: EnginePayload<K>, transfer?: readonly ArrayBuffer[]): Promise<EngineResult<K>>;
+  /** Whether the operations run in a worker rather than on the page. */
+  readonly inWorker: boolean;
+}
+
+/** The engine worker token. */
+export const IEngineWorker = new Token<IEngineWorker>(
+  'jupyterlab-cuda-memdiff:IEngineWorker',
+  'Runs snapshot parsing and leak ranking in a Web Worker.'
+);

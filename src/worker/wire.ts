@@ -1,0 +1,34 @@
+/**
+ * The messages between the page and the engine worker, and how an error
+ * crosses: as its name and message, rebuilt on the page so that
+ * `instanceof SnapshotError` still tells bad input from a bug.
+ */
+import { SnapshotError } from '../engine/errors';
+
+/** Page to worker: run `op` on `payload`. */
+export interface IWorkerRequest {
+  readonly id: number;
+  readonly op: string;
+  readonly payload: unknown;
+}
+
+/** Worker to page: the result of request `id`, or why it failed. */
+export type WorkerReply =
+  | { readonly id: number; readonly ok: true; readonly value: unknown }
+  | { readonly id: number; readonly ok: false; readonly name: string; readonly message: string };
+
+/** The reply for a failure. */
+export function failure(id: number, reason: unknown): WorkerReply {
+  const error = reason instanceof Error ? reason : new Error(String(reason));
+  return { id, ok: false, name: error.name, message: error.message };
+}
+
+/** The page-side error for a failed reply. */
+export function errorOf(reply: { name: string; message: string }): Error {
+  if (reply.name === 'SnapshotError') {
+    return new SnapshotError(reply.message);
+  }
+  const error = new Error(reply.message);
+  error.name = reply.name;
+  return error;
+}
