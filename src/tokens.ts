@@ -62,11 +62,11 @@ export namespace CommandIDs {
 /** The diff panel, for plugins that bring it snapshots (files). */
 export interface IDiffPanel {
   /**
-   * Open a snapshot file in the panel (its server path, when it has one, tells
-   * files of the same name apart); false, with a message shown there, when it
-   * cannot be read.
+   * Open a snapshot file in the panel, as bytes or already parsed (its server
+   * path, when it has one, tells files of the same name apart); false, with a
+   * message shown there, when it cannot be read.
    */
-  addFile(name: string, bytes: Uint8Array, path?: string): boolean;
+  addFile(name: string, source: Uint8Array | Snapshot, path?: string): boolean;
   /** Show the panel. */
   reveal(): void;
   /** The later snapshot of the panel's comparison, with a name for saving it. */

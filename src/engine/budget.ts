@@ -46,7 +46,7 @@ export const LIMIT_NAMES: { readonly [K in keyof IDecodeLimits]: { flag: string;
   maxIntegerBytes: { flag: '--max-int-bytes', env: 'CUDA_MEMDIFF_MAX_INT_BYTES' }
 };
 
-/** A refusal because the input is over a decode limit; its message is one line. */
+/** A refusal because the input is over a decode limit; its message is one line. (It keeps the name SnapshotError, so it crosses the engine worker as one.) */
 export class LimitError extends SnapshotError {
   constructor(
     readonly limit: keyof IDecodeLimits,
@@ -58,7 +58,6 @@ export class LimitError extends SnapshotError {
       `${what}, over the decode limit ${names.flag} ${value.toLocaleString('en-US')}; ` +
         `if the file is real, raise it with ${names.flag} N or ${names.env}=N`
     );
-    this.name = 'LimitError';
   }
 }
 

@@ -15,6 +15,8 @@
  * module; its parameter and result types become `call`'s types.
  */
 
+import { closeSnapshotFile, describeMoment, diffMoments, openSnapshotFile } from '../files/ops';
+
 /** A result that moves these buffers to the page instead of copying them. */
 export class Transferring<T> {
   constructor(
@@ -35,7 +37,11 @@ function where(): { worker: boolean } {
 }
 
 export const handlers = {
-  where
+  where,
+  openSnapshotFile,
+  closeSnapshotFile,
+  describeMoment,
+  diffMoments
 };
 
 /** The operations. */
