@@ -200,6 +200,27 @@ namespace Private {
           pos += 4;
         } else if (op === 0x5d /* EMPTY_LIST */) {
           stack.push([]);
+        } else if (op === 0x72 /* LONG_BINPUT */ && pos + 4 <= end) {
+          // Protocols 1 to 3 store every container and string with an explicit index.
+          const index = view.getUint32(pos, true);
+          pos += 4;
+          const top = stack[stack.length - 1];
+          if (stack.length === 0 || top === MARK || index > this._limits.maxMemo) {
+            throw new SnapshotError('malformed pickle: bad LONG_BINPUT');
+          }
+          memo[index] = top as PyValue;
+        } else if (op === 0x6a /* LONG_BINGET */ && pos + 4 <= end) {
+          const value = memo[view.getUint32(pos, true)];
+          if (value === undefined) {
+            throw new SnapshotError(`malformed pickle: memo ${view.getUint32(pos, true)} was never stored`);
+          }
+          pos += 4;
+          stack.push(value);
+        } else if (op === 0x58 /* BINUNICODE */ && pos + 4 <= end) {
+          const n = view.getUint32(pos, true);
+          this._pos = pos + 4;
+          stack.push(this._utf8(n));
+          pos = this._pos;
         } else {
           this._pos = pos;
           if (this._step(op)) {
