@@ -7,6 +7,9 @@
 import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
+/** Longest stretch of reading before the page gets a turn. */
+const YIELD_MS = 30;
+
 /** Read `path` (relative to the server root) as bytes; `progress` gets bytes read and the total when known. */
 export async function fetchFileBytes(
   path: string,
@@ -27,7 +30,14 @@ export async function fetchFileBytes(
   let out = new Uint8Array(total ?? 1 << 20);
   let read = 0;
   const reader = response.body.getReader();
+  let slice = performance.now();
   for (;;) {
+    // Buffered chunks resolve as microtasks, which never yield: give the
+    // page a turn every few milliseconds so reading 400 MB is no frozen page.
+    if (performance.now() - slice > YIELD_MS) {
+      await new Promise(resolve => setTimeout(resolve, 0));
+      slice = performance.now();
+    }
     const { done, value } = await reader.read();
     if (done) {
       break;

@@ -121,6 +121,11 @@ export class SnapshotFileView extends Widget {
     const note = document.createElement('p');
     note.textContent = trans.__("The CUDA Memory panel now holds this snapshot: pick it there to compare it with other files or with a notebook's cells.");
     this.node.appendChild(note);
+    // The first picture paints before the panel takes the snapshot (its own render is another task).
+    await new Promise(resolve => requestAnimationFrame(() => setTimeout(resolve, 0)));
+    if (this.isDisposed) {
+      return;
+    }
     panel.addFile(name, fromTransfer(opened.snapshot), path);
     panel.reveal();
   }
