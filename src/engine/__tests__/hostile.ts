@@ -136,6 +136,22 @@ function segment(w: PickleWriter, address: number, blocks: (x: PickleWriter) => 
   ]);
 }
 
+/** A snapshot of one segment holding one block with these fields. */
+function oneBlock(fields: [string, (w: PickleWriter) => void][]): Uint8Array {
+  return snapshot(
+    w => {
+      w.raw(0x5d, 0x28);
+      segment(w, 0, x => {
+        x.raw(0x5d, 0x28);
+        x.dict(fields);
+        x.raw(0x65);
+      });
+      w.raw(0x65);
+    },
+    w => w.raw(0x5d)
+  );
+}
+
 /** The hostile shapes, by name: bytes on disk, each a few KB at most. */
 export const HOSTILE = {
   /** A 400 KB integer (LONG4): built byte by byte as a BigInt it took minutes. */
@@ -242,22 +258,11 @@ export const HOSTILE = {
 
   /** A block whose size is given by `write` (a negative integer, 1e300, ...). */
   blockSize(write: (w: PickleWriter) => void): Uint8Array {
-    return snapshot(
-      w => {
-        w.raw(0x5d, 0x28);
-        segment(w, 0, x => {
-          x.raw(0x5d, 0x28);
-          x.dict([
-            ['address', y => y.int(0)],
-            ['size', write],
-            ['state', y => y.str('active_allocated')]
-          ]);
-          x.raw(0x65);
-        });
-        w.raw(0x65);
-      },
-      w => w.raw(0x5d)
-    );
+    return oneBlock([
+      ['address', y => y.int(0)],
+      ['size', write],
+      ['state', y => y.str('active_allocated')]
+    ]);
   },
 
   /** Tuples nested a million deep, as a segment's frames. */
@@ -285,34 +290,23 @@ export const HOSTILE = {
 
   /** A block allocated by a frame whose name and file carry terminal escape sequences. */
   escapeSequences(): Uint8Array {
-    return snapshot(
-      w => {
-        w.raw(0x5d, 0x28);
-        segment(w, 0, x => {
-          x.raw(0x5d, 0x28);
-          x.dict([
-            ['address', y => y.int(0)],
-            ['size', y => y.int(4096)],
-            ['state', y => y.str('active_allocated')],
-            [
-              'frames',
-              y => {
-                y.raw(0x5d, 0x28);
-                y.dict([
-                  ['name', z => z.str('\x1b[2J\x1b]0;pwned\x07evil')],
-                  ['filename', z => z.str('/tmp/\x1b[31mred\r\nforged line.py')],
-                  ['line', z => z.int(3)]
-                ]);
-                y.raw(0x65);
-              }
-            ]
+    return oneBlock([
+      ['address', y => y.int(0)],
+      ['size', y => y.int(4096)],
+      ['state', y => y.str('active_allocated')],
+      [
+        'frames',
+        y => {
+          y.raw(0x5d, 0x28);
+          y.dict([
+            ['name', z => z.str('\x1b[2J\x1b]0;pwned\x07evil')],
+            ['filename', z => z.str('/tmp/\x1b[31mred\r\nforged line.py')],
+            ['line', z => z.int(3)]
           ]);
-          x.raw(0x65);
-        });
-        w.raw(0x65);
-      },
-      w => w.raw(0x5d)
-    );
+          y.raw(0x65);
+        }
+      ]
+    ]);
   },
 
   /** os.system('touch MARKER') through GLOBAL and REDUCE (protocol 2): must never run. */
