@@ -116,18 +116,18 @@ namespace Private {
     private _segment(raw: PyValue, index: number): { segment: Segment; blocks: Block[] } {
       const where = `segment ${index}`;
       const seg = dict(raw, where);
-      const device = int(ownValue(seg, 'device'), `${where} device`, 0);
+      const device = int(ownValue(seg, 'device'), where, 'device', 0);
       if (device >= this.limits.maxDevices) {
         throw new LimitError('maxDevices', `${where} is on device ${device}`, this.limits.maxDevices);
       }
-      const address = int(ownValue(seg, 'address'), `${where} address`);
-      const totalSize = int(ownValue(seg, 'total_size'), `${where} total_size`);
+      const address = int(ownValue(seg, 'address'), where, 'address');
+      const totalSize = int(ownValue(seg, 'total_size'), where, 'total_size');
       const pool = ownValue(seg, 'segment_pool_id');
       const segment: Segment = {
         device,
         address,
         totalSize,
-        stream: stream(ownValue(seg, 'stream'), `${where} stream`),
+        stream: stream(ownValue(seg, 'stream'), where),
         segmentType: str(ownValue(seg, 'segment_type'), ''),
         pool: Array.isArray(pool) ? pool.join(',') : pool === undefined || pool === null ? '' : String(pool),
         isExpandable: ownValue(seg, 'is_expandable') === true,
@@ -139,10 +139,11 @@ namespace Private {
         throw new SnapshotError(`not a snapshot: ${where} blocks is not a list`);
       }
       let cursor = address;
+      const bw = new Where(j => `${where} block ${j}`);
       for (let j = 0; j < (rawBlocks?.length ?? 0); j++) {
-        const bw = `${where} block ${j}`;
+        bw.at = j;
         const b = dict((rawBlocks as PyValue[])[j], bw);
-        const size = int(ownValue(b, 'size'), `${bw} size`);
+        const size = int(ownValue(b, 'size'), bw, 'size');
         const history = ownValue(b, 'history');
         const lastHistory =
           Array.isArray(history) && history.length && isDict(history[history.length - 1])
@@ -153,14 +154,14 @@ namespace Private {
           throw new SnapshotError(`not a snapshot: ${bw} has unknown state '${state}'`);
         }
         // 2.0-era blocks have no address: they tile the segment in order.
-        const blockAddress = int(ownValue(b, 'address'), `${bw} address`, cursor);
+        const blockAddress = int(ownValue(b, 'address'), bw, 'address', cursor);
         cursor = blockAddress + size;
         const requested = ownValue(b, 'requested_size') ?? (lastHistory && ownValue(lastHistory, 'real_size'));
         blocks.push({
           device,
           address: blockAddress,
           size,
-          requestedSize: int(requested, `${bw} requested_size`, size),
+          requestedSize: int(requested, bw, 'requested_size', size),
           state: state as BlockState,
           stack: this._stack(ownValue(b, 'frames') ?? (lastHistory && ownValue(lastHistory, 'frames'))),
           segment: -1
@@ -180,8 +181,9 @@ namespace Private {
         if (!Array.isArray(entries)) {
           continue;
         }
+        const where = new Where(k => `device ${device} trace entry ${k}`);
         for (let k = 0; k < entries.length; k++) {
-          const where = `device ${device} trace entry ${k}`;
+          where.at = k;
           const e = dict(entries[k], where);
           const addr = ownValue(e, 'addr');
           const deviceFree = ownValue(e, 'device_free');
@@ -190,13 +192,13 @@ namespace Private {
           out.push({
             device,
             action: str(ownValue(e, 'action'), 'unknown'),
-            address: addr === undefined || addr === null ? null : int(addr, `${where} addr`),
-            size: int(ownValue(e, 'size'), `${where} size`, 0),
-            stream: stream(ownValue(e, 'stream'), `${where} stream`),
-            timeUs: time === undefined || time === null ? null : num(time, `${where} time_us`),
+            address: addr === undefined || addr === null ? null : int(addr, where, 'addr'),
+            size: int(ownValue(e, 'size'), where, 'size', 0),
+            stream: stream(ownValue(e, 'stream'), where),
+            timeUs: time === undefined || time === null ? null : num(time, where, 'time_us'),
             stack: this._stack(ownValue(e, 'frames')),
             userMetadata: typeof meta === 'string' ? meta : meta === undefined || meta === null ? '' : String(meta),
-            deviceFree: deviceFree === undefined || deviceFree === null ? null : int(deviceFree, `${where} device_free`)
+            deviceFree: deviceFree === undefined || deviceFree === null ? null : int(deviceFree, where, 'device_free')
           });
         }
       }
@@ -240,28 +242,40 @@ namespace Private {
     return typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Uint8Array);
   }
 
-  function dict(v: PyValue, where: string): PyDict {
+  /**
+   * Where a value sits, spelled out only for an error message: building the
+   * text for every block and trace entry cost more than reading them.
+   */
+  export class Where {
+    constructor(private readonly _text: (at: number) => string) {}
+    at = 0;
+    toString(): string {
+      return this._text(this.at);
+    }
+  }
+
+  function dict(v: PyValue, where: Where | string): PyDict {
     if (!isDict(v)) {
       throw new SnapshotError(`not a snapshot: ${where} is not a dict`);
     }
     return v;
   }
 
-  function num(v: PyValue | undefined, where: string): number {
+  function num(v: PyValue | undefined, at: Where | string, field: string): number {
     if (typeof v === 'number' && Number.isFinite(v)) {
       return v;
     }
     if (typeof v === 'bigint') {
       return Number(v);
     }
-    throw new SnapshotError(`not a snapshot: ${where} is not a number`);
+    throw new SnapshotError(`not a snapshot: ${at} ${field} is not a number`);
   }
 
   /**
    * An address, size or index: a safe non-negative integer (a negative size
    * or 1e300 would print as nonsense and break every sum after it).
    */
-  function int(v: PyValue | undefined, where: string, fallback?: number): number {
+  function int(v: PyValue | undefined, at: Where | string, field: string, fallback?: number): number {
     if ((v === undefined || v === null) && fallback !== undefined) {
       return fallback;
     }
@@ -270,30 +284,30 @@ namespace Private {
     }
     if (typeof v === 'number' && Number.isInteger(v)) {
       if (v < 0) {
-        throw new SnapshotError(`not a snapshot: ${where} is negative (${v})`);
+        throw new SnapshotError(`not a snapshot: ${at} ${field} is negative (${v})`);
       }
       if (Number.isSafeInteger(v)) {
         return v;
       }
     }
     if (typeof v === 'number' && Number.isFinite(v) && !Number.isInteger(v)) {
-      throw new SnapshotError(`not a snapshot: ${where} is not an integer (${v})`);
+      throw new SnapshotError(`not a snapshot: ${at} ${field} is not an integer (${v})`);
     }
     if (typeof v === 'number' || typeof v === 'bigint') {
-      throw new SnapshotError(`not a snapshot: ${where} is out of range (${printableNumber(v)})`);
+      throw new SnapshotError(`not a snapshot: ${at} ${field} is out of range (${printableNumber(v)})`);
     }
-    throw new SnapshotError(`not a snapshot: ${where} is ${v === undefined ? 'missing' : 'not an integer'}`);
+    throw new SnapshotError(`not a snapshot: ${at} ${field} is ${v === undefined ? 'missing' : 'not an integer'}`);
   }
 
   /** A stream handle: any safe integer (PyTorch prints them signed or not), 0 when absent. */
-  function stream(v: PyValue | undefined, where: string): number {
+  function stream(v: PyValue | undefined, at: Where | string): number {
     if (v === undefined || v === null) {
       return 0;
     }
     if (typeof v === 'number' && Number.isSafeInteger(v)) {
       return v;
     }
-    throw new SnapshotError(`not a snapshot: ${where} is not a safe integer`);
+    throw new SnapshotError(`not a snapshot: ${at} stream is not a safe integer`);
   }
 
   function printableNumber(v: number | bigint): string {
