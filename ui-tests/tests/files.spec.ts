@@ -18,6 +18,9 @@ test.describe('snapshot file timeline', () => {
     test.setTimeout(120000);
     const name = 'cell04.pickle.gz';
     await page.contents.uploadFile(path.join(REC, name), `${tmpPath}/${name}`);
+    // The bytes come from the raw file endpoint, never as base64 inside the contents API's JSON.
+    const requests: string[] = [];
+    page.on('request', request => requests.push(request.url()));
     await page.evaluate(
       async ([p, factory]) => {
         await window.jupyterapp.commands.execute('docmanager:open', { path: p, factory });
@@ -29,6 +32,9 @@ test.describe('snapshot file timeline', () => {
     await expect(chart).toBeVisible({ timeout: 60000 });
     await expect(chart).toBeInViewport();
     await expect(view.locator('.jp-CudaMemdiffTimeline-caption')).toContainText('over 2,454 allocation events');
+    const forFile = requests.filter(url => url.includes(name));
+    expect(forFile.some(url => new URL(url).pathname.endsWith(`/files/${tmpPath}/${name}`))).toBe(true);
+    expect(forFile.filter(url => url.includes('/api/contents/') && url.includes('content=1'))).toEqual([]);
 
     // The line's last point is at the height of what the manifest says cell 4 left allocated.
     const manifest = JSON.parse(fs.readFileSync(path.join(REC, 'manifest.json'), 'utf-8'));
