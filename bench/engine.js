@@ -80,7 +80,9 @@ function benchPair(label, beforeFile, afterFile) {
   report('  of which gunzip + unpickle', decodeMs);
   const pyMs = pythonLoad(afterFile);
   report('python3 gzip + pickle.load, same file', pyMs);
-  console.log(`${'ratio ours / python (unpickle; read + summarise)'.padEnd(58)} ${(decodeMs / pyMs).toFixed(2)} ; ${(readMs / pyMs).toFixed(2)}   (target <= 1)`);
+  console.log(
+    `${'ratio ours / python (unpickle; read + summarise)'.padEnd(58)} ${(decodeMs / pyMs).toFixed(2)} ; ${(readMs / pyMs).toFixed(2)}   (target <= 1)`
+  );
   const diffMs = time(() => engine.diffSnapshots(a, b), RUNS * 3);
   report('diff (born / freed / kept)', diffMs, b.blocks.length >= 100000 ? '<= 50 ms' : undefined);
   const groupMs = time(() => engine.groupBySite(engine.diffSnapshots(a, b)), RUNS * 3);
@@ -125,15 +127,23 @@ function benchHistory() {
     const tmp = os.tmpdir();
     const freeDisk = fs.statfsSync(tmp).bavail * fs.statfsSync(tmp).bsize;
     // The file, then each reader in turn: Python needs about 5x the file, ours about 3.5x.
-    console.log(`\nfull allocation history, ${size} MB pickle (protocol 3, from clean_training's trace; free: disk ${(freeDisk / 2 ** 30).toFixed(1)} GiB, memory ${(os.freemem() / 2 ** 30).toFixed(1)} GiB of ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB)`);
+    console.log(
+      `\nfull allocation history, ${size} MB pickle (protocol 3, from clean_training's trace; free: disk ${(freeDisk / 2 ** 30).toFixed(1)} GiB, memory ${(os.freemem() / 2 ** 30).toFixed(1)} GiB of ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB)`
+    );
     if (freeDisk < size * MB * 1.2 || os.totalmem() < size * MB * 6) {
-      console.log(`  skipped: needs ${(size * 1.2 / 1000).toFixed(1)} GB of disk and about ${(size * 6 / 1000).toFixed(1)} GB of memory`);
+      console.log(
+        `  skipped: needs ${((size * 1.2) / 1000).toFixed(1)} GB of disk and about ${((size * 6) / 1000).toFixed(1)} GB of memory`
+      );
       continue;
     }
     const file = path.join(fs.mkdtempSync(path.join(tmp, 'cuda-memdiff-history-')), 'history.pickle');
     try {
       const t = performance.now();
-      const made = execFileSync(PYTHON, [path.join(__dirname, 'make_large.py'), '--history', HISTORY_SOURCE, file, String(size)], { encoding: 'utf-8' }).trim();
+      const made = execFileSync(
+        PYTHON,
+        [path.join(__dirname, 'make_large.py'), '--history', HISTORY_SOURCE, file, String(size)],
+        { encoding: 'utf-8' }
+      ).trim();
       const bytes = fs.statSync(file).size;
       console.log(`  ${made} (generated in ${((performance.now() - t) / 1000).toFixed(1)} s)`);
       const ours = cliRun(file);
@@ -141,9 +151,13 @@ function benchHistory() {
       const mib = n => `${(n / 2 ** 20).toFixed(0)} MiB`;
       report(`cuda-memdiff summary (read, normalize, totals)`, ours.ms);
       report(`python3 pickle.load, same file`, py.ms);
-      console.log(`${'ratio ours / python (time)'.padEnd(58)} ${(ours.ms / py.ms).toFixed(2).padStart(8)}      (target <= 1)`);
+      console.log(
+        `${'ratio ours / python (time)'.padEnd(58)} ${(ours.ms / py.ms).toFixed(2).padStart(8)}      (target <= 1)`
+      );
       console.log(`${'peak RSS: ours, python'.padEnd(58)} ${mib(ours.rss).padStart(8)}, ${mib(py.rss)}`);
-      console.log(`${'peak RSS ours / file size'.padEnd(58)} ${(ours.rss / bytes).toFixed(2).padStart(8)}      (target <= 3)`);
+      console.log(
+        `${'peak RSS ours / file size'.padEnd(58)} ${(ours.rss / bytes).toFixed(2).padStart(8)}      (target <= 3)`
+      );
       if (ours.code !== 0) {
         console.log('  the CLI failed on this file (see its message above)');
       }
@@ -154,12 +168,22 @@ function benchHistory() {
 }
 
 function main() {
-  console.log(`cuda-memdiff engine benchmark: node ${process.version}, ${os.cpus().length} cores, median of ${RUNS} runs`);
-  benchPair('many_blocks cell02 -> cell03 (real H200 recording)', path.join(REC, 'cell02.pickle.gz'), path.join(REC, 'cell03.pickle.gz'));
+  console.log(
+    `cuda-memdiff engine benchmark: node ${process.version}, ${os.cpus().length} cores, median of ${RUNS} runs`
+  );
+  benchPair(
+    'many_blocks cell02 -> cell03 (real H200 recording)',
+    path.join(REC, 'cell02.pickle.gz'),
+    path.join(REC, 'cell03.pickle.gz')
+  );
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cuda-memdiff-bench-'));
   try {
     execFileSync(PYTHON, [path.join(__dirname, 'make_large.py'), path.join(REC, 'cell03.pickle.gz'), dir, '100000']);
-    benchPair('100,000 blocks built from the real shape', path.join(dir, 'large_before.pickle.gz'), path.join(dir, 'large_after.pickle.gz'));
+    benchPair(
+      '100,000 blocks built from the real shape',
+      path.join(dir, 'large_before.pickle.gz'),
+      path.join(dir, 'large_after.pickle.gz')
+    );
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }

@@ -20,7 +20,7 @@ fingerprint() {
   python3 - "$@" <<'EOF'
 import hashlib, os, sys
 
-SKIP = {"__pycache__", ".pytest_cache", ".ipynb_checkpoints", "helper.generated.json"}
+SKIP = {"__pycache__", ".pytest_cache", ".ipynb_checkpoints", "helper.generated.json", "protocol.generated.ts"}
 total = hashlib.sha256()
 
 def add(path):

@@ -7,8 +7,9 @@ import { capturePlugin } from './plugins/capture';
 import { exportPlugin } from './plugins/export';
 import { filesPlugin } from './plugins/files';
 import { panelPlugin } from './plugins/panel';
+import { ranksPlugin } from './plugins/ranks';
 import { workerPlugin } from './plugins/worker';
 
-const plugins: JupyterFrontEndPlugin<unknown>[] = [panelPlugin, capturePlugin, filesPlugin, exportPlugin, workerPlugin];
+const plugins: JupyterFrontEndPlugin<unknown>[] = [panelPlugin, capturePlugin, filesPlugin, exportPlugin, workerPlugin, ranksPlugin];
 
 export default plugins;

@@ -5,30 +5,62 @@
 import { NotebookPanel } from '@jupyterlab/notebook';
 import { Token } from '@lumino/coreutils';
 import { ISignal } from '@lumino/signaling';
-import type { SnapshotStore } from './capture/store';
 import type { BlockQuery } from './capture/protocol';
-import type { IHolderAnswer, Snapshot } from './engine';
+import type { CellRecord, ICellNote, IHelperState } from './capture/store';
+import type { FrameTable, ICellSource, IHolderAnswer, Snapshot } from './engine';
 import type { EngineOp, EnginePayload, EngineResult } from './worker/handlers';
 
 /** The npm package name, the prefix of every plugin id. */
 export const PACKAGE_NAME = 'jupyterlab-cuda-memdiff';
 
-/** Id of the plugin whose schema (schema/plugin.json) holds every setting. */
+/** Id of the capture plugin, whose schema (schema/plugin.json) holds the settings it reads. */
 export const SETTINGS_ID = `${PACKAGE_NAME}:plugin`;
 
 /** Command ids, `cuda-memdiff:<verb-noun>`. */
 export namespace CommandIDs {
   /** Open (and reveal) the snapshot diff side panel. */
   export const openPanel = 'cuda-memdiff:open-panel';
+  /** Open a notebook cell and put the cursor on a line (args: cellId, line). */
+  export const revealCell = 'cuda-memdiff:reveal-cell';
+  /** Write the active notebook's snapshots as a session folder next to it. */
+  export const exportSession = 'cuda-memdiff:export-session';
+  /** Save the snapshot shown in the panel as a pickle PyTorch's tools open. */
+  export const saveSnapshot = 'cuda-memdiff:save-snapshot';
+  /** Rank the active notebook's cells by leaked GPU memory, show why, and jump to the first. */
+  export const findLeakingCell = 'cuda-memdiff:find-leaking-cell';
 }
 
 /** DOM id of the side panel, a stable hook for tests. */
 export const PANEL_ID = 'cuda-memdiff-panel';
 
+/** A notebook's snapshots as views read them (the capture's SnapshotStore). */
+export interface ISnapshotStore {
+  /** Every record kept, in execution order. */
+  readonly records: readonly CellRecord[];
+  /** Frames shared by every snapshot of the notebook. */
+  readonly frames: FrameTable;
+  /** What the helper said last about the kernel. */
+  readonly helper: IHelperState;
+  /** The current kernel session (rises at each restart or kernel change). */
+  readonly kernelSession: number;
+  /** Records dropped beyond the snapshots kept. */
+  readonly droppedCount: number;
+  /** The session's peak allocated bytes as the kernel last reported it. */
+  readonly sessionPeakBytes: number;
+  /** Emitted when records, notes or the helper's state change. */
+  readonly changed: ISignal<unknown, void>;
+  /** The latest record of a cell. */
+  latestForCell(cellId: string): CellRecord | undefined;
+  /** Why a cell has no snapshot, when the kernel said. */
+  noteForCell(cellId: string): ICellNote | undefined;
+  /** Whether the record's execution ran out of memory. */
+  hadOom(record: CellRecord): boolean;
+}
+
 /** What the extension keeps for one notebook. */
 export interface INotebookCapture {
   /** The notebook's snapshots. */
-  readonly store: SnapshotStore;
+  readonly store: ISnapshotStore;
   /** Ask the kernel who holds these blocks (rejects when it cannot answer). */
   requestHolders(blocks: readonly BlockQuery[]): Promise<IHolderAnswer>;
 }
@@ -47,16 +79,14 @@ export const ICaptureRegistry = new Token<ICaptureRegistry>(
   'Per-notebook GPU memory snapshots taken by the kernel helper.'
 );
 
-/** More command ids. */
-export namespace CommandIDs {
-  /** Open a notebook cell and put the cursor on a line (args: cellId, line). */
-  export const revealCell = 'cuda-memdiff:reveal-cell';
-  /** Write the active notebook's snapshots as a session folder next to it. */
-  export const exportSession = 'cuda-memdiff:export-session';
-  /** Save the snapshot shown in the panel as a pickle PyTorch's tools open. */
-  export const saveSnapshot = 'cuda-memdiff:save-snapshot';
-  /** Rank the active notebook's cells by leaked GPU memory, show why, and jump to the first. */
-  export const findLeakingCell = 'cuda-memdiff:find-leaking-cell';
+/** A notebook as the side panel needs it: its snapshots and its cells' sources. */
+export interface IFollowedNotebook {
+  readonly title: string;
+  readonly store: ISnapshotStore;
+  /** The code cells as they are now (id and source), in notebook order. */
+  cells(): ICellSource[];
+  /** Ask the kernel who holds these blocks; absent where no kernel can answer. */
+  requestHolders?(blocks: readonly BlockQuery[]): Promise<IHolderAnswer>;
 }
 
 /** The diff panel, for plugins that bring it snapshots (files). */
@@ -71,6 +101,19 @@ export interface IDiffPanel {
   reveal(): void;
   /** The later snapshot of the panel's comparison, with a name for saving it. */
   shownSnapshot(): { name: string; snapshot: Snapshot } | null;
+}
+
+/** A namespace for the diff panel's types. */
+export namespace IDiffPanel {
+  /** What the panel's sections (the diff, the leak finder) read of its state. */
+  export interface IModel {
+    /** The notebook the panel follows, if any. */
+    readonly notebook: IFollowedNotebook | null;
+    /** The followed notebook's cell snapshots, in execution order. */
+    readonly records: readonly CellRecord[];
+    /** Emitted when the notebook, its snapshots or the selection change. */
+    readonly changed: ISignal<unknown, void>;
+  }
 }
 
 /** The diff panel token. */
@@ -88,7 +131,11 @@ export const SNAPSHOT_FILE_TYPE = 'cuda-memdiff-snapshot';
  */
 export interface IEngineWorker {
   /** Run `op`; `transfer` lists buffers in the payload to move, not copy. */
-  call<K extends EngineOp>(op: K, payload: EnginePayload<K>, transfer?: readonly ArrayBuffer[]): Promise<EngineResult<K>>;
+  call<K extends EngineOp>(
+    op: K,
+    payload: EnginePayload<K>,
+    transfer?: readonly ArrayBuffer[]
+  ): Promise<EngineResult<K>>;
   /** Whether the operations run in a worker rather than on the page. */
   readonly inWorker: boolean;
 }

@@ -13,19 +13,11 @@ import sys
 import time
 import warnings
 
-from . import torch_probe
+from . import protocol, torch_probe
 
-# Holder kinds, in the words src/engine/leaks.ts uses.
-VARIABLE = "variable"
-GRAPH = "graph"
-OUTPUT_CACHE = "output-cache"
-TRACEBACK = "traceback"
-PARAMETER = "parameter"
-GRADIENT = "gradient"
-OPTIMIZER = "optimizer"
-HOOK = "hook"
-NATIVE = "native"
-UNREACHABLE = "unreachable"
+# Holder kinds, one definition with the frontend (protocol.HOLDER_KINDS, in its order).
+(VARIABLE, GRAPH, OUTPUT_CACHE, TRACEBACK, PARAMETER, GRADIENT, OPTIMIZER, HOOK, UNREACHABLE,
+ NATIVE) = protocol.HOLDER_KINDS
 
 DEFAULT_BUDGET_S = 2.0
 MAX_DEPTH = 4  # containers inside containers inside a global

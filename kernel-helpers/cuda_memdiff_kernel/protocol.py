@@ -23,7 +23,15 @@ STATUSES = (WAITING_TORCH, WAITING_CUDA, READY, NO_CUDA, TORCH_TOO_OLD, CAPTURE_
 # Block states, as small integers in the columnar block table.
 BLOCK_STATES = ("active_allocated", "active_pending_free")
 
-# The helper's settings and their defaults; schema/plugin.json offers the same keys.
+# Holder kinds: what keeps a block alive (holders.py), in the words the engine's findings use.
+HOLDER_KINDS = ("variable", "graph", "output-cache", "traceback", "parameter", "gradient", "optimizer", "hook",
+                "unreachable", "native")
+
+# Why a cell has no snapshot (cell_note's ``note``).
+CELL_NOTES = ("not-recorded", "capture-failed")
+
+# The helper's settings and their defaults; schema/plugin.json offers the same keys in camelCase
+# (a test holds its defaults and choices to these).
 DEFAULT_SETTINGS = {
     "capture": True,
     "history": "all",  # 'all' | 'state' | 'off'; a history the user started is never changed
@@ -33,6 +41,18 @@ DEFAULT_SETTINGS = {
     "peaks": "passive",  # 'passive' never resets torch's peak counters; 'per-cell' resets them before each cell
     "snapshots_kept": 200,  # snapshots the kernel keeps for frontends that attach later
 }
+
+# The values a string setting may take.
+SETTING_CHOICES = {
+    "history": ("all", "state", "off"),
+    "stacks": ("python", "all"),
+    "peaks": ("passive", "per-cell"),
+}
+
+# The names the frontend reads from this module (scripts/embed-helper.js generates them into
+# src/engine/protocol.generated.ts), so both languages share one definition.
+FRONTEND_CONSTANTS = ("PROTOCOL_VERSION", "COMM_TARGET", "STATUSES", "BLOCK_STATES", "HOLDER_KINDS", "CELL_NOTES",
+                      "DEFAULT_SETTINGS", "SETTING_CHOICES")
 
 
 def status_message(status, message="", **extra):

@@ -23,8 +23,9 @@ import time
 from . import holders, torch_probe
 from .compact import block_addresses
 
-STAT_NAMES = {"allocated": "allocated", "reserved": "reserved", "peak_allocated": "max_allocated",
-              "peak_reserved": "max_reserved", "device_free": "device_free", "device_total": "device_total"}
+# The figures a manifest keeps, under the wire's names (older manifests say max_*; readers take both).
+STAT_NAMES = {"allocated": "allocated", "reserved": "reserved", "peak_allocated": "peak_allocated",
+              "peak_reserved": "peak_reserved", "device_free": "device_free", "device_total": "device_total"}
 
 
 def _stats():

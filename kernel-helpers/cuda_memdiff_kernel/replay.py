@@ -92,8 +92,9 @@ class ReplaySource:
                 "device": d.get("device", 0),
                 "allocated": d.get("allocated", 0),
                 "reserved": d.get("reserved", 0),
-                "peak_allocated": d.get("max_allocated", d.get("allocated", 0)),
-                "peak_reserved": d.get("max_reserved", d.get("reserved", 0)),
+                # Manifests written before the figures took the wire's names say max_*.
+                "peak_allocated": d.get("peak_allocated", d.get("max_allocated", d.get("allocated", 0))),
+                "peak_reserved": d.get("peak_reserved", d.get("max_reserved", d.get("reserved", 0))),
                 "device_free": d.get("device_free"),
                 "device_total": d.get("device_total"),
             }

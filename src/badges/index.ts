@@ -5,6 +5,7 @@
  */
 import { Cell } from '@jupyterlab/cells';
 import { NotebookPanel } from '@jupyterlab/notebook';
+import { nullTranslator, TranslationBundle } from '@jupyterlab/translation';
 import { IDisposable } from '@lumino/disposable';
 import { Signal } from '@lumino/signaling';
 import { SnapshotStore } from '../capture/store';
@@ -17,6 +18,7 @@ export class CellBadges implements IDisposable {
   constructor(options: CellBadges.IOptions) {
     this._panel = options.panel;
     this._store = options.store;
+    this._trans = options.trans ?? nullTranslator.load('jupyterlab_cuda_memdiff');
     this.thresholds = options.thresholds ?? DEFAULT_THRESHOLDS;
     this._store.changed.connect(this.update, this);
     // New, moved or retyped cells; a badge node moves with its cell, and
@@ -83,7 +85,8 @@ export class CellBadges implements IDisposable {
     }
     if (!record) {
       // No snapshot, and the kernel said why: say it where the badge would be.
-      node.textContent = note!.note === 'not-recorded' ? 'not in the recording' : 'no snapshot';
+      node.textContent =
+        note!.note === 'not-recorded' ? this._trans.__('not in the recording') : this._trans.__('no snapshot');
       node.title = note!.message;
       node.setAttribute('aria-label', note!.message);
       delete node.dataset.cudaMemdiffNetBytes;
@@ -94,7 +97,8 @@ export class CellBadges implements IDisposable {
     const view = badgeView(record, {
       oom: this._store.hadOom(record),
       currentKernelSession: this._store.kernelSession,
-      thresholds: this.thresholds
+      thresholds: this.thresholds,
+      trans: this._trans
     });
     node.textContent = view.text;
     node.title = view.description;
@@ -107,6 +111,7 @@ export class CellBadges implements IDisposable {
 
   private readonly _panel: NotebookPanel;
   private readonly _store: SnapshotStore;
+  private readonly _trans: TranslationBundle;
   private readonly _watched = new WeakSet<Cell>();
   private _isDisposed = false;
 }
@@ -117,5 +122,7 @@ export namespace CellBadges {
     panel: NotebookPanel;
     store: SnapshotStore;
     thresholds?: IBadgeThresholds;
+    /** Translates what the badges say. */
+    trans?: TranslationBundle;
   }
 }

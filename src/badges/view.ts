@@ -3,6 +3,7 @@
  * the longer description for the tooltip and screen readers. Pure, so it is
  * tested without a DOM.
  */
+import { nullTranslator, TranslationBundle } from '@jupyterlab/translation';
 import { formatBytes } from '../engine';
 import { CellRecord } from '../capture/store';
 
@@ -31,9 +32,10 @@ export interface IBadgeView {
 /** The badge of a record; `oom` when the cell's execution ran out of memory. */
 export function badgeView(
   record: CellRecord,
-  options: { oom: boolean; currentKernelSession: number; thresholds?: IBadgeThresholds }
+  options: { oom: boolean; currentKernelSession: number; thresholds?: IBadgeThresholds; trans?: TranslationBundle }
 ): IBadgeView {
   const t = options.thresholds ?? DEFAULT_THRESHOLDS;
+  const trans = options.trans ?? nullTranslator.load('jupyterlab_cuda_memdiff');
   const net = record.netBytes;
   const level: IBadgeView['level'] = options.oom
     ? 'oom'
@@ -46,37 +48,52 @@ export function badgeView(
           : net < 0
             ? 'freed'
             : 'flat';
-  const peak = `${record.peakExact ? '' : '≤ '}${formatBytes(record.peakBytes)}`;
-  const text = `${options.oom ? 'OOM ' : ''}${formatBytes(net, true)} · peak ${peak}`;
+  const peak = record.peakExact ? formatBytes(record.peakBytes) : trans.__('≤ %1', formatBytes(record.peakBytes));
+  const text = options.oom
+    ? trans.__('OOM %1 · peak %2', formatBytes(net, true), peak)
+    : trans.__('%1 · peak %2', formatBytes(net, true), peak);
   const lines = [
-    `GPU memory left by this cell: ${formatBytes(net, true)} allocated, ${formatBytes(record.reservedNetBytes, true)} reserved; ` +
-      `peak ${peak}; ${formatBytes(record.allocatedBytes)} allocated after it.`
+    trans.__(
+      'GPU memory left by this cell: %1 allocated, %2 reserved; peak %3; %4 allocated after it.',
+      formatBytes(net, true),
+      formatBytes(record.reservedNetBytes, true),
+      peak,
+      formatBytes(record.allocatedBytes)
+    )
   ];
   if (!record.peakExact) {
     lines.push(
-      `The cell stayed under the session's earlier peak of ${formatBytes(record.peakBytes)}: torch's peak counter is ` +
-        "left alone so max_memory_allocated() stays yours (setting 'Cell peaks' gives each cell its own)."
+      trans.__(
+        "The cell stayed under the session's earlier peak of %1: torch's peak counter is left alone so max_memory_allocated() stays yours (setting 'Cell peaks' gives each cell its own).",
+        formatBytes(record.peakBytes)
+      )
     );
   }
   for (const d of record.devices) {
     if (d.device_total !== null && d.device_free !== null) {
       const outside = Math.max(0, d.device_total - d.device_free - d.reserved);
       lines.push(
-        `cuda:${d.device}: ${formatBytes(d.allocated)} allocated, ${formatBytes(d.reserved)} reserved, ` +
-          `${formatBytes(d.device_free)} free of ${formatBytes(d.device_total)}; ` +
-          `${formatBytes(outside)} used outside PyTorch's allocator (CUDA context, other libraries and processes).`
+        trans.__(
+          "cuda:%1: %2 allocated, %3 reserved, %4 free of %5; %6 used outside PyTorch's allocator (CUDA context, other libraries and processes).",
+          d.device,
+          formatBytes(d.allocated),
+          formatBytes(d.reserved),
+          formatBytes(d.device_free),
+          formatBytes(d.device_total),
+          formatBytes(outside)
+        )
       );
     }
   }
   if (options.oom) {
-    lines.unshift('This cell ran out of GPU memory.');
+    lines.unshift(trans.__('This cell ran out of GPU memory.'));
   }
   if (record.replay) {
-    lines.push(`Replayed from the recorded session ${record.replay}.`);
+    lines.push(trans.__('Replayed from the recorded session %1.', record.replay));
   }
   const stale = record.kernelSession !== options.currentKernelSession;
   if (stale) {
-    lines.push('From a previous kernel session.');
+    lines.push(trans.__('From a previous kernel session.'));
   }
   return { text, level, description: lines.join('\n'), netBytes: net, peakBytes: record.peakBytes, stale };
 }

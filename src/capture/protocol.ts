@@ -6,25 +6,14 @@
  */
 import helper from './helper.generated.json';
 import { IWireSnapshot } from '../engine';
+import type { CellNoteKind, HelperStatus, IHelperSettings } from '../engine/protocol.generated';
 
-/** Protocol version both sides speak; messages of another version are refused. */
-export const PROTOCOL_VERSION: number = helper.protocolVersion;
-
-/** Comm target the helper registers and each notebook's session opens a comm to. */
-export const COMM_TARGET: string = helper.commTarget;
+// Generated from protocol.py, with the statuses, holder kinds and settings (scripts/embed-helper.js).
+export { COMM_TARGET, DEFAULT_HELPER_SETTINGS, HELPER_STATUSES, PROTOCOL_VERSION } from '../engine/protocol.generated';
+export type { HelperStatus, IHelperSettings };
 
 /** The message schema (kernel-helpers/cuda_memdiff_kernel/protocol.schema.json). */
 export const MESSAGE_SCHEMA: Record<string, unknown> = helper.schema;
-
-/** What the helper found in the kernel. */
-export type HelperStatus =
-  | 'waiting-for-torch'
-  | 'waiting-for-cuda'
-  | 'ready'
-  | 'no-cuda'
-  | 'torch-too-old'
-  | 'capture-off'
-  | 'error';
 
 /** A status message from the helper; `run` tells one kernel process from the next. */
 export interface IStatusMessage {
@@ -48,7 +37,7 @@ export interface ICellNoteMessage {
   type: 'cell-note';
   cell_id: string | null;
   execution_count?: number | null;
-  note: 'not-recorded' | 'capture-failed';
+  note: CellNoteKind;
   message: string;
 }
 
@@ -65,17 +54,6 @@ export type BlockQuery = [number, number, number];
 
 /** Any message the helper sends. */
 export type HelperMessage = IStatusMessage | ICellNoteMessage | IWireSnapshot | IHoldersMessage;
-
-/** Settings the helper takes (kernel-helpers/.../protocol.py DEFAULT_SETTINGS). */
-export interface IHelperSettings {
-  capture: boolean;
-  history: 'all' | 'state' | 'off';
-  stacks: 'python' | 'all';
-  max_entries: number;
-  include_traces: boolean;
-  peaks: 'passive' | 'per-cell';
-  snapshots_kept: number;
-}
 
 /**
  * Python code that installs the embedded helper: run silently and without

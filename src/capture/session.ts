@@ -290,6 +290,9 @@ export class CaptureSession implements IDisposable {
       error: message.error,
       replay: message.replay ?? null
     });
+    // A whole message: the wire works, so a later break gets its full budget of resends and reconnects.
+    this._resends = 0;
+    this._reconnects = 0;
     if (this._store.helper.status === 'error') {
       // A whole message after a refused one: the wire healed.
       this._store.setHelper({ ...this._store.helper, status: 'ready', message: '' });

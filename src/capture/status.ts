@@ -4,53 +4,101 @@
  */
 import { TranslationBundle } from '@jupyterlab/translation';
 import { Widget } from '@lumino/widgets';
-import { SnapshotStore } from './store';
+import { IHelperState, SnapshotStore } from './store';
 
-/** The toolbar item; hidden for non-Python kernels. */
+/** What the status reads of a notebook's snapshots. */
+export type StatusSource = Pick<SnapshotStore, 'helper' | 'droppedCount' | 'changed'>;
+
+/** The toolbar item; hidden for non-Python kernels and until its notebook's capture exists. */
 export class CaptureStatus extends Widget {
-  constructor(store: SnapshotStore, trans: TranslationBundle) {
+  constructor(trans: TranslationBundle, store: StatusSource | null = null) {
     super();
-    this._store = store;
     this._trans = trans;
     this.addClass('jp-CudaMemdiffStatus');
     this.node.setAttribute('role', 'status');
-    store.changed.connect(this._update, this);
+    this.store = store;
+    if (!store) {
+      this._update(); // the setter saw no change: hide until a store comes
+    }
+  }
+
+  /** The snapshots whose helper state it shows; the toolbar item exists before the capture does. */
+  get store(): StatusSource | null {
+    return this._store;
+  }
+  set store(store: StatusSource | null) {
+    if (store === this._store || this.isDisposed) {
+      return;
+    }
+    this._store?.changed.disconnect(this._update, this);
+    this._store = store;
+    store?.changed.connect(this._update, this);
     this._update();
   }
 
+  dispose(): void {
+    if (this.isDisposed) {
+      return;
+    }
+    this.store = null;
+    super.dispose();
+  }
+
   private _update(): void {
-    const { status, message, replay } = this._store.helper;
+    const store = this._store;
+    if (!store) {
+      this.node.textContent = '';
+      this.setHidden(true);
+      return;
+    }
+    const { status, message } = store.helper;
     const trans = this._trans;
-    const texts: { [key: string]: string } = {
+    let text = Private.statusText(store.helper, trans);
+    const dropped = store.droppedCount;
+    if (dropped && text) {
+      text = trans._n(
+        '%2 (%1 oldest snapshot dropped)',
+        '%2 (%1 oldest snapshots dropped)',
+        dropped,
+        text
+      );
+    }
+    this.node.textContent = text;
+    const peaks =
+      store.helper.peaks === 'per-cell'
+        ? trans.__("Peak counters are reset before each cell, so max_memory_allocated() counts from the cell's start.")
+        : '';
+    this.node.title = [message || text, peaks].filter(Boolean).join('\n');
+    this.node.dataset.cudaMemdiffStatus = status;
+    this.node.dataset.cudaMemdiffInstalls = String(store.helper.installs ?? 0);
+    this.setHidden(!text);
+  }
+
+  private _store: StatusSource | null = null;
+  private readonly _trans: TranslationBundle;
+}
+
+/** A namespace for module-private functions. */
+namespace Private {
+  /**
+   * The line for a helper state. A status the kernel sends is looked up in a
+   * Map, never as an object key, so `constructor` or `__proto__` is just unknown.
+   */
+  export function statusText(helper: IHelperState, trans: TranslationBundle): string {
+    // Typed by every status the protocol defines: a new one in protocol.py fails the build until it is worded.
+    const texts: Record<IHelperState['status'], string> = {
       starting: trans.__('GPU memory: connecting…'),
       'waiting-for-torch': trans.__('GPU memory: waiting for torch'),
       'waiting-for-cuda': trans.__('GPU memory: waiting for CUDA'),
-      ready: replay
-        ? trans.__('GPU memory: replaying a recorded session (%1)', replay)
+      ready: helper.replay
+        ? trans.__('GPU memory: replaying a recorded session (%1)', helper.replay)
         : trans.__('GPU memory: capturing'),
-      'no-torch': trans.__('GPU memory: no torch in this kernel'),
       'no-cuda': trans.__('GPU memory: torch without CUDA'),
       'torch-too-old': trans.__('GPU memory: torch too old for allocation history'),
       'capture-off': trans.__('GPU memory: capture off'),
       error: trans.__('GPU memory: helper error'),
       'not-python': ''
     };
-    let text = Object.prototype.hasOwnProperty.call(texts, status) ? texts[status] : trans.__('GPU memory: unknown status');
-    const dropped = this._store.droppedCount;
-    if (dropped && text) {
-      text += ' ' + trans._n('(%1 oldest snapshot dropped)', '(%1 oldest snapshots dropped)', dropped);
-    }
-    this.node.textContent = text;
-    const peaks =
-      this._store.helper.peaks === 'per-cell'
-        ? trans.__('Peak counters are reset before each cell, so max_memory_allocated() counts from the cell\'s start.')
-        : '';
-    this.node.title = [message || text, peaks].filter(Boolean).join('\n');
-    this.node.dataset.cudaMemdiffStatus = status;
-    this.node.dataset.cudaMemdiffInstalls = String(this._store.helper.installs ?? 0);
-    this.setHidden(!text);
+    return new Map<string, string>(Object.entries(texts)).get(helper.status) ?? trans.__('GPU memory: unknown status');
   }
-
-  private readonly _store: SnapshotStore;
-  private readonly _trans: TranslationBundle;
 }

@@ -2,9 +2,10 @@
  * The snapshots of one notebook, in execution order, keyed by cell id.
  * State and signals only: the session fills it, badges and the panel read it.
  */
+import { IDisposable } from '@lumino/disposable';
 import { ISignal, Signal } from '@lumino/signaling';
 import { FrameTable, IWireBefore, IWireDeviceStats, Snapshot, totalBytes } from '../engine';
-import { HelperStatus } from './protocol';
+import { DEFAULT_HELPER_SETTINGS, HelperStatus } from './protocol';
 
 /** One snapshot the helper took, after a cell or at an out-of-memory error. */
 export interface CellRecord {
@@ -71,7 +72,7 @@ export interface ISnapshotEntry {
 }
 
 /** A notebook's snapshots. */
-export class SnapshotStore {
+export class SnapshotStore implements IDisposable {
   constructor(options: SnapshotStore.IOptions = {}) {
     this.maxRecords = options.maxRecords ?? SnapshotStore.DEFAULT_MAX_RECORDS;
   }
@@ -222,7 +223,16 @@ export class SnapshotStore {
     this._changed.emit();
   }
 
+  /** Whether the store was disposed. */
+  get isDisposed(): boolean {
+    return this._isDisposed;
+  }
+
   dispose(): void {
+    if (this._isDisposed) {
+      return;
+    }
+    this._isDisposed = true;
     Signal.clearData(this);
   }
 
@@ -234,12 +244,13 @@ export class SnapshotStore {
   private readonly _notes = new Map<string, ICellNote>();
   private _helper: IHelperState = { status: 'starting', message: '', replay: null };
   private _changed = new Signal<this, void>(this);
+  private _isDisposed = false;
 }
 
 /** A namespace for SnapshotStore statics. */
 export namespace SnapshotStore {
   /** Snapshots kept by default per notebook. */
-  export const DEFAULT_MAX_RECORDS = 200;
+  export const DEFAULT_MAX_RECORDS = DEFAULT_HELPER_SETTINGS.snapshots_kept;
 
   export interface IOptions {
     maxRecords?: number;

@@ -15,8 +15,12 @@ import {
   IDecodeLimits,
   IFrameFilterOptions,
   ISession,
+  IRankedSession,
   LIMIT_NAMES,
+  loadRankedSession,
   loadSession,
+  RANKS_INDEX,
+  rankFolders,
   readSnapshot,
   reportCells,
   sessionExecutions,
@@ -25,6 +29,7 @@ import {
 } from '../engine';
 import { diffJson, diffText, sessionJson, sessionText, summaryJson, summaryText } from './report';
 import { leaksJson, leaksText } from './leaks';
+import { compareJson, compareText, ranksJson, ranksText } from './ranks';
 import { printableLines } from './table';
 
 const USAGE = `usage:
@@ -32,10 +37,14 @@ const USAGE = `usage:
   cuda-memdiff diff BEFORE AFTER [--json] [--all-frames]
   cuda-memdiff session DIR [--json] [--all-frames]
   cuda-memdiff leaks DIR [--json] [--all-frames]
+  cuda-memdiff session|leaks RANKS_DIR [--rank N] [--json]
+  cuda-memdiff diff RANKS_DIR --ranks A,B [--point K] [--json]
 
 FILE, BEFORE and AFTER are snapshot pickles written by torch.cuda.memory._dump_snapshot()
 (plain or gzip) or the same dict as JSON. DIR is a session folder (manifest.json plus one
-snapshot per cell). \`leaks\` ranks the session's cells by the memory they left alive:
+snapshot per cell); RANKS_DIR is a multi-rank folder (rank0/, rank1/, ... each a session
+folder, written by cuda_memdiff_kernel.ranks): without --rank, session and leaks compare the
+ranks and say which one grows. \`leaks\` ranks the session's cells by the memory they left alive:
 leak (grows on re-run, or held by nothing the user sees), retained (expected state) or ok.
 
 Decode limits (a hostile file is refused with one line naming the one it broke); raise
@@ -53,7 +62,20 @@ interface IArgs {
   operands: string[];
   json: boolean;
   allFrames: boolean;
+  /** --rank N: one rank of a multi-rank folder. */
+  rank: number | null;
+  /** --ranks A,B: the two ranks `diff` compares. */
+  ranks: [number, number] | null;
+  /** --point K: the capture point `diff --ranks` compares at (default: the last both have). */
+  point: number | null;
   limits: IDecodeLimits;
+}
+
+function integerOption(name: string, value: string | undefined): number {
+  if (value === undefined || !/^\d+$/.test(value)) {
+    throw new UsageError(`${name} takes a whole number`);
+  }
+  return Number(value);
 }
 
 /** `123`, `1_000_000`, `2G` (K, M, G: powers of 1024) as a number; NaN when not one. */
@@ -75,7 +97,9 @@ function limitOverrides(flags: Map<string, string>, env: NodeJS.ProcessEnv): Par
     if (text !== undefined) {
       const value = parseCount(text);
       if (!Number.isSafeInteger(value) || value <= 0) {
-        throw new UsageError(`${flags.has(flag) ? flag : name} takes a positive integer (K, M, G allowed), not '${text}'`);
+        throw new UsageError(
+          `${flags.has(flag) ? flag : name} takes a positive integer (K, M, G allowed), not '${text}'`
+        );
       }
       out[key] = value;
     }
@@ -90,21 +114,34 @@ function parseArgs(argv: string[], env: NodeJS.ProcessEnv = process.env): IArgs 
   const limitFlags = new Map<string, string>();
   let json = false;
   let allFrames = false;
-  for (let k = 0; k < argv.length; k++) {
-    const arg = argv[k];
+  let rank: number | null = null;
+  let ranks: [number, number] | null = null;
+  let point: number | null = null;
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
     const [flag, inline] = arg.split(/=(.*)/s, 2);
     if (LIMIT_FLAGS.has(flag)) {
-      const value = inline ?? argv[++k];
+      const value = inline ?? argv[++i];
       if (value === undefined) {
         throw new UsageError(`${flag} takes a number`);
       }
       limitFlags.set(flag, value);
+    } else if (arg === '--rank') {
+      rank = integerOption('--rank', argv[++i]);
+    } else if (arg === '--point') {
+      point = integerOption('--point', argv[++i]);
+    } else if (arg === '--ranks') {
+      const pair = (argv[++i] ?? '').split(',');
+      if (pair.length !== 2) {
+        throw new UsageError('--ranks takes two ranks, as in --ranks 0,1');
+      }
+      ranks = [integerOption('--ranks', pair[0]), integerOption('--ranks', pair[1])];
     } else if (arg === '--json') {
       json = true;
     } else if (arg === '--all-frames') {
       allFrames = true;
     } else if (arg === '-h' || arg === '--help') {
-      return { command: 'help', operands: [], json, allFrames, limits: decodeLimits() };
+      return { command: 'help', operands: [], json, allFrames, rank, ranks, point, limits: decodeLimits() };
     } else if (arg.startsWith('--')) {
       throw new UsageError(`unknown option ${arg}`);
     } else {
@@ -115,7 +152,8 @@ function parseArgs(argv: string[], env: NodeJS.ProcessEnv = process.env): IArgs 
   if (!command) {
     throw new UsageError('no command given');
   }
-  return { command, operands: rest, json, allFrames, limits: decodeLimits(limitOverrides(limitFlags, env)) };
+  const limits = decodeLimits(limitOverrides(limitFlags, env));
+  return { command, operands: rest, json, allFrames, rank, ranks, point, limits };
 }
 
 function readBytes(file: string, limits: IDecodeLimits): Uint8Array {
@@ -158,7 +196,46 @@ function readSessionFolder(dir: string, limits: IDecodeLimits): ISession {
   if (!fs.existsSync(manifestPath)) {
     throw new SnapshotError(`${dir}: no manifest.json, so it is not a session folder`);
   }
-  return loadSession(fs.readFileSync(manifestPath, 'utf-8'), name => readBytes(path.join(dir, name), limits), limits);
+  return loadSession(
+    fs.readFileSync(manifestPath, 'utf-8'),
+    name => readBytes(path.join(dir, name), limits),
+    undefined,
+    limits
+  );
+}
+
+/** The ranks of a multi-rank folder, or null when the folder is not one. */
+function readRankedFolder(dir: string, limits: IDecodeLimits): IRankedSession | null {
+  if (!fs.existsSync(dir) || !fs.statSync(dir).isDirectory() || fs.existsSync(path.join(dir, 'manifest.json'))) {
+    return null;
+  }
+  const folders = fs.readdirSync(dir).filter(name => fs.statSync(path.join(dir, name)).isDirectory());
+  if (rankFolders(folders).length === 0) {
+    return null;
+  }
+  const index = path.join(dir, RANKS_INDEX);
+  return loadRankedSession(
+    folders,
+    (folder, name) => readBytes(path.join(dir, folder, name), limits),
+    fs.existsSync(index) ? fs.readFileSync(index, 'utf-8') : null
+  );
+}
+
+/** A session folder, or one rank of a multi-rank folder (`--rank N`). */
+function readSessionOrRank(args: IArgs): ISession {
+  const dir = args.operands[0];
+  const ranked = readRankedFolder(dir, args.limits);
+  if (!ranked) {
+    if (args.rank !== null) {
+      throw new UsageError(`--rank needs a multi-rank folder; ${dir} is not one`);
+    }
+    return readSessionFolder(dir, args.limits);
+  }
+  const rank = ranked.ranks.find(r => r.rank === args.rank);
+  if (!rank) {
+    throw new SnapshotError(`${dir}: no rank ${args.rank} (ranks: ${ranked.ranks.map(r => r.rank).join(', ')})`);
+  }
+  return rank.session;
 }
 
 /** Run one command; returns the text for stdout. */
@@ -177,6 +254,17 @@ export function run(argv: string[]): string {
       return out(summaryJson(snapshot), () => summaryText(snapshot));
     }
     case 'diff': {
+      if (args.ranks) {
+        expectOperands(args, 1, 'one RANKS_DIR with --ranks');
+        const ranked = readRankedFolder(args.operands[0], args.limits);
+        if (!ranked) {
+          throw new UsageError(`--ranks needs a multi-rank folder; ${args.operands[0]} is not one`);
+        }
+        const [a, b] = args.ranks;
+        const lengths = ranked.ranks.filter(r => r.rank === a || r.rank === b).map(r => r.session.snapshots.length);
+        const point = args.point ?? Math.max(0, Math.min(...lengths) - 1);
+        return out(compareJson(ranked, a, b, point, filter), () => compareText(ranked, a, b, point, filter));
+      }
       expectOperands(args, 2, 'BEFORE and AFTER');
       const frames = new FrameTable();
       const before = readSnapshotFile(args.operands[0], frames, args.limits);
@@ -187,7 +275,11 @@ export function run(argv: string[]): string {
     }
     case 'session': {
       expectOperands(args, 1, 'one DIR');
-      const session = readSessionFolder(args.operands[0], args.limits);
+      const ranked = args.rank === null ? readRankedFolder(args.operands[0], args.limits) : null;
+      if (ranked) {
+        return out(ranksJson(ranked, filter), () => ranksText(ranked, filter));
+      }
+      const session = readSessionOrRank(args);
       const reports = reportCells(session, filter);
       const cells = new CellCodeNames(
         session.manifest.cells.map(c => ({ id: String(c.index), source: c.source, executionCount: c.execution_count }))
@@ -196,7 +288,11 @@ export function run(argv: string[]): string {
     }
     case 'leaks': {
       expectOperands(args, 1, 'one DIR');
-      const session = readSessionFolder(args.operands[0], args.limits);
+      const ranked = args.rank === null ? readRankedFolder(args.operands[0], args.limits) : null;
+      if (ranked) {
+        return out(ranksJson(ranked, filter), () => ranksText(ranked, filter));
+      }
+      const session = readSessionOrRank(args);
       // The kernel's holders after the last cell, when the session was recorded with them.
       const holders = session.holders[session.holders.length - 1] ?? undefined;
       const report = findLeaks(session.snapshots, sessionExecutions(session.manifest), { holders });

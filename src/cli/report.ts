@@ -138,7 +138,12 @@ export function summaryText(snapshot: Snapshot): string {
 }
 
 /** `diff --json`. */
-export function diffJson(diff: SnapshotDiff, groups: AllocationSite[], options: IFrameFilterOptions, cells?: CellCodeNames) {
+export function diffJson(
+  diff: SnapshotDiff,
+  groups: AllocationSite[],
+  options: IFrameFilterOptions,
+  cells?: CellCodeNames
+) {
   return {
     born_bytes: diff.bornBytes,
     freed_bytes: diff.freedBytes,
@@ -205,7 +210,12 @@ export function diffText(diff: SnapshotDiff, groups: AllocationSite[], options: 
 }
 
 /** `session --json`. */
-export function sessionJson(reports: ICellReport[], table: FrameTable, options: IFrameFilterOptions, cells: CellCodeNames) {
+export function sessionJson(
+  reports: ICellReport[],
+  table: FrameTable,
+  options: IFrameFilterOptions,
+  cells: CellCodeNames
+) {
   return {
     cells: reports.map(r => ({
       index: r.index,

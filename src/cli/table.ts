@@ -66,8 +66,11 @@ export function printableLines(text: string): string {
   return text.replace(UNSAFE_BUT_NEWLINE, escapeChar);
 }
 
-// C0 controls, DEL, C1 controls, and the Unicode format characters that reorder or hide text.
+// C0 controls, DEL, C1 controls, and the Unicode format characters that reorder or hide text
+// (matching control characters is the point here).
+// eslint-disable-next-line no-control-regex
 const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]/g;
+// eslint-disable-next-line no-control-regex
 const UNSAFE_BUT_NEWLINE = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]/g;
 
 function escapeChar(ch: string): string {

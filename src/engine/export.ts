@@ -129,25 +129,25 @@ function stats(snapshot: Snapshot, devices: readonly IWireDeviceStats[]) {
       device: t.device,
       allocated: t.allocatedBytes,
       reserved: t.reservedBytes,
-      max_allocated: d?.peak_allocated ?? t.allocatedBytes,
-      max_reserved: d?.peak_reserved ?? t.reservedBytes,
+      peak_allocated: d?.peak_allocated ?? t.allocatedBytes,
+      peak_reserved: d?.peak_reserved ?? t.reservedBytes,
       device_free: d?.device_free ?? null,
       device_total: d?.device_total ?? null
     };
   });
-  const sum = (k: 'allocated' | 'reserved' | 'max_allocated' | 'max_reserved') => perDevice.reduce((n, d) => n + d[k], 0);
+  const sum = (k: 'allocated' | 'reserved' | 'peak_allocated' | 'peak_reserved') => perDevice.reduce((n, d) => n + d[k], 0);
   return {
     allocated: sum('allocated'),
     reserved: sum('reserved'),
-    max_allocated: sum('max_allocated'),
-    max_reserved: sum('max_reserved'),
+    peak_allocated: sum('peak_allocated'),
+    peak_reserved: sum('peak_reserved'),
     per_device: perDevice
   };
 }
 
 /** Allocator statistics of a device nothing has touched: before a session's first cell and after a restart. */
 function emptyDeviceStats() {
-  return { allocated: 0, reserved: 0, max_allocated: 0, max_reserved: 0, per_device: [] as unknown[] };
+  return { allocated: 0, reserved: 0, peak_allocated: 0, peak_reserved: 0, per_device: [] as unknown[] };
 }
 
 /**

@@ -4,32 +4,13 @@
  * `cellNN.holders.json`.
  */
 import { SnapshotError } from './errors';
+import { HOLDER_KINDS } from './protocol.generated';
+import type { HolderKind } from './protocol.generated';
 
-/** The kinds of holder the kernel tells apart. */
-export type HolderKind =
-  | 'variable'
-  | 'graph'
-  | 'output-cache'
-  | 'traceback'
-  | 'parameter'
-  | 'gradient'
-  | 'optimizer'
-  | 'hook'
-  | 'unreachable'
-  | 'native';
+// The kinds of holder the kernel tells apart, generated from the helper's protocol.py.
+export type { HolderKind };
 
-const KINDS: ReadonlySet<string> = new Set<HolderKind>([
-  'variable',
-  'graph',
-  'output-cache',
-  'traceback',
-  'parameter',
-  'gradient',
-  'optimizer',
-  'hook',
-  'unreachable',
-  'native'
-]);
+const KINDS: ReadonlySet<string> = new Set<HolderKind>(HOLDER_KINDS);
 
 /** What keeps a block alive. */
 export interface IHolder {

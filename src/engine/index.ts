@@ -22,3 +22,6 @@ export * from './source';
 export * from './holders';
 export * from './findings';
 export * from './leaks';
+export * from './timeline';
+export * from './transfer';
+export * from './ranks';

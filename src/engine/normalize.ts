@@ -8,25 +8,13 @@
  */
 import { checkEntryCount, DEFAULT_DECODE_LIMITS, IDecodeLimits, LimitError } from './budget';
 import { SnapshotError } from './errors';
-import {
-  Block,
-  BlockState,
-  DeviceTotals,
-  FrameTable,
-  Segment,
-  Snapshot,
-  TraceEntry
-} from './model';
+import { Block, BlockState, DeviceTotals, FrameTable, Segment, Snapshot, TraceEntry } from './model';
 import { PyDict, PyValue, ownValue } from './pickle';
 
 /** Frames kept per stack: deeper stacks are cut (real Python stacks are tens deep). */
 export const MAX_FRAMES_PER_STACK = 4096;
 
-const BLOCK_STATES: ReadonlySet<string> = new Set([
-  'active_allocated',
-  'active_pending_free',
-  'inactive'
-]);
+const BLOCK_STATES: ReadonlySet<string> = new Set(['active_allocated', 'active_pending_free', 'inactive']);
 
 /**
  * Build the normalized snapshot; `frames` is shared when given. `decodedBytes`
@@ -95,7 +83,11 @@ namespace Private {
     private _checkBudget(rawSegments: PyValue[], rawTraces: PyValue | undefined): void {
       const maxDevices = this.limits.maxDevices;
       if (Array.isArray(rawTraces) && rawTraces.length > maxDevices) {
-        throw new LimitError('maxDevices', `the snapshot has traces for ${rawTraces.length.toLocaleString('en-US')} devices`, maxDevices);
+        throw new LimitError(
+          'maxDevices',
+          `the snapshot has traces for ${rawTraces.length.toLocaleString('en-US')} devices`,
+          maxDevices
+        );
       }
       let count = 0;
       for (let i = 0; i < rawSegments.length; i++) {
@@ -321,11 +313,7 @@ namespace Private {
 }
 
 /** Per-device totals from segments and blocks, both sorted by device and address. */
-export function computeTotals(
-  segments: readonly Segment[],
-  blocks: readonly Block[],
-  deviceCount = 0
-): DeviceTotals[] {
+export function computeTotals(segments: readonly Segment[], blocks: readonly Block[], deviceCount = 0): DeviceTotals[] {
   type Acc = {
     -readonly [K in keyof DeviceTotals]: DeviceTotals[K];
   };

@@ -22,15 +22,7 @@ export interface PyDict {
 }
 
 /** Plain data an allowed pickle can hold. Tuples and sets become arrays. */
-export type PyValue =
-  | null
-  | boolean
-  | number
-  | bigint
-  | string
-  | Uint8Array
-  | PyValue[]
-  | PyDict;
+export type PyValue = null | boolean | number | bigint | string | Uint8Array | PyValue[] | PyDict;
 
 /** Limits that keep a hostile pickle from exhausting memory or time. */
 export interface IUnpickleLimits {
@@ -77,7 +69,6 @@ export function pyKey(key: PyValue): string {
 }
 
 namespace Private {
-
   /** Stands for a constructor a plain-data pickle may name; only REDUCE can use it. */
   export class AllowedGlobal {
     constructor(readonly qualifiedName: string) {}
@@ -464,9 +455,7 @@ namespace Private {
     private _global(module: string, name: string): void {
       const qualified = `${module} ${name}`;
       if (!ALLOWED_GLOBALS.has(qualified)) {
-        throw new SnapshotError(
-          `refused pickle: it imports ${module}.${name}, and a snapshot never needs code`
-        );
+        throw new SnapshotError(`refused pickle: it imports ${module}.${name}, and a snapshot never needs code`);
       }
       this._push(new AllowedGlobal(qualified));
     }
@@ -638,7 +627,11 @@ namespace Private {
     private _long(n: number): number | bigint {
       // Checked before reading: a 400 KB integer is refused, not built.
       if (n > this._maxIntegerBytes) {
-        throw new LimitError('maxIntegerBytes', `the pickle holds a ${n.toLocaleString('en-US')}-byte integer`, this._maxIntegerBytes);
+        throw new LimitError(
+          'maxIntegerBytes',
+          `the pickle holds a ${n.toLocaleString('en-US')}-byte integer`,
+          this._maxIntegerBytes
+        );
       }
       this._need(n);
       const bytes = this._bytes;

@@ -70,7 +70,8 @@ const GUNZIP_FIRST_SLICE = 1 << 10;
  */
 function gunzipWithin(bytes: Uint8Array, maxBytes: number): Uint8Array {
   const n = bytes.length;
-  const declared = n >= 18 ? (bytes[n - 4] | (bytes[n - 3] << 8) | (bytes[n - 2] << 16) | (bytes[n - 1] << 24)) >>> 0 : 0;
+  const declared =
+    n >= 18 ? (bytes[n - 4] | (bytes[n - 3] << 8) | (bytes[n - 2] << 16) | (bytes[n - 1] << 24)) >>> 0 : 0;
   let out = new Uint8Array(Math.min(Math.max(declared, 1 << 16), maxBytes));
   let length = 0;
   let stop: 'over' | 'not a snapshot' | null = null;
@@ -95,7 +96,7 @@ function gunzipWithin(bytes: Uint8Array, maxBytes: number): Uint8Array {
     length += chunk.length;
   });
   try {
-    for (let at = 0; at < n && stop === null; ) {
+    for (let at = 0; at < n && stop === null;) {
       const end = Math.min(n, at + (at === 0 ? GUNZIP_FIRST_SLICE : GUNZIP_SLICE));
       gunzip.push(bytes.subarray(at, end), end >= n);
       at = end;

@@ -18,6 +18,10 @@ import { emptySnapshot, readSnapshot } from './snapshot';
 export interface IAllocatorStats {
   allocated: number;
   reserved: number;
+  /** Peak allocated during the cell (the wire's name; older manifests say max_allocated). */
+  peak_allocated?: number;
+  peak_reserved?: number;
+  /** The same peaks in manifests written before they took the wire's names. */
   max_allocated?: number;
   max_reserved?: number;
   device_free?: number;
@@ -146,10 +150,11 @@ export function kernelSessionsOf(manifest: ISessionManifest): number[] {
 export function loadSession(
   manifestText: string,
   readFile: (name: string) => Uint8Array,
+  // One table for several sessions (the ranks of a job) makes a site the same id in each.
+  frames = new FrameTable(),
   limits: IDecodeLimits = DEFAULT_DECODE_LIMITS
 ): ISession {
   const manifest = parseManifest(manifestText);
-  const frames = new FrameTable();
   const snapshots = manifest.cells.map(cell => {
     let bytes: Uint8Array;
     try {
@@ -193,7 +198,7 @@ export function reportCells(
     // After a restart the new process starts from an empty device, not from the old one's last figures.
     const afterRestart = k > 0 && kernels[k] !== kernels[k - 1];
     const diff = diffSnapshots(k === 0 || afterRestart ? empty : session.snapshots[k - 1], snapshot);
-    const peak = cell.after?.max_allocated;
+    const peak = cell.after?.peak_allocated ?? cell.after?.max_allocated;
     return {
       index: cell.index,
       executionCount: cell.execution_count,

@@ -11,7 +11,11 @@ import { decodeSnapshotBytes } from './read';
  * Decode and normalize snapshot bytes within one decode budget; pass `frames`
  * to share interning across snapshots.
  */
-export function readSnapshot(bytes: Uint8Array, frames?: FrameTable, limits: IDecodeLimits = DEFAULT_DECODE_LIMITS): Snapshot {
+export function readSnapshot(
+  bytes: Uint8Array,
+  frames?: FrameTable,
+  limits: IDecodeLimits = DEFAULT_DECODE_LIMITS
+): Snapshot {
   const raw = decodeSnapshotBytes(bytes, limits);
   // Let the file's buffer go before the model is built (when the caller keeps
   // no reference): peak memory is then the decoded tree and the model, not the file too.

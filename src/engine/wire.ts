@@ -8,6 +8,7 @@
 import { SnapshotError } from './errors';
 import { Block, BlockState, FrameTable, Segment, Snapshot } from './model';
 import { computeTotals } from './normalize';
+import { WIRE_BLOCK_STATES } from './protocol.generated';
 
 /** Allocator statistics the helper sends for one device. */
 export interface IWireDeviceStats {
@@ -73,7 +74,8 @@ export interface IWireSnapshot {
   capture_ms?: number;
 }
 
-const WIRE_STATES: readonly BlockState[] = ['active_allocated', 'active_pending_free'];
+// Block states by their code in the block table (the helper's protocol.BLOCK_STATES).
+const WIRE_STATES: readonly BlockState[] = WIRE_BLOCK_STATES;
 
 // Addresses stay below 2^48, so address * 32 + device is an exact key for 32 devices.
 const DEVICE_SLOTS = 32;

@@ -11,11 +11,10 @@ import { ABCWidgetFactory, Base64ModelFactory, DocumentRegistry, DocumentWidget 
 import { Contents, ServerConnection } from '@jupyterlab/services';
 import { TranslationBundle } from '@jupyterlab/translation';
 import { Widget } from '@lumino/widgets';
-import { DeviceTotals, formatBytes, SnapshotError } from '../engine';
+import { DeviceTotals, formatBytes, fromTransfer, SnapshotError } from '../engine';
 import { IDiffPanel, IEngineWorker } from '../tokens';
 import { fetchFileBytes } from './fetch';
 import { renderTimeline, TIMELINE_WIDTH } from './timelineview';
-import { fromTransfer } from './transfer';
 
 /**
  * A document model that loads no content: the view reads the file's bytes
@@ -83,7 +82,9 @@ export class SnapshotFileView extends Widget {
       }
       this._status.textContent = trans.__('Parsing %1 in the background…', formatBytes(bytes.length));
       // The buffer moves to the worker: the page keeps no copy of the file.
-      opened = await worker.call('openSnapshotFile', { id: this._id, bytes, width: TIMELINE_WIDTH }, [bytes.buffer as ArrayBuffer]);
+      opened = await worker.call('openSnapshotFile', { id: this._id, bytes, width: TIMELINE_WIDTH }, [
+        bytes.buffer as ArrayBuffer
+      ]);
       this._opened = true;
     } catch (reason) {
       if (this.isDisposed) {
@@ -104,7 +105,11 @@ export class SnapshotFileView extends Widget {
       void worker.call('closeSnapshotFile', { id: this._id });
       return;
     }
-    this._status.textContent = trans.__('%1 blocks, %2 trace entries', opened.snapshot.blocks.length, opened.traceEntries);
+    this._status.textContent = trans.__(
+      '%1 blocks, %2 trace entries',
+      opened.snapshot.blocks.length,
+      opened.traceEntries
+    );
     this.node.appendChild(totalsTable(opened.snapshot.totals, trans));
     if (opened.timeline) {
       const id = this._id;
@@ -119,7 +124,9 @@ export class SnapshotFileView extends Widget {
       );
     }
     const note = document.createElement('p');
-    note.textContent = trans.__("The CUDA Memory panel now holds this snapshot: pick it there to compare it with other files or with a notebook's cells.");
+    note.textContent = trans.__(
+      "The CUDA Memory panel now holds this snapshot: pick it there to compare it with other files or with a notebook's cells."
+    );
     this.node.appendChild(note);
     // The first picture paints before the panel takes the snapshot (its own render is another task).
     await new Promise(resolve => requestAnimationFrame(() => setTimeout(resolve, 0)));
@@ -150,7 +157,14 @@ export namespace SnapshotFileView {
 function totalsTable(totals: readonly DeviceTotals[], trans: TranslationBundle): HTMLTableElement {
   const table = document.createElement('table');
   table.className = 'jp-CudaMemdiffFile-totals';
-  const headers = [trans.__('Device'), trans.__('Allocated'), trans.__('Reserved'), trans.__('Free in segments'), trans.__('Largest free'), trans.__('Blocks')];
+  const headers = [
+    trans.__('Device'),
+    trans.__('Allocated'),
+    trans.__('Reserved'),
+    trans.__('Free in segments'),
+    trans.__('Largest free'),
+    trans.__('Blocks')
+  ];
   const head = table.createTHead().insertRow();
   for (const h of headers) {
     const th = document.createElement('th');
@@ -160,7 +174,14 @@ function totalsTable(totals: readonly DeviceTotals[], trans: TranslationBundle):
   const body = table.createTBody();
   for (const t of totals) {
     const row = body.insertRow();
-    for (const value of [`cuda:${t.device}`, formatBytes(t.allocatedBytes), formatBytes(t.reservedBytes), formatBytes(t.inactiveBytes), formatBytes(t.largestFreeBytes), String(t.allocatedBlocks)]) {
+    for (const value of [
+      `cuda:${t.device}`,
+      formatBytes(t.allocatedBytes),
+      formatBytes(t.reservedBytes),
+      formatBytes(t.inactiveBytes),
+      formatBytes(t.largestFreeBytes),
+      String(t.allocatedBlocks)
+    ]) {
       row.insertCell().textContent = value;
     }
   }
@@ -174,7 +195,9 @@ export class SnapshotFileFactory extends ABCWidgetFactory<DocumentWidget<Snapsho
     this._view = options.view;
   }
 
-  protected createNewWidget(context: DocumentRegistry.IContext<DocumentRegistry.IModel>): DocumentWidget<SnapshotFileView> {
+  protected createNewWidget(
+    context: DocumentRegistry.IContext<DocumentRegistry.IModel>
+  ): DocumentWidget<SnapshotFileView> {
     return new DocumentWidget({ context, content: new SnapshotFileView(context, this._view) });
   }
 

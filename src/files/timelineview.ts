@@ -6,9 +6,8 @@
  * pure functions; the engine worker answers every question about the trace.
  */
 import { TranslationBundle } from '@jupyterlab/translation';
-import { formatBytes } from '../engine';
-import { IMoment, IMomentDiff } from './ops';
-import { ITimelineSeries } from './timeline';
+import { formatBytes, ITimelineSeries } from '../engine';
+import type { IMoment, IMomentDiff } from '../worker/files';
 
 /** The drawing's size in SVG units (it scales to the view's width). */
 export const TIMELINE_WIDTH = 800;
@@ -31,7 +30,11 @@ export interface ITimelineGeometry {
 }
 
 /** Geometry of a timeline drawn `width` by `height`. */
-export function timelineGeometry(series: ITimelineSeries, width = TIMELINE_WIDTH, height = TIMELINE_HEIGHT): ITimelineGeometry {
+export function timelineGeometry(
+  series: ITimelineSeries,
+  width = TIMELINE_WIDTH,
+  height = TIMELINE_HEIGHT
+): ITimelineGeometry {
   const n = Math.max(1, series.eventCount);
   const yMaxBytes = Math.max(1, series.peakBytes) * 1.05;
   const y = (bytes: number) => height - (bytes / yMaxBytes) * height;
@@ -65,7 +68,12 @@ export interface ITimelineSource {
 const SVG = 'http://www.w3.org/2000/svg';
 
 /** Build the timeline's DOM under `host`; returns a function that removes its listeners. */
-export function renderTimeline(host: HTMLElement, series: ITimelineSeries, source: ITimelineSource, trans: TranslationBundle): () => void {
+export function renderTimeline(
+  host: HTMLElement,
+  series: ITimelineSeries,
+  source: ITimelineSource,
+  trans: TranslationBundle
+): () => void {
   const g = timelineGeometry(series);
   const root = document.createElement('section');
   root.className = 'jp-CudaMemdiffTimeline';
@@ -186,7 +194,13 @@ function place(line: SVGLineElement, x: number): void {
 function showMoment(node: HTMLElement, m: IMoment, trans: TranslationBundle): void {
   node.textContent = '';
   const head = document.createElement('p');
-  head.textContent = trans.__('Event %1: %2 of %3, then %4 allocated', m.moment + 1, m.action, formatBytes(m.size), formatBytes(m.allocatedBytes));
+  head.textContent = trans.__(
+    'Event %1: %2 of %3, then %4 allocated',
+    m.moment + 1,
+    m.action,
+    formatBytes(m.size),
+    formatBytes(m.allocatedBytes)
+  );
   node.appendChild(head);
   node.appendChild(stackList(m.frames));
 }
@@ -209,7 +223,13 @@ function showDiff(node: HTMLElement, d: IMomentDiff, trans: TranslationBundle): 
   const table = document.createElement('table');
   table.className = 'jp-CudaMemdiffTimeline-sites';
   const headRow = table.createTHead().insertRow();
-  for (const h of [trans.__('Net'), trans.__('Born'), trans.__('Freed'), trans.__('Blocks'), trans.__('Allocation site')]) {
+  for (const h of [
+    trans.__('Net'),
+    trans.__('Born'),
+    trans.__('Freed'),
+    trans.__('Blocks'),
+    trans.__('Allocation site')
+  ]) {
     const th = document.createElement('th');
     th.textContent = h;
     headRow.appendChild(th);
@@ -217,7 +237,12 @@ function showDiff(node: HTMLElement, d: IMomentDiff, trans: TranslationBundle): 
   const body = table.createTBody();
   for (const s of d.sites) {
     const row = body.insertRow();
-    for (const v of [formatBytes(s.netBytes, true), formatBytes(s.bornBytes), formatBytes(s.freedBytes), String(s.count)]) {
+    for (const v of [
+      formatBytes(s.netBytes, true),
+      formatBytes(s.bornBytes),
+      formatBytes(s.freedBytes),
+      String(s.count)
+    ]) {
       row.insertCell().textContent = v;
     }
     const site = row.insertCell();

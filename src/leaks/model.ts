@@ -5,6 +5,7 @@
  * and ranks again with the answer. Views render it; the command highlights
  * the cell it names.
  */
+import { IDisposable } from '@lumino/disposable';
 import { ISignal, Signal } from '@lumino/signaling';
 import { BlockQuery } from '../capture/protocol';
 import { CellRecord } from '../capture/store';
@@ -19,7 +20,7 @@ import {
   retentionByExecution,
   Snapshot
 } from '../engine';
-import { DiffPanelModel } from '../panel/model';
+import type { IDiffPanel } from '../tokens';
 
 /** One ranked cell execution. */
 export interface ILeakEntry {
@@ -49,8 +50,8 @@ export type HoldersNote =
   | { readonly kind: 'partial'; readonly elapsedMs: number };
 
 /** Leak finder state for the panel's notebook. */
-export class LeakFinderModel {
-  constructor(panel: DiffPanelModel) {
+export class LeakFinderModel implements IDisposable {
+  constructor(panel: IDiffPanel.IModel) {
     this._panel = panel;
     panel.changed.connect(this._onPanelChanged, this);
   }
@@ -116,7 +117,16 @@ export class LeakFinderModel {
     this._changed.emit();
   }
 
+  /** Whether the model was disposed. */
+  get isDisposed(): boolean {
+    return this._isDisposed;
+  }
+
   dispose(): void {
+    if (this._isDisposed) {
+      return;
+    }
+    this._isDisposed = true;
     this._panel.changed.disconnect(this._onPanelChanged, this);
     Signal.clearData(this);
   }
@@ -192,8 +202,9 @@ export class LeakFinderModel {
     this._notebook = this._panel.notebook;
   }
 
-  private readonly _panel: DiffPanelModel;
-  private _notebook = null as DiffPanelModel['notebook'];
+  private readonly _panel: IDiffPanel.IModel;
+  private _isDisposed = false;
+  private _notebook = null as IDiffPanel.IModel['notebook'];
   private _findings: ILeakFindings | null = null;
   private _error: LeakFinderModel.Problem | null = null;
   private _running = false;
@@ -213,7 +224,7 @@ export namespace LeakFinderModel {
 
 namespace Private {
   /** Why a notebook has no snapshots to rank. */
-  export function problem(notebook: DiffPanelModel['notebook']): LeakFinderModel.Problem {
+  export function problem(notebook: IDiffPanel.IModel['notebook']): LeakFinderModel.Problem {
     if (!notebook) {
       return 'no-notebook';
     }

@@ -6,9 +6,9 @@
 import * as React from 'react';
 import { TranslationBundle } from '@jupyterlab/translation';
 import { CellCodeNames, formatBytes, FrameTable } from '../engine';
-import { useSignal } from '../panel/signal';
-import { Section } from '../panel/section';
-import { ICellLocation, StackView } from '../panel/stack';
+import { useSignal } from '../components/signal';
+import { Section } from '../components/section';
+import { ICellLocation, StackView } from '../components/stack';
 import { HoldersNote, ILeakEntry, LeakFinderModel } from './model';
 
 /** Props of LeakView. */

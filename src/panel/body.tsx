@@ -14,12 +14,12 @@ import { IChartInput } from './chart';
 import { SessionChart } from './chartview';
 import { DiffView } from './diffview';
 import { DiffPanelModel, IComparison, PanelSection, SnapshotRef } from './model';
-import { Section } from './section';
+import { Section } from '../components/section';
 import { SegmentMap } from './segmentview';
 import { LeakFinderModel } from '../leaks/model';
 import { LeakView } from '../leaks/view';
-import { useSignal } from './signal';
-import { ICellLocation } from './stack';
+import { useSignal } from '../components/signal';
+import { ICellLocation } from '../components/stack';
 
 /** Props of the panel body. */
 export interface IPanelBodyProps {

@@ -64,11 +64,15 @@ export function SessionChart(props: ISessionChartProps): JSX.Element {
             tabIndex={p.index === selected ? 0 : -1}
             role="button"
             aria-pressed={p.index === selected}
-            aria-label={`${p.label}: ${formatBytes(p.allocatedBytes)} ${trans.__('allocated')}, ${formatBytes(p.reservedBytes)} ${trans.__('reserved')}${p.oom ? `, ${trans.__('out of memory')}` : ''}`}
+            aria-label={
+              p.oom
+                ? trans.__('%1: %2 allocated, %3 reserved, out of memory', p.label, formatBytes(p.allocatedBytes), formatBytes(p.reservedBytes))
+                : trans.__('%1: %2 allocated, %3 reserved', p.label, formatBytes(p.allocatedBytes), formatBytes(p.reservedBytes))
+            }
             onClick={() => onSelect(p.index)}
             onKeyDown={e => onKey(e, p.index)}
           >
-            <title>{`${p.label}\n${formatBytes(p.allocatedBytes)} ${trans.__('allocated')}, ${formatBytes(p.reservedBytes)} ${trans.__('reserved')}`}</title>
+            <title>{trans.__('%1\n%2 allocated, %3 reserved', p.label, formatBytes(p.allocatedBytes), formatBytes(p.reservedBytes))}</title>
           </rect>
         ))}
         {layout.restarts.map(r => (
@@ -91,7 +95,7 @@ export function SessionChart(props: ISessionChartProps): JSX.Element {
           .filter(p => p.oom)
           .map(p => (
             <text key={`oom-${p.index}`} className="jp-CudaMemdiffChart-oom" x={p.x + p.width / 2} y={12} textAnchor="middle">
-              OOM
+              {trans.__('OOM')}
             </text>
           ))}
       </svg>

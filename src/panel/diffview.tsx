@@ -5,7 +5,7 @@
 import * as React from 'react';
 import { TranslationBundle } from '@jupyterlab/translation';
 import { AllocationSite, Block, CellCodeNames, formatBytes, FrameTable, SnapshotDiff } from '../engine';
-import { cellFrameLabel, ICellLocation, StackView } from './stack';
+import { cellFrameLabel, ICellLocation, StackView } from '../components/stack';
 
 /** Sites rendered at once; the rest are counted (the list stays fast at any size). */
 export const MAX_SITES_SHOWN = 200;
@@ -32,7 +32,7 @@ function siteText(frames: FrameTable, frameId: number, cells: CellCodeNames, tra
   const frame = frames.frame(frameId);
   const match = cells.lookup(frame.filename);
   if (match) {
-    return match.cells.map(c => cellFrameLabel(c, frame.line).label).join(` ${trans.__('or')} `);
+    return match.cells.map(c => cellFrameLabel(c, frame.line, trans).label).join(` ${trans.__('or')} `);
   }
   return `${frame.name} (${frame.filename}:${frame.line})`;
 }

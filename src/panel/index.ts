@@ -9,11 +9,11 @@ import { Panel } from '@lumino/widgets';
 import * as React from 'react';
 import { PANEL_ID } from '../tokens';
 import { PanelBody } from './body';
-import { SectionBoundary } from './section';
+import { SectionBoundary } from '../components/section';
 import { memoryIcon } from './icon';
 import { LeakFinderModel } from '../leaks/model';
 import { DiffPanelModel } from './model';
-import { ICellLocation } from './stack';
+import { ICellLocation } from '../components/stack';
 
 /** The side panel with the session chart and the diff. */
 export class MemdiffPanel extends SidePanel {

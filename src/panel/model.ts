@@ -3,9 +3,10 @@
  * selected, the pair being compared and the frame filter. It calls the
  * engine and caches the result; the React views only render it.
  */
+import { IDisposable } from '@lumino/disposable';
 import { ISignal, Signal } from '@lumino/signaling';
-import { BlockQuery } from '../capture/protocol';
-import { CellRecord, SnapshotStore } from '../capture/store';
+import { CellRecord } from '../capture/store';
+import type { IFollowedNotebook } from '../tokens';
 import {
   AllocationSite,
   CellCodeNames,
@@ -14,23 +15,15 @@ import {
   FrameTable,
   groupBySite,
   ICellSource,
-  IHolderAnswer,
   readSnapshot,
+  reframe,
   Snapshot,
   SnapshotDiff,
   SnapshotError
 } from '../engine';
-import { reframe } from '../files/transfer';
 
-/** A notebook as the panel needs it: its snapshots and its cells' sources. */
-export interface IFollowedNotebook {
-  readonly title: string;
-  readonly store: SnapshotStore;
-  /** The code cells as they are now (id and source), in notebook order. */
-  cells(): ICellSource[];
-  /** Ask the kernel who holds these blocks; absent where no kernel can answer. */
-  requestHolders?(blocks: readonly BlockQuery[]): Promise<IHolderAnswer>;
-}
+// The followed notebook is part of the public contract; re-exported for the panel's users.
+export type { IFollowedNotebook };
 
 /** A snapshot file opened in the panel (a pickle from _dump_snapshot, or JSON). */
 export interface ISnapshotFile {
@@ -60,7 +53,7 @@ export interface IComparison {
 const EMPTY: SnapshotRef = { kind: 'empty' };
 
 /** Model of the diff panel. */
-export class DiffPanelModel {
+export class DiffPanelModel implements IDisposable {
   /** Emitted when anything the views show changed. */
   get changed(): ISignal<this, void> {
     return this._changed;
@@ -311,14 +304,25 @@ export class DiffPanelModel {
     const same =
       cached !== null &&
       cached.cells.length === cells.length &&
-      cached.cells.every((c, i) => c.id === cells[i].id && c.source === cells[i].source && c.executionCount === cells[i].executionCount);
+      cached.cells.every(
+        (c, i) => c.id === cells[i].id && c.source === cells[i].source && c.executionCount === cells[i].executionCount
+      );
     if (!same) {
       this._cellNames = { cells, names: new CellCodeNames(cells) };
     }
     return this._cellNames!.names;
   }
 
+  /** Whether the model was disposed. */
+  get isDisposed(): boolean {
+    return this._isDisposed;
+  }
+
   dispose(): void {
+    if (this._isDisposed) {
+      return;
+    }
+    this._isDisposed = true;
     this.setNotebook(null);
     Signal.clearData(this);
   }
@@ -333,6 +337,7 @@ export class DiffPanelModel {
     this._groups = null;
   }
 
+  private _isDisposed = false;
   private _notebook: IFollowedNotebook | null = null;
   private _custom: IComparison | null = null;
   private _device: number | null = null;
@@ -341,7 +346,8 @@ export class DiffPanelModel {
   private readonly _ownFrames = new FrameTable();
   private readonly _fileSnapshots = new WeakMap<ISnapshotFile, Snapshot>();
   private _selected: CellRecord | null = null;
-  private _cellNames: { cells: (ICellSource & { executionCount: number | null })[]; names: CellCodeNames } | null = null;
+  private _cellNames: { cells: (ICellSource & { executionCount: number | null })[]; names: CellCodeNames } | null =
+    null;
   private _showAllFrames = false;
   private _diff: SnapshotDiff | null = null;
   private _groups: AllocationSite[] | null = null;

@@ -18,7 +18,7 @@ import {
   visibleStack
 } from '../engine';
 import { largestGroups, segmentMapLayout } from './segments';
-import { cellFrameLabel, ICellLocation, StackView } from './stack';
+import { cellFrameLabel, ICellLocation, StackView } from '../components/stack';
 import { useWidth } from './width';
 
 /** Width before the panel is measured, in pixels. */
@@ -52,7 +52,7 @@ function allocatingCell(snapshot: Snapshot, block: Block, cells: CellCodeNames):
     const frame = snapshot.frames.frame(ids[i]);
     if (isCellFilename(frame.filename)) {
       const cell = cells.lookup(frame.filename)?.cells[0];
-      return cell ? { key: `cell:${cell.id}`, label: cellFrameLabel(cell, frame.line).label.replace(/, line \d+$/, '') } : null;
+      return cell ? { key: `cell:${cell.id}`, label: cellFrameLabel(cell, frame.line).cellLabel } : null;
     }
   }
   return null;
@@ -79,12 +79,12 @@ function blockTitle(snapshot: Snapshot, block: Block, cells: CellCodeNames, tran
   const entries = visibleStack(snapshot.frames, block.stack);
   for (const entry of entries.slice(0, HOVER_FRAMES)) {
     if (entry.kind === 'native') {
-      lines.push(`  [${entry.count} C++]`);
+      lines.push(`  ${trans._n('[%1 C++ frame]', '[%1 C++ frames]', entry.count)}`);
     } else {
       const f = snapshot.frames.frame(entry.frameId);
       const cell = cells.lookup(f.filename)?.cells[0];
       if (cell) {
-        const { label, sourceLine } = cellFrameLabel(cell, f.line);
+        const { label, sourceLine } = cellFrameLabel(cell, f.line, trans);
         lines.push(`  ${label}: ${sourceLine}`);
       } else {
         lines.push(`  ${f.name} (${f.filename}:${f.line})`);
@@ -218,7 +218,7 @@ export function SegmentMap(props: ISegmentMapProps): JSX.Element {
               </text>
             ) : null}
             <rect className="jp-CudaMemdiffSegments-free" x={row.x} y={row.y} width={row.width} height={ROW_HEIGHT - 1}>
-              <title>{`${row.label}: ${formatBytes(row.size)}, ${formatBytes(row.freeBytes)} ${trans.__('free')}`}</title>
+              <title>{trans.__('%1: %2, %3 free', row.label, formatBytes(row.size), formatBytes(row.freeBytes))}</title>
             </rect>
             {row.items.map(item => (
               <rect

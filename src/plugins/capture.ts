@@ -1,29 +1,38 @@
 /**
  * The capture plugin: for every notebook, inject the kernel helper, keep the
- * snapshots it pushes, and badge the cells.
+ * snapshots it pushes, badge the cells, and say in the notebook toolbar what
+ * the helper found. Its settings (schema/plugin.json) are the capture's; the
+ * toolbar item is declared there too, so users can move or hide it.
  */
 import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
-import { INotebookTracker } from '@jupyterlab/notebook';
+import { IToolbarWidgetRegistry } from '@jupyterlab/apputils';
+import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { ITranslator, nullTranslator } from '@jupyterlab/translation';
-import { NotebookCapture } from '../capture/notebook';
-import { DEFAULT_CAPTURE_SETTINGS, ICaptureSettings, readCaptureSettings } from '../capture/settings';
+import { NotebookCapture } from './handler';
+import { DEFAULT_CAPTURE_SETTINGS, ICaptureSettings, readCaptureSettings } from './settings';
 import { KernelComms } from '../capture/comms';
-import { CaptureRegistry } from '../capture/registry';
-import { ICaptureRegistry, PACKAGE_NAME, SETTINGS_ID } from '../tokens';
+import { CaptureStatus } from '../capture/status';
+import { CaptureRegistry } from './registry';
+import { ICaptureRegistry, SETTINGS_ID } from '../tokens';
+
+/** The notebook toolbar item (schema/plugin.json's jupyter.lab.toolbars) that shows the helper's status. */
+export const STATUS_TOOLBAR_ITEM = 'cuda-memdiff-status';
 
 export const capturePlugin: JupyterFrontEndPlugin<ICaptureRegistry> = {
-  id: `${PACKAGE_NAME}:capture`,
+  // The plugin whose schema holds the capture settings it reads.
+  id: SETTINGS_ID,
   description: 'Takes a CUDA allocator snapshot after every notebook cell and badges the cell.',
   autoStart: true,
   requires: [INotebookTracker],
-  optional: [ISettingRegistry, ITranslator],
+  optional: [ISettingRegistry, ITranslator, IToolbarWidgetRegistry],
   provides: ICaptureRegistry,
   activate: (
     app: JupyterFrontEnd,
     tracker: INotebookTracker,
     registry: ISettingRegistry | null,
-    translator: ITranslator | null
+    translator: ITranslator | null,
+    toolbars: IToolbarWidgetRegistry | null
   ): ICaptureRegistry => {
     const trans = (translator ?? nullTranslator).load('jupyterlab_cuda_memdiff');
     let settings: ICaptureSettings = DEFAULT_CAPTURE_SETTINGS;
@@ -52,6 +61,20 @@ export const capturePlugin: JupyterFrontEndPlugin<ICaptureRegistry> = {
           console.warn('cuda-memdiff: settings could not be loaded; using the defaults', reason);
         });
     }
+
+    // The toolbar builds its items before the tracker announces the panel, so
+    // the status item starts empty and takes the store once the capture exists.
+    toolbars?.addFactory<NotebookPanel>('Notebook', STATUS_TOOLBAR_ITEM, panel => {
+      const status = new CaptureStatus(trans, captures.captureFor(panel)?.store ?? null);
+      const follow = (_: unknown, changed: NotebookPanel) => {
+        if (changed === panel) {
+          status.store = captures.captureFor(panel)?.store ?? null;
+        }
+      };
+      captures.changed.connect(follow);
+      status.disposed.connect(() => captures.changed.disconnect(follow));
+      return status;
+    });
 
     tracker.widgetAdded.connect((_, panel) => {
       // Every view of a notebook shares its capture: one kernel connection, one store.

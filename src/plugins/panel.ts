@@ -2,6 +2,8 @@
  * The panel plugin: adds the side panel (restored across reloads), makes it
  * follow the active notebook, and registers the commands that open it,
  * that reveal a cell line from a stack frame, and that find the leaking cell.
+ * Its schema (schema/panel.json) puts the View menu entry and the notebook
+ * toolbar buttons of those commands, so users can move or hide them.
  */
 import {
   ILayoutRestorer,
@@ -21,7 +23,7 @@ import { CommandIDs, ICaptureRegistry, IDiffPanel, PACKAGE_NAME } from '../token
 const PANEL_RANK = 900;
 
 export const panelPlugin: JupyterFrontEndPlugin<IDiffPanel> = {
-  id: `${PACKAGE_NAME}:plugin`,
+  id: `${PACKAGE_NAME}:panel`,
   description: 'The CUDA memory diff side panel and the commands that open it and reveal cells.',
   autoStart: true,
   requires: [INotebookTracker, ICaptureRegistry],
@@ -150,19 +152,6 @@ export const panelPlugin: JupyterFrontEndPlugin<IDiffPanel> = {
       if (!panel.leaks.findings) {
         tracker.forEach(nb => void highlightCell(nb, null));
       }
-    });
-
-    tracker.widgetAdded.connect((_, notebook) => {
-      notebook.toolbar.insertItem(
-        11,
-        'cuda-memdiff-open-panel',
-        new CommandToolbarButton({ commands: app.commands, id: CommandIDs.openPanel, icon: memoryIcon, label: '' })
-      );
-      notebook.toolbar.insertItem(
-        12,
-        'cuda-memdiff-find-leaking-cell',
-        new CommandToolbarButton({ commands: app.commands, id: CommandIDs.findLeakingCell, icon: leakIcon, label: '' })
-      );
     });
 
     return {

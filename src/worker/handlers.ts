@@ -15,7 +15,8 @@
  * module; its parameter and result types become `call`'s types.
  */
 
-import { closeSnapshotFile, describeMoment, diffMoments, openSnapshotFile } from '../files/ops';
+import { closeSnapshotFile, describeMoment, diffMoments, openSnapshotFile } from './files';
+import { closeRanks, compareLoadedRanks, loadRanks } from './ranks';
 
 /** A result that moves these buffers to the page instead of copying them. */
 export class Transferring<T> {
@@ -38,6 +39,9 @@ function where(): { worker: boolean } {
 
 export const handlers = {
   where,
+  loadRanks,
+  compareRanks: compareLoadedRanks,
+  closeRanks,
   openSnapshotFile,
   closeSnapshotFile,
   describeMoment,
@@ -47,7 +51,10 @@ export const handlers = {
 /** The operations. */
 export type EngineOp = keyof typeof handlers;
 /** What an operation takes. */
-export type EnginePayload<K extends EngineOp> = Parameters<(typeof handlers)[K]> extends [infer P, ...unknown[]] ? P : void;
+export type EnginePayload<K extends EngineOp> =
+  Parameters<(typeof handlers)[K]> extends [infer P, ...unknown[]] ? P : void;
 /** What an operation gives back, once any Transferring wrapper is taken off. */
 export type EngineResult<K extends EngineOp> =
-  Awaited<ReturnType<(typeof handlers)[K]>> extends Transferring<infer T> ? T : Awaited<ReturnType<(typeof handlers)[K]>>;
+  Awaited<ReturnType<(typeof handlers)[K]>> extends Transferring<infer T>
+    ? T
+    : Awaited<ReturnType<(typeof handlers)[K]>>;

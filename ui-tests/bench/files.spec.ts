@@ -76,7 +76,10 @@ async function openInPanel(page: any, serverPath: string): Promise<IFigures> {
       const drawn = () => {
         const views = document.querySelectorAll('.jp-CudaMemdiffFile');
         const view = views[views.length - 1];
-        return view && (view.querySelector('.jp-CudaMemdiffTimeline-chart') || view.querySelector('.jp-CudaMemdiffFile-error'));
+        return (
+          view &&
+          (view.querySelector('.jp-CudaMemdiffTimeline-chart') || view.querySelector('.jp-CudaMemdiffFile-error'))
+        );
       };
       while (!drawn()) {
         await new Promise(resolve => requestAnimationFrame(resolve));
@@ -91,7 +94,11 @@ async function openInPanel(page: any, serverPath: string): Promise<IFigures> {
   if (process.env.BENCH_DEBUG) {
     await page.waitForTimeout(3000);
     // eslint-disable-next-line no-console
-    console.log(await page.evaluate(() => JSON.stringify({ start: Math.round((window as any).__openStart), tasks: (window as any).__longTasks })));
+    console.log(
+      await page.evaluate(() =>
+        JSON.stringify({ start: Math.round((window as any).__openStart), tasks: (window as any).__longTasks })
+      )
+    );
   }
   const rest = await heapAndLongest(page);
   // Close it (the worker drops its copy) before the next run.
@@ -113,32 +120,39 @@ async function openInMemoryViz(lab: any, file: string): Promise<IFigures | null>
     .replace(/^import \{([^}]*)\} from "https:\/\/cdn\.skypack\.dev\/d3-[a-z]+@\d+";$/gm, 'const {$1} = window.d3;');
   // The snapshot comes from a plain local server (a route cannot hand over hundreds of MB).
   const server = http.createServer((req, res) => {
-    res.writeHead(200, { 'Content-Type': 'application/octet-stream', 'Access-Control-Allow-Origin': '*', 'Content-Length': fs.statSync(file).size });
+    res.writeHead(200, {
+      'Content-Type': 'application/octet-stream',
+      'Access-Control-Allow-Origin': '*',
+      'Content-Length': fs.statSync(file).size
+    });
     fs.createReadStream(file).pipe(res);
   });
   await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve));
   const snapshotUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/snapshot.pickle`;
   const page = await lab.context().newPage();
-  await page.route((url: URL) => url.origin === VIZ_ORIGIN, async (route: any) => {
-    const url = new URL(route.request().url());
-    if (url.pathname === '/') {
-      await route.fulfill({
-        contentType: 'text/html',
-        body: `<!DOCTYPE html><html><head><script src="/d3.js"></script></head><body>
+  await page.route(
+    (url: URL) => url.origin === VIZ_ORIGIN,
+    async (route: any) => {
+      const url = new URL(route.request().url());
+      if (url.pathname === '/') {
+        await route.fulfill({
+          contentType: 'text/html',
+          body: `<!DOCTYPE html><html><head><script src="/d3.js"></script></head><body>
 <script type="module">
 import { add_remote_files } from '/MemoryViz.js';
 window.__vizStart = performance.now();
 add_remote_files([{ name: 'snapshot.pickle', url: '${snapshotUrl}' }]);
 </script></body></html>`
-      });
-    } else if (url.pathname === '/d3.js') {
-      await route.fulfill({ contentType: 'text/javascript', body: fs.readFileSync(d3Js, 'utf-8') });
-    } else if (url.pathname === '/MemoryViz.js') {
-      await route.fulfill({ contentType: 'text/javascript', body: viz });
-    } else {
-      await route.fulfill({ status: 404, body: '' });
+        });
+      } else if (url.pathname === '/d3.js') {
+        await route.fulfill({ contentType: 'text/javascript', body: fs.readFileSync(d3Js, 'utf-8') });
+      } else if (url.pathname === '/MemoryViz.js') {
+        await route.fulfill({ contentType: 'text/javascript', body: viz });
+      } else {
+        await route.fulfill({ status: 404, body: '' });
+      }
     }
-  });
+  );
   await page.addInitScript(() => {
     const w = window as any;
     w.__longestTask = 0;
@@ -151,7 +165,10 @@ add_remote_files([{ name: 'snapshot.pickle', url: '${snapshotUrl}' }]);
   const start = Date.now();
   await page.goto(`${VIZ_ORIGIN}/`);
   const drawn = await page
-    .waitForFunction(() => document.querySelectorAll('svg polygon').length > 0, null, { timeout: 300000, polling: 'raf' })
+    .waitForFunction(() => document.querySelectorAll('svg polygon').length > 0, null, {
+      timeout: 300000,
+      polling: 'raf'
+    })
     .then(() => true)
     .catch(() => false);
   const ms = Date.now() - start;
@@ -172,18 +189,28 @@ function line(label: string, f: IFigures | null): string {
 }
 
 const CASES: [string, (out: string) => void][] = [
-  ['many_blocks cell03 (real H200 recording, plain pickle)', out => fs.writeFileSync(out, gunzipSync(fs.readFileSync(MANY_BLOCKS)))],
-  ...SIZES.map(
-    (mb): [string, (out: string) => void] => [
-      `${mb} MB of full allocation history (make_large.py --history)`,
-      out => execFileSync(process.env.PYTHON || 'python3', [path.join(ROOT, 'bench', 'make_large.py'), '--history', HISTORY_SOURCE, out, String(mb)])
-    ]
-  )
+  [
+    'many_blocks cell03 (real H200 recording, plain pickle)',
+    out => fs.writeFileSync(out, gunzipSync(fs.readFileSync(MANY_BLOCKS)))
+  ],
+  ...SIZES.map((mb): [string, (out: string) => void] => [
+    `${mb} MB of full allocation history (make_large.py --history)`,
+    out =>
+      execFileSync(process.env.PYTHON || 'python3', [
+        path.join(ROOT, 'bench', 'make_large.py'),
+        '--history',
+        HISTORY_SOURCE,
+        out,
+        String(mb)
+      ])
+  ])
 ];
 
 for (const [label, make] of CASES) {
   test(`open ${label}`, async ({ page, tmpPath }) => {
-    const root: string = await page.evaluate(() => JSON.parse(document.getElementById('jupyter-config-data')!.textContent!).serverRoot);
+    const root: string = await page.evaluate(
+      () => JSON.parse(document.getElementById('jupyter-config-data')!.textContent!).serverRoot
+    );
     const name = 'bench.pickle';
     const onDisk = path.join(root, tmpPath, name);
     fs.mkdirSync(path.dirname(onDisk), { recursive: true });
@@ -205,13 +232,24 @@ for (const [label, make] of CASES) {
     }
     fs.rmSync(path.dirname(copy), { recursive: true, force: true });
     const med = (fs_: IFigures[]): IFigures | null =>
-      fs_.length ? { ms: median(fs_.map(f => f.ms)), heapMiB: median(fs_.map(f => f.heapMiB)), longestTaskMs: median(fs_.map(f => f.longestTaskMs)) } : null;
+      fs_.length
+        ? {
+            ms: median(fs_.map(f => f.ms)),
+            heapMiB: median(fs_.map(f => f.heapMiB)),
+            longestTaskMs: median(fs_.map(f => f.longestTaskMs))
+          }
+        : null;
     const a = med(ours)!;
     const b = med(theirs);
-    const ratio = b && !Number.isNaN(b.ms) ? `; first picture ${(a.ms / b.ms).toFixed(2)}x MemoryViz's (target <= 0.5)` : '';
+    const ratio =
+      b && !Number.isNaN(b.ms) ? `; first picture ${(a.ms / b.ms).toFixed(2)}x MemoryViz's (target <= 0.5)` : '';
     // eslint-disable-next-line no-console
     console.log(
-      [`${label}: ${(size / 1e6).toFixed(1)} MB, median of ${runs}${ratio}`, line('panel', a) + ' (target < 200 ms)', line('MemoryViz', b)].join('\n')
+      [
+        `${label}: ${(size / 1e6).toFixed(1)} MB, median of ${runs}${ratio}`,
+        line('panel', a) + ' (target < 200 ms)',
+        line('MemoryViz', b)
+      ].join('\n')
     );
   });
 }

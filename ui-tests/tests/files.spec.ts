@@ -62,7 +62,11 @@ test.describe('snapshot file timeline', () => {
     // Click the boundary after cell 0, then the one after cell 1: the diff is
     // the CLI's diff of the cells' recorded pickles.
     const expected = JSON.parse(
-      execFileSync(process.execPath, [CLI, 'diff', path.join(REC, 'cell00.pickle.gz'), path.join(REC, 'cell01.pickle.gz'), '--json'], { encoding: 'utf-8' })
+      execFileSync(
+        process.execPath,
+        [CLI, 'diff', path.join(REC, 'cell00.pickle.gz'), path.join(REC, 'cell01.pickle.gz'), '--json'],
+        { encoding: 'utf-8' }
+      )
     );
     for (const k of [0, 1]) {
       const line = (await boundaries.nth(k).boundingBox())!;
@@ -73,7 +77,9 @@ test.describe('snapshot file timeline', () => {
       const v = bytes / 2 ** 20;
       return `${v.toFixed(v >= 100 ? 0 : v >= 10 ? 1 : 2)} MiB`;
     };
-    await expect(result.locator('.jp-CudaMemdiffTimeline-diffSummary')).toContainText(`net +${mib(expected.net_bytes)}`);
+    await expect(result.locator('.jp-CudaMemdiffTimeline-diffSummary')).toContainText(
+      `net +${mib(expected.net_bytes)}`
+    );
     const top = result.locator('tbody tr').first();
     const site = expected.groups[0].site;
     await expect(top.locator('td').last()).toHaveText(`${site.filename}:${site.line} in ${site.name}`);

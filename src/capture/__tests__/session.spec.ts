@@ -8,7 +8,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { KernelComms } from '../comms';
 import { CaptureSession } from '../session';
-import { DEFAULT_CAPTURE_SETTINGS } from '../settings';
+import { DEFAULT_CAPTURE_SETTINGS } from '../../plugins/settings';
 import { SnapshotStore } from '../store';
 
 const ROOT = path.resolve(__dirname, '../../..');

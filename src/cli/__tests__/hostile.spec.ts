@@ -43,7 +43,11 @@ function cli(args: string[], env: NodeJS.ProcessEnv = {}) {
     `process.on('exit', () => require('fs').writeFileSync(${JSON.stringify(rssFile)}, String(process.resourceUsage().maxRSS)));` +
     `process.exitCode = require(${JSON.stringify(MAIN)}).main(${JSON.stringify(args)});`;
   const start = Date.now();
-  const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf-8', env: { ...process.env, ...env }, timeout: 60_000 });
+  const r = spawnSync(process.execPath, ['-e', script], {
+    encoding: 'utf-8',
+    env: { ...process.env, ...env },
+    timeout: 60_000
+  });
   const seconds = (Date.now() - start) / 1000;
   const rssMiB = Number(fs.readFileSync(rssFile, 'utf-8')) / 1024;
   return { code: r.status, out: r.stdout, err: r.stderr, seconds, rssMiB };
@@ -65,7 +69,10 @@ function expectRefused(r: ReturnType<typeof cli>, pattern: RegExp, maxMiB = 400)
 describe('hostile snapshot files', () => {
   it('refuses a 400 KB integer at once, without building it', () => {
     const r = cli(['summary', file('long.pickle.gz', HOSTILE.longInteger())]);
-    expectRefused(r, /400,000-byte integer, over the decode limit --max-int-bytes 16; if the file is real, raise it with --max-int-bytes N or CUDA_MEMDIFF_MAX_INT_BYTES=N/);
+    expectRefused(
+      r,
+      /400,000-byte integer, over the decode limit --max-int-bytes 16; if the file is real, raise it with --max-int-bytes N or CUDA_MEMDIFF_MAX_INT_BYTES=N/
+    );
     expect(r.seconds).toBeLessThan(3);
   });
 
@@ -73,7 +80,11 @@ describe('hostile snapshot files', () => {
     const bytes = HOSTILE.sharedSegment();
     expect(bytes.length).toBeLessThan(8192);
     const r = cli(['summary', file('shared-segment.pickle.gz', bytes)]);
-    expectRefused(r, /describe 18,009,000 blocks and trace entries \(memo references repeat entries.*--max-entries/, 200);
+    expectRefused(
+      r,
+      /describe 18,009,000 blocks and trace entries \(memo references repeat entries.*--max-entries/,
+      200
+    );
   });
 
   it('counts one trace entry referenced 5 million times as 5 million entries', () => {
@@ -83,7 +94,11 @@ describe('hostile snapshot files', () => {
 
   it('still refuses them by count when the per-byte check is lifted, and reads them when the count is raised', () => {
     const shared = file('shared-trace2.pickle.gz', HOSTILE.sharedTraceEntry());
-    expectRefused(cli(['summary', shared, '--max-entries', '1M']), /holds 5,000,000 blocks and trace entries, over the decode limit --max-entries 1,048,576/, 300);
+    expectRefused(
+      cli(['summary', shared, '--max-entries', '1M']),
+      /holds 5,000,000 blocks and trace entries, over the decode limit --max-entries 1,048,576/,
+      300
+    );
     const r = cli(['summary', shared, '--json'], { CUDA_MEMDIFF_MAX_ENTRIES: '6000000' });
     expect(r.err).toBe('');
     expect(JSON.parse(r.out).trace_entries).toBe(5_000_000);
@@ -97,29 +112,47 @@ describe('hostile snapshot files', () => {
 
   it('stops gunzip of a pickle-shaped bomb at the byte limit', () => {
     const bomb = file('nones.pickle.gz', HOSTILE.pickleBomb());
-    expectRefused(cli(['summary', bomb, '--max-bytes=16M']), /decompresses to more bytes than allowed, over the decode limit --max-bytes 16,777,216; if the file is real, raise it with --max-bytes N or CUDA_MEMDIFF_MAX_BYTES=N/, 250);
+    expectRefused(
+      cli(['summary', bomb, '--max-bytes=16M']),
+      /decompresses to more bytes than allowed, over the decode limit --max-bytes 16,777,216; if the file is real, raise it with --max-bytes N or CUDA_MEMDIFF_MAX_BYTES=N/,
+      250
+    );
     // Under the default limit it is decoded and refused by the unpickler's own bound.
     expectRefused(cli(['summary', bomb]), /pickle stack is too deep/);
   });
 
   it('refuses a plain file over the byte limit before reading it', () => {
     const big = file('big.pickle', new Uint8Array(3 * 2 ** 20).fill(0x4e));
-    expectRefused(cli(['summary', big], { CUDA_MEMDIFF_MAX_BYTES: '1M' }), /the snapshot is 3,145,728 bytes, over the decode limit --max-bytes 1,048,576/);
+    expectRefused(
+      cli(['summary', big], { CUDA_MEMDIFF_MAX_BYTES: '1M' }),
+      /the snapshot is 3,145,728 bytes, over the decode limit --max-bytes 1,048,576/
+    );
   });
 
   it('refuses 3 million devices without a stack overflow', () => {
-    expectRefused(cli(['summary', file('devices.pickle.gz', HOSTILE.manyDevices())]), /traces for 3,000,000 devices, over the decode limit --max-devices 1,024/, 300);
+    expectRefused(
+      cli(['summary', file('devices.pickle.gz', HOSTILE.manyDevices())]),
+      /traces for 3,000,000 devices, over the decode limit --max-devices 1,024/,
+      300
+    );
   });
 
   it('refuses a device index past the limit', () => {
-    expectRefused(cli(['summary', file('device.pickle', HOSTILE.hugeDeviceIndex())]), /segment 0 is on device 2000000000, over the decode limit --max-devices/);
+    expectRefused(
+      cli(['summary', file('device.pickle', HOSTILE.hugeDeviceIndex())]),
+      /segment 0 is on device 2000000000, over the decode limit --max-devices/
+    );
   });
 
   it.each([
     ['a negative size', (w: any) => w.raw(0x4a, 0xfb, 0xff, 0xff, 0xff), /segment 0 block 0 size is negative \(-5\)/],
     ['a size of 1e300', (w: any) => w.float(1e300), /segment 0 block 0 size is out of range \(1e\+300\)/],
     ['a fractional size', (w: any) => w.float(2.5), /segment 0 block 0 size is not an integer/],
-    ['a size past 2^53', (w: any) => w.raw(0x8a, 8, 0, 0, 0, 0, 0, 0, 0x40, 0), /segment 0 block 0 size is out of range \(18014398509481984\)/]
+    [
+      'a size past 2^53',
+      (w: any) => w.raw(0x8a, 8, 0, 0, 0, 0, 0, 0, 0x40, 0),
+      /segment 0 block 0 size is out of range \(18014398509481984\)/
+    ]
   ])('refuses %s', (name, write, pattern) => {
     expectRefused(cli(['summary', file('size.pickle', HOSTILE.blockSize(write))]), pattern);
   });
@@ -133,7 +166,10 @@ describe('hostile snapshot files', () => {
 
   it('never runs code: GLOBAL and REDUCE of os.system are refused and the command does not run', () => {
     const marker = path.join(dir, 'pwned');
-    expectRefused(cli(['summary', file('system.pickle', HOSTILE.systemCall(marker))]), /refused pickle: it imports posix\.system, and a snapshot never needs code/);
+    expectRefused(
+      cli(['summary', file('system.pickle', HOSTILE.systemCall(marker))]),
+      /refused pickle: it imports posix\.system, and a snapshot never needs code/
+    );
     expect(fs.existsSync(marker)).toBe(false);
   });
 });
@@ -150,7 +186,11 @@ describe('terminal output', () => {
     expect(text.out).toContain('/tmp/\\x1b[31mred\\x0d\\x0aforged line.py:3');
     expect(text.out).not.toMatch(/^forged line/m);
     const json = JSON.parse(cli(['diff', before, after, '--json']).out);
-    expect(json.groups[0].site).toEqual({ filename: '/tmp/\x1b[31mred\r\nforged line.py', line: 3, name: '\x1b[2J\x1b]0;pwned\x07evil' });
+    expect(json.groups[0].site).toEqual({
+      filename: '/tmp/\x1b[31mred\r\nforged line.py',
+      line: 3,
+      name: '\x1b[2J\x1b]0;pwned\x07evil'
+    });
   });
 
   it('diffs 200,000 allocation sites and caps the table with a line saying how many it left out', () => {

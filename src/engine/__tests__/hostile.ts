@@ -124,7 +124,12 @@ function snapshot(segments: (w: PickleWriter) => void, traces: (w: PickleWriter)
   );
 }
 
-function segment(w: PickleWriter, address: number, blocks: (x: PickleWriter) => void, fields: [string, (x: PickleWriter) => void][] = []) {
+function segment(
+  w: PickleWriter,
+  address: number,
+  blocks: (x: PickleWriter) => void,
+  fields: [string, (x: PickleWriter) => void][] = []
+) {
   w.dict([
     ['device', x => x.int(0)],
     ['address', x => x.int(address)],

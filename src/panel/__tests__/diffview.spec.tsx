@@ -5,7 +5,7 @@ import * as path from 'path';
 import * as React from 'react';
 import { CellCodeNames, diffSnapshots, FrameTable, groupBySite, murmur2, normalizeSnapshot, readSnapshot } from '../../engine';
 import { DiffView } from '../diffview';
-import { StackView } from '../stack';
+import { StackView } from '../../components/stack';
 
 const trans = nullTranslator.load('jupyterlab_cuda_memdiff');
 const REC = path.resolve(__dirname, '../../../test-data/recordings/eval_without_no_grad--python');

@@ -7,7 +7,7 @@ import { DiffPanelModel, distinctFileNames, IFollowedNotebook, PanelSection } fr
 const REC = path.resolve(__dirname, '../../../test-data/recordings/eval_without_no_grad--python');
 const manifest = JSON.parse(fs.readFileSync(path.join(REC, 'manifest.json'), 'utf-8'));
 
-function notebookWith(count: number): IFollowedNotebook {
+function notebookWith(count: number): IFollowedNotebook & { store: SnapshotStore } {
   const store = new SnapshotStore();
   for (let k = 0; k < count; k++) {
     const after = manifest.cells[k].after;

@@ -4,7 +4,7 @@
  * clicked. Every string from a snapshot is rendered as text, never as markup.
  */
 import * as React from 'react';
-import { TranslationBundle } from '@jupyterlab/translation';
+import { nullTranslator, TranslationBundle } from '@jupyterlab/translation';
 import { CellCodeNames, FrameTable, ICellSource, IFrameFilterOptions, visibleStack } from '../engine';
 
 /** Where a frame points in the notebook. */
@@ -13,10 +13,18 @@ export interface ICellLocation {
   line: number;
 }
 
-/** The label and source line of a frame inside a notebook cell. */
-export function cellFrameLabel(cell: ICellSource, line: number): { label: string; sourceLine: string } {
+/** The labels (`Cell [5]`, `Cell [5], line 3`) and the source line of a frame inside a notebook cell. */
+export function cellFrameLabel(
+  cell: ICellSource,
+  line: number,
+  trans: TranslationBundle = nullTranslator.load('jupyterlab_cuda_memdiff')
+): { cellLabel: string; label: string; sourceLine: string } {
   const count = cell.executionCount === null || cell.executionCount === undefined ? ' ' : String(cell.executionCount);
-  return { label: `Cell [${count}], line ${line}`, sourceLine: cell.source.split('\n')[line - 1]?.trim() ?? '' };
+  return {
+    cellLabel: trans.__('Cell [%1]', count),
+    label: trans.__('Cell [%1], line %2', count, line),
+    sourceLine: cell.source.split('\n')[line - 1]?.trim() ?? ''
+  };
 }
 
 /** Props of StackView. */
@@ -52,7 +60,7 @@ export function StackView(props: IStackViewProps): JSX.Element {
           return (
             <li key={i} className="jp-CudaMemdiffStack-cell">
               {match.cells.map((cell, k) => {
-                const { label, sourceLine } = cellFrameLabel(cell, frame.line);
+                const { label, sourceLine } = cellFrameLabel(cell, frame.line, trans);
                 return (
                   <span key={cell.id}>
                     {k > 0 ? ` ${trans.__('or')} ` : ''}

@@ -5,16 +5,22 @@
  * moments) from the trace, which never leaves the worker.
  */
 import {
+  buildTimeline,
   diffSnapshots,
+  eventEntry,
   FrameTable,
   groupBySite,
+  ISnapshotTransfer,
+  ITimeline,
+  ITimelineSeries,
   readSnapshot,
   Snapshot,
+  snapshotAt,
+  timelineSeries,
+  toTransfer,
   totalBytes,
   visibleStack
 } from '../engine';
-import { buildTimeline, eventEntry, ITimeline, ITimelineSeries, snapshotAt, timelineSeries } from './timeline';
-import { ISnapshotTransfer, toTransfer } from './transfer';
 
 /** Parsed files by the page's id; a closed file is dropped, so its memory can be freed. */
 const opened = new Map<number, { snapshot: Snapshot; timeline: ITimeline | null }>();

@@ -4,12 +4,21 @@
 // boundaries are the cells', and the diff between two boundaries is the diff
 // of the two cells' own recorded pickles.
 import * as path from 'path';
-import { diffSnapshots, FrameTable, groupBySite, readSnapshot, totalBytes } from '../../engine';
+import {
+  buildTimeline,
+  diffSnapshots,
+  FrameTable,
+  fromTransfer,
+  groupBySite,
+  readSnapshot,
+  reframe,
+  timelineSeries,
+  toTransfer,
+  totalBytes
+} from '../../engine';
 import { manifestOf, readBytes, RECORDINGS } from '../../engine/__tests__/data';
-import { closeSnapshotFile, describeMoment, diffMoments, openSnapshotFile } from '../ops';
-import { buildTimeline, timelineSeries } from '../timeline';
-import { timelineGeometry } from '../timelineview';
-import { fromTransfer, reframe, toTransfer } from '../transfer';
+import { timelineGeometry } from '../../files/timelineview';
+import { closeSnapshotFile, describeMoment, diffMoments, openSnapshotFile } from '../files';
 
 const DIR = path.join(RECORDINGS, 'clean_training--python');
 const file = (name: string) => readBytes(path.join(DIR, name));
@@ -41,13 +50,16 @@ describe('the timeline of a snapshot file', () => {
     expect(g.momentAt(g.x(timeline.boundaries[1]) + 2, true)).toBe(timeline.boundaries[1] - 1);
   });
 
-  it('diffs two boundaries as the two cells\' recorded pickles diff', () => {
+  it("diffs two boundaries as the two cells' recorded pickles diff", () => {
     const opened = openSnapshotFile({ id: 1, bytes: file('cell04.pickle.gz'), width: 800 });
     expect(opened.traceEntries).toBe(3681);
     const [b0, b1] = opened.timeline!.boundaries;
     const moments = diffMoments({ id: 1, from: b0 - 1, to: b1 - 1 });
     const frames = new FrameTable();
-    const cells = diffSnapshots(readSnapshot(file('cell00.pickle.gz'), frames), readSnapshot(file('cell01.pickle.gz'), frames));
+    const cells = diffSnapshots(
+      readSnapshot(file('cell00.pickle.gz'), frames),
+      readSnapshot(file('cell01.pickle.gz'), frames)
+    );
     const top = groupBySite(cells)[0];
     const site = frames.frame(top.frameId);
     expect(moments.netBytes).toBe(cells.netBytes);
@@ -76,6 +88,8 @@ describe('moving a snapshot between the worker and the page', () => {
     const direct = diffSnapshots(before, readSnapshot(file('cell03.pickle.gz'), frames));
     const viaTransfer = diffSnapshots(before, moved);
     expect(viaTransfer.netBytes).toBe(direct.netBytes);
-    expect(groupBySite(viaTransfer).map(g => [g.frameId, g.netBytes])).toEqual(groupBySite(direct).map(g => [g.frameId, g.netBytes]));
+    expect(groupBySite(viaTransfer).map(g => [g.frameId, g.netBytes])).toEqual(
+      groupBySite(direct).map(g => [g.frameId, g.netBytes])
+    );
   });
 });

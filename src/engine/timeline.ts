@@ -6,7 +6,7 @@
  * moment, for diffing two moments. Pure functions over the normalized
  * snapshot; the engine worker runs them, the view draws their output.
  */
-import { Block, DeviceTotals, isAllocated, Snapshot, TraceEntry } from '../engine';
+import { Block, DeviceTotals, isAllocated, Snapshot, TraceEntry } from './model';
 
 /** Trace actions that change allocated memory. */
 const ALLOC = 'alloc';

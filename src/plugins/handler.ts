@@ -1,7 +1,8 @@
 /**
  * Per-notebook glue: one store and one kernel session per notebook document,
- * shared by all of its views ("New View for Notebook"), and the badges and
- * toolbar status of each view, created and disposed with it.
+ * shared by all of its views ("New View for Notebook"), and the badges of
+ * each view, created and disposed with it. (The toolbar status is a toolbar
+ * item the capture plugin declares; it finds the store through the registry.)
  */
 import { NotebookPanel } from '@jupyterlab/notebook';
 import { TranslationBundle } from '@jupyterlab/translation';
@@ -9,11 +10,10 @@ import { IDisposable } from '@lumino/disposable';
 import { CellBadges } from '../badges';
 import { IBadgeThresholds } from '../badges/view';
 import { IHolderAnswer } from '../engine';
-import { KernelComms } from './comms';
-import { BlockQuery, IHelperSettings } from './protocol';
-import { CaptureSession } from './session';
-import { CaptureStatus } from './status';
-import { SnapshotStore } from './store';
+import { KernelComms } from '../capture/comms';
+import { BlockQuery, IHelperSettings } from '../capture/protocol';
+import { CaptureSession } from '../capture/session';
+import { SnapshotStore } from '../capture/store';
 
 /** Everything the extension keeps for one notebook document. */
 export class NotebookCapture implements IDisposable {
@@ -41,15 +41,18 @@ export class NotebookCapture implements IDisposable {
     }
   }
 
-  /** Badge and status a view of this notebook; disposed with the view. */
+  /** Badge a view of this notebook; disposed with the view. */
   addView(panel: NotebookPanel): void {
     if (this._views.has(panel)) {
       return;
     }
-    const badges = new CellBadges({ panel, store: this.store, thresholds: this._options.thresholds });
-    const status = new CaptureStatus(this.store, this._options.trans);
-    panel.toolbar.insertItem(10, 'cuda-memdiff-status', status);
-    this._views.set(panel, { badges, status });
+    const badges = new CellBadges({
+      panel,
+      store: this.store,
+      thresholds: this._options.thresholds,
+      trans: this._options.trans
+    });
+    this._views.set(panel, { badges });
   }
 
   /** Forget a closed view; true when it was the last one. */
@@ -57,7 +60,6 @@ export class NotebookCapture implements IDisposable {
     const view = this._views.get(panel);
     if (view) {
       view.badges.dispose();
-      view.status.dispose();
       this._views.delete(panel);
     }
     return this._views.size === 0;
@@ -85,7 +87,7 @@ export class NotebookCapture implements IDisposable {
   }
 
   private readonly _options: NotebookCapture.IOptions;
-  private readonly _views = new Map<NotebookPanel, { badges: CellBadges; status: CaptureStatus }>();
+  private readonly _views = new Map<NotebookPanel, { badges: CellBadges }>();
   private _isDisposed = false;
 }
 

@@ -4,7 +4,7 @@
  * keeps no class), without its trace: the trace stays in the worker, which
  * answers the timeline's questions about it.
  */
-import { Block, DeviceTotals, Frame, FrameTable, Segment, Snapshot } from '../engine';
+import { Block, DeviceTotals, Frame, FrameTable, Segment, Snapshot } from './model';
 
 /** A snapshot as plain data: blocks and segments, and the frame table their stack ids index. */
 export interface ISnapshotTransfer {

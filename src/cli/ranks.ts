@@ -1,0 +1,124 @@
+/**
+ * `cuda-memdiff` on multi-rank sessions: the ranks side by side, which rank
+ * grows and from where, and one rank against another at a capture point.
+ * The findings are data (`ranksJson`); the text is one wording of them.
+ */
+import {
+  compareRanks,
+  formatBytes,
+  IFrameFilterOptions,
+  IRankedSession,
+  IRankGrowth,
+  rankGrowth,
+  rankPoints,
+  RanksVerdict,
+  ranksVerdict
+} from '../engine';
+import { siteJson, siteLabel } from './report';
+import { renderTable } from './table';
+
+function growthOf(ranked: IRankedSession, filter: IFrameFilterOptions): IRankGrowth[] {
+  return ranked.ranks.map(r => rankGrowth(r, filter));
+}
+
+export function ranksJson(ranked: IRankedSession, filter: IFrameFilterOptions) {
+  const growth = growthOf(ranked, filter);
+  return {
+    world_size: ranked.worldSize,
+    missing_ranks: ranked.missing,
+    ranks: ranked.ranks.map((r, i) => ({
+      rank: r.rank,
+      folder: r.folder,
+      host: r.host,
+      points: rankPoints(r).map(p => ({
+        index: p.index,
+        label: p.label,
+        step: p.step,
+        allocated_bytes: p.allocatedBytes,
+        reserved_bytes: p.reservedBytes,
+        memory_allocated: p.memoryAllocated
+      })),
+      growth: {
+        steps: growth[i].steps,
+        bytes_per_step: growth[i].bytesPerStep,
+        grows: growth[i].grows,
+        sites: growth[i].sites.map(s => ({
+          ...siteJson(ranked.frames, s.frameId),
+          bytes_per_step: s.bytesPerStep,
+          total_bytes: s.totalBytes
+        }))
+      }
+    })),
+    verdict: ranksVerdict(growth)
+  };
+}
+
+function growthText(ranked: IRankedSession, g: IRankGrowth): string {
+  const top = g.sites[0];
+  const from = top ? ` from ${siteLabel(ranked.frames, top.frameId)}` : '';
+  return `rank ${g.rank} grows ${formatBytes(g.bytesPerStep)} per step${from}`;
+}
+
+function verdictText(ranked: IRankedSession, growth: IRankGrowth[], verdict: RanksVerdict): string {
+  const byRank = (rank: number) => growth.find(g => g.rank === rank)!;
+  switch (verdict.code) {
+    case 'too-few-steps':
+      return 'Fewer than two optimizer-step capture points per rank: no growth to measure yet.';
+    case 'all-flat':
+      return 'Every rank is flat from step to step.';
+    case 'all-grow':
+      return `Every rank grows: ${verdict.growing.map(r => growthText(ranked, byRank(r))).join('; ')}.`;
+    case 'rank-grows': {
+      const others = verdict.flat.length === 1 ? `rank ${verdict.flat[0]} is flat` : `ranks ${verdict.flat.join(', ')} are flat`;
+      return `${verdict.growing.map(r => growthText(ranked, byRank(r))).join('; ')}; ${others}.`;
+    }
+  }
+}
+
+export function ranksText(ranked: IRankedSession, filter: IFrameFilterOptions): string {
+  const growth = growthOf(ranked, filter);
+  const points = ranked.ranks.map(rankPoints);
+  const rows = Math.max(...points.map(p => p.length));
+  const table = renderTable(
+    [{ header: 'point' }, ...ranked.ranks.map(r => ({ header: `rank ${r.rank}`, right: true }))],
+    Array.from({ length: rows }, (_, k) => [
+      points.find(p => p[k])?.[k].label ?? String(k),
+      ...points.map(p => (p[k] ? formatBytes(p[k].allocatedBytes) : '-'))
+    ])
+  );
+  const lines = [`${ranked.ranks.length} of ${ranked.worldSize} ranks, allocated memory at each capture point:`, '', table, ''];
+  if (ranked.missing.length) {
+    lines.push(`Missing: no folder for rank ${ranked.missing.join(', ')}.`);
+  }
+  lines.push(verdictText(ranked, growth, ranksVerdict(growth)));
+  return lines.join('\n');
+}
+
+/** Rank `a` against rank `b` at one capture point, by site. */
+export function compareJson(ranked: IRankedSession, a: number, b: number, point: number, filter: IFrameFilterOptions) {
+  return {
+    point,
+    a,
+    b,
+    sites: compareRanks(ranked, a, b, point, filter).map(s => ({
+      ...siteJson(ranked.frames, s.frameId),
+      a_bytes: s.aBytes,
+      b_bytes: s.bBytes,
+      delta_bytes: s.bBytes - s.aBytes
+    }))
+  };
+}
+
+export function compareText(ranked: IRankedSession, a: number, b: number, point: number, filter: IFrameFilterOptions, limit = 20): string {
+  const sites = compareRanks(ranked, a, b, point, filter);
+  if (sites.length === 0) {
+    return `Rank ${a} and rank ${b} hold the same bytes at every site at point ${point}.`;
+  }
+  const shown = sites.slice(0, limit);
+  const table = renderTable(
+    [{ header: `rank ${a}`, right: true }, { header: `rank ${b}`, right: true }, { header: 'difference', right: true }, { header: 'site' }],
+    shown.map(s => [formatBytes(s.aBytes), formatBytes(s.bBytes), formatBytes(s.bBytes - s.aBytes, true), siteLabel(ranked.frames, s.frameId)])
+  );
+  const more = sites.length > shown.length ? `\n(${sites.length - shown.length} more sites left out)` : '';
+  return `Rank ${a} against rank ${b} at point ${point}, live memory by allocation site:\n\n${table}${more}`;
+}

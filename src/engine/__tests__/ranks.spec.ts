@@ -1,0 +1,107 @@
+/**
+ * Multi-rank sessions read by the engine: real H200 recordings stand in for
+ * two ranks (each cell a capture point after an optimizer step), so the
+ * figures are real allocator states; only the rank layout is made here.
+ */
+import * as fs from 'fs';
+import * as path from 'path';
+import { compareRanks, loadRankedSession, rankFolders, rankGrowth, rankPoints, SnapshotError, totalBytes } from '..';
+import { manifestOf, RECORDINGS } from './data';
+
+const BY_FOLDER: Record<string, string> = {
+  rank0: 'clean_training--python', // flat after its first cell
+  rank1: 'rnn_hidden_no_detach--python', // +300 MiB per cell until the fix
+  rank3: 'clean_training--python'
+};
+
+/** A rank folder: the recording's files, its cells labelled as optimizer steps. */
+function readFile(folder: string, name: string): Uint8Array {
+  const recording = BY_FOLDER[folder];
+  if (name === 'manifest.json') {
+    const manifest = manifestOf(recording);
+    manifest.cells = manifest.cells.map((c, k) => ({ ...c, label: `step ${k + 1}`, step: k + 1 }));
+    return new TextEncoder().encode(JSON.stringify({ ...manifest, world_size: 4 }));
+  }
+  return new Uint8Array(fs.readFileSync(path.join(RECORDINGS, recording, name)));
+}
+
+describe('multi-rank sessions', () => {
+  it('finds rank folders in rank order and names the ranks it lacks', () => {
+    expect(rankFolders(['rank10', 'notes', 'rank2', 'rankx'])).toEqual([
+      { rank: 2, folder: 'rank2' },
+      { rank: 10, folder: 'rank10' }
+    ]);
+    const ranked = loadRankedSession(['rank3', 'rank0', 'rank1'], readFile);
+    expect(ranked.ranks.map(r => r.rank)).toEqual([0, 1, 3]);
+    expect(ranked.worldSize).toBe(4);
+    expect(ranked.missing).toEqual([2]);
+  });
+
+  it('refuses a folder with no ranks, and says which rank folder is broken', () => {
+    expect(() => loadRankedSession(['data'], readFile)).toThrow(SnapshotError);
+    expect(() => loadRankedSession(['rank0', 'rank7'], (folder, name) => (folder === 'rank7' ? (() => { throw new Error('ENOENT'); })() : readFile(folder, name)))).toThrow(
+      'rank7: no manifest.json'
+    );
+  });
+
+  it('shares one frame table, so a site is the same id on every rank', () => {
+    const ranked = loadRankedSession(['rank0', 'rank3'], readFile);
+    const [a, b] = ranked.ranks;
+    expect(a.session.frames).toBe(b.session.frames);
+    // The same recording on two ranks: nothing differs at any site.
+    expect(compareRanks(ranked, 0, 3, 2)).toEqual([]);
+  });
+
+  it('measures each rank from step to step: the growing rank, its site, and the flat one', () => {
+    const ranked = loadRankedSession(['rank0', 'rank1'], readFile);
+    const [flat, growing] = ranked.ranks.map(r => rankGrowth(r));
+    const points = rankPoints(ranked.ranks[1]);
+    expect(points.map(p => p.allocatedBytes)).toEqual(ranked.ranks[1].session.snapshots.map(s => totalBytes(s, 'allocatedBytes')));
+    expect(growing.grows).toBe(true);
+    expect(growing.steps).toBe(3);
+    expect(growing.bytesPerStep).toBe((points[3].allocatedBytes - points[0].allocatedBytes) / 3);
+    const site = ranked.frames.frame(growing.sites[0].frameId);
+    expect(site.line).toBe(3);
+    expect(growing.sites[0].bytesPerStep).toBeGreaterThan(150 * 2 ** 20);
+    expect(flat.grows).toBe(false);
+    expect(flat.sites).toEqual([]);
+  });
+
+  it('compares two ranks at a point by site, largest difference first', () => {
+    const ranked = loadRankedSession(['rank0', 'rank1'], readFile);
+    const sites = compareRanks(ranked, 0, 1, 2);
+    const delta = sites.reduce((n, s) => n + s.bBytes - s.aBytes, 0);
+    const [a, b] = ranked.ranks.map(r => totalBytes(r.session.snapshots[2], 'allocatedBytes'));
+    expect(delta).toBe(b - a);
+    expect(Math.abs(sites[0].bBytes - sites[0].aBytes)).toBeGreaterThanOrEqual(Math.abs(sites[1].bBytes - sites[1].aBytes));
+    expect(() => compareRanks(ranked, 0, 5, 0)).toThrow('no rank 5');
+    expect(() => compareRanks(ranked, 0, 1, 9)).toThrow('has no capture point 9');
+  });
+});
+
+describe('a DDP job recorded on an H200 (test-data/ranks/ddp_one_gpu)', () => {
+  const DDP = path.resolve(RECORDINGS, '../ranks/ddp_one_gpu');
+  const ranked = loadRankedSession(
+    fs.readdirSync(DDP),
+    (folder, name) => new Uint8Array(fs.readFileSync(path.join(DDP, folder, name))),
+    fs.readFileSync(path.join(DDP, 'ranks.json'), 'utf-8')
+  );
+
+  it("gives each rank's figures as that rank's own torch.cuda.memory_allocated()", () => {
+    for (const rank of ranked.ranks) {
+      const own = JSON.parse(fs.readFileSync(path.join(DDP, `rank${rank.rank}.allocated.json`), 'utf-8'));
+      expect(rankPoints(rank).map(p => p.allocatedBytes)).toEqual(own);
+      expect(rankPoints(rank).map(p => p.memoryAllocated)).toEqual(own);
+    }
+  });
+
+  it('names the rank that keeps 64 MiB a step and the line that allocates it', () => {
+    const [flat, growing] = ranked.ranks.map(r => rankGrowth(r));
+    expect(flat.grows).toBe(false);
+    expect(growing.grows).toBe(true);
+    expect(growing.bytesPerStep).toBeCloseTo(64 * 2 ** 20, -5);
+    const site = ranked.frames.frame(growing.sites[0].frameId);
+    expect([path.basename(site.filename), site.line, site.name]).toEqual(['ranks_cuda_job.py', 40, '_train']);
+    expect(growing.sites[0].totalBytes).toBe(4 * 64 * 2 ** 20);
+  });
+});

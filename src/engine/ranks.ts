@@ -1,0 +1,256 @@
+/**
+ * Multi-rank sessions (docs/ranks-format.md): one session folder per rank of
+ * a multi-process training job, `rank<R>/`, written by
+ * `cuda_memdiff_kernel.ranks`, each capture point a "cell". This module
+ * loads them into one frame table, so that a site is the same id on every
+ * rank, and compares the ranks: memory per capture point, which rank grows
+ * and from where, and one rank against another at the same point.
+ */
+import { SnapshotError } from './errors';
+import { allocationSite, IFrameFilterOptions } from './frames';
+import { FrameTable, isAllocated, Snapshot, totalBytes } from './model';
+import { ISession, loadSession } from './session';
+
+/** The index rank 0 writes (ranks.json); optional, the folders are enough. */
+export const RANKS_INDEX = 'ranks.json';
+
+/** `rank<R>` folder names, in rank order. */
+export function rankFolders(names: readonly string[]): { rank: number; folder: string }[] {
+  return names
+    .map(folder => ({ folder, match: /^rank(\d+)$/.exec(folder) }))
+    .filter(f => f.match)
+    .map(f => ({ rank: Number(f.match![1]), folder: f.folder }))
+    .sort((a, b) => a.rank - b.rank);
+}
+
+/** One rank's session. */
+export interface IRankSession {
+  readonly rank: number;
+  readonly folder: string;
+  readonly host: string | null;
+  readonly session: ISession;
+}
+
+/** Every rank of a job, sharing one frame table. */
+export interface IRankedSession {
+  /** The job's world size (from the index or the manifests; else the number of ranks found). */
+  readonly worldSize: number;
+  readonly ranks: readonly IRankSession[];
+  /** Ranks the world size promises that have no folder. */
+  readonly missing: readonly number[];
+  readonly frames: FrameTable;
+}
+
+/**
+ * Load the ranks' session folders; `readFile(folder, name)` returns a file's
+ * bytes, `indexText` is ranks.json's text when the folder has one.
+ */
+export function loadRankedSession(
+  folders: readonly string[],
+  readFile: (folder: string, name: string) => Uint8Array,
+  indexText: string | null = null
+): IRankedSession {
+  const found = rankFolders(folders);
+  if (found.length === 0) {
+    throw new SnapshotError('no rank<N> folders, so it is not a multi-rank session');
+  }
+  let indexWorld: number | null = null;
+  if (indexText !== null) {
+    try {
+      const index = JSON.parse(indexText) as { world_size?: unknown };
+      indexWorld = Number.isInteger(index.world_size) ? (index.world_size as number) : null;
+    } catch (reason) {
+      throw new SnapshotError(`${RANKS_INDEX} is not valid JSON (${(reason as Error).message})`);
+    }
+  }
+  const frames = new FrameTable();
+  const ranks = found.map(({ rank, folder }) => {
+    let manifestText: string;
+    try {
+      manifestText = new TextDecoder().decode(readFile(folder, 'manifest.json'));
+    } catch {
+      throw new SnapshotError(`${folder}: no manifest.json`);
+    }
+    let session: ISession;
+    try {
+      session = loadSession(manifestText, name => readFile(folder, name), frames);
+    } catch (reason) {
+      throw new SnapshotError(`${folder}: ${(reason as Error).message}`);
+    }
+    const host = session.manifest.host;
+    return { rank, folder, host: typeof host === 'string' ? host : null, session };
+  });
+  const manifestWorld = ranks.map(r => r.session.manifest.world_size).find(w => Number.isInteger(w)) as number | undefined;
+  const worldSize = Math.max(indexWorld ?? manifestWorld ?? 0, ranks[ranks.length - 1].rank + 1);
+  const have = new Set(ranks.map(r => r.rank));
+  const missing = Array.from({ length: worldSize }, (_, r) => r).filter(r => !have.has(r));
+  return { worldSize, ranks, missing, frames };
+}
+
+/** One capture point of a rank. */
+export interface IRankPoint {
+  readonly index: number;
+  readonly label: string;
+  readonly step: number | null;
+  /** Allocated bytes in the snapshot (all devices of the rank). */
+  readonly allocatedBytes: number;
+  readonly reservedBytes: number;
+  /** `torch.cuda.memory_allocated()` as the rank read it at the point, when recorded. */
+  readonly memoryAllocated: number | null;
+}
+
+/** A rank's capture points. */
+export function rankPoints(rank: IRankSession): IRankPoint[] {
+  return rank.session.manifest.cells.map((cell, k) => {
+    const extra = cell as unknown as { label?: unknown; step?: unknown };
+    const snapshot = rank.session.snapshots[k];
+    return {
+      index: cell.index,
+      label: typeof extra.label === 'string' ? extra.label : `point ${cell.index}`,
+      step: Number.isInteger(extra.step) ? (extra.step as number) : null,
+      allocatedBytes: totalBytes(snapshot, 'allocatedBytes'),
+      reservedBytes: totalBytes(snapshot, 'reservedBytes'),
+      memoryAllocated: typeof cell.after?.allocated === 'number' ? cell.after.allocated : null
+    };
+  });
+}
+
+/** Live bytes per allocation site (frame id, -1 for no stack) in one snapshot. */
+export function liveBytesBySite(snapshot: Snapshot, options: IFrameFilterOptions = {}): Map<number, number> {
+  const bySite = new Map<number, number>();
+  const siteOfStack = new Map<number, number>();
+  for (const block of snapshot.blocks) {
+    if (!isAllocated(block)) {
+      continue;
+    }
+    let site = siteOfStack.get(block.stack);
+    if (site === undefined) {
+      site = allocationSite(snapshot.frames, block.stack, options);
+      siteOfStack.set(block.stack, site);
+    }
+    bySite.set(site, (bySite.get(site) ?? 0) + block.size);
+  }
+  return bySite;
+}
+
+/** A site whose live memory grows from capture point to capture point. */
+export interface IGrowingSite {
+  readonly frameId: number;
+  readonly bytesPerStep: number;
+  readonly totalBytes: number;
+}
+
+/** How a rank's live memory moves over its optimizer-step capture points. */
+export interface IRankGrowth {
+  readonly rank: number;
+  /** Optimizer steps between the first and the last step point (0: fewer than two). */
+  readonly steps: number;
+  readonly bytesPerStep: number;
+  /** True when it rose at most intervals and by at least `GROWTH_FLOOR` per step. */
+  readonly grows: boolean;
+  /** Sites that grew, most per step first. */
+  readonly sites: readonly IGrowingSite[];
+}
+
+/** Growth under a MiB per step is noise (allocator rounding, small temporaries). */
+export const GROWTH_FLOOR = 1 << 20;
+
+/**
+ * A rank's growth between its step points (points a hand-placed `mark` made
+ * are left out: they need not sit at comparable moments). The first step
+ * point is the baseline, so the first step's gradients and optimizer state,
+ * made once, are not growth.
+ */
+export function rankGrowth(rank: IRankSession, options: IFrameFilterOptions = {}): IRankGrowth {
+  const points = rankPoints(rank);
+  const at = points.map((p, k) => ({ p, k })).filter(({ p }) => p.step !== null && p.label.startsWith('step'));
+  if (at.length < 2) {
+    return { rank: rank.rank, steps: 0, bytesPerStep: 0, grows: false, sites: [] };
+  }
+  const first = at[0];
+  const last = at[at.length - 1];
+  const steps = last.p.step! - first.p.step!;
+  let rises = 0;
+  for (let i = 1; i < at.length; i++) {
+    if (at[i].p.allocatedBytes > at[i - 1].p.allocatedBytes) {
+      rises++;
+    }
+  }
+  const total = last.p.allocatedBytes - first.p.allocatedBytes;
+  const bytesPerStep = steps > 0 ? total / steps : 0;
+  const grows = bytesPerStep >= GROWTH_FLOOR && rises * 2 > at.length - 1;
+  const sites: IGrowingSite[] = [];
+  if (grows) {
+    const before = liveBytesBySite(rank.session.snapshots[first.k], options);
+    const after = liveBytesBySite(rank.session.snapshots[last.k], options);
+    for (const [frameId, bytes] of after) {
+      const grew = bytes - (before.get(frameId) ?? 0);
+      if (grew / steps >= GROWTH_FLOOR) {
+        sites.push({ frameId, bytesPerStep: grew / steps, totalBytes: grew });
+      }
+    }
+    sites.sort((a, b) => b.bytesPerStep - a.bytesPerStep);
+  }
+  return { rank: rank.rank, steps, bytesPerStep, grows, sites };
+}
+
+/** What the ranks' growth says, as a code and its ranks. */
+export type RanksVerdict =
+  | { code: 'rank-grows'; growing: number[]; flat: number[] }
+  | { code: 'all-grow'; growing: number[] }
+  | { code: 'all-flat' }
+  | { code: 'too-few-steps' };
+
+/** The ranks' growth in one finding, as data for the CLI and the panel to word. */
+export function ranksVerdict(growth: readonly IRankGrowth[]): RanksVerdict {
+  if (growth.every(g => g.steps === 0)) {
+    return { code: 'too-few-steps' };
+  }
+  const growing = growth.filter(g => g.grows).map(g => g.rank);
+  if (growing.length === 0) {
+    return { code: 'all-flat' };
+  }
+  if (growing.length === growth.length) {
+    return { code: 'all-grow', growing };
+  }
+  return { code: 'rank-grows', growing, flat: growth.filter(g => !g.grows).map(g => g.rank) };
+}
+
+/** One site's live bytes on two ranks at the same capture point. */
+export interface IRankSiteComparison {
+  readonly frameId: number;
+  readonly aBytes: number;
+  readonly bBytes: number;
+}
+
+/**
+ * Rank `a` against rank `b` at capture point `point` (the same point index
+ * on both), by site: blocks of two processes are never the same block, so
+ * they are compared by where they were allocated, not by address.
+ */
+export function compareRanks(
+  ranked: IRankedSession,
+  a: number,
+  b: number,
+  point: number,
+  options: IFrameFilterOptions = {}
+): IRankSiteComparison[] {
+  const snapshotOf = (rank: number): Snapshot => {
+    const r = ranked.ranks.find(x => x.rank === rank);
+    if (!r) {
+      throw new SnapshotError(`no rank ${rank} in this session (ranks: ${ranked.ranks.map(x => x.rank).join(', ')})`);
+    }
+    const snapshot = r.session.snapshots[point];
+    if (!snapshot) {
+      throw new SnapshotError(`rank ${rank} has no capture point ${point} (it has ${r.session.snapshots.length})`);
+    }
+    return snapshot;
+  };
+  const left = liveBytesBySite(snapshotOf(a), options);
+  const right = liveBytesBySite(snapshotOf(b), options);
+  const sites = new Set([...left.keys(), ...right.keys()]);
+  return [...sites]
+    .map(frameId => ({ frameId, aBytes: left.get(frameId) ?? 0, bBytes: right.get(frameId) ?? 0 }))
+    .filter(s => s.aBytes !== s.bBytes)
+    .sort((x, y) => Math.abs(y.bBytes - y.aBytes) - Math.abs(x.bBytes - x.aBytes));
+}
