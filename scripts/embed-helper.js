@@ -75,6 +75,9 @@ export const WIRE_BLOCK_STATES = ${ts(c.BLOCK_STATES)} as const;
 export const HOLDER_KINDS = ${ts(c.HOLDER_KINDS)} as const;
 export type HolderKind = (typeof HOLDER_KINDS)[number];
 
+/** What a live block is for, in the kernel's precedence order (protocol.ROLES). */
+export const ROLES = ${ts(c.ROLES)} as const;
+export type Role = (typeof ROLES)[number];
 /** Why a cell has no snapshot (protocol.CELL_NOTES). */
 export const CELL_NOTES = ${ts(c.CELL_NOTES)} as const;
 export type CellNoteKind = (typeof CELL_NOTES)[number];

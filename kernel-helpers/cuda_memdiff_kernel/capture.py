@@ -15,6 +15,7 @@ import time
 import traceback
 
 from . import holders, process, protocol, torch_probe
+from .roles import RolePass
 from .channel import Frontends
 from .log import SnapshotLog
 from .replay import replay_from_environment
@@ -29,6 +30,7 @@ class CellCapture:
         self.shell = shell
         self.settings = dict(protocol.DEFAULT_SETTINGS, **(settings or {}))
         self.log = SnapshotLog(max_entries=self.settings["snapshots_kept"])
+        self.roles = RolePass()
         self.frontends = frontends if frontends is not None else Frontends(self.log)
         self.frontends.log = self.log
         self.replay = replay
@@ -285,10 +287,17 @@ class CellCapture:
                           dict(fields, reason="oom", devices=devices, before=before, replay=self.replay.name))
         fields.update(error=fields["error"] or recorded.get("error"), reason="cell", devices=devices, before=before,
                       peak=peak, replay=self.replay.name)
+        if isinstance(recorded.get("roles"), dict):  # the recording's roles stand in for the live pass
+            fields["roles"] = recorded["roles"]
         self._publish(self.replay.snapshot(recorded["snapshot_file"]), fields)
 
     def _publish(self, raw, fields):
         entry = self.log.add(raw, **fields)
+        if fields["reason"] == "cell" and self.replay is None:
+            # What each live block is for (roles.py): one additive field of the cell's snapshot message.
+            roles = self.roles.after_cell(self.shell, self.log.current)
+            if roles is not None:
+                entry.fields["roles"] = roles
         self.frontends.publish(entry)
 
     # -- metadata ------------------------------------------------------------

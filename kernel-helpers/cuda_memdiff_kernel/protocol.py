@@ -30,6 +30,11 @@ HOLDER_KINDS = ("variable", "graph", "output-cache", "traceback", "parameter", "
 # Why a cell has no snapshot (cell_note's ``note``).
 CELL_NOTES = ("not-recorded", "capture-failed")
 
+# What a live block is for, after a cell (roles.py); the order is the precedence when several
+# things keep one block.
+ROLES = ("parameter", "buffer", "gradient", "optimizer_state", "activation", "output_cache", "traceback", "user",
+         "workspace", "unknown")
+
 # The helper's settings and their defaults; schema/plugin.json offers the same keys in camelCase
 # (a test holds its defaults and choices to these).
 DEFAULT_SETTINGS = {
@@ -52,7 +57,7 @@ SETTING_CHOICES = {
 # The names the frontend reads from this module (scripts/embed-helper.js generates them into
 # src/engine/protocol.generated.ts), so both languages share one definition.
 FRONTEND_CONSTANTS = ("PROTOCOL_VERSION", "COMM_TARGET", "STATUSES", "BLOCK_STATES", "HOLDER_KINDS", "CELL_NOTES",
-                      "DEFAULT_SETTINGS", "SETTING_CHOICES")
+                      "ROLES", "DEFAULT_SETTINGS", "SETTING_CHOICES")
 
 
 def status_message(status, message="", **extra):

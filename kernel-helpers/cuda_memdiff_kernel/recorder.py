@@ -10,7 +10,9 @@ and after, and the snapshot taken at any out-of-memory error. The notebook's
 ``metadata.cuda_memdiff.expected`` (what an honest analysis must conclude) is
 copied into the manifest. With ``--holders`` it also asks, after each cell,
 who holds every live block (``holders.find_holders``) and writes the answer
-as ``cellNN.holders.json``.
+as ``cellNN.holders.json``. Every cell's roles (roles.py: what each live
+block is for) go into the manifest and, per block, ``cellNN.roles.json``;
+the snapshot's ``alloc`` trace entries get them as MemoryViz's ``category``.
 """
 import gzip
 import json
@@ -21,7 +23,8 @@ import sys
 import time
 
 from . import holders, torch_probe
-from .compact import block_addresses
+from .compact import FrameTable, block_addresses, read_state
+from .roles import RolePass, roles_file, stamp_categories
 
 # The figures a manifest keeps, under the wire's names (older manifests say max_*; readers take both).
 STAT_NAMES = {"allocated": "allocated", "reserved": "reserved", "peak_allocated": "peak_allocated",
@@ -82,6 +85,7 @@ def record(notebook_path, out_dir, settings=None, with_holders=False):
     torch_probe.attach_oom_observer(on_oom)
     shell = _shell()
     cells, code_names = [], {}
+    role_pass, frames = RolePass(), FrameTable()
     sources = ["".join(c["source"]) if isinstance(c["source"], list) else c["source"]
                for c in notebook["cells"] if c["cell_type"] == "code"]
     for index, source in enumerate(sources):
@@ -95,6 +99,9 @@ def record(notebook_path, out_dir, settings=None, with_holders=False):
         started = time.perf_counter()
         snapshot = torch_probe.raw_snapshot(include_traces=True)
         snapshot_seconds = time.perf_counter() - started
+        role_summary = role_pass.run(shell, read_state(snapshot, frames)[1])
+        by_block = role_pass.by_block
+        stamp_categories(snapshot, by_block)  # MemoryViz colours the allocations by role
         name = f"cell{index:02d}.pickle.gz"
         _dump(snapshot, os.path.join(out_dir, name))
         holders_file = None
@@ -102,6 +109,9 @@ def record(notebook_path, out_dir, settings=None, with_holders=False):
             holders_file = f"cell{index:02d}.holders.json"
             with open(os.path.join(out_dir, holders_file), "w", encoding="utf-8") as f:
                 json.dump(holders.find_holders(shell, _live_blocks(snapshot)), f)
+        roles_name = f"cell{index:02d}.roles.json"
+        with open(os.path.join(out_dir, roles_name), "w", encoding="utf-8") as f:
+            json.dump(roles_file(by_block), f)
         count = result.execution_count
         code_names[str(count)] = shell.compile.get_code_name(source, source, count) \
             if hasattr(shell.compile, "get_code_name") else None
@@ -114,6 +124,7 @@ def record(notebook_path, out_dir, settings=None, with_holders=False):
             "trace_entries": sum(len(t) for t in snapshot.get("device_traces", [])),
             "oom_snapshots": [e["file"] for e in oom_events[first_oom:]],
             **({"holders_file": holders_file} if holders_file else {}),
+            "roles": role_summary, "roles_file": roles_name,
             "before": before, "after": _stats(),
         })
     props = torch.cuda.get_device_properties(0)

@@ -6,6 +6,7 @@
 import { nullTranslator, TranslationBundle } from '@jupyterlab/translation';
 import { formatBytes } from '../engine';
 import { CellRecord } from '../capture/store';
+import { roleLines } from './roles';
 
 /** Allocated change above which a badge warns, and above which it alarms. */
 export interface IBadgeThresholds {
@@ -61,6 +62,7 @@ export function badgeView(
       formatBytes(record.allocatedBytes)
     )
   ];
+  lines.push(...roleLines(record));
   if (!record.peakExact) {
     lines.push(
       trans.__(

@@ -288,7 +288,8 @@ export class CaptureSession implements IDisposable {
       before: message.before,
       peak: message.peak,
       error: message.error,
-      replay: message.replay ?? null
+      replay: message.replay ?? null,
+      roles: message.roles
     });
     // A whole message: the wire works, so a later break gets its full budget of resends and reconnects.
     this._resends = 0;

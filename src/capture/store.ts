@@ -4,7 +4,17 @@
  */
 import { IDisposable } from '@lumino/disposable';
 import { ISignal, Signal } from '@lumino/signaling';
-import { FrameTable, IWireBefore, IWireDeviceStats, Snapshot, totalBytes } from '../engine';
+import {
+  FrameTable,
+  IRoleSummary,
+  IWireBefore,
+  IWireDeviceStats,
+  parseRoleSummary,
+  roleChange,
+  RoleBytes,
+  Snapshot,
+  totalBytes
+} from '../engine';
 import { DEFAULT_HELPER_SETTINGS, HelperStatus } from './protocol';
 
 /** One snapshot the helper took, after a cell or at an out-of-memory error. */
@@ -36,6 +46,10 @@ export interface CellRecord {
   readonly error: string | null;
   /** Name of the recorded session replayed in place of live snapshots, if any. */
   readonly replay: string | null;
+  /** What the memory alive after the cell is for (the kernel's role pass); null when the kernel sent none. */
+  readonly roles?: IRoleSummary | null;
+  /** Per role, the change since the kernel session's previous cell with roles (from nothing for its first). */
+  readonly roleNetBytes?: RoleBytes | null;
 }
 
 /** What the store knows of the helper in the current kernel. */
@@ -69,6 +83,8 @@ export interface ISnapshotEntry {
   peak?: { bytes: number; exact: boolean };
   error: string | null;
   replay: string | null;
+  /** The message's `roles`, checked here: a malformed one is dropped, the snapshot kept. */
+  roles?: unknown;
 }
 
 /** A notebook's snapshots. */
@@ -143,6 +159,8 @@ export class SnapshotStore implements IDisposable {
     const allocated = totalBytes(entry.snapshot, 'allocatedBytes');
     const reserved = totalBytes(entry.snapshot, 'reservedBytes');
     const before = entry.before;
+    const roles = Private.roles(entry.roles);
+    const previous = this._records.filter(r => r.kernelSession === this._kernelSession && r.reason === 'cell').pop();
     const record: CellRecord = {
       cellId: entry.cellId,
       executionCount: entry.executionCount,
@@ -157,7 +175,9 @@ export class SnapshotStore implements IDisposable {
       netBytes: allocated - (before ? before.reduce((n, d) => n + d.allocated, 0) : 0),
       reservedNetBytes: reserved - (before ? before.reduce((n, d) => n + (d.reserved ?? 0), 0) : 0),
       peakBytes: entry.peak?.bytes ?? entry.devices.reduce((n, d) => n + (d.peak_allocated ?? 0), 0),
-      peakExact: entry.peak?.exact ?? true
+      peakExact: entry.peak?.exact ?? true,
+      roles,
+      roleNetBytes: roles && (!previous || previous.roles) ? roleChange(previous?.roles?.bytes ?? null, roles.bytes) : null
     };
     if (entry.cellId !== null) {
       this._notes.delete(entry.cellId);
@@ -254,5 +274,19 @@ export namespace SnapshotStore {
 
   export interface IOptions {
     maxRecords?: number;
+  }
+}
+
+namespace Private {
+  /** The roles of a snapshot message, or null when it has none or they cannot be read. */
+  export function roles(raw: unknown): IRoleSummary | null {
+    if (raw === undefined || raw === null) {
+      return null;
+    }
+    try {
+      return parseRoleSummary(raw, 'roles');
+    } catch {
+      return null;
+    }
   }
 }

@@ -11,6 +11,7 @@ import {
   diffSnapshots,
   findLeaks,
   FrameTable,
+  groupByRole,
   groupBySite,
   IDecodeLimits,
   IFrameFilterOptions,
@@ -24,18 +25,20 @@ import {
   readSnapshot,
   reportCells,
   sessionExecutions,
+  sessionRoles,
   Snapshot,
   SnapshotError
 } from '../engine';
 import { diffJson, diffText, sessionJson, sessionText, summaryJson, summaryText } from './report';
 import { leaksJson, leaksText } from './leaks';
 import { compareJson, compareText, ranksJson, ranksText } from './ranks';
+import { diffRolesJson, diffRolesText, rolesBeside, sessionRolesText } from './roles';
 import { printableLines } from './table';
 
 const USAGE = `usage:
   cuda-memdiff summary FILE [--json]
-  cuda-memdiff diff BEFORE AFTER [--json] [--all-frames]
-  cuda-memdiff session DIR [--json] [--all-frames]
+  cuda-memdiff diff BEFORE AFTER [--json] [--all-frames] [--by role]
+  cuda-memdiff session DIR [--json] [--all-frames] [--by role]
   cuda-memdiff leaks DIR [--json] [--all-frames]
   cuda-memdiff session|leaks RANKS_DIR [--rank N] [--json]
   cuda-memdiff diff RANKS_DIR --ranks A,B [--point K] [--json]
@@ -46,6 +49,8 @@ snapshot per cell); RANKS_DIR is a multi-rank folder (rank0/, rank1/, ... each a
 folder, written by cuda_memdiff_kernel.ranks): without --rank, session and leaks compare the
 ranks and say which one grows. \`leaks\` ranks the session's cells by the memory they left alive:
 leak (grows on re-run, or held by nothing the user sees), retained (expected state) or ok.
+--by role groups memory by what it is for (parameter, gradient, optimizer_state, activation, ...),
+as the kernel recorded it: \`diff\` takes two snapshots of one session folder recorded with roles.
 
 Decode limits (a hostile file is refused with one line naming the one it broke); raise
 them for a real file with the flag or the environment variable (K, M, G: powers of 1024):
@@ -62,6 +67,8 @@ interface IArgs {
   operands: string[];
   json: boolean;
   allFrames: boolean;
+  /** `--by role`: group by what the memory is for. */
+  byRole: boolean;
   /** --rank N: one rank of a multi-rank folder. */
   rank: number | null;
   /** --ranks A,B: the two ranks `diff` compares. */
@@ -114,6 +121,7 @@ function parseArgs(argv: string[], env: NodeJS.ProcessEnv = process.env): IArgs 
   const limitFlags = new Map<string, string>();
   let json = false;
   let allFrames = false;
+  let byRole = false;
   let rank: number | null = null;
   let ranks: [number, number] | null = null;
   let point: number | null = null;
@@ -126,6 +134,12 @@ function parseArgs(argv: string[], env: NodeJS.ProcessEnv = process.env): IArgs 
         throw new UsageError(`${flag} takes a number`);
       }
       limitFlags.set(flag, value);
+    } else if (arg === '--by' || arg.startsWith('--by=')) {
+      const value = arg === '--by' ? argv[++i] : arg.slice('--by='.length);
+      if (value !== 'role') {
+        throw new UsageError(`--by takes 'role'${value === undefined ? '' : `, not '${value}'`}`);
+      }
+      byRole = true;
     } else if (arg === '--rank') {
       rank = integerOption('--rank', argv[++i]);
     } else if (arg === '--point') {
@@ -141,7 +155,7 @@ function parseArgs(argv: string[], env: NodeJS.ProcessEnv = process.env): IArgs 
     } else if (arg === '--all-frames') {
       allFrames = true;
     } else if (arg === '-h' || arg === '--help') {
-      return { command: 'help', operands: [], json, allFrames, rank, ranks, point, limits: decodeLimits() };
+      return { command: 'help', operands: [], json, allFrames, byRole, rank, ranks, point, limits: decodeLimits() };
     } else if (arg.startsWith('--')) {
       throw new UsageError(`unknown option ${arg}`);
     } else {
@@ -152,8 +166,11 @@ function parseArgs(argv: string[], env: NodeJS.ProcessEnv = process.env): IArgs 
   if (!command) {
     throw new UsageError('no command given');
   }
+  if (byRole && command !== 'session' && command !== 'diff') {
+    throw new UsageError(`${command} does not take --by`);
+  }
   const limits = decodeLimits(limitOverrides(limitFlags, env));
-  return { command, operands: rest, json, allFrames, rank, ranks, point, limits };
+  return { command, operands: rest, json, allFrames, byRole, rank, ranks, point, limits };
 }
 
 function readBytes(file: string, limits: IDecodeLimits): Uint8Array {
@@ -270,6 +287,10 @@ export function run(argv: string[]): string {
       const before = readSnapshotFile(args.operands[0], frames, args.limits);
       const after = readSnapshotFile(args.operands[1], frames, args.limits);
       const diff = diffSnapshots(before, after);
+      if (args.byRole) {
+        const roles = groupByRole(diff, rolesBeside(args.operands[0]), rolesBeside(args.operands[1]), filter);
+        return out(diffRolesJson(diff, roles, filter), () => diffRolesText(diff, roles));
+      }
       const groups = groupBySite(diff, filter);
       return out(diffJson(diff, groups, filter), () => diffText(diff, groups, filter));
     }
@@ -284,7 +305,16 @@ export function run(argv: string[]): string {
       const cells = new CellCodeNames(
         session.manifest.cells.map(c => ({ id: String(c.index), source: c.source, executionCount: c.execution_count }))
       );
-      return out(sessionJson(reports, session.frames, filter, cells), () => sessionText(reports, session.frames));
+      // The folder of the session's files: DIR, or a rank's own folder in a multi-rank one.
+      const dir = args.rank === null ? args.operands[0] : path.join(args.operands[0], `rank${args.rank}`);
+      const roles = sessionRoles(session.manifest, name => readBytes(path.join(dir, name), args.limits));
+      if (args.byRole && roles.every(r => r === null)) {
+        throw new SnapshotError(`${dir}: no cell has recorded roles (record it with cuda_memdiff_kernel.recorder)`);
+      }
+      // Each cell's bytes alive after it by role; null where the cell was recorded without roles.
+      const json = sessionJson(reports, session.frames, filter, cells);
+      json.cells.forEach((cell, k) => Object.assign(cell, { roles: roles[k]?.bytes ?? null }));
+      return out(json, () => (args.byRole ? sessionRolesText(reports, roles) : sessionText(reports, session.frames)));
     }
     case 'leaks': {
       expectOperands(args, 1, 'one DIR');

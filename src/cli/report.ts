@@ -16,7 +16,7 @@ import {
   totalBytes,
   visibleStack
 } from '../engine';
-import { ITableNote, printable, renderTable } from './table';
+import { IColumn, ITableNote, printable, renderTable } from './table';
 
 /** The line a table shows where the kernel restarted (`kernel` is the new kernel's position). */
 export function restartNote(kernel: number): ITableNote {
@@ -138,12 +138,7 @@ export function summaryText(snapshot: Snapshot): string {
 }
 
 /** `diff --json`. */
-export function diffJson(
-  diff: SnapshotDiff,
-  groups: AllocationSite[],
-  options: IFrameFilterOptions,
-  cells?: CellCodeNames
-) {
+export function diffJson(diff: SnapshotDiff, groups: AllocationSite[], options: IFrameFilterOptions, cells?: CellCodeNames) {
   return {
     born_bytes: diff.bornBytes,
     freed_bytes: diff.freedBytes,
@@ -162,6 +157,22 @@ export function diffJson(
   };
 }
 
+/** The columns of a table of changes: net, born, freed, blocks, then what changed (`what`). */
+export function changeColumns(what: string): IColumn[] {
+  return [
+    { header: 'net', right: true },
+    { header: 'born', right: true },
+    { header: 'freed', right: true },
+    { header: 'blocks', right: true },
+    { header: what }
+  ];
+}
+
+/** A row of a table of changes. */
+export function changeRow(c: { netBytes: number; bornBytes: number; freedBytes: number; count: number }, what: string): string[] {
+  return [formatBytes(c.netBytes, true), formatBytes(c.bornBytes), formatBytes(c.freedBytes), String(c.count), what];
+}
+
 /** `diff` for people: a summary line, the groups, and the stack of each. */
 export function diffText(diff: SnapshotDiff, groups: AllocationSite[], options: IFrameFilterOptions): string {
   const table = diff.frames;
@@ -172,29 +183,8 @@ export function diffText(diff: SnapshotDiff, groups: AllocationSite[], options: 
   if (!groups.length) {
     return `${head}\nno allocated block changed`;
   }
-  const rows = groups.map(g => [
-    formatBytes(g.netBytes, true),
-    formatBytes(g.bornBytes),
-    formatBytes(g.freedBytes),
-    String(g.count),
-    siteLabel(table, g.frameId)
-  ]);
-  const parts = [
-    head,
-    '',
-    renderTable(
-      [
-        { header: 'net', right: true },
-        { header: 'born', right: true },
-        { header: 'freed', right: true },
-        { header: 'blocks', right: true },
-        { header: 'allocation site' }
-      ],
-      rows,
-      undefined,
-      'allocation sites'
-    )
-  ];
+  const rows = groups.map(g => changeRow(g, siteLabel(table, g.frameId)));
+  const parts = [head, '', renderTable(changeColumns('allocation site'), rows, undefined, 'allocation sites')];
   for (const g of groups.slice(0, 10)) {
     parts.push('', `${formatBytes(g.netBytes, true)} at ${siteLabel(table, g.frameId)}`);
     for (const e of visibleStack(table, g.stack, options)) {
@@ -210,12 +200,7 @@ export function diffText(diff: SnapshotDiff, groups: AllocationSite[], options: 
 }
 
 /** `session --json`. */
-export function sessionJson(
-  reports: ICellReport[],
-  table: FrameTable,
-  options: IFrameFilterOptions,
-  cells: CellCodeNames
-) {
+export function sessionJson(reports: ICellReport[], table: FrameTable, options: IFrameFilterOptions, cells: CellCodeNames) {
   return {
     cells: reports.map(r => ({
       index: r.index,

@@ -120,6 +120,8 @@ export interface IExportCell {
    * a change from the cell before is a kernel restart or change.
    */
   kernelSession?: number;
+  /** The kernel's roles after the cell (bytes per role), written as the manifest's `roles` when known. */
+  roles?: { bytes: Readonly<Record<string, number>>; partial: boolean } | null;
 }
 
 function stats(snapshot: Snapshot, devices: readonly IWireDeviceStats[]) {
@@ -187,6 +189,7 @@ export function sessionFolderFiles(cells: readonly IExportCell[], meta: { [key: 
       blocks: cell.snapshot.blocks.length,
       segments: cell.snapshot.segments.length,
       ...(cell.kernelSession !== undefined ? { kernel_session: cell.kernelSession } : {}),
+      ...(cell.roles ? { roles: { bytes: cell.roles.bytes, partial: cell.roles.partial } } : {}),
       before,
       after
     };

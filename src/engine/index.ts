@@ -24,4 +24,5 @@ export * from './findings';
 export * from './leaks';
 export * from './timeline';
 export * from './transfer';
+export * from './roles';
 export * from './ranks';

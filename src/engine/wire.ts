@@ -72,6 +72,8 @@ export interface IWireSnapshot {
   oom?: { device?: number; alloc?: number; device_free?: number; count?: number };
   replay?: string;
   capture_ms?: number;
+  /** What the live blocks are for after the cell (the kernel's role pass); engine/roles.ts reads it. */
+  roles?: { bytes: Record<string, number>; partial: boolean; elapsed_ms: number; reused?: boolean };
 }
 
 // Block states by their code in the block table (the helper's protocol.BLOCK_STATES).

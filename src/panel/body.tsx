@@ -185,7 +185,9 @@ function ChartBody(props: { model: DiffPanelModel; trans: TranslationBundle }): 
         reservedBytes: totalBytes(r.snapshot, 'reservedBytes', device),
         oom: model.notebook?.store.hadOom(r) ?? false,
         label: recordLabel(r, model, trans),
-        kernelSession: r.kernelSession
+        kernelSession: r.kernelSession,
+        // The kernel's roles are summed over devices: stacked only when the chart shows them all.
+        roles: device === null ? (r.roles?.bytes ?? null) : null
       })),
     [records, model, device, trans]
   );

@@ -1,12 +1,12 @@
 /**
  * Geometry of the session chart, in pure functions: allocated and reserved
  * memory per snapshot as step lines, one step per cell execution, ticks at
- * binary sizes (128 MiB, 256 MiB, 1 GiB) and a mark where the kernel
- * restarted. d3 computes scales and paths; the React component only draws them.
+ * binary sizes (128 MiB, 256 MiB, 1 GiB), a mark where the kernel
+ * restarted, and allocated memory stacked by role where the kernel gave roles. d3 computes scales and paths; the React component only draws them.
  */
 import { scaleLinear } from 'd3-scale';
-import { curveStepAfter, line } from 'd3-shape';
-import { formatBytes } from '../engine';
+import { area, curveStepAfter, line } from 'd3-shape';
+import { formatBytes, RoleBytes, ROLES } from '../engine';
 
 /** One snapshot on the chart. */
 export interface IChartInput {
@@ -16,6 +16,14 @@ export interface IChartInput {
   label: string;
   /** The kernel session the snapshot came from; a change between two snapshots is a restart. */
   kernelSession?: number;
+  /** Allocated bytes by role after the snapshot's cell; absent or null when the kernel gave none. */
+  roles?: RoleBytes | null;
+}
+
+/** One role's band of allocated memory, stacked on the roles before it. */
+export interface IRoleArea {
+  role: string;
+  path: string;
 }
 
 /** A snapshot's place on the chart. */
@@ -36,6 +44,8 @@ export interface IChartLayout {
   ticks: { y: number; label: string }[];
   /** Where a snapshot from a new kernel session follows one of an earlier session. */
   restarts: { x: number; index: number }[];
+  /** Allocated memory stacked by role, in the kernel's role order; empty when no snapshot has roles. */
+  roleAreas: IRoleArea[];
   width: number;
   height: number;
   plotLeft: number;
@@ -107,6 +117,7 @@ export function chartLayout(inputs: readonly IChartInput[], size: IChartSize): I
     allocatedPath: path(p => p.yAllocated),
     reservedPath: path(p => p.yReserved),
     ticks: ticks.map(v => ({ y: y(v), label: tickLabel(v) })),
+    roleAreas: roleAreas(points, right, y),
     restarts: points
       .filter((p, k) => k > 0 && p.kernelSession !== undefined && p.kernelSession !== points[k - 1].kernelSession)
       .map(p => ({ x: p.x, index: p.index })),
@@ -114,4 +125,33 @@ export function chartLayout(inputs: readonly IChartInput[], size: IChartSize): I
     height: size.height,
     plotLeft: left
   };
+}
+
+/**
+ * Stacked step areas, one per role that holds memory somewhere: each
+ * snapshot's roles piled up from the axis (a snapshot without roles adds
+ * nothing, so the stack dips to the axis there).
+ */
+export function roleAreas(points: readonly IChartPoint[], right: number, y: (bytes: number) => number): IRoleArea[] {
+  const used = ROLES.filter(role => points.some(p => (p.roles?.[role] ?? 0) > 0));
+  if (!used.length) {
+    return [];
+  }
+  const base = points.map(() => 0);
+  const shape = area<[number, number, number]>()
+    .curve(curveStepAfter)
+    .x(v => v[0])
+    .y0(v => v[1])
+    .y1(v => v[2]);
+  return used.map(role => {
+    const vertices: [number, number, number][] = points.map((p, k) => {
+      const low = base[k];
+      base[k] += p.roles?.[role] ?? 0;
+      return [p.x, y(low), y(base[k])];
+    });
+    if (vertices.length) {
+      vertices.push([right, ...vertices[vertices.length - 1].slice(1)] as [number, number, number]);
+    }
+    return { role, path: shape(vertices) ?? '' };
+  });
 }

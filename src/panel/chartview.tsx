@@ -1,12 +1,13 @@
 /**
  * The session chart: allocated and reserved memory after each cell as step
  * lines, OOM markers, a dashed line where the kernel restarted, the selected
- * cell highlighted. Hover names the cell,
+ * cell highlighted; allocated memory stacked by role on request, when the
+ * kernel gave roles. Hover names the cell,
  * click or Enter selects it, arrow keys move the selection.
  */
 import * as React from 'react';
 import { TranslationBundle } from '@jupyterlab/translation';
-import { formatBytes } from '../engine';
+import { formatBytes, roleLabel, ROLES } from '../engine';
 import { chartLayout, IChartInput } from './chart';
 import { useWidth } from './width';
 
@@ -30,6 +31,8 @@ export function SessionChart(props: ISessionChartProps): JSX.Element {
   const figure = React.useRef<HTMLElement>(null);
   const width = useWidth(figure, DEFAULT_WIDTH);
   const layout = React.useMemo(() => chartLayout(inputs, { width, height: HEIGHT }), [inputs, width]);
+  const [byRole, setByRole] = React.useState(false);
+  const stacked = byRole && layout.roleAreas.length > 0;
   const onKey = (event: React.KeyboardEvent, index: number) => {
     if (event.key === 'Enter' || event.key === ' ') {
       onSelect(index);
@@ -72,7 +75,7 @@ export function SessionChart(props: ISessionChartProps): JSX.Element {
             onClick={() => onSelect(p.index)}
             onKeyDown={e => onKey(e, p.index)}
           >
-            <title>{trans.__('%1\n%2 allocated, %3 reserved', p.label, formatBytes(p.allocatedBytes), formatBytes(p.reservedBytes))}</title>
+            <title>{trans.__('%1\n%2 allocated, %3 reserved', p.label, formatBytes(p.allocatedBytes), formatBytes(p.reservedBytes)) + (stacked ? Private.rolesTitle(p.roles) : '')}</title>
           </rect>
         ))}
         {layout.restarts.map(r => (
@@ -89,6 +92,11 @@ export function SessionChart(props: ISessionChartProps): JSX.Element {
             <title>{trans.__('The kernel restarted before %1', layout.points[r.index].label)}</title>
           </g>
         ))}
+        {stacked
+          ? layout.roleAreas.map(a => (
+              <path key={`role-${a.role}`} className={`jp-CudaMemdiffChart-role jp-mod-${a.role}`} d={a.path} />
+            ))
+          : null}
         <path className="jp-CudaMemdiffChart-reserved" d={layout.reservedPath} />
         <path className="jp-CudaMemdiffChart-allocated" d={layout.allocatedPath} />
         {layout.points
@@ -108,7 +116,42 @@ export function SessionChart(props: ISessionChartProps): JSX.Element {
             <span className="jp-CudaMemdiffChart-key jp-mod-restart">{trans.__('kernel restart')}</span>
           </>
         ) : null}
+        {stacked
+          ? layout.roleAreas.map(a => (
+              <React.Fragment key={`key-${a.role}`}>
+                {' '}
+                <span className={`jp-CudaMemdiffChart-key jp-CudaMemdiffChart-roleKey jp-mod-${a.role}`}>
+                  {trans.__(roleLabel(a.role))}
+                </span>
+              </React.Fragment>
+            ))
+          : null}
+        {layout.roleAreas.length ? (
+          <>
+            {' '}
+            <button
+              type="button"
+              className="jp-CudaMemdiffChart-byRole"
+              aria-pressed={byRole}
+              title={trans.__('Stack allocated memory by what it is for: parameters, gradients, optimizer state, activations, ...')}
+              onClick={() => setByRole(!byRole)}
+            >
+              {trans.__('by role')}
+            </button>
+          </>
+        ) : null}
       </figcaption>
     </figure>
   );
+}
+
+namespace Private {
+  /** A snapshot's roles for its band's title: the roles that hold memory, largest first. */
+  export function rolesTitle(roles: IChartInput['roles']): string {
+    if (!roles) {
+      return '';
+    }
+    const held = ROLES.filter(r => roles[r] > 0).sort((a, b) => roles[b] - roles[a]);
+    return held.map(r => `\n${formatBytes(roles[r])} ${roleLabel(r)}`).join('');
+  }
 }

@@ -86,7 +86,8 @@ export const exportPlugin: JupyterFrontEndPlugin<void> = {
                 )
                 .map(o => o.snapshot),
               devices: r.devices,
-              kernelSession: r.kernelSession
+              kernelSession: r.kernelSession,
+              roles: r.roles
             };
           });
         const folder = await freshPath(

@@ -1,0 +1,94 @@
+"""Cost of the per-cell role pass against the helper's per-cell capture, on a CUDA machine.
+
+    PYTHONPATH=kernel-helpers python3 bench/roles_cuda.py
+
+In a real IPython shell with allocation history on (the helper's default):
+a 100M-parameter model trained one AdamW step (parameters, gradients,
+optimizer state), an eval pass outside no_grad whose outputs keep their
+graphs, and a list of small tensors that brings the live blocks to about
+10,000 and then 40,000. Prints, median of 5: the helper's capture of a cell
+that changed 300 blocks (snapshot, the log's changes, the message for one
+frontend as JSON), the role pass from scratch and reused (nothing changed),
+and their ratio. The target is a pass of at most 20% of the capture.
+"""
+import statistics
+import time
+
+import torch
+from IPython.core.interactiveshell import InteractiveShell
+
+from cuda_memdiff_kernel import torch_probe
+from cuda_memdiff_kernel.channel import Frontends
+from cuda_memdiff_kernel.log import SnapshotLog
+from cuda_memdiff_kernel.roles import RolePass
+from helper_cuda import SizeComm  # bench/ is the script's folder, so on sys.path
+
+RUNS = 5
+MODEL = """
+import torch, torch.nn as nn
+model = nn.Sequential(*[nn.Sequential(nn.Linear(2048, 4096), nn.GELU(), nn.Linear(4096, 2048), nn.LayerNorm(2048))
+                        for _ in range(6)]).cuda()
+opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+x = torch.randn(64, 2048, device='cuda')
+model(x).square().mean().backward()
+opt.step()
+preds = [model(torch.randn(16, 2048, device='cuda')) for _ in range(8)]
+"""
+
+
+def median_ms(fn, before=None):
+    times = []
+    for _ in range(RUNS):
+        if before is not None:
+            before()
+        t = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t) * 1000)
+    return statistics.median(times)
+
+
+def main():
+    torch_probe.start_history("all", "python", 100000)
+    shell = InteractiveShell.instance()
+    assert shell.run_cell(MODEL).success
+    params = sum(p.numel() for p in shell.user_ns["model"].parameters())
+    for target in (10_000, 40_000):
+        blocks_now = sum(1 for s in torch.cuda.memory.memory_snapshot(include_traces=False) for b in s["blocks"]
+                         if b["state"] == "active_allocated")
+        fill = f"small_{target} = [torch.empty(256, device='cuda') for _ in range({target - blocks_now})]"
+        assert shell.run_cell(fill).success
+        log = SnapshotLog()
+        frontends = Frontends(log)
+        frontends.attach(SizeComm())
+        churn = []
+
+        def capture():
+            raw = torch_probe.raw_snapshot(include_traces=False)
+            entry = log.add(raw, reason="cell", cell_id="c", execution_count=1, error=None,
+                            devices=torch_probe.device_stats())
+            frontends.publish(entry)
+
+        def change_300_blocks():
+            churn[:] = [torch.empty(512, device="cuda") for _ in range(300)]
+
+        capture()
+        capture_ms = median_ms(capture, change_300_blocks)
+        live = sum(1 for r in log.current.values() if r[4] == 0)
+        fresh_pass = None
+
+        def fresh():
+            nonlocal fresh_pass
+            fresh_pass = RolePass()
+            fresh_pass.answer = fresh_pass.run(shell, log.current)
+
+        fresh_ms = median_ms(fresh)
+        answer = fresh_pass.answer
+        reused_ms = median_ms(lambda: fresh_pass.run(shell, log.current))
+        mib = {k: round(v / 2**20, 1) for k, v in answer["bytes"].items() if v}
+        print(f"{live} live blocks, {params / 1e6:.0f}M parameters: capture {capture_ms:.1f} ms; role pass "
+              f"{fresh_ms:.1f} ms ({100 * fresh_ms / capture_ms:.0f}% of capture), reused {reused_ms:.1f} ms "
+              f"({100 * reused_ms / capture_ms:.0f}%); partial={answer['partial']}; MiB by role {mib}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,72 @@
+/**
+ * @jest-environment node
+ */
+// `--by role` in the built `cuda-memdiff` bin, on a session the H200 recorded with roles.
+import { spawnSync } from 'child_process';
+import * as path from 'path';
+
+const ROOT = path.resolve(__dirname, '../../..');
+const BIN = path.join(ROOT, 'bin', 'cuda-memdiff.js');
+const DIR = path.join(ROOT, 'test-data', 'roles', 'training_roles--python');
+const NO_ROLES = path.join(ROOT, 'test-data', 'recordings', 'clean_training--python');
+
+function cli(...args: string[]) {
+  const r = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf-8' });
+  return { code: r.status, out: r.stdout, err: r.stderr };
+}
+
+describe('cuda-memdiff session --by role', () => {
+  it('gives each cell its bytes by role in --json, null where none were recorded', () => {
+    const out = JSON.parse(cli('session', DIR, '--json').out);
+    expect(Object.keys(out.cells[4].roles)).toEqual([
+      'parameter', 'buffer', 'gradient', 'optimizer_state', 'activation', 'output_cache', 'traceback', 'user', 'workspace', 'unknown'
+    ]);
+    for (const cell of out.cells) {
+      const sum = Object.values(cell.roles as Record<string, number>).reduce((n, v) => n + v, 0);
+      expect(sum).toBe(cell.allocated_bytes);
+    }
+    expect(out.cells[4].roles.optimizer_state).toBe(2 * out.cells[4].roles.parameter);
+    const plain = JSON.parse(cli('session', NO_ROLES, '--json').out);
+    expect(plain.cells.every((c: { roles: unknown }) => c.roles === null)).toBe(true);
+  });
+
+  it('prints a column per role the session used', () => {
+    const r = cli('session', DIR, '--by', 'role');
+    expect(r.code).toBe(0);
+    expect(r.out).toMatch(/^cell\s+exec\s+allocated\s+parameter\s+buffer\s+gradient\s+optimizer_state\s+activation\s+output_cache\s+user\s+workspace\s+roles$/m);
+    expect(r.out).toMatch(/^\s+4\s+\[5\]\s+93\.8 MiB\s+5\.06 MiB\s+8\.50 KiB\s+5\.06 MiB\s+10\.1 MiB\s+8\.51 MiB\s+0 B\s+24\.5 KiB\s+65\.0 MiB$/m);
+    expect(r.out).not.toMatch(/traceback/);
+  });
+
+  it('says in one line when the folder has no roles', () => {
+    const r = cli('session', NO_ROLES, '--by', 'role');
+    expect(r.code).toBe(1);
+    expect(r.err.trim()).toBe(`cuda-memdiff: ${NO_ROLES}: no cell has recorded roles (record it with cuda_memdiff_kernel.recorder)`);
+  });
+});
+
+describe('cuda-memdiff diff --by role', () => {
+  const before = path.join(DIR, 'cell03.pickle.gz');
+  const after = path.join(DIR, 'cell04.pickle.gz');
+
+  it('groups the change by role, then by site', () => {
+    const out = JSON.parse(cli('diff', before, after, '--by=role', '--json').out);
+    expect(out.roles.map((g: { role: string }) => g.role)).toEqual(['activation', 'user']);
+    expect(out.roles.reduce((n: number, g: { net_bytes: number }) => n + g.net_bytes, 0)).toBe(out.net_bytes);
+    expect(out.roles[0].sites[0].site).toEqual(expect.objectContaining({ line: 2 }));
+    const text = cli('diff', before, after, '--by', 'role').out;
+    expect(text).toMatch(/^\+8\.01 MiB\s+8\.01 MiB\s+0 B\s+6\s+activation$/m);
+    expect(text).toMatch(/^\+8\.01 MiB\s+8\.01 MiB\s+0 B\s+6\s+ <ipython-input-5-\w+>:2 <module>$/m);
+  });
+
+  it('refuses snapshots without recorded roles, and other groupings, in one line', () => {
+    const plain = path.join(NO_ROLES, 'cell00.pickle.gz');
+    const r = cli('diff', plain, plain, '--by', 'role');
+    expect(r.code).toBe(1);
+    expect(r.err).toMatch(/cell00\.pickle\.gz: no roles recorded for it/);
+    const bad = cli('diff', before, after, '--by', 'size');
+    expect(bad.code).toBe(2);
+    expect(bad.err.split('\n')[0]).toBe("cuda-memdiff: --by takes 'role', not 'size'");
+    expect(cli('leaks', DIR, '--by', 'role').err.split('\n')[0]).toBe('cuda-memdiff: leaks does not take --by');
+  });
+});

@@ -1,0 +1,103 @@
+/**
+ * `--by role`: the CLI's renderings of memory by role (parameter, gradient,
+ * optimizer state, activation, ...), for `session` and `diff`; and where a
+ * recorded snapshot's roles are found.
+ */
+import * as fs from 'fs';
+import * as path from 'path';
+import {
+  BlockRoles,
+  CellCodeNames,
+  formatBytes,
+  ICellReport,
+  ICellRoles,
+  IFrameFilterOptions,
+  IRoleGroup,
+  parseManifest,
+  ROLES,
+  SnapshotDiff,
+  SnapshotError,
+  sessionRoles
+} from '../engine';
+import { changeColumns, changeRow, groupJson, restartNote, siteLabel } from './report';
+import { ITableNote, renderTable } from './table';
+
+/** `session --by role` for people: per cell, the bytes alive after it by role (roles that are ever non-zero). */
+export function sessionRolesText(reports: ICellReport[], roles: readonly (ICellRoles | null)[]): string {
+  const shown = ROLES.filter(role => roles.some(r => r && r.bytes[role] > 0));
+  const rows: (string[] | ITableNote)[] = [];
+  reports.forEach((r, k) => {
+    if (r.afterRestart) {
+      rows.push(restartNote(r.kernel));
+    }
+    const cell = roles[k];
+    rows.push([
+      String(r.index),
+      r.executionCount === null ? '' : `[${r.executionCount}]`,
+      formatBytes(r.allocatedBytes),
+      ...shown.map(role => (cell ? formatBytes(cell.bytes[role]) : '')),
+      cell === null ? 'not recorded' : cell.partial ? 'partial' : ''
+    ]);
+  });
+  return renderTable(
+    [
+      { header: 'cell', right: true },
+      { header: 'exec', right: true },
+      { header: 'allocated', right: true },
+      ...shown.map(role => ({ header: role, right: true })),
+      { header: 'roles' }
+    ],
+    rows
+  );
+}
+
+/** `diff --by role --json`: each role's change and its sites. */
+export function diffRolesJson(diff: SnapshotDiff, groups: IRoleGroup[], options: IFrameFilterOptions, cells?: CellCodeNames) {
+  return {
+    born_bytes: diff.bornBytes,
+    freed_bytes: diff.freedBytes,
+    net_bytes: diff.netBytes,
+    roles: groups.map(g => ({
+      role: g.role,
+      born_bytes: g.bornBytes,
+      freed_bytes: g.freedBytes,
+      net_bytes: g.netBytes,
+      blocks: g.count,
+      sites: g.sites.map(s => groupJson(diff.frames, s, options, cells))
+    }))
+  };
+}
+
+/** `diff --by role` for people: a line per role, its top sites under it. */
+export function diffRolesText(diff: SnapshotDiff, groups: IRoleGroup[]): string {
+  const head = `net ${formatBytes(diff.netBytes, true)} (born ${formatBytes(diff.bornBytes)}, freed ${formatBytes(diff.freedBytes)})`;
+  if (!groups.length) {
+    return `${head}\nno allocated block changed`;
+  }
+  const rows: string[][] = [];
+  for (const g of groups) {
+    rows.push(changeRow(g, g.role));
+    g.sites.slice(0, 5).forEach(s => rows.push(changeRow(s, `  ${siteLabel(diff.frames, s.frameId)}`)));
+  }
+  return [head, '', renderTable(changeColumns('role / allocation site'), rows)].join('\n');
+}
+
+/**
+ * The per-block roles recorded for a snapshot file of a session folder: the
+ * folder's manifest.json names the file and its cell's `roles_file`.
+ */
+export function rolesBeside(file: string): BlockRoles {
+  const dir = path.dirname(file);
+  const manifestPath = path.join(dir, 'manifest.json');
+  const why = `${file}: no roles recorded for it (--by role needs snapshots of a session folder recorded with roles)`;
+  if (!fs.existsSync(manifestPath)) {
+    throw new SnapshotError(why);
+  }
+  const manifest = parseManifest(fs.readFileSync(manifestPath, 'utf-8'));
+  const k = manifest.cells.findIndex(c => c.snapshot_file === path.basename(file));
+  const roles = k < 0 ? null : sessionRoles({ cells: [manifest.cells[k]] }, name => fs.readFileSync(path.join(dir, name)))[0];
+  if (!roles?.blocks) {
+    throw new SnapshotError(why);
+  }
+  return roles.blocks;
+}

@@ -1,0 +1,127 @@
+/**
+ * @jest-environment node
+ */
+// Roles as the engine reads them: a session the H200 recorded with the kernel's role pass.
+import * as fs from 'fs';
+import * as path from 'path';
+import {
+  diffSnapshots,
+  groupByRole,
+  loadSession,
+  parseBlockRoles,
+  parseRoleSummary,
+  roleChange,
+  ROLES,
+  sessionFolderFiles,
+  sessionRoles
+} from '..';
+import { TEST_DATA } from './data';
+
+const DIR = path.join(TEST_DATA, 'roles', 'training_roles--python');
+const read = (name: string) => new Uint8Array(fs.readFileSync(path.join(DIR, name)));
+
+function recorded() {
+  const session = loadSession(fs.readFileSync(path.join(DIR, 'manifest.json'), 'utf-8'), read);
+  return { session, roles: sessionRoles(session.manifest, read) };
+}
+
+describe('role names', () => {
+  it('come from the kernel helper (generated from protocol.py), in its precedence order', () => {
+    expect(new Set(ROLES).size).toBe(ROLES.length);
+    expect(ROLES[0]).toBe('parameter');
+    expect(ROLES[ROLES.length - 1]).toBe('unknown');
+  });
+});
+
+describe('a recorded training session', () => {
+  it('gives every cell bytes per role that add up to what the allocator holds', () => {
+    const { session, roles } = recorded();
+    roles.forEach((cell, k) => {
+      expect(cell).not.toBeNull();
+      const allocated = session.snapshots[k].blocks.filter(b => b.state === 'active_allocated');
+      const sum = Object.values(cell!.bytes).reduce((n, v) => n + v, 0);
+      expect(sum).toBe(allocated.reduce((n, b) => n + b.size, 0));
+      // per block: each allocated block has the role whose bytes it counts in
+      const byRole = Object.fromEntries(ROLES.map(r => [r, 0]));
+      allocated.forEach(b => (byRole[cell!.blocks!.roleOf(b)] += b.size));
+      expect(byRole).toEqual(cell!.bytes);
+    });
+    // after the eval pass: AdamW keeps two moments per parameter; gradients as large as the parameters
+    const after = roles[4]!.bytes;
+    expect(after.optimizer_state).toBe(2 * after.parameter);
+    expect(after.gradient).toBe(after.parameter);
+    expect(after.activation).toBeGreaterThan(0);
+    expect(roles[5]!.bytes.output_cache).toBeGreaterThan(0);
+  });
+
+  it('says which roles a cell changed', () => {
+    const { roles } = recorded();
+    const change = roleChange(roles[3]!.bytes, roles[4]!.bytes);
+    expect(change.activation).toBe(roles[4]!.bytes.activation);
+    expect(change.parameter).toBe(0);
+    expect(roleChange(null, roles[1]!.bytes)).toEqual(roles[1]!.bytes);
+  });
+
+  it('groups a diff by role, then by site; born blocks take their new role, freed ones their old', () => {
+    const { session, roles } = recorded();
+    const diff = diffSnapshots(session.snapshots[3], session.snapshots[4]);
+    const groups = groupByRole(diff, roles[3]!.blocks!, roles[4]!.blocks!);
+    expect(groups[0].role).toBe('activation');
+    expect(groups.reduce((n, g) => n + g.netBytes, 0)).toBe(diff.netBytes);
+    for (const g of groups) {
+      expect(g.sites.reduce((n, s) => n + s.netBytes, 0)).toBe(g.netBytes);
+    }
+    // the training steps leave gradients, optimizer state and cuBLAS's workspaces behind
+    const training = diffSnapshots(session.snapshots[2], session.snapshots[3]);
+    const born = groupByRole(training, roles[2]!.blocks!, roles[3]!.blocks!).map(g => g.role);
+    expect(born).toEqual(expect.arrayContaining(['optimizer_state', 'gradient', 'workspace']));
+  });
+});
+
+describe('an exported session', () => {
+  it('keeps each cell\u2019s roles in its manifest, for `cuda-memdiff session --json`', () => {
+    const { session, roles } = recorded();
+    const files = sessionFolderFiles(
+      session.manifest.cells.map((c, k) => ({
+        index: c.index,
+        executionCount: c.execution_count,
+        source: c.source,
+        cellId: null,
+        error: null,
+        snapshot: session.snapshots[k],
+        oomSnapshots: [],
+        devices: [],
+        roles: k === 0 ? null : roles[k]
+      }))
+    );
+    const manifest = JSON.parse(new TextDecoder().decode(files.get('manifest.json')!));
+    const back = sessionRoles(manifest, name => files.get(name)!);
+    expect(back[0]).toBeNull();
+    expect(back.slice(1).map(r => r!.bytes)).toEqual(roles.slice(1).map(r => r!.bytes));
+    // bytes only: per-block roles never reach the frontend, so an export has no roles files
+    expect(back[4]!.blocks).toBeNull();
+  });
+});
+
+describe('bad roles input', () => {
+  it('names the role or field at fault in one line', () => {
+    expect(() => parseRoleSummary({ bytes: { weights: 1 } }, 'cells[0] roles')).toThrow(
+      "cells[0] roles names an unknown role 'weights'"
+    );
+    expect(() => parseRoleSummary({ bytes: { parameter: -1 } }, 'x')).toThrow("x bytes of 'parameter' must be a count");
+    expect(() => parseRoleSummary(null, 'x')).toThrow('x is not an object');
+    expect(() => parseBlockRoles({ device: [0], address: [1, 2], role: ['user'] }, 'f.json')).toThrow(
+      'f.json columns differ in length'
+    );
+    expect(() => parseBlockRoles({ device: [0], address: [1], role: ['weights'] }, 'f.json')).toThrow("unknown role 'weights'");
+    const manifest = { cells: [{ index: 0, execution_count: 1, source: '', snapshot_file: 'a', roles: { bytes: {} }, roles_file: '../x' }] };
+    expect(() => sessionRoles(manifest, read)).toThrow('cells[0] roles_file must be a name inside the folder');
+  });
+
+  it('fills roles a summary leaves out with zero', () => {
+    expect(parseRoleSummary({ bytes: { user: 5 }, partial: true }, 'x')).toEqual({
+      bytes: { ...Object.fromEntries(ROLES.map(r => [r, 0])), user: 5 },
+      partial: true
+    });
+  });
+});

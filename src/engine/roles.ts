@@ -1,0 +1,200 @@
+/**
+ * What live memory is for: the kernel's roles (parameter, gradient,
+ * optimizer state, activation, ...), per cell as bytes and per block. The
+ * kernel helper computes them (kernel-helpers/.../roles.py); the role names
+ * come from its protocol.py through the build, never spelled here.
+ */
+import { AllocationSite, groupBySite, SnapshotDiff } from './diff';
+import { SnapshotError } from './errors';
+import { IFrameFilterOptions } from './frames';
+import { Block } from './model';
+import { ROLES as KERNEL_ROLES } from './protocol.generated';
+import { ISessionManifest } from './session';
+
+/** A role name, one of `ROLES` (a string: recorded files may name roles of other versions). */
+export type Role = string;
+
+/** Every role, in the kernel's precedence order (where several things keep a block, the first wins). */
+export const ROLES: readonly Role[] = KERNEL_ROLES;
+
+/** Bytes per role, every role present. */
+export type RoleBytes = Readonly<Record<Role, number>>;
+
+/** A cell's roles: bytes alive after it per role, and whether the kernel's pass finished in its time. */
+export interface IRoleSummary {
+  readonly bytes: RoleBytes;
+  readonly partial: boolean;
+}
+
+/** The role of each allocated block of one snapshot, by device and address. */
+export class BlockRoles {
+  constructor(entries: Iterable<[number, number, Role]>) {
+    for (const [device, address, role] of entries) {
+      this._roles.set(Private.key(device, address), role);
+    }
+  }
+
+  /** The number of blocks with a role. */
+  get size(): number {
+    return this._roles.size;
+  }
+
+  /** The block's role; `unknown` for a block the kernel gave none. */
+  roleOf(block: Pick<Block, 'device' | 'address'>): Role {
+    return this._roles.get(Private.key(block.device, block.address)) ?? 'unknown';
+  }
+
+  private readonly _roles = new Map<string, Role>();
+}
+
+/** The blocks of a diff that have one role, grouped again by allocation site. */
+export interface IRoleGroup {
+  readonly role: Role;
+  readonly bornBytes: number;
+  readonly freedBytes: number;
+  readonly netBytes: number;
+  readonly count: number;
+  readonly sites: readonly AllocationSite[];
+}
+
+/** A recorded cell's roles: the bytes, and per block when the folder has the cell's roles file. */
+export interface ICellRoles extends IRoleSummary {
+  readonly blocks: BlockRoles | null;
+}
+
+/**
+ * Each cell's recorded roles (the manifest's `roles` and `roles_file`,
+ * docs/session-format.md), null for a cell recorded without them;
+ * `readFile` returns a file's bytes by its name in the folder.
+ */
+export function sessionRoles(manifest: ISessionManifest, readFile: (name: string) => Uint8Array): (ICellRoles | null)[] {
+  return manifest.cells.map((cell, i) => {
+    const { roles, roles_file: file } = cell as { roles?: unknown; roles_file?: unknown };
+    const where = `manifest.json cells[${i}]`;
+    if (roles === undefined) {
+      return null;
+    }
+    const summary = parseRoleSummary(roles, `${where} roles`);
+    if (file === undefined) {
+      return { ...summary, blocks: null };
+    }
+    if (typeof file !== 'string' || !file || /(^|[\\/])\.\.([\\/]|$)/.test(file) || /^[\\/]/.test(file)) {
+      throw new SnapshotError(`${where} roles_file must be a name inside the folder`);
+    }
+    let raw: unknown;
+    try {
+      raw = JSON.parse(new TextDecoder().decode(readFile(file)));
+    } catch (reason) {
+      throw new SnapshotError(`${file}: cannot be read as JSON (${(reason as Error).message})`);
+    }
+    return { ...summary, blocks: parseBlockRoles(raw, file) };
+  });
+}
+
+/** A role's name as people read it: `optimizer_state` -> `optimizer state`. */
+export function roleLabel(role: Role): string {
+  return role.replace(/_/g, ' ');
+}
+
+/** Zero bytes for every role. */
+export function emptyRoleBytes(): RoleBytes {
+  return Object.fromEntries(ROLES.map(role => [role, 0]));
+}
+
+/** Validate a roles summary (the wire's `roles`, a manifest cell's `roles`); `where` names it in errors. */
+export function parseRoleSummary(raw: unknown, where: string): IRoleSummary {
+  if (typeof raw !== 'object' || raw === null) {
+    throw new SnapshotError(`${where} is not an object`);
+  }
+  const { bytes, partial } = raw as { bytes?: unknown; partial?: unknown };
+  if (typeof bytes !== 'object' || bytes === null) {
+    throw new SnapshotError(`${where} has no bytes per role`);
+  }
+  const out: Record<Role, number> = { ...emptyRoleBytes() };
+  for (const [role, value] of Object.entries(bytes)) {
+    if (!ROLES.includes(role)) {
+      throw new SnapshotError(`${where} names an unknown role '${role}' (known: ${ROLES.join(', ')})`);
+    }
+    if (!Number.isInteger(value) || (value as number) < 0) {
+      throw new SnapshotError(`${where} bytes of '${role}' must be a count`);
+    }
+    out[role] = value as number;
+  }
+  return { bytes: out, partial: partial === true };
+}
+
+/** Validate a `cellNN.roles.json` (columns device, address, role); `where` names it in errors. */
+export function parseBlockRoles(raw: unknown, where: string): BlockRoles {
+  const { device, address, role } = (raw ?? {}) as { device?: unknown; address?: unknown; role?: unknown };
+  if (!Array.isArray(device) || !Array.isArray(address) || !Array.isArray(role)) {
+    throw new SnapshotError(`${where} needs the columns device, address and role`);
+  }
+  if (device.length !== address.length || address.length !== role.length) {
+    throw new SnapshotError(`${where} columns differ in length`);
+  }
+  const unknown = role.find(r => !ROLES.includes(r));
+  if (unknown !== undefined) {
+    throw new SnapshotError(`${where} names an unknown role '${String(unknown)}'`);
+  }
+  return new BlockRoles(role.map((r: Role, i: number) => [device[i] as number, address[i] as number, r]));
+}
+
+/** Per role, the change from `before` to `after` (`before` null: from nothing). */
+export function roleChange(before: RoleBytes | null, after: RoleBytes): RoleBytes {
+  return Object.fromEntries(ROLES.map(role => [role, (after[role] ?? 0) - (before?.[role] ?? 0)]));
+}
+
+/**
+ * A diff grouped by role, then by allocation site: born blocks take their
+ * role after the change, freed ones the role they had before it. Largest
+ * change first; roles without a changed block are left out.
+ */
+export function groupByRole(
+  diff: SnapshotDiff,
+  before: BlockRoles,
+  after: BlockRoles,
+  options: IFrameFilterOptions = {}
+): IRoleGroup[] {
+  const born = new Map<Role, Block[]>();
+  const freed = new Map<Role, Block[]>();
+  const add = (into: Map<Role, Block[]>, role: Role, block: Block) => {
+    const list = into.get(role);
+    if (list) {
+      list.push(block);
+    } else {
+      into.set(role, [block]);
+    }
+  };
+  diff.born.forEach(b => add(born, after.roleOf(b), b));
+  diff.freed.forEach(b => add(freed, before.roleOf(b), b));
+  const groups: IRoleGroup[] = [];
+  for (const role of ROLES) {
+    const b = born.get(role) ?? [];
+    const f = freed.get(role) ?? [];
+    if (!b.length && !f.length) {
+      continue;
+    }
+    const bornBytes = Private.bytes(b);
+    const freedBytes = Private.bytes(f);
+    const part: SnapshotDiff = { ...diff, born: b, freed: f, bornBytes, freedBytes, netBytes: bornBytes - freedBytes };
+    groups.push({
+      role,
+      bornBytes,
+      freedBytes,
+      netBytes: bornBytes - freedBytes,
+      count: b.length + f.length,
+      sites: groupBySite(part, options)
+    });
+  }
+  return groups.sort((x, y) => Math.abs(y.netBytes) - Math.abs(x.netBytes) || y.bornBytes - x.bornBytes);
+}
+
+namespace Private {
+  export function key(device: number, address: number): string {
+    return `${device}:${address}`;
+  }
+
+  export function bytes(blocks: readonly Block[]): number {
+    return blocks.reduce((n, b) => n + b.size, 0);
+  }
+}
