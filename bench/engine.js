@@ -5,7 +5,14 @@
  *
  * Reads and diffs the real many_blocks recording (40,501 blocks) and a
  * 100,000-block pair built from its shape (bench/make_large.py), and compares
- * our reading time with Python's pickle.load on the same files.
+ * our reading time with Python's pickle.load on the same files. Then, for
+ * snapshots with full allocation history of 100 MB, 500 MB and 1 GB built
+ * from the clean_training recording (make_large.py --history), it runs the
+ * CLI (`summary`) and Python's pickle.load each in a fresh process and
+ * prints their wall time and peak resident memory (targets: time <= Python's,
+ * peak RSS <= 3x the file). Files are written to the temporary folder one at
+ * a time and deleted after; sizes that do not fit the free disk or memory
+ * are skipped with the figures. BENCH_HISTORY_MB=100,500 picks the sizes.
  */
 const { execFileSync } = require('child_process');
 const fs = require('fs');
@@ -73,7 +80,9 @@ function benchPair(label, beforeFile, afterFile) {
   report('  of which gunzip + unpickle', decodeMs);
   const pyMs = pythonLoad(afterFile);
   report('python3 gzip + pickle.load, same file', pyMs);
-  console.log(`${'ratio ours / python (unpickle; read + summarise)'.padEnd(58)} ${(decodeMs / pyMs).toFixed(2)} ; ${(readMs / pyMs).toFixed(2)}   (target <= 1)`);
+  console.log(
+    `${'ratio ours / python (unpickle; read + summarise)'.padEnd(58)} ${(decodeMs / pyMs).toFixed(2)} ; ${(readMs / pyMs).toFixed(2)}   (target <= 1)`
+  );
   const diffMs = time(() => engine.diffSnapshots(a, b), RUNS * 3);
   report('diff (born / freed / kept)', diffMs, b.blocks.length >= 100000 ? '<= 50 ms' : undefined);
   const groupMs = time(() => engine.groupBySite(engine.diffSnapshots(a, b)), RUNS * 3);
@@ -82,16 +91,103 @@ function benchPair(label, beforeFile, afterFile) {
   console.log(`  diff: born ${d.born.length}, freed ${d.freed.length}, kept ${d.keptCount}`);
 }
 
+const CLI_MAIN = path.join(ROOT, 'dist', 'node', 'cli', 'main.js');
+const HISTORY_SOURCE = path.join(ROOT, 'test-data', 'recordings', 'clean_training--python', 'cell04.pickle.gz');
+
+/** Run the CLI on a file in a fresh process: wall ms of the command and peak RSS in bytes. */
+function cliRun(file) {
+  const out = path.join(os.tmpdir(), `cuda-memdiff-bench-${process.pid}.json`);
+  const script =
+    `const t = performance.now(); const code = require(${JSON.stringify(CLI_MAIN)}).main(['summary', ${JSON.stringify(file)}]);` +
+    `require('fs').writeFileSync(${JSON.stringify(out)}, JSON.stringify({ ms: performance.now() - t, code, rss: process.resourceUsage().maxRSS * 1024 }));`;
+  execFileSync(process.execPath, ['-e', script], { stdio: ['ignore', 'ignore', 'inherit'] });
+  const r = JSON.parse(fs.readFileSync(out, 'utf-8'));
+  fs.rmSync(out);
+  return r;
+}
+
+/** Python's pickle.load on a file in a fresh process: wall ms and peak RSS in bytes. */
+function pythonRun(file) {
+  const code = [
+    'import pickle, resource, sys, time',
+    't = time.perf_counter()',
+    'with open(sys.argv[1], "rb") as f:',
+    '    pickle.load(f)',
+    'ms = (time.perf_counter() - t) * 1000',
+    'print(ms, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)'
+  ].join('\n');
+  const [ms, rss] = execFileSync(PYTHON, ['-c', code, file], { encoding: 'utf-8' }).trim().split(' ').map(Number);
+  return { ms, rss };
+}
+
+function benchHistory() {
+  const sizes = (process.env.BENCH_HISTORY_MB || '100,500,1000').split(',').map(Number);
+  const MB = 1e6;
+  for (const size of sizes) {
+    const tmp = os.tmpdir();
+    const freeDisk = fs.statfsSync(tmp).bavail * fs.statfsSync(tmp).bsize;
+    // The file, then each reader in turn: Python needs about 5x the file, ours about 3.5x.
+    console.log(
+      `\nfull allocation history, ${size} MB pickle (protocol 3, from clean_training's trace; free: disk ${(freeDisk / 2 ** 30).toFixed(1)} GiB, memory ${(os.freemem() / 2 ** 30).toFixed(1)} GiB of ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB)`
+    );
+    if (freeDisk < size * MB * 1.2 || os.totalmem() < size * MB * 6) {
+      console.log(
+        `  skipped: needs ${((size * 1.2) / 1000).toFixed(1)} GB of disk and about ${((size * 6) / 1000).toFixed(1)} GB of memory`
+      );
+      continue;
+    }
+    const file = path.join(fs.mkdtempSync(path.join(tmp, 'cuda-memdiff-history-')), 'history.pickle');
+    try {
+      const t = performance.now();
+      const made = execFileSync(
+        PYTHON,
+        [path.join(__dirname, 'make_large.py'), '--history', HISTORY_SOURCE, file, String(size)],
+        { encoding: 'utf-8' }
+      ).trim();
+      const bytes = fs.statSync(file).size;
+      console.log(`  ${made} (generated in ${((performance.now() - t) / 1000).toFixed(1)} s)`);
+      const ours = cliRun(file);
+      const py = pythonRun(file);
+      const mib = n => `${(n / 2 ** 20).toFixed(0)} MiB`;
+      report(`cuda-memdiff summary (read, normalize, totals)`, ours.ms);
+      report(`python3 pickle.load, same file`, py.ms);
+      console.log(
+        `${'ratio ours / python (time)'.padEnd(58)} ${(ours.ms / py.ms).toFixed(2).padStart(8)}      (target <= 1)`
+      );
+      console.log(`${'peak RSS: ours, python'.padEnd(58)} ${mib(ours.rss).padStart(8)}, ${mib(py.rss)}`);
+      console.log(
+        `${'peak RSS ours / file size'.padEnd(58)} ${(ours.rss / bytes).toFixed(2).padStart(8)}      (target <= 3)`
+      );
+      if (ours.code !== 0) {
+        console.log('  the CLI failed on this file (see its message above)');
+      }
+    } finally {
+      fs.rmSync(path.dirname(file), { recursive: true, force: true });
+    }
+  }
+}
+
 function main() {
-  console.log(`cuda-memdiff engine benchmark: node ${process.version}, ${os.cpus().length} cores, median of ${RUNS} runs`);
-  benchPair('many_blocks cell02 -> cell03 (real H200 recording)', path.join(REC, 'cell02.pickle.gz'), path.join(REC, 'cell03.pickle.gz'));
+  console.log(
+    `cuda-memdiff engine benchmark: node ${process.version}, ${os.cpus().length} cores, median of ${RUNS} runs`
+  );
+  benchPair(
+    'many_blocks cell02 -> cell03 (real H200 recording)',
+    path.join(REC, 'cell02.pickle.gz'),
+    path.join(REC, 'cell03.pickle.gz')
+  );
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cuda-memdiff-bench-'));
   try {
     execFileSync(PYTHON, [path.join(__dirname, 'make_large.py'), path.join(REC, 'cell03.pickle.gz'), dir, '100000']);
-    benchPair('100,000 blocks built from the real shape', path.join(dir, 'large_before.pickle.gz'), path.join(dir, 'large_after.pickle.gz'));
+    benchPair(
+      '100,000 blocks built from the real shape',
+      path.join(dir, 'large_before.pickle.gz'),
+      path.join(dir, 'large_after.pickle.gz')
+    );
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
+  benchHistory();
 }
 
 main();

@@ -96,11 +96,11 @@ export interface IFollowedNotebook {
 /** The diff panel, for plugins that bring it snapshots (files). */
 export interface IDiffPanel {
   /**
-   * Open a snapshot file in the panel (its server path, when it has one, tells
-   * files of the same name apart); false, with a message shown there, when it
-   * cannot be read.
+   * Open a snapshot file in the panel, as bytes or already parsed (its server
+   * path, when it has one, tells files of the same name apart); false, with a
+   * message shown there, when it cannot be read.
    */
-  addFile(name: string, bytes: Uint8Array, path?: string): boolean;
+  addFile(name: string, source: Uint8Array | Snapshot, path?: string): boolean;
   /** Show the panel. */
   reveal(): void;
   /** The later snapshot of the panel's comparison, with a name for saving it. */
@@ -135,7 +135,11 @@ export const SNAPSHOT_FILE_TYPE = 'cuda-memdiff-snapshot';
  */
 export interface IEngineWorker {
   /** Run `op`; `transfer` lists buffers in the payload to move, not copy. */
-  call<K extends EngineOp>(op: K, payload: EnginePayload<K>, transfer?: readonly ArrayBuffer[]): Promise<EngineResult<K>>;
+  call<K extends EngineOp>(
+    op: K,
+    payload: EnginePayload<K>,
+    transfer?: readonly ArrayBuffer[]
+  ): Promise<EngineResult<K>>;
   /** Whether the operations run in a worker rather than on the page. */
   readonly inWorker: boolean;
 }

@@ -6,14 +6,18 @@ import * as fs from 'fs';
 import * as path from 'path';
 import {
   CellCodeNames,
+  checkSize,
+  decodeLimits,
   diffSnapshots,
   findLeaks,
   FrameTable,
   groupByRole,
   groupBySite,
+  IDecodeLimits,
   IFrameFilterOptions,
   ISession,
   IRankedSession,
+  LIMIT_NAMES,
   loadRankedSession,
   loadSession,
   RANKS_INDEX,
@@ -29,6 +33,7 @@ import { diffJson, diffText, sessionJson, sessionText, summaryJson, summaryText 
 import { leaksJson, leaksText } from './leaks';
 import { compareJson, compareText, ranksJson, ranksText } from './ranks';
 import { diffRolesJson, diffRolesText, rolesBeside, sessionRolesText } from './roles';
+import { printableLines } from './table';
 
 const USAGE = `usage:
   cuda-memdiff summary FILE [--json]
@@ -45,7 +50,14 @@ folder, written by cuda_memdiff_kernel.ranks): without --rank, session and leaks
 ranks and say which one grows. \`leaks\` ranks the session's cells by the memory they left alive:
 leak (grows on re-run, or held by nothing the user sees), retained (expected state) or ok.
 --by role groups memory by what it is for (parameter, gradient, optimizer_state, activation, ...),
-as the kernel recorded it: \`diff\` takes two snapshots of one session folder recorded with roles.`;
+as the kernel recorded it: \`diff\` takes two snapshots of one session folder recorded with roles.
+
+Decode limits (a hostile file is refused with one line naming the one it broke); raise
+them for a real file with the flag or the environment variable (K, M, G: powers of 1024):
+  --max-bytes N       bytes after gunzip (CUDA_MEMDIFF_MAX_BYTES, default 2G)
+  --max-entries N     blocks plus trace entries (CUDA_MEMDIFF_MAX_ENTRIES, default 20,000,000)
+  --max-devices N     devices (CUDA_MEMDIFF_MAX_DEVICES, default 1024)
+  --max-int-bytes N   bytes of one pickled integer (CUDA_MEMDIFF_MAX_INT_BYTES, default 16)`;
 
 /** Wrong arguments: reported with the usage text. */
 class UsageError extends Error {}
@@ -63,6 +75,7 @@ interface IArgs {
   ranks: [number, number] | null;
   /** --point K: the capture point `diff --ranks` compares at (default: the last both have). */
   point: number | null;
+  limits: IDecodeLimits;
 }
 
 function integerOption(name: string, value: string | undefined): number {
@@ -72,8 +85,40 @@ function integerOption(name: string, value: string | undefined): number {
   return Number(value);
 }
 
-function parseArgs(argv: string[]): IArgs {
+/** `123`, `1_000_000`, `2G` (K, M, G: powers of 1024) as a number; NaN when not one. */
+function parseCount(text: string): number {
+  const m = /^(\d[\d_,]*)([KMG]?)$/i.exec(text.trim());
+  if (!m) {
+    return NaN;
+  }
+  const scale = { '': 1, K: 2 ** 10, M: 2 ** 20, G: 2 ** 30 }[m[2].toUpperCase() as '' | 'K' | 'M' | 'G'];
+  return Number(m[1].replace(/[_,]/g, '')) * scale;
+}
+
+/** Decode limits from the environment, then from flags (flags win). */
+function limitOverrides(flags: Map<string, string>, env: NodeJS.ProcessEnv): Partial<IDecodeLimits> {
+  const out: { -readonly [K in keyof IDecodeLimits]?: number } = {};
+  for (const key of Object.keys(LIMIT_NAMES) as (keyof IDecodeLimits)[]) {
+    const { flag, env: name } = LIMIT_NAMES[key];
+    const text = flags.get(flag) ?? env[name];
+    if (text !== undefined) {
+      const value = parseCount(text);
+      if (!Number.isSafeInteger(value) || value <= 0) {
+        throw new UsageError(
+          `${flags.has(flag) ? flag : name} takes a positive integer (K, M, G allowed), not '${text}'`
+        );
+      }
+      out[key] = value;
+    }
+  }
+  return out;
+}
+
+const LIMIT_FLAGS = new Set(Object.values(LIMIT_NAMES).map(n => n.flag));
+
+function parseArgs(argv: string[], env: NodeJS.ProcessEnv = process.env): IArgs {
   const operands: string[] = [];
+  const limitFlags = new Map<string, string>();
   let json = false;
   let allFrames = false;
   let byRole = false;
@@ -82,7 +127,14 @@ function parseArgs(argv: string[]): IArgs {
   let point: number | null = null;
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
-    if (arg === '--by' || arg.startsWith('--by=')) {
+    const [flag, inline] = arg.split(/=(.*)/s, 2);
+    if (LIMIT_FLAGS.has(flag)) {
+      const value = inline ?? argv[++i];
+      if (value === undefined) {
+        throw new UsageError(`${flag} takes a number`);
+      }
+      limitFlags.set(flag, value);
+    } else if (arg === '--by' || arg.startsWith('--by=')) {
       const value = arg === '--by' ? argv[++i] : arg.slice('--by='.length);
       if (value !== 'role') {
         throw new UsageError(`--by takes 'role'${value === undefined ? '' : `, not '${value}'`}`);
@@ -103,7 +155,7 @@ function parseArgs(argv: string[]): IArgs {
     } else if (arg === '--all-frames') {
       allFrames = true;
     } else if (arg === '-h' || arg === '--help') {
-      return { command: 'help', operands: [], json, allFrames, byRole, rank, ranks, point };
+      return { command: 'help', operands: [], json, allFrames, byRole, rank, ranks, point, limits: decodeLimits() };
     } else if (arg.startsWith('--')) {
       throw new UsageError(`unknown option ${arg}`);
     } else {
@@ -117,10 +169,11 @@ function parseArgs(argv: string[]): IArgs {
   if (byRole && command !== 'session' && command !== 'diff') {
     throw new UsageError(`${command} does not take --by`);
   }
-  return { command, operands: rest, json, allFrames, byRole, rank, ranks, point };
+  const limits = decodeLimits(limitOverrides(limitFlags, env));
+  return { command, operands: rest, json, allFrames, byRole, rank, ranks, point, limits };
 }
 
-function readBytes(file: string): Uint8Array {
+function readBytes(file: string, limits: IDecodeLimits): Uint8Array {
   let stat: fs.Stats;
   try {
     stat = fs.statSync(file);
@@ -130,12 +183,14 @@ function readBytes(file: string): Uint8Array {
   if (stat.isDirectory()) {
     throw new SnapshotError(`${file}: is a folder, not a snapshot file`);
   }
+  // A file over the byte limit is refused before it is read (gzip cannot shrink on decompression).
+  checkSize(stat.size, limits.maxBytes);
   return new Uint8Array(fs.readFileSync(file));
 }
 
-function readSnapshotFile(file: string, frames: FrameTable): Snapshot {
+function readSnapshotFile(file: string, frames: FrameTable, limits: IDecodeLimits): Snapshot {
   try {
-    return readSnapshot(readBytes(file), frames);
+    return readSnapshot(readBytes(file, limits), frames, limits);
   } catch (reason) {
     if (reason instanceof SnapshotError && !reason.message.startsWith(file)) {
       throw new SnapshotError(`${file}: ${reason.message}`);
@@ -150,7 +205,7 @@ function expectOperands(args: IArgs, count: number, names: string): void {
   }
 }
 
-function readSessionFolder(dir: string): ISession {
+function readSessionFolder(dir: string, limits: IDecodeLimits): ISession {
   if (!fs.existsSync(dir) || !fs.statSync(dir).isDirectory()) {
     throw new SnapshotError(`${dir}: no such folder`);
   }
@@ -158,11 +213,16 @@ function readSessionFolder(dir: string): ISession {
   if (!fs.existsSync(manifestPath)) {
     throw new SnapshotError(`${dir}: no manifest.json, so it is not a session folder`);
   }
-  return loadSession(fs.readFileSync(manifestPath, 'utf-8'), name => readBytes(path.join(dir, name)));
+  return loadSession(
+    fs.readFileSync(manifestPath, 'utf-8'),
+    name => readBytes(path.join(dir, name), limits),
+    undefined,
+    limits
+  );
 }
 
 /** The ranks of a multi-rank folder, or null when the folder is not one. */
-function readRankedFolder(dir: string): IRankedSession | null {
+function readRankedFolder(dir: string, limits: IDecodeLimits): IRankedSession | null {
   if (!fs.existsSync(dir) || !fs.statSync(dir).isDirectory() || fs.existsSync(path.join(dir, 'manifest.json'))) {
     return null;
   }
@@ -173,7 +233,7 @@ function readRankedFolder(dir: string): IRankedSession | null {
   const index = path.join(dir, RANKS_INDEX);
   return loadRankedSession(
     folders,
-    (folder, name) => readBytes(path.join(dir, folder, name)),
+    (folder, name) => readBytes(path.join(dir, folder, name), limits),
     fs.existsSync(index) ? fs.readFileSync(index, 'utf-8') : null
   );
 }
@@ -181,12 +241,12 @@ function readRankedFolder(dir: string): IRankedSession | null {
 /** A session folder, or one rank of a multi-rank folder (`--rank N`). */
 function readSessionOrRank(args: IArgs): ISession {
   const dir = args.operands[0];
-  const ranked = readRankedFolder(dir);
+  const ranked = readRankedFolder(dir, args.limits);
   if (!ranked) {
     if (args.rank !== null) {
       throw new UsageError(`--rank needs a multi-rank folder; ${dir} is not one`);
     }
-    return readSessionFolder(dir);
+    return readSessionFolder(dir, args.limits);
   }
   const rank = ranked.ranks.find(r => r.rank === args.rank);
   if (!rank) {
@@ -199,20 +259,21 @@ function readSessionOrRank(args: IArgs): ISession {
 export function run(argv: string[]): string {
   const args = parseArgs(argv);
   const filter: IFrameFilterOptions = { allFrames: args.allFrames };
+  // Text goes to a terminal: control characters from the data are escaped; JSON keeps them as data.
   const out = (json: unknown, text: () => string) =>
-    args.json ? JSON.stringify(json, null, 2) : text();
+    args.json ? JSON.stringify(json, null, 2) : printableLines(text());
   switch (args.command) {
     case 'help':
       return USAGE;
     case 'summary': {
       expectOperands(args, 1, 'one FILE');
-      const snapshot = readSnapshotFile(args.operands[0], new FrameTable());
+      const snapshot = readSnapshotFile(args.operands[0], new FrameTable(), args.limits);
       return out(summaryJson(snapshot), () => summaryText(snapshot));
     }
     case 'diff': {
       if (args.ranks) {
         expectOperands(args, 1, 'one RANKS_DIR with --ranks');
-        const ranked = readRankedFolder(args.operands[0]);
+        const ranked = readRankedFolder(args.operands[0], args.limits);
         if (!ranked) {
           throw new UsageError(`--ranks needs a multi-rank folder; ${args.operands[0]} is not one`);
         }
@@ -223,8 +284,8 @@ export function run(argv: string[]): string {
       }
       expectOperands(args, 2, 'BEFORE and AFTER');
       const frames = new FrameTable();
-      const before = readSnapshotFile(args.operands[0], frames);
-      const after = readSnapshotFile(args.operands[1], frames);
+      const before = readSnapshotFile(args.operands[0], frames, args.limits);
+      const after = readSnapshotFile(args.operands[1], frames, args.limits);
       const diff = diffSnapshots(before, after);
       if (args.byRole) {
         const roles = groupByRole(diff, rolesBeside(args.operands[0]), rolesBeside(args.operands[1]), filter);
@@ -235,7 +296,7 @@ export function run(argv: string[]): string {
     }
     case 'session': {
       expectOperands(args, 1, 'one DIR');
-      const ranked = args.rank === null ? readRankedFolder(args.operands[0]) : null;
+      const ranked = args.rank === null ? readRankedFolder(args.operands[0], args.limits) : null;
       if (ranked) {
         return out(ranksJson(ranked, filter), () => ranksText(ranked, filter));
       }
@@ -246,7 +307,7 @@ export function run(argv: string[]): string {
       );
       // The folder of the session's files: DIR, or a rank's own folder in a multi-rank one.
       const dir = args.rank === null ? args.operands[0] : path.join(args.operands[0], `rank${args.rank}`);
-      const roles = sessionRoles(session.manifest, name => readBytes(path.join(dir, name)));
+      const roles = sessionRoles(session.manifest, name => readBytes(path.join(dir, name), args.limits));
       if (args.byRole && roles.every(r => r === null)) {
         throw new SnapshotError(`${dir}: no cell has recorded roles (record it with cuda_memdiff_kernel.recorder)`);
       }
@@ -257,7 +318,7 @@ export function run(argv: string[]): string {
     }
     case 'leaks': {
       expectOperands(args, 1, 'one DIR');
-      const ranked = args.rank === null ? readRankedFolder(args.operands[0]) : null;
+      const ranked = args.rank === null ? readRankedFolder(args.operands[0], args.limits) : null;
       if (ranked) {
         return out(ranksJson(ranked, filter), () => ranksText(ranked, filter));
       }
@@ -283,11 +344,16 @@ export function main(argv: string[]): number {
       return 2;
     }
     if (reason instanceof SnapshotError) {
-      process.stderr.write(`cuda-memdiff: ${reason.message}\n`);
+      process.stderr.write(`cuda-memdiff: ${oneLine(reason.message)}\n`);
       return 1;
     }
     const message = reason instanceof Error ? reason.message : String(reason);
-    process.stderr.write(`cuda-memdiff: unexpected error: ${message}\n`);
+    process.stderr.write(`cuda-memdiff: unexpected error: ${oneLine(message)}\n`);
     return 1;
   }
+}
+
+/** An error message as one terminal-safe line (it may quote names from the file). */
+function oneLine(message: string): string {
+  return printableLines(message).replace(/\n/g, '\\n');
 }

@@ -20,7 +20,7 @@ import {
   totalBytes,
   visibleStack
 } from '../engine';
-import { IColumn, ITableNote, renderTable } from './table';
+import { IColumn, ITableNote, printable, renderTable } from './table';
 
 /** The line a table shows where the kernel restarted (`kernel` is the new kernel's position). */
 export function restartNote(kernel: number): ITableNote {
@@ -61,7 +61,7 @@ export function siteLabel(table: FrameTable, frameId: number): string {
     return '(no Python stack)';
   }
   const f = table.frame(frameId);
-  return `${f.filename}:${f.line} ${f.name}`;
+  return printable(`${f.filename}:${f.line} ${f.name}`);
 }
 
 /** JSON for one allocation-site group. */
@@ -131,7 +131,9 @@ export function summaryText(snapshot: Snapshot): string {
       { header: 'blocks', right: true },
       { header: 'segments', right: true }
     ],
-    rows
+    rows,
+    undefined,
+    'devices'
   );
   const ooms = snapshot.traces.filter(e => e.action === 'oom').length;
   return rows.length
@@ -194,7 +196,7 @@ export function diffText(diff: SnapshotDiff, groups: AllocationSite[], options: 
     return `${head}\nno allocated block changed`;
   }
   const rows = groups.map(g => changeRow(g, siteLabel(table, g.frameId)));
-  const parts = [head, '', renderTable(changeColumns('allocation site'), rows)];
+  const parts = [head, '', renderTable(changeColumns('allocation site'), rows, undefined, 'allocation sites')];
   for (const g of groups.slice(0, 10)) {
     parts.push('', `${formatBytes(g.netBytes, true)} at ${siteLabel(table, g.frameId)}`);
     for (const e of visibleStack(table, g.stack, options)) {
@@ -202,7 +204,7 @@ export function diffText(diff: SnapshotDiff, groups: AllocationSite[], options: 
         parts.push(`    [${e.count} C++ frame${e.count === 1 ? '' : 's'}]`);
       } else {
         const f = table.frame(e.frameId);
-        parts.push(`    ${f.filename}:${f.line} in ${f.name}`);
+        parts.push(`    ${printable(`${f.filename}:${f.line} in ${f.name}`)}`);
       }
     }
   }
@@ -368,6 +370,8 @@ function sessionTable(reports: ICellReport[], table: FrameTable): string {
       { header: 'freed', right: true },
       { header: 'top site' }
     ],
-    rows
+    rows,
+    undefined,
+    'cells'
   );
 }

@@ -2,6 +2,7 @@
  * The snapshot engine: pure TypeScript, no JupyterLab imports, shared by the
  * CLI, the panel and the badges.
  */
+export * from './budget';
 export * from './cells';
 export * from './diff';
 export * from './errors';
@@ -24,5 +25,7 @@ export * from './leaks';
 export * from './history';
 export * from './peak';
 export * from './oom';
+export * from './timeline';
+export * from './transfer';
 export * from './roles';
 export * from './ranks';

@@ -6,36 +6,36 @@
  * the sizes of the blocks before them, frames sit in `history`); trace entries
  * may lack `frames`; `oom` entries carry `device_free` instead of `addr`.
  */
+import { checkEntryCount, DEFAULT_DECODE_LIMITS, IDecodeLimits, LimitError } from './budget';
 import { SnapshotError } from './errors';
-import {
-  Block,
-  BlockState,
-  DeviceTotals,
-  FrameTable,
-  Segment,
-  Snapshot,
-  TraceEntry
-} from './model';
+import { Block, BlockState, DeviceTotals, FrameTable, Segment, Snapshot, TraceEntry } from './model';
 import { PyDict, PyValue, ownValue } from './pickle';
 
-/** Bounds that turn an absurd input into an error instead of an endless loop. */
-export const MAX_BLOCKS = 20_000_000;
+/** Frames kept per stack: deeper stacks are cut (real Python stacks are tens deep). */
 export const MAX_FRAMES_PER_STACK = 4096;
 
-const BLOCK_STATES: ReadonlySet<string> = new Set([
-  'active_allocated',
-  'active_pending_free',
-  'inactive'
-]);
+const BLOCK_STATES: ReadonlySet<string> = new Set(['active_allocated', 'active_pending_free', 'inactive']);
 
-/** Build the normalized snapshot; `frames` is shared when given. */
-export function normalizeSnapshot(raw: PyValue, frames = new FrameTable()): Snapshot {
-  return new Private.Normalizer(frames).run(raw);
+/**
+ * Build the normalized snapshot; `frames` is shared when given. `decodedBytes`
+ * (the pickle's size) lets the budget tell memo amplification from a big file.
+ */
+export function normalizeSnapshot(
+  raw: PyValue,
+  frames = new FrameTable(),
+  limits: IDecodeLimits = DEFAULT_DECODE_LIMITS,
+  decodedBytes = Number.POSITIVE_INFINITY
+): Snapshot {
+  return new Private.Normalizer(frames, limits, decodedBytes).run(raw);
 }
 
 namespace Private {
   export class Normalizer {
-    constructor(readonly frames: FrameTable) {}
+    constructor(
+      readonly frames: FrameTable,
+      readonly limits: IDecodeLimits,
+      readonly decodedBytes: number
+    ) {}
 
     run(raw: PyValue): Snapshot {
       let rawSegments: PyValue | undefined;
@@ -52,6 +52,7 @@ namespace Private {
           "not a snapshot: expected a dict with a 'segments' list, as torch.cuda.memory._snapshot() returns"
         );
       }
+      this._checkBudget(rawSegments, rawTraces);
       const parsed = rawSegments.map((s, i) => this._segment(s, i));
       parsed.sort((a, b) => a.segment.device - b.segment.device || a.segment.address - b.segment.address);
       const segments: Segment[] = [];
@@ -74,18 +75,51 @@ namespace Private {
       };
     }
 
+    /**
+     * Count blocks and trace entries as the lists reference them (one segment
+     * dict referenced 9,000 times counts 9,000 times) before building any,
+     * and refuse more devices than the budget allows.
+     */
+    private _checkBudget(rawSegments: PyValue[], rawTraces: PyValue | undefined): void {
+      const maxDevices = this.limits.maxDevices;
+      if (Array.isArray(rawTraces) && rawTraces.length > maxDevices) {
+        throw new LimitError(
+          'maxDevices',
+          `the snapshot has traces for ${rawTraces.length.toLocaleString('en-US')} devices`,
+          maxDevices
+        );
+      }
+      let count = 0;
+      for (let i = 0; i < rawSegments.length; i++) {
+        const seg = rawSegments[i];
+        const blocks = isDict(seg) ? ownValue(seg, 'blocks') : undefined;
+        count += Array.isArray(blocks) ? blocks.length : 0;
+      }
+      // Segments count too: each becomes an object.
+      count += rawSegments.length;
+      if (Array.isArray(rawTraces)) {
+        for (const entries of rawTraces) {
+          count += Array.isArray(entries) ? entries.length : 0;
+        }
+      }
+      checkEntryCount(count, this.decodedBytes, this.limits);
+    }
+
     private _segment(raw: PyValue, index: number): { segment: Segment; blocks: Block[] } {
       const where = `segment ${index}`;
       const seg = dict(raw, where);
-      const device = int(ownValue(seg, 'device'), `${where} device`, 0);
-      const address = int(ownValue(seg, 'address'), `${where} address`);
-      const totalSize = int(ownValue(seg, 'total_size'), `${where} total_size`);
+      const device = int(ownValue(seg, 'device'), where, 'device', 0);
+      if (device >= this.limits.maxDevices) {
+        throw new LimitError('maxDevices', `${where} is on device ${device}`, this.limits.maxDevices);
+      }
+      const address = int(ownValue(seg, 'address'), where, 'address');
+      const totalSize = int(ownValue(seg, 'total_size'), where, 'total_size');
       const pool = ownValue(seg, 'segment_pool_id');
       const segment: Segment = {
         device,
         address,
         totalSize,
-        stream: int(ownValue(seg, 'stream'), `${where} stream`, 0),
+        stream: stream(ownValue(seg, 'stream'), where),
         segmentType: str(ownValue(seg, 'segment_type'), ''),
         pool: Array.isArray(pool) ? pool.join(',') : pool === undefined || pool === null ? '' : String(pool),
         isExpandable: ownValue(seg, 'is_expandable') === true,
@@ -97,10 +131,11 @@ namespace Private {
         throw new SnapshotError(`not a snapshot: ${where} blocks is not a list`);
       }
       let cursor = address;
+      const bw = new Where(j => `${where} block ${j}`);
       for (let j = 0; j < (rawBlocks?.length ?? 0); j++) {
-        const bw = `${where} block ${j}`;
+        bw.at = j;
         const b = dict((rawBlocks as PyValue[])[j], bw);
-        const size = int(ownValue(b, 'size'), `${bw} size`);
+        const size = int(ownValue(b, 'size'), bw, 'size');
         const history = ownValue(b, 'history');
         const lastHistory =
           Array.isArray(history) && history.length && isDict(history[history.length - 1])
@@ -111,22 +146,18 @@ namespace Private {
           throw new SnapshotError(`not a snapshot: ${bw} has unknown state '${state}'`);
         }
         // 2.0-era blocks have no address: they tile the segment in order.
-        const blockAddress = int(ownValue(b, 'address'), `${bw} address`, cursor);
+        const blockAddress = int(ownValue(b, 'address'), bw, 'address', cursor);
         cursor = blockAddress + size;
         const requested = ownValue(b, 'requested_size') ?? (lastHistory && ownValue(lastHistory, 'real_size'));
         blocks.push({
           device,
           address: blockAddress,
           size,
-          requestedSize: int(requested, `${bw} requested_size`, size),
+          requestedSize: int(requested, bw, 'requested_size', size),
           state: state as BlockState,
           stack: this._stack(ownValue(b, 'frames') ?? (lastHistory && ownValue(lastHistory, 'frames'))),
           segment: -1
         });
-        this._blockCount++;
-        if (this._blockCount > MAX_BLOCKS) {
-          throw new SnapshotError(`snapshot has more than ${MAX_BLOCKS} blocks`);
-        }
       }
       blocks.sort((x, y) => x.address - y.address);
       return { segment, blocks };
@@ -142,8 +173,9 @@ namespace Private {
         if (!Array.isArray(entries)) {
           continue;
         }
+        const where = new Where(k => `device ${device} trace entry ${k}`);
         for (let k = 0; k < entries.length; k++) {
-          const where = `device ${device} trace entry ${k}`;
+          where.at = k;
           const e = dict(entries[k], where);
           const addr = ownValue(e, 'addr');
           const deviceFree = ownValue(e, 'device_free');
@@ -152,13 +184,13 @@ namespace Private {
           out.push({
             device,
             action: str(ownValue(e, 'action'), 'unknown'),
-            address: addr === undefined || addr === null ? null : int(addr, `${where} addr`),
-            size: int(ownValue(e, 'size'), `${where} size`, 0),
-            stream: int(ownValue(e, 'stream'), `${where} stream`, 0),
-            timeUs: time === undefined || time === null ? null : num(time, `${where} time_us`),
+            address: addr === undefined || addr === null ? null : int(addr, where, 'addr'),
+            size: int(ownValue(e, 'size'), where, 'size', 0),
+            stream: stream(ownValue(e, 'stream'), where),
+            timeUs: time === undefined || time === null ? null : num(time, where, 'time_us'),
             stack: this._stack(ownValue(e, 'frames')),
             userMetadata: typeof meta === 'string' ? meta : meta === undefined || meta === null ? '' : String(meta),
-            deviceFree: deviceFree === undefined || deviceFree === null ? null : int(deviceFree, `${where} device_free`)
+            deviceFree: deviceFree === undefined || deviceFree === null ? null : int(deviceFree, where, 'device_free')
           });
         }
       }
@@ -195,7 +227,6 @@ namespace Private {
       return id;
     }
 
-    private _blockCount = 0;
     private readonly _stackOfList = new Map<PyValue[], number>();
   }
 
@@ -203,37 +234,77 @@ namespace Private {
     return typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Uint8Array);
   }
 
-  function dict(v: PyValue, where: string): PyDict {
+  /**
+   * Where a value sits, spelled out only for an error message: building the
+   * text for every block and trace entry cost more than reading them.
+   */
+  export class Where {
+    constructor(private readonly _text: (at: number) => string) {}
+    at = 0;
+    toString(): string {
+      return this._text(this.at);
+    }
+  }
+
+  function dict(v: PyValue, where: Where | string): PyDict {
     if (!isDict(v)) {
       throw new SnapshotError(`not a snapshot: ${where} is not a dict`);
     }
     return v;
   }
 
-  function num(v: PyValue | undefined, where: string): number {
-    if (typeof v === 'number') {
+  function num(v: PyValue | undefined, at: Where | string, field: string): number {
+    if (typeof v === 'number' && Number.isFinite(v)) {
       return v;
     }
     if (typeof v === 'bigint') {
       return Number(v);
     }
-    throw new SnapshotError(`not a snapshot: ${where} is not a number`);
+    throw new SnapshotError(`not a snapshot: ${at} ${field} is not a number`);
   }
 
-  function int(v: PyValue | undefined, where: string, fallback?: number): number {
+  /**
+   * An address, size or index: a safe non-negative integer (a negative size
+   * or 1e300 would print as nonsense and break every sum after it).
+   */
+  function int(v: PyValue | undefined, at: Where | string, field: string, fallback?: number): number {
     if ((v === undefined || v === null) && fallback !== undefined) {
       return fallback;
-    }
-    if (typeof v === 'number' && Number.isInteger(v)) {
-      return v;
     }
     if (typeof v === 'boolean') {
       return v ? 1 : 0;
     }
-    if (typeof v === 'bigint') {
-      throw new SnapshotError(`not a snapshot: ${where} is out of range`);
+    if (typeof v === 'number' && Number.isInteger(v)) {
+      if (v < 0) {
+        throw new SnapshotError(`not a snapshot: ${at} ${field} is negative (${v})`);
+      }
+      if (Number.isSafeInteger(v)) {
+        return v;
+      }
     }
-    throw new SnapshotError(`not a snapshot: ${where} is ${v === undefined ? 'missing' : 'not an integer'}`);
+    if (typeof v === 'number' && Number.isFinite(v) && !Number.isInteger(v)) {
+      throw new SnapshotError(`not a snapshot: ${at} ${field} is not an integer (${v})`);
+    }
+    if (typeof v === 'number' || typeof v === 'bigint') {
+      throw new SnapshotError(`not a snapshot: ${at} ${field} is out of range (${printableNumber(v)})`);
+    }
+    throw new SnapshotError(`not a snapshot: ${at} ${field} is ${v === undefined ? 'missing' : 'not an integer'}`);
+  }
+
+  /** A stream handle: any safe integer (PyTorch prints them signed or not), 0 when absent. */
+  function stream(v: PyValue | undefined, at: Where | string): number {
+    if (v === undefined || v === null) {
+      return 0;
+    }
+    if (typeof v === 'number' && Number.isSafeInteger(v)) {
+      return v;
+    }
+    throw new SnapshotError(`not a snapshot: ${at} stream is not a safe integer`);
+  }
+
+  function printableNumber(v: number | bigint): string {
+    const text = String(v);
+    return text.length > 24 ? `${text.slice(0, 12)}... (${text.length} digits)` : text;
   }
 
   function str(v: PyValue | undefined, fallback: string): string {
@@ -242,11 +313,7 @@ namespace Private {
 }
 
 /** Per-device totals from segments and blocks, both sorted by device and address. */
-export function computeTotals(
-  segments: readonly Segment[],
-  blocks: readonly Block[],
-  deviceCount = 0
-): DeviceTotals[] {
+export function computeTotals(segments: readonly Segment[], blocks: readonly Block[], deviceCount = 0): DeviceTotals[] {
   type Acc = {
     -readonly [K in keyof DeviceTotals]: DeviceTotals[K];
   };

@@ -7,6 +7,7 @@
  * pickles use (sets, OrderedDict, bytes under protocol 2). Memo and stack are
  * bounded so a hostile file fails with a `SnapshotError`, never a hang.
  */
+import { DEFAULT_DECODE_LIMITS, IDecodeLimits, LimitError } from './budget';
 import { SnapshotError } from './errors';
 
 /**
@@ -21,15 +22,7 @@ export interface PyDict {
 }
 
 /** Plain data an allowed pickle can hold. Tuples and sets become arrays. */
-export type PyValue =
-  | null
-  | boolean
-  | number
-  | bigint
-  | string
-  | Uint8Array
-  | PyValue[]
-  | PyDict;
+export type PyValue = null | boolean | number | bigint | string | Uint8Array | PyValue[] | PyDict;
 
 /** Limits that keep a hostile pickle from exhausting memory or time. */
 export interface IUnpickleLimits {
@@ -49,13 +42,15 @@ export const DEFAULT_UNPICKLE_LIMITS: IUnpickleLimits = {
 };
 
 /**
- * Decode a pickle (protocols 2 to 5, and the binary opcodes of 1) to plain data.
+ * Decode a pickle (protocols 2 to 5, and the binary opcodes of 1) to plain
+ * data, within the decode budget (integer length) and the machine's limits.
  */
 export function unpickle(
   bytes: Uint8Array,
+  budget: IDecodeLimits = DEFAULT_DECODE_LIMITS,
   limits: IUnpickleLimits = DEFAULT_UNPICKLE_LIMITS
 ): PyValue {
-  return new Private.Unpickler(bytes, limits).load();
+  return new Private.Unpickler(bytes, limits, budget.maxIntegerBytes).load();
 }
 
 /** An empty dict with an empty, null-rooted prototype (fast objects, nothing inherited). */
@@ -74,7 +69,6 @@ export function pyKey(key: PyValue): string {
 }
 
 namespace Private {
-
   /** Stands for a constructor a plain-data pickle may name; only REDUCE can use it. */
   export class AllowedGlobal {
     constructor(readonly qualifiedName: string) {}
@@ -134,10 +128,11 @@ namespace Private {
   }
 
   export class Unpickler {
-    constructor(bytes: Uint8Array, limits: IUnpickleLimits) {
+    constructor(bytes: Uint8Array, limits: IUnpickleLimits, maxIntegerBytes: number) {
       this._bytes = bytes;
       this._view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
       this._limits = limits;
+      this._maxIntegerBytes = maxIntegerBytes;
     }
 
     load(): PyValue {
@@ -196,6 +191,27 @@ namespace Private {
           pos += 4;
         } else if (op === 0x5d /* EMPTY_LIST */) {
           stack.push([]);
+        } else if (op === 0x72 /* LONG_BINPUT */ && pos + 4 <= end) {
+          // Protocols 1 to 3 store every container and string with an explicit index.
+          const index = view.getUint32(pos, true);
+          pos += 4;
+          const top = stack[stack.length - 1];
+          if (stack.length === 0 || top === MARK || index > this._limits.maxMemo) {
+            throw new SnapshotError('malformed pickle: bad LONG_BINPUT');
+          }
+          memo[index] = top as PyValue;
+        } else if (op === 0x6a /* LONG_BINGET */ && pos + 4 <= end) {
+          const value = memo[view.getUint32(pos, true)];
+          if (value === undefined) {
+            throw new SnapshotError(`malformed pickle: memo ${view.getUint32(pos, true)} was never stored`);
+          }
+          pos += 4;
+          stack.push(value);
+        } else if (op === 0x58 /* BINUNICODE */ && pos + 4 <= end) {
+          const n = view.getUint32(pos, true);
+          this._pos = pos + 4;
+          stack.push(this._utf8(n));
+          pos = this._pos;
         } else {
           this._pos = pos;
           if (this._step(op)) {
@@ -439,9 +455,7 @@ namespace Private {
     private _global(module: string, name: string): void {
       const qualified = `${module} ${name}`;
       if (!ALLOWED_GLOBALS.has(qualified)) {
-        throw new SnapshotError(
-          `refused pickle: it imports ${module}.${name}, and a snapshot never needs code`
-        );
+        throw new SnapshotError(`refused pickle: it imports ${module}.${name}, and a snapshot never needs code`);
       }
       this._push(new AllowedGlobal(qualified));
     }
@@ -611,6 +625,14 @@ namespace Private {
     }
 
     private _long(n: number): number | bigint {
+      // Checked before reading: a 400 KB integer is refused, not built.
+      if (n > this._maxIntegerBytes) {
+        throw new LimitError(
+          'maxIntegerBytes',
+          `the pickle holds a ${n.toLocaleString('en-US')}-byte integer`,
+          this._maxIntegerBytes
+        );
+      }
       this._need(n);
       const bytes = this._bytes;
       const start = this._pos;
@@ -629,10 +651,12 @@ namespace Private {
         }
         return v;
       }
-      let v = BigInt(0);
+      // One hex string, one BigInt: linear in n (shifting a BigInt per byte is quadratic).
+      let hex = '0x';
       for (let i = n - 1; i >= 0; i--) {
-        v = (v << BigInt(8)) | BigInt(bytes[start + i]);
+        hex += HEX[bytes[start + i]];
       }
+      let v = BigInt(hex);
       if (bytes[start + n - 1] & 0x80) {
         v -= BigInt(1) << BigInt(8 * n);
       }
@@ -708,6 +732,7 @@ namespace Private {
     private readonly _bytes: Uint8Array;
     private readonly _view: DataView;
     private readonly _limits: IUnpickleLimits;
+    private readonly _maxIntegerBytes: number;
     private _pos = 0;
     private readonly _stack: StackItem[] = [];
     private readonly _marks: number[] = [];
@@ -715,6 +740,8 @@ namespace Private {
     private _result: PyValue | undefined;
     private readonly _strings: (string | undefined)[] = new Array(STRING_CACHE_SIZE);
   }
+
+  const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
 
   const STRING_CACHE_BITS = 14;
   const STRING_CACHE_SIZE = 1 << STRING_CACHE_BITS;

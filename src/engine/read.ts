@@ -1,9 +1,11 @@
 /**
  * From bytes on disk or on the wire to the raw snapshot dict: detects gzip by
  * its magic bytes, then a pickle by its PROTO opcode or JSON by its first
- * character.
+ * character. Gunzip is streamed and stops as soon as the output passes the
+ * budget's byte limit, so a gzip bomb costs the limit, not what it declares.
  */
-import { gunzipSync } from 'fflate';
+import { Gunzip } from 'fflate';
+import { DEFAULT_DECODE_LIMITS, IDecodeLimits, LimitError } from './budget';
 import { SnapshotError } from './errors';
 import { PyValue, unpickle } from './pickle';
 
@@ -18,35 +20,105 @@ export interface IRawSnapshot {
   value: PyValue;
   encoding: SnapshotEncoding;
   gzipped: boolean;
+  /** Size of the pickle or JSON text, after gunzip. */
+  decodedBytes: number;
 }
 
 /** Decode snapshot bytes (pickle or JSON, plain or gzip) to plain data. */
-export function decodeSnapshotBytes(bytes: Uint8Array): IRawSnapshot {
+export function decodeSnapshotBytes(bytes: Uint8Array, limits: IDecodeLimits = DEFAULT_DECODE_LIMITS): IRawSnapshot {
   if (bytes.length === 0) {
     throw new SnapshotError('empty file: no snapshot data');
   }
   let data = bytes;
   const gzipped = bytes[0] === GZIP_MAGIC[0] && bytes[1] === GZIP_MAGIC[1];
   if (gzipped) {
-    try {
-      data = gunzipSync(bytes);
-    } catch (reason) {
-      throw new SnapshotError(`corrupt gzip data: ${(reason as Error).message}`);
-    }
+    data = gunzipWithin(bytes, limits.maxBytes);
     if (data.length === 0) {
       throw new SnapshotError('empty file: gzip holds no snapshot data');
     }
+  } else {
+    checkSize(bytes.length, limits.maxBytes);
   }
+  const decodedBytes = data.length;
   if (data[0] === PICKLE_PROTO) {
-    return { value: unpickle(data), encoding: 'pickle', gzipped };
+    return { value: unpickle(data, limits), encoding: 'pickle', gzipped, decodedBytes };
   }
   const first = firstNonSpace(data);
   if (first === 0x7b /* { */) {
-    return { value: parseJson(data), encoding: 'json', gzipped };
+    return { value: parseJson(data), encoding: 'json', gzipped, decodedBytes };
   }
-  throw new SnapshotError(
-    'not a snapshot: expected a pickle (protocol 2 to 5), JSON, or either gzipped'
-  );
+  throw new SnapshotError(NOT_A_SNAPSHOT);
+}
+
+/** Refuse input over the byte limit, before reading it (the CLI checks a file's size with this). */
+export function checkSize(size: number, maxBytes: number): void {
+  if (size > maxBytes) {
+    throw new LimitError('maxBytes', `the snapshot is ${size.toLocaleString('en-US')} bytes`, maxBytes);
+  }
+}
+
+/** Input is fed to gunzip in slices this big, so output past the limit is noticed within one slice's worth. */
+const GUNZIP_SLICE = 1 << 16;
+/** The first slice is small: its output is enough to tell a snapshot from a bomb of zeros. */
+const GUNZIP_FIRST_SLICE = 1 << 10;
+
+/**
+ * Gunzip, refusing output past `maxBytes`, and stopping at the first bytes
+ * when they cannot start a snapshot. The output buffer is sized from the gzip
+ * trailer (the size modulo 2^32), so a real file is decoded into one
+ * allocation; a lying trailer only costs regrowth, never more than the limit.
+ */
+function gunzipWithin(bytes: Uint8Array, maxBytes: number): Uint8Array {
+  const n = bytes.length;
+  const declared =
+    n >= 18 ? (bytes[n - 4] | (bytes[n - 3] << 8) | (bytes[n - 2] << 16) | (bytes[n - 1] << 24)) >>> 0 : 0;
+  let out = new Uint8Array(Math.min(Math.max(declared, 1 << 16), maxBytes));
+  let length = 0;
+  let stop: 'over' | 'not a snapshot' | null = null;
+  const gunzip = new Gunzip(chunk => {
+    if (stop !== null || chunk.length === 0) {
+      return;
+    }
+    if (length === 0 && !canStartSnapshot(chunk)) {
+      stop = 'not a snapshot';
+      return;
+    }
+    if (length + chunk.length > maxBytes) {
+      stop = 'over';
+      return;
+    }
+    if (length + chunk.length > out.length) {
+      const grown = new Uint8Array(Math.min(maxBytes, Math.max(out.length * 2, length + chunk.length)));
+      grown.set(out.subarray(0, length));
+      out = grown;
+    }
+    out.set(chunk, length);
+    length += chunk.length;
+  });
+  try {
+    for (let at = 0; at < n && stop === null;) {
+      const end = Math.min(n, at + (at === 0 ? GUNZIP_FIRST_SLICE : GUNZIP_SLICE));
+      gunzip.push(bytes.subarray(at, end), end >= n);
+      at = end;
+    }
+  } catch (reason) {
+    throw new SnapshotError(`corrupt gzip data: ${(reason as Error).message}`);
+  }
+  if (stop === 'over') {
+    throw new LimitError('maxBytes', 'the gzip data decompresses to more bytes than allowed', maxBytes);
+  }
+  if (stop === 'not a snapshot') {
+    throw new SnapshotError(NOT_A_SNAPSHOT);
+  }
+  return out.subarray(0, length);
+}
+
+const NOT_A_SNAPSHOT = 'not a snapshot: expected a pickle (protocol 2 to 5), JSON, or either gzipped';
+
+/** True when data starting with these bytes may be a pickle or JSON (whitespace or a BOM may come first). */
+function canStartSnapshot(head: Uint8Array): boolean {
+  const first = firstNonSpace(head);
+  return head[0] === PICKLE_PROTO || first === 0x7b || (first === -1 && head.length < 1024);
 }
 
 function firstNonSpace(data: Uint8Array): number {

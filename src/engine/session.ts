@@ -13,6 +13,7 @@ import { FrameTable, Snapshot, totalBytes } from './model';
 import { IOomReport, oomReport } from './oom';
 import { IPeakAnatomy, peakAnatomy } from './peak';
 import { kernelPositions } from './retention';
+import { DEFAULT_DECODE_LIMITS, IDecodeLimits } from './budget';
 import { emptySnapshot, readSnapshot } from './snapshot';
 
 /** Allocator statistics the recorder stores before and after a cell (summed over devices). */
@@ -163,7 +164,8 @@ export function loadSession(
   manifestText: string,
   readFile: (name: string) => Uint8Array,
   // One table for several sessions (the ranks of a job) makes a site the same id in each.
-  frames = new FrameTable()
+  frames = new FrameTable(),
+  limits: IDecodeLimits = DEFAULT_DECODE_LIMITS
 ): ISession {
   const manifest = parseManifest(manifestText);
   const read = (name: string) => {
@@ -174,7 +176,7 @@ export function loadSession(
       throw new SnapshotError(`manifest.json names ${name}, which cannot be read (${(reason as Error).message})`);
     }
     try {
-      return readSnapshot(bytes, frames);
+      return readSnapshot(bytes, frames, limits);
     } catch (reason) {
       throw new SnapshotError(`${name}: ${(reason as Error).message}`);
     }

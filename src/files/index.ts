@@ -1,104 +1,212 @@
 /**
  * Snapshot files in the main area: "Open With > CUDA Memory Snapshot" on a
- * pickle from torch.cuda.memory._dump_snapshot() shows its totals per device
- * and hands it to the diff panel, where it can be compared with other files
- * or with the notebook's snapshots.
+ * pickle from torch.cuda.memory._dump_snapshot() streams its bytes from the
+ * server, has the engine worker parse them once, shows its totals per device
+ * and, when it carries trace entries, its allocation timeline, and hands the
+ * parsed snapshot to the diff panel, where it can be compared with other
+ * files or with the notebook's snapshots. Closing the view frees the worker's
+ * copy; the panel's copy goes when the file is closed there.
  */
-import { ABCWidgetFactory, DocumentRegistry, DocumentWidget } from '@jupyterlab/docregistry';
+import { ABCWidgetFactory, Base64ModelFactory, DocumentRegistry, DocumentWidget } from '@jupyterlab/docregistry';
+import { Contents, ServerConnection } from '@jupyterlab/services';
 import { TranslationBundle } from '@jupyterlab/translation';
 import { Widget } from '@lumino/widgets';
-import { formatBytes, readSnapshot, SnapshotError } from '../engine';
-import { IDiffPanel } from '../tokens';
+import { DeviceTotals, formatBytes, fromTransfer, SnapshotError } from '../engine';
+import { IDiffPanel, IEngineWorker } from '../tokens';
+import { fetchFileBytes } from './fetch';
+import { renderTimeline, TIMELINE_WIDTH } from './timelineview';
 
-/** Bytes of a base64 document model. */
-function decodeBase64(text: string): Uint8Array {
-  const binary = atob(text.replace(/\s+/g, ''));
-  const bytes = new Uint8Array(binary.length);
-  for (let i = 0; i < binary.length; i++) {
-    bytes[i] = binary.charCodeAt(i);
+/**
+ * A document model that loads no content: the view reads the file's bytes
+ * itself from the raw file endpoint, so the contents API never puts a large
+ * pickle into one base64 string.
+ */
+export class SnapshotBytesModelFactory extends Base64ModelFactory {
+  /** The model name the snapshot factory asks for. */
+  static readonly modelName = 'cuda-memdiff-bytes';
+
+  get name(): string {
+    return SnapshotBytesModelFactory.modelName;
   }
-  return bytes;
+
+  get fileFormat(): Contents.FileFormat {
+    return null;
+  }
 }
+
+/** Ids the worker keeps parsed files under, one per view. */
+let lastFileId = 0;
 
 /** The main-area view of one snapshot file. */
 export class SnapshotFileView extends Widget {
-  constructor(context: DocumentRegistry.IContext<DocumentRegistry.IModel>, panel: IDiffPanel, trans: TranslationBundle) {
+  constructor(context: DocumentRegistry.IContext<DocumentRegistry.IModel>, options: SnapshotFileView.IOptions) {
     super();
     this.addClass('jp-CudaMemdiffFile');
-    void context.ready.then(() => {
+    this._options = options;
+    const name = context.path.split('/').pop() ?? context.path;
+    const heading = document.createElement('h2');
+    heading.textContent = name;
+    heading.title = context.path;
+    this.node.appendChild(heading);
+    this._status = document.createElement('p');
+    this._status.className = 'jp-CudaMemdiffFile-status';
+    this._status.setAttribute('role', 'status');
+    this.node.appendChild(this._status);
+    void context.ready.then(() => (this.isDisposed ? undefined : this._open(context.path, name)));
+  }
+
+  dispose(): void {
+    if (this.isDisposed) {
+      return;
+    }
+    this._removeTimeline?.();
+    if (this._opened) {
+      // The worker drops its parsed copy (and the trace): closing the view frees it.
+      void this._options.worker.call('closeSnapshotFile', { id: this._id });
+    }
+    super.dispose();
+  }
+
+  private async _open(path: string, name: string): Promise<void> {
+    const { trans, worker, panel } = this._options;
+    let opened;
+    try {
+      const bytes = await fetchFileBytes(path, this._options.serverSettings, (read, total) => {
+        this._status.textContent =
+          total === null
+            ? trans.__('Reading %1…', formatBytes(read))
+            : trans.__('Reading %1 of %2…', formatBytes(read), formatBytes(total));
+      });
       if (this.isDisposed) {
         return;
       }
-      this._show(context.path, decodeBase64(context.model.toString()), panel, trans);
-    });
-  }
-
-  private _show(path: string, bytes: Uint8Array, panel: IDiffPanel, trans: TranslationBundle): void {
-    const node = this.node;
-    const name = path.split('/').pop() ?? path;
-    const heading = document.createElement('h2');
-    heading.textContent = name;
-    heading.title = path;
-    node.appendChild(heading);
-    let totals;
-    try {
-      totals = readSnapshot(bytes).totals;
+      this._status.textContent = trans.__('Parsing %1 in the background…', formatBytes(bytes.length));
+      // The buffer moves to the worker: the page keeps no copy of the file.
+      opened = await worker.call('openSnapshotFile', { id: this._id, bytes, width: TIMELINE_WIDTH }, [
+        bytes.buffer as ArrayBuffer
+      ]);
+      this._opened = true;
     } catch (reason) {
+      if (this.isDisposed) {
+        return;
+      }
+      this._status.textContent = '';
       const error = document.createElement('p');
       error.setAttribute('role', 'alert');
       error.className = 'jp-CudaMemdiffFile-error';
       error.textContent = trans.__(
         'Not a readable CUDA memory snapshot: %1',
-        reason instanceof SnapshotError ? reason.message : String(reason)
+        reason instanceof SnapshotError ? reason.message : String(reason instanceof Error ? reason.message : reason)
       );
-      node.appendChild(error);
+      this.node.appendChild(error);
       return;
     }
-    const table = document.createElement('table');
-    table.className = 'jp-CudaMemdiffFile-totals';
-    const headers = [trans.__('Device'), trans.__('Allocated'), trans.__('Reserved'), trans.__('Free in segments'), trans.__('Largest free'), trans.__('Blocks')];
-    const head = table.createTHead().insertRow();
-    for (const h of headers) {
-      const th = document.createElement('th');
-      th.textContent = h;
-      head.appendChild(th);
+    if (this.isDisposed) {
+      void worker.call('closeSnapshotFile', { id: this._id });
+      return;
     }
-    const body = table.createTBody();
-    for (const t of totals) {
-      const row = body.insertRow();
-      for (const value of [`cuda:${t.device}`, formatBytes(t.allocatedBytes), formatBytes(t.reservedBytes), formatBytes(t.inactiveBytes), formatBytes(t.largestFreeBytes), String(t.allocatedBlocks)]) {
-        row.insertCell().textContent = value;
-      }
+    this._status.textContent = trans.__(
+      '%1 blocks, %2 trace entries',
+      opened.snapshot.blocks.length,
+      opened.traceEntries
+    );
+    this.node.appendChild(totalsTable(opened.snapshot.totals, trans));
+    if (opened.timeline) {
+      const id = this._id;
+      this._removeTimeline = renderTimeline(
+        this.node,
+        opened.timeline,
+        {
+          describe: moment => worker.call('describeMoment', { id, moment }),
+          diff: (from, to) => worker.call('diffMoments', { id, from, to })
+        },
+        trans
+      );
     }
-    node.appendChild(table);
     const note = document.createElement('p');
-    note.textContent = trans.__('The CUDA Memory panel now holds this snapshot: pick it there to compare it with other files or with a notebook\'s cells.');
-    node.appendChild(note);
-    panel.addFile(name, bytes, path);
+    note.textContent = trans.__(
+      "The CUDA Memory panel now holds this snapshot: pick it there to compare it with other files or with a notebook's cells."
+    );
+    this.node.appendChild(note);
+    // The first picture paints before the panel takes the snapshot (its own render is another task).
+    await new Promise(resolve => requestAnimationFrame(() => setTimeout(resolve, 0)));
+    if (this.isDisposed) {
+      return;
+    }
+    panel.addFile(name, fromTransfer(opened.snapshot), path);
     panel.reveal();
   }
+
+  private readonly _options: SnapshotFileView.IOptions;
+  private readonly _id = ++lastFileId;
+  private readonly _status: HTMLElement;
+  private _opened = false;
+  private _removeTimeline: (() => void) | null = null;
+}
+
+/** A namespace for SnapshotFileView statics. */
+export namespace SnapshotFileView {
+  export interface IOptions {
+    panel: IDiffPanel;
+    worker: IEngineWorker;
+    serverSettings: ServerConnection.ISettings;
+    trans: TranslationBundle;
+  }
+}
+
+function totalsTable(totals: readonly DeviceTotals[], trans: TranslationBundle): HTMLTableElement {
+  const table = document.createElement('table');
+  table.className = 'jp-CudaMemdiffFile-totals';
+  const headers = [
+    trans.__('Device'),
+    trans.__('Allocated'),
+    trans.__('Reserved'),
+    trans.__('Free in segments'),
+    trans.__('Largest free'),
+    trans.__('Blocks')
+  ];
+  const head = table.createTHead().insertRow();
+  for (const h of headers) {
+    const th = document.createElement('th');
+    th.textContent = h;
+    head.appendChild(th);
+  }
+  const body = table.createTBody();
+  for (const t of totals) {
+    const row = body.insertRow();
+    for (const value of [
+      `cuda:${t.device}`,
+      formatBytes(t.allocatedBytes),
+      formatBytes(t.reservedBytes),
+      formatBytes(t.inactiveBytes),
+      formatBytes(t.largestFreeBytes),
+      String(t.allocatedBlocks)
+    ]) {
+      row.insertCell().textContent = value;
+    }
+  }
+  return table;
 }
 
 /** Creates SnapshotFileView documents for the snapshot file type. */
 export class SnapshotFileFactory extends ABCWidgetFactory<DocumentWidget<SnapshotFileView>> {
   constructor(options: SnapshotFileFactory.IOptions) {
     super(options);
-    this._panel = options.panel;
-    this._trans = options.trans;
+    this._view = options.view;
   }
 
-  protected createNewWidget(context: DocumentRegistry.IContext<DocumentRegistry.IModel>): DocumentWidget<SnapshotFileView> {
-    return new DocumentWidget({ context, content: new SnapshotFileView(context, this._panel, this._trans) });
+  protected createNewWidget(
+    context: DocumentRegistry.IContext<DocumentRegistry.IModel>
+  ): DocumentWidget<SnapshotFileView> {
+    return new DocumentWidget({ context, content: new SnapshotFileView(context, this._view) });
   }
 
-  private readonly _panel: IDiffPanel;
-  private readonly _trans: TranslationBundle;
+  private readonly _view: SnapshotFileView.IOptions;
 }
 
 /** A namespace for SnapshotFileFactory statics. */
 export namespace SnapshotFileFactory {
   export interface IOptions extends DocumentRegistry.IWidgetFactoryOptions<DocumentWidget<SnapshotFileView>> {
-    panel: IDiffPanel;
-    trans: TranslationBundle;
+    view: SnapshotFileView.IOptions;
   }
 }

@@ -16,6 +16,7 @@ import {
   groupBySite,
   ICellSource,
   readSnapshot,
+  reframe,
   Snapshot,
   SnapshotDiff,
   SnapshotError
@@ -30,7 +31,8 @@ export interface ISnapshotFile {
   readonly name: string;
   /** Its path on the server; null for a file dropped on the panel. */
   readonly path: string | null;
-  readonly bytes: Uint8Array;
+  /** The file parsed once, in a frame table of its own (no bytes are kept). */
+  readonly snapshot: Snapshot;
 }
 
 /** A part of the panel an action can bring into view. */
@@ -111,17 +113,21 @@ export class DiffPanelModel implements IDisposable {
    * Open a snapshot file and show it against an empty device: files opened
    * earlier may be unrelated, so the user picks what to compare it with.
    * Opening a path already open replaces that file. An unreadable file
-   * leaves everything as it was and sets fileError.
+   * leaves everything as it was and sets fileError. Bytes are parsed here
+   * (a file dropped on the panel); the file viewer passes the snapshot its
+   * worker parsed.
    */
-  addFile(name: string, bytes: Uint8Array, path: string | null = null): ISnapshotFile | null {
+  addFile(name: string, source: Uint8Array | Snapshot, path: string | null = null): ISnapshotFile | null {
+    let snapshot: Snapshot;
     try {
-      readSnapshot(bytes);
+      // isView, not instanceof: bytes may come from another realm (a worker, a test runner).
+      snapshot = ArrayBuffer.isView(source) ? readSnapshot(source as Uint8Array) : (source as Snapshot);
     } catch (reason) {
       this._fileError = `${name}: ${reason instanceof SnapshotError ? reason.message : String(reason)}`;
       this._changed.emit();
       return null;
     }
-    const file: ISnapshotFile = { name, path, bytes };
+    const file: ISnapshotFile = { name, path, snapshot };
     const same = path === null ? undefined : this._files.find(f => f.path === path);
     this._files = same ? this._files.map(f => (f === same ? file : f)) : [...this._files, file];
     this._fileError = null;
@@ -196,7 +202,8 @@ export class DiffPanelModel implements IDisposable {
     }
     let cached = this._fileSnapshots.get(ref.file);
     if (!cached || cached.frames !== this.frames) {
-      cached = readSnapshot(ref.file.bytes, this.frames);
+      // Re-interned into the panel's frame table, so it diffs against the notebook's snapshots.
+      cached = reframe(ref.file.snapshot, this.frames);
       this._fileSnapshots.set(ref.file, cached);
     }
     return cached;
@@ -297,7 +304,9 @@ export class DiffPanelModel implements IDisposable {
     const same =
       cached !== null &&
       cached.cells.length === cells.length &&
-      cached.cells.every((c, i) => c.id === cells[i].id && c.source === cells[i].source && c.executionCount === cells[i].executionCount);
+      cached.cells.every(
+        (c, i) => c.id === cells[i].id && c.source === cells[i].source && c.executionCount === cells[i].executionCount
+      );
     if (!same) {
       this._cellNames = { cells, names: new CellCodeNames(cells) };
     }
@@ -337,7 +346,8 @@ export class DiffPanelModel implements IDisposable {
   private readonly _ownFrames = new FrameTable();
   private readonly _fileSnapshots = new WeakMap<ISnapshotFile, Snapshot>();
   private _selected: CellRecord | null = null;
-  private _cellNames: { cells: (ICellSource & { executionCount: number | null })[]; names: CellCodeNames } | null = null;
+  private _cellNames: { cells: (ICellSource & { executionCount: number | null })[]; names: CellCodeNames } | null =
+    null;
   private _showAllFrames = false;
   private _diff: SnapshotDiff | null = null;
   private _groups: AllocationSite[] | null = null;

@@ -5,9 +5,9 @@
  */
 import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { ITranslator, nullTranslator } from '@jupyterlab/translation';
-import { SnapshotFileFactory } from '../files';
+import { SnapshotBytesModelFactory, SnapshotFileFactory } from '../files';
 import { memoryIcon } from '../panel/icon';
-import { IDiffPanel, PACKAGE_NAME, SNAPSHOT_FILE_TYPE } from '../tokens';
+import { IDiffPanel, IEngineWorker, PACKAGE_NAME, SNAPSHOT_FILE_TYPE } from '../tokens';
 
 export const FACTORY_NAME = 'CUDA Memory Snapshot';
 
@@ -15,16 +15,18 @@ export const filesPlugin: JupyterFrontEndPlugin<void> = {
   id: `${PACKAGE_NAME}:files`,
   description: 'Opens snapshot pickles from torch.cuda.memory._dump_snapshot() in the diff panel.',
   autoStart: true,
-  requires: [IDiffPanel],
+  requires: [IDiffPanel, IEngineWorker],
   optional: [ITranslator],
-  activate: (app: JupyterFrontEnd, panel: IDiffPanel, translator: ITranslator | null) => {
+  activate: (app: JupyterFrontEnd, panel: IDiffPanel, worker: IEngineWorker, translator: ITranslator | null) => {
     const trans = (translator ?? nullTranslator).load('jupyterlab_cuda_memdiff');
+    // The view reads bytes from the raw file endpoint; the document loads no content.
+    app.docRegistry.addModelFactory(new SnapshotBytesModelFactory());
     app.docRegistry.addFileType({
       name: SNAPSHOT_FILE_TYPE,
       displayName: trans.__('CUDA memory snapshot'),
       extensions: ['.pickle', '.pkl', '.pickle.gz', '.pkl.gz'],
       mimeTypes: ['application/octet-stream'],
-      fileFormat: 'base64',
+      fileFormat: null,
       contentType: 'file',
       icon: memoryIcon
     });
@@ -32,14 +34,13 @@ export const filesPlugin: JupyterFrontEndPlugin<void> = {
       new SnapshotFileFactory({
         name: FACTORY_NAME,
         label: trans.__('CUDA Memory Snapshot'),
-        modelName: 'base64',
+        modelName: SnapshotBytesModelFactory.modelName,
         fileTypes: [SNAPSHOT_FILE_TYPE],
         // Double-click in the file browser opens snapshots here: the text
         // editor, the fallback, cannot read a binary pickle.
         defaultFor: [SNAPSHOT_FILE_TYPE],
         readOnly: true,
-        panel,
-        trans
+        view: { panel, worker, serverSettings: app.serviceManager.serverSettings, trans }
       })
     );
   }

@@ -16,6 +16,7 @@
  */
 
 import { rankLeaks } from '../engine/leaks/op';
+import { closeSnapshotFile, describeMoment, diffMoments, openSnapshotFile } from './files';
 import { closeRanks, compareLoadedRanks, loadRanks } from './ranks';
 
 /** A result that moves these buffers to the page instead of copying them. */
@@ -42,13 +43,20 @@ export const handlers = {
   rankLeaks,
   loadRanks,
   compareRanks: compareLoadedRanks,
-  closeRanks
+  closeRanks,
+  openSnapshotFile,
+  closeSnapshotFile,
+  describeMoment,
+  diffMoments
 };
 
 /** The operations. */
 export type EngineOp = keyof typeof handlers;
 /** What an operation takes. */
-export type EnginePayload<K extends EngineOp> = Parameters<(typeof handlers)[K]> extends [infer P, ...unknown[]] ? P : void;
+export type EnginePayload<K extends EngineOp> =
+  Parameters<(typeof handlers)[K]> extends [infer P, ...unknown[]] ? P : void;
 /** What an operation gives back, once any Transferring wrapper is taken off. */
 export type EngineResult<K extends EngineOp> =
-  Awaited<ReturnType<(typeof handlers)[K]>> extends Transferring<infer T> ? T : Awaited<ReturnType<(typeof handlers)[K]>>;
+  Awaited<ReturnType<(typeof handlers)[K]>> extends Transferring<infer T>
+    ? T
+    : Awaited<ReturnType<(typeof handlers)[K]>>;

@@ -1,0 +1,269 @@
+/**
+ * The timeline of a snapshot file, drawn in one owned SVG element: allocated
+ * memory over the file's allocation events (as PyTorch's MemoryViz draws it),
+ * cell boundaries where the trace marks a snapshot, the stack of the event
+ * under the pointer, and a diff between two clicked moments. Geometry is in
+ * pure functions; the engine worker answers every question about the trace.
+ */
+import { TranslationBundle } from '@jupyterlab/translation';
+import { formatBytes, ITimelineSeries } from '../engine';
+import type { IMoment, IMomentDiff } from '../worker/files';
+
+/** The drawing's size in SVG units (it scales to the view's width). */
+export const TIMELINE_WIDTH = 800;
+export const TIMELINE_HEIGHT = 200;
+/** A click this close to a cell boundary (in SVG units) picks the boundary. */
+const SNAP = 6;
+
+/** Where things are drawn: pure functions of the series. */
+export interface ITimelineGeometry {
+  /** The filled area under the allocated total. */
+  readonly path: string;
+  /** Bytes at the top of the drawing. */
+  readonly yMaxBytes: number;
+  /** Height in SVG units of a byte count. */
+  y(bytes: number): number;
+  /** Horizontal position of an event count (the moment before event `k`). */
+  x(events: number): number;
+  /** The moment (an event index, -1 before the first) at a horizontal position; `snap` picks a boundary close by. */
+  momentAt(x: number, snap?: boolean): number;
+}
+
+/** Geometry of a timeline drawn `width` by `height`. */
+export function timelineGeometry(
+  series: ITimelineSeries,
+  width = TIMELINE_WIDTH,
+  height = TIMELINE_HEIGHT
+): ITimelineGeometry {
+  const n = Math.max(1, series.eventCount);
+  const yMaxBytes = Math.max(1, series.peakBytes) * 1.05;
+  const y = (bytes: number) => height - (bytes / yMaxBytes) * height;
+  const x = (events: number) => (events / n) * width;
+  const parts = [`M0,${height}`];
+  const columns = series.start.length;
+  for (let c = 0; c < columns; c++) {
+    const top = y(series.high[c]).toFixed(2);
+    const x0 = x(series.start[c]).toFixed(2);
+    const x1 = x(c + 1 < columns ? series.start[c + 1] : n).toFixed(2);
+    parts.push(`L${x0},${top}`, `L${x1},${top}`);
+  }
+  parts.push(`L${width},${height}`, 'Z');
+  const momentAt = (px: number, snap = false): number => {
+    for (const b of snap ? series.boundaries : []) {
+      if (Math.abs(x(b) - px) <= SNAP) {
+        return b - 1;
+      }
+    }
+    return Math.max(0, Math.min(n - 1, Math.floor((px / width) * n)));
+  };
+  return { path: parts.join(''), yMaxBytes, y, x, momentAt };
+}
+
+/** What the view asks of the worker. */
+export interface ITimelineSource {
+  describe(moment: number): Promise<IMoment | null>;
+  diff(from: number, to: number): Promise<IMomentDiff>;
+}
+
+const SVG = 'http://www.w3.org/2000/svg';
+
+/** Build the timeline's DOM under `host`; returns a function that removes its listeners. */
+export function renderTimeline(
+  host: HTMLElement,
+  series: ITimelineSeries,
+  source: ITimelineSource,
+  trans: TranslationBundle
+): () => void {
+  const g = timelineGeometry(series);
+  const root = document.createElement('section');
+  root.className = 'jp-CudaMemdiffTimeline';
+  root.setAttribute('aria-label', trans.__('Allocation timeline'));
+  const caption = document.createElement('p');
+  caption.className = 'jp-CudaMemdiffTimeline-caption';
+  caption.textContent = trans.__(
+    'Allocated memory on cuda:%1 over %2 allocation events (peak %3); dashed lines are cell boundaries. Click a moment, then another, to see what changed between them.',
+    series.device,
+    series.eventCount.toLocaleString(),
+    formatBytes(series.peakBytes)
+  );
+  root.appendChild(caption);
+
+  const svg = document.createElementNS(SVG, 'svg');
+  svg.setAttribute('class', 'jp-CudaMemdiffTimeline-chart');
+  svg.setAttribute('viewBox', `0 0 ${TIMELINE_WIDTH} ${TIMELINE_HEIGHT}`);
+  svg.setAttribute('preserveAspectRatio', 'none');
+  svg.setAttribute('role', 'img');
+  svg.setAttribute('aria-label', caption.textContent);
+  svg.dataset.yMaxBytes = String(g.yMaxBytes);
+  svg.dataset.eventCount = String(series.eventCount);
+  const area = document.createElementNS(SVG, 'path');
+  area.setAttribute('class', 'jp-CudaMemdiffTimeline-area');
+  area.setAttribute('d', g.path);
+  svg.appendChild(area);
+  series.boundaries.forEach((b, k) => {
+    const line = vertical(g.x(b), 'jp-CudaMemdiffTimeline-boundary');
+    line.dataset.boundary = String(k);
+    line.dataset.moment = String(b - 1);
+    const title = document.createElementNS(SVG, 'title');
+    title.textContent = trans.__('snapshot %1 (a cell boundary)', k + 1);
+    line.appendChild(title);
+    svg.appendChild(line);
+  });
+  const cursor = vertical(-10, 'jp-CudaMemdiffTimeline-cursor');
+  const marks = [vertical(-10, 'jp-CudaMemdiffTimeline-mark'), vertical(-10, 'jp-CudaMemdiffTimeline-mark')];
+  svg.append(cursor, ...marks);
+  root.appendChild(svg);
+
+  const peak = document.createElement('p');
+  peak.className = 'jp-CudaMemdiffTimeline-axis';
+  peak.textContent = trans.__('top of the chart: %1', formatBytes(g.yMaxBytes));
+  root.appendChild(peak);
+  const hover = document.createElement('div');
+  hover.className = 'jp-CudaMemdiffTimeline-hover';
+  hover.setAttribute('aria-live', 'polite');
+  root.appendChild(hover);
+  const result = document.createElement('div');
+  result.className = 'jp-CudaMemdiffTimeline-diff';
+  result.setAttribute('role', 'status');
+  root.appendChild(result);
+  host.appendChild(root);
+
+  const svgX = (event: MouseEvent) => {
+    const box = svg.getBoundingClientRect();
+    return ((event.clientX - box.left) / Math.max(1, box.width)) * TIMELINE_WIDTH;
+  };
+  let asked = -2;
+  let disposed = false;
+  const onMove = (event: MouseEvent) => {
+    const x = svgX(event);
+    place(cursor, x);
+    const moment = g.momentAt(x);
+    if (moment === asked) {
+      return;
+    }
+    asked = moment;
+    void source.describe(Math.max(0, moment)).then(m => {
+      if (!disposed && m && asked === moment) {
+        showMoment(hover, m, trans);
+      }
+    });
+  };
+  const picked: number[] = [];
+  const onClick = (event: MouseEvent) => {
+    const moment = g.momentAt(svgX(event), true);
+    if (picked.length === 2) {
+      picked.length = 0;
+      place(marks[1], -10);
+    }
+    picked.push(moment);
+    place(marks[picked.length - 1], g.x(moment + 1));
+    if (picked.length === 1) {
+      result.textContent = trans.__('Moment %1 picked: click another moment to compare.', moment + 1);
+      return;
+    }
+    const [from, to] = picked[0] <= picked[1] ? picked : [picked[1], picked[0]];
+    result.textContent = trans.__('Comparing…');
+    source.diff(from, to).then(
+      d => !disposed && showDiff(result, d, trans),
+      reason => !disposed && (result.textContent = String(reason))
+    );
+  };
+  svg.addEventListener('mousemove', onMove);
+  svg.addEventListener('click', onClick);
+  return () => {
+    disposed = true;
+    svg.removeEventListener('mousemove', onMove);
+    svg.removeEventListener('click', onClick);
+  };
+}
+
+function vertical(x: number, className: string): SVGLineElement {
+  const line = document.createElementNS(SVG, 'line');
+  line.setAttribute('class', className);
+  line.setAttribute('y1', '0');
+  line.setAttribute('y2', String(TIMELINE_HEIGHT));
+  place(line, x);
+  return line;
+}
+
+function place(line: SVGLineElement, x: number): void {
+  line.setAttribute('x1', x.toFixed(2));
+  line.setAttribute('x2', x.toFixed(2));
+}
+
+function showMoment(node: HTMLElement, m: IMoment, trans: TranslationBundle): void {
+  node.textContent = '';
+  const head = document.createElement('p');
+  head.textContent = trans.__(
+    'Event %1: %2 of %3, then %4 allocated',
+    m.moment + 1,
+    m.action,
+    formatBytes(m.size),
+    formatBytes(m.allocatedBytes)
+  );
+  node.appendChild(head);
+  node.appendChild(stackList(m.frames));
+}
+
+function showDiff(node: HTMLElement, d: IMomentDiff, trans: TranslationBundle): void {
+  node.textContent = '';
+  const head = document.createElement('p');
+  head.className = 'jp-CudaMemdiffTimeline-diffSummary';
+  head.textContent = trans.__(
+    'From moment %1 (%2 allocated) to moment %3 (%4): born %5, freed %6, net %7',
+    d.from + 1,
+    formatBytes(d.fromBytes),
+    d.to + 1,
+    formatBytes(d.toBytes),
+    formatBytes(d.bornBytes),
+    formatBytes(d.freedBytes),
+    formatBytes(d.netBytes, true)
+  );
+  node.appendChild(head);
+  const table = document.createElement('table');
+  table.className = 'jp-CudaMemdiffTimeline-sites';
+  const headRow = table.createTHead().insertRow();
+  for (const h of [
+    trans.__('Net'),
+    trans.__('Born'),
+    trans.__('Freed'),
+    trans.__('Blocks'),
+    trans.__('Allocation site')
+  ]) {
+    const th = document.createElement('th');
+    th.textContent = h;
+    headRow.appendChild(th);
+  }
+  const body = table.createTBody();
+  for (const s of d.sites) {
+    const row = body.insertRow();
+    for (const v of [
+      formatBytes(s.netBytes, true),
+      formatBytes(s.bornBytes),
+      formatBytes(s.freedBytes),
+      String(s.count)
+    ]) {
+      row.insertCell().textContent = v;
+    }
+    const site = row.insertCell();
+    site.textContent = s.site;
+    site.title = s.frames.join('\n');
+  }
+  node.appendChild(table);
+  if (d.siteCount > d.sites.length) {
+    const more = document.createElement('p');
+    more.textContent = trans.__('%1 more allocation sites not shown', d.siteCount - d.sites.length);
+    node.appendChild(more);
+  }
+}
+
+function stackList(frames: readonly string[]): HTMLElement {
+  const list = document.createElement('ol');
+  list.className = 'jp-CudaMemdiffTimeline-stack';
+  for (const f of frames) {
+    const item = document.createElement('li');
+    item.textContent = f;
+    list.appendChild(item);
+  }
+  return list;
+}

@@ -1,0 +1,95 @@
+// The file timeline and the worker's file operations, on a real H200
+// recording with history (clean_training: 3,681 trace entries, a snapshot
+// entry after each cell): the line ends at what the snapshot holds, the
+// boundaries are the cells', and the diff between two boundaries is the diff
+// of the two cells' own recorded pickles.
+import * as path from 'path';
+import {
+  buildTimeline,
+  diffSnapshots,
+  FrameTable,
+  fromTransfer,
+  groupBySite,
+  readSnapshot,
+  reframe,
+  timelineSeries,
+  toTransfer,
+  totalBytes
+} from '../../engine';
+import { manifestOf, readBytes, RECORDINGS } from '../../engine/__tests__/data';
+import { timelineGeometry } from '../../files/timelineview';
+import { closeSnapshotFile, describeMoment, diffMoments, openSnapshotFile } from '../files';
+
+const DIR = path.join(RECORDINGS, 'clean_training--python');
+const file = (name: string) => readBytes(path.join(DIR, name));
+
+describe('the timeline of a snapshot file', () => {
+  const snapshot = readSnapshot(file('cell04.pickle.gz'));
+  const timeline = buildTimeline(snapshot)!;
+  const manifest = manifestOf('clean_training--python');
+
+  it('ends at the allocated total the snapshot holds, and marks each earlier cell', () => {
+    expect(timeline.bytes[timeline.bytes.length - 1]).toBe(totalBytes(snapshot, 'allocatedBytes'));
+    expect(timeline.bytes[timeline.bytes.length - 1]).toBe((manifest.cells[4] as any).after.allocated);
+    expect(timeline.boundaries).toHaveLength(4);
+    // Right before each boundary, the total is what the manifest says the cell left allocated.
+    timeline.boundaries.forEach((b, k) => {
+      expect(b === 0 ? 0 : timeline.bytes[b - 1]).toBe((manifest.cells[k] as any).after.allocated);
+    });
+    expect(timeline.peakBytes).toBeGreaterThan((manifest.cells[4] as any).after.allocated);
+  });
+
+  it('draws the peak at the top of its column and the end at the final total', () => {
+    const series = timelineSeries(timeline, 800);
+    expect(series.start.length).toBe(800);
+    expect(Math.max(...series.high)).toBe(timeline.peakBytes);
+    const g = timelineGeometry(series, 800, 200);
+    expect(g.y(timeline.peakBytes)).toBeCloseTo(200 - 200 / 1.05, 5);
+    expect(g.path.endsWith(`L800.00,${g.y(timeline.bytes[timeline.bytes.length - 1]).toFixed(2)}L800,200Z`)).toBe(true);
+    // A click on a boundary picks the moment right before it.
+    expect(g.momentAt(g.x(timeline.boundaries[1]) + 2, true)).toBe(timeline.boundaries[1] - 1);
+  });
+
+  it("diffs two boundaries as the two cells' recorded pickles diff", () => {
+    const opened = openSnapshotFile({ id: 1, bytes: file('cell04.pickle.gz'), width: 800 });
+    expect(opened.traceEntries).toBe(3681);
+    const [b0, b1] = opened.timeline!.boundaries;
+    const moments = diffMoments({ id: 1, from: b0 - 1, to: b1 - 1 });
+    const frames = new FrameTable();
+    const cells = diffSnapshots(
+      readSnapshot(file('cell00.pickle.gz'), frames),
+      readSnapshot(file('cell01.pickle.gz'), frames)
+    );
+    const top = groupBySite(cells)[0];
+    const site = frames.frame(top.frameId);
+    expect(moments.netBytes).toBe(cells.netBytes);
+    expect(moments.bornBytes).toBe(cells.bornBytes);
+    expect(moments.sites[0].site).toBe(`${site.filename}:${site.line} in ${site.name}`);
+    expect(moments.sites[0].netBytes).toBe(top.netBytes);
+    const hover = describeMoment({ id: 1, moment: 1 })!;
+    expect(hover.action).toBe('alloc');
+    expect(hover.frames[0]).toBe('/tmp/ipykernel_644/1078466348.py:4 in <module>');
+    expect(closeSnapshotFile({ id: 1 })).toBe(true);
+    expect(() => diffMoments({ id: 1, from: 0, to: 1 })).toThrow(/not open/);
+  });
+
+  it('has no timeline for a file without allocation events', () => {
+    expect(buildTimeline(readSnapshot(file('cell00.pickle.gz')))).not.toBeNull();
+    expect(buildTimeline({ ...snapshot, traces: [] })).toBeNull();
+  });
+});
+
+describe('moving a snapshot between the worker and the page', () => {
+  it('keeps stacks through a transfer and into another frame table', () => {
+    const frames = new FrameTable();
+    const before = readSnapshot(file('cell02.pickle.gz'), frames);
+    const after = readSnapshot(file('cell03.pickle.gz'));
+    const moved = reframe(fromTransfer(JSON.parse(JSON.stringify(toTransfer(after)))), frames);
+    const direct = diffSnapshots(before, readSnapshot(file('cell03.pickle.gz'), frames));
+    const viaTransfer = diffSnapshots(before, moved);
+    expect(viaTransfer.netBytes).toBe(direct.netBytes);
+    expect(groupBySite(viaTransfer).map(g => [g.frameId, g.netBytes])).toEqual(
+      groupBySite(direct).map(g => [g.frameId, g.netBytes])
+    );
+  });
+});

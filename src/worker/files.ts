@@ -1,0 +1,158 @@
+/**
+ * The engine worker's operations on snapshot files: parse a file once and
+ * keep it (by the id the page gave it) until the page closes it; answer the
+ * timeline's questions (what happened at a moment, what changed between two
+ * moments) from the trace, which never leaves the worker.
+ */
+import {
+  buildTimeline,
+  diffSnapshots,
+  eventEntry,
+  FrameTable,
+  groupBySite,
+  ISnapshotTransfer,
+  ITimeline,
+  ITimelineSeries,
+  readSnapshot,
+  Snapshot,
+  snapshotAt,
+  timelineSeries,
+  toTransfer,
+  totalBytes,
+  visibleStack
+} from '../engine';
+
+/** Parsed files by the page's id; a closed file is dropped, so its memory can be freed. */
+const opened = new Map<number, { snapshot: Snapshot; timeline: ITimeline | null }>();
+
+/** What the page gets back from opening a file. */
+export interface IOpenedFile {
+  /** Blocks, segments and totals (the trace stays here). */
+  readonly snapshot: ISnapshotTransfer;
+  readonly traceEntries: number;
+  /** The timeline to draw; null when the file carries no allocation events. */
+  readonly timeline: ITimelineSeries | null;
+}
+
+/** Parse snapshot bytes (pickle or JSON, plain or gzip) and keep the result under `id`. */
+export function openSnapshotFile(payload: { id: number; bytes: Uint8Array; width: number }): IOpenedFile {
+  const snapshot = readSnapshot(payload.bytes);
+  const timeline = buildTimeline(snapshot);
+  opened.set(payload.id, { snapshot, timeline });
+  return {
+    snapshot: toTransfer(snapshot),
+    traceEntries: snapshot.traces.length,
+    timeline: timeline ? timelineSeries(timeline, payload.width) : null
+  };
+}
+
+/** Forget a file; true when it was open. */
+export function closeSnapshotFile(payload: { id: number }): boolean {
+  return opened.delete(payload.id);
+}
+
+/** One moment of the timeline, as the hover shows it. */
+export interface IMoment {
+  readonly moment: number;
+  readonly action: string;
+  readonly size: number;
+  /** Allocated bytes right after the event. */
+  readonly allocatedBytes: number;
+  /** The visible frames of the event's stack, innermost first, as `file:line in name`. */
+  readonly frames: readonly string[];
+}
+
+/** The event at `moment` (an event index of the timeline). */
+export function describeMoment(payload: { id: number; moment: number }): IMoment | null {
+  const { snapshot, timeline } = file(payload.id);
+  const entry = timeline && eventEntry(snapshot, timeline, payload.moment);
+  if (!timeline || !entry) {
+    return null;
+  }
+  const moment = Math.max(0, Math.min(payload.moment, timeline.events.length - 1));
+  return {
+    moment,
+    action: entry.action,
+    size: entry.size,
+    allocatedBytes: timeline.bytes[moment],
+    frames: stackLines(snapshot.frames, entry.stack)
+  };
+}
+
+/** An allocation site of a diff between two moments. */
+export interface IMomentSite {
+  /** `file:line in name` of the site frame, or a word for blocks without a Python stack. */
+  readonly site: string;
+  readonly frames: readonly string[];
+  readonly count: number;
+  readonly bornBytes: number;
+  readonly freedBytes: number;
+  readonly netBytes: number;
+}
+
+/** What changed from one moment to another. */
+export interface IMomentDiff {
+  readonly from: number;
+  readonly to: number;
+  readonly fromBytes: number;
+  readonly toBytes: number;
+  readonly bornBytes: number;
+  readonly freedBytes: number;
+  readonly netBytes: number;
+  /** Sites with the largest change first, at most MOMENT_SITES. */
+  readonly sites: readonly IMomentSite[];
+  readonly siteCount: number;
+}
+
+/** Sites a moment diff sends to the page. */
+export const MOMENT_SITES = 20;
+
+/** Diff the blocks alive after event `from` against those alive after event `to`. */
+export function diffMoments(payload: { id: number; from: number; to: number }): IMomentDiff {
+  const { snapshot, timeline } = file(payload.id);
+  if (!timeline) {
+    throw new Error('this file carries no allocation events');
+  }
+  const before = snapshotAt(snapshot, timeline, payload.from);
+  const after = snapshotAt(snapshot, timeline, payload.to);
+  const diff = diffSnapshots(before, after);
+  const groups = groupBySite(diff);
+  const table = snapshot.frames;
+  return {
+    from: payload.from,
+    to: payload.to,
+    fromBytes: totalBytes(before, 'allocatedBytes'),
+    toBytes: totalBytes(after, 'allocatedBytes'),
+    bornBytes: diff.bornBytes,
+    freedBytes: diff.freedBytes,
+    netBytes: diff.netBytes,
+    siteCount: groups.length,
+    sites: groups.slice(0, MOMENT_SITES).map(g => ({
+      site: g.frameId < 0 ? 'no Python stack' : frameLine(table, g.frameId),
+      frames: stackLines(table, g.stack),
+      count: g.count,
+      bornBytes: g.bornBytes,
+      freedBytes: g.freedBytes,
+      netBytes: g.netBytes
+    }))
+  };
+}
+
+function file(id: number): { snapshot: Snapshot; timeline: ITimeline | null } {
+  const found = opened.get(id);
+  if (!found) {
+    throw new Error(`snapshot file ${id} is not open`);
+  }
+  return found;
+}
+
+function frameLine(table: FrameTable, frameId: number): string {
+  const f = table.frame(frameId);
+  return `${f.filename}:${f.line} in ${f.name}`;
+}
+
+function stackLines(table: FrameTable, stack: number): string[] {
+  return visibleStack(table, stack).map(e =>
+    e.kind === 'native' ? `[${e.count} C++ frame${e.count === 1 ? '' : 's'}]` : frameLine(table, e.frameId)
+  );
+}
