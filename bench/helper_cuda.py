@@ -12,16 +12,16 @@ cell's allocation history travels too). Then the cost of allocation history
 on a GPU-bound and a CPU-bound training step. ``--profile`` adds the
 helper's own hot spots at 100,000 blocks.
 """
+
 import cProfile
 import io
 import json
 import pstats
-import sys
 import statistics
+import sys
 import time
 
 import torch
-
 from cuda_memdiff_kernel import torch_probe
 from cuda_memdiff_kernel.channel import Frontends
 from cuda_memdiff_kernel.log import SnapshotLog
@@ -56,8 +56,7 @@ def median_ms(fn, runs=RUNS):
 
 def helper_cell(log, frontends, traces=False):
     raw = torch_probe.raw_snapshot(include_traces=traces)
-    entry = log.add(raw, reason="cell", cell_id="c", execution_count=1, error=None,
-                    devices=torch_probe.device_stats())
+    entry = log.add(raw, reason="cell", cell_id="c", execution_count=1, error=None, devices=torch_probe.device_stats())
     frontends.publish(entry)
 
 
@@ -82,12 +81,14 @@ def capture_costs(profile=False):
 
             changed = median_ms(change_300)
             against = bare_traced if traces else bare
-            print(f"{n:>7} live blocks, traces {'on ' if traces else 'off'}: "
-                  f"bare memory_snapshot(include_traces=False) "
-                  f"{bare:6.1f} ms, _snapshot() {bare_traced:6.1f} ms | helper per cell, nothing changed "
-                  f"{same:6.1f} ms ({same / against:.2f}x) | 300 blocks changed {changed:6.1f} ms "
-                  f"({changed / against:.2f}x) | message: whole {whole / 2**20:.2f} MiB, 300 changed "
-                  f"{comm.bytes / 2**10:.1f} KiB ({comm.bytes / whole:.1%})")
+            print(
+                f"{n:>7} live blocks, traces {'on ' if traces else 'off'}: "
+                f"bare memory_snapshot(include_traces=False) "
+                f"{bare:6.1f} ms, _snapshot() {bare_traced:6.1f} ms | helper per cell, nothing changed "
+                f"{same:6.1f} ms ({same / against:.2f}x) | 300 blocks changed {changed:6.1f} ms "
+                f"({changed / against:.2f}x) | message: whole {whole / 2**20:.2f} MiB, 300 changed "
+                f"{comm.bytes / 2**10:.1f} KiB ({comm.bytes / whole:.1%})"
+            )
             if profile and n == 100_000 and not traces:
                 prof = cProfile.Profile()
                 prof.enable()
@@ -97,7 +98,7 @@ def capture_costs(profile=False):
                 text = io.StringIO()
                 pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(8)
                 print("\n".join(line for line in text.getvalue().splitlines() if line.strip())[:2500])
-        del keep
+        keep.clear()  # free the blocks before the next size
         torch.cuda.empty_cache()
 
 
@@ -106,6 +107,7 @@ def step_ms(model, opt, x, runs=50):
         opt.zero_grad(set_to_none=True)
         model(x).square().mean().backward()
         opt.step()
+
     for _ in range(5):
         step()
     torch.cuda.synchronize()
@@ -122,11 +124,18 @@ def history_costs():
     cases = {
         "GPU-bound (transformer layer, batch 32x512x1024)": (
             torch.nn.TransformerEncoderLayer(1024, 16, 4096, batch_first=True).cuda(),
-            torch.randn(32, 512, 1024, device="cuda")),
+            torch.randn(32, 512, 1024, device="cuda"),
+        ),
         "CPU-bound (3-layer MLP, batch 8x64)": (
-            torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, 64), torch.nn.ReLU(),
-                                torch.nn.Linear(64, 1)).cuda(),
-            torch.randn(8, 64, device="cuda")),
+            torch.nn.Sequential(
+                torch.nn.Linear(64, 64),
+                torch.nn.ReLU(),
+                torch.nn.Linear(64, 64),
+                torch.nn.ReLU(),
+                torch.nn.Linear(64, 1),
+            ).cuda(),
+            torch.randn(8, 64, device="cuda"),
+        ),
     }
     for name, (model, x) in cases.items():
         opt = torch.optim.AdamW(model.parameters())
@@ -137,8 +146,10 @@ def history_costs():
         torch.cuda.memory._record_memory_history(enabled="state", context="all", stacks="python")
         state = step_ms(model, opt, x)
         torch.cuda.memory._record_memory_history(enabled=None)
-        print(f"{name}: step {off:.3f} ms without history, {on:.3f} ms with 'all' (+{(on / off - 1):.1%}), "
-              f"{state:.3f} ms with 'state' (+{(state / off - 1):.1%})")
+        print(
+            f"{name}: step {off:.3f} ms without history, {on:.3f} ms with 'all' (+{(on / off - 1):.1%}), "
+            f"{state:.3f} ms with 'state' (+{(state / off - 1):.1%})"
+        )
 
 
 def main():
@@ -147,8 +158,10 @@ def main():
     torch_probe.start_history("all", "python", 100000)
     t = time.perf_counter()
     torch_probe.warm_up()
-    print(f"first snapshot with a live block (paid once, on a background thread by the helper): "
-          f"{(time.perf_counter() - t) * 1000:.0f} ms")
+    print(
+        f"first snapshot with a live block (paid once, on a background thread by the helper): "
+        f"{(time.perf_counter() - t) * 1000:.0f} ms"
+    )
     capture_costs(profile="--profile" in sys.argv)
     if "--no-history-cost" not in sys.argv:
         history_costs()

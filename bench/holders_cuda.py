@@ -7,14 +7,14 @@ whose outputs keep their autograd graphs in a list, in a real IPython shell,
 then times ``holders.find_holders`` over every allocated block (median of 5).
 Prints figures; the search stops itself at its budget (2 s) and says so.
 """
+
 import statistics
 import time
 
 import torch
-from IPython.core.interactiveshell import InteractiveShell
-
 from cuda_memdiff_kernel import holders
 from cuda_memdiff_kernel.recorder import _live_blocks
+from IPython.core.interactiveshell import InteractiveShell
 
 CELLS = [
     "import torch, torch.nn as nn",
@@ -40,8 +40,10 @@ def main():
     for b in answer["blocks"]:
         for h in b["holders"][:1]:
             kinds[h["kind"]] = kinds.get(h["kind"], 0) + 1
-    print(f"holder search over {len(blocks)} live blocks: median {statistics.median(times):.0f} ms of 5 "
-          f"(min {min(times):.0f}, max {max(times):.0f}); partial={answer['partial']}; first holder kinds {kinds}")
+    print(
+        f"holder search over {len(blocks)} live blocks: median {statistics.median(times):.0f} ms of 5 "
+        f"(min {min(times):.0f}, max {max(times):.0f}); partial={answer['partial']}; first holder kinds {kinds}"
+    )
 
 
 if __name__ == "__main__":

@@ -31,7 +31,10 @@ function median(values) {
 /** Wall time of one CLI process, in ms. */
 function wall(command, dir) {
   const started = performance.now();
-  const r = spawnSync(process.execPath, [CLI, command, dir, '--json'], { stdio: ['ignore', 'ignore', 'pipe'], maxBuffer: 1 << 30 });
+  const r = spawnSync(process.execPath, [CLI, command, dir, '--json'], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+    maxBuffer: 1 << 30
+  });
   if (r.status !== 0) {
     throw new Error(`cuda-memdiff ${command} ${dir} failed: ${r.stderr}`);
   }
@@ -41,7 +44,11 @@ function wall(command, dir) {
 /** A session folder whose cell 1 keeps `blocks` blocks of 4 KiB, as `[torch.empty(1024) for _ in range(n)]` would. */
 function syntheticSession(blocks) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), `leaks-bench-${blocks}-`));
-  const sources = ['import torch', `keep = [torch.empty(1024, device='cuda') for _ in range(${blocks})]`, 'print(len(keep))'];
+  const sources = [
+    'import torch',
+    `keep = [torch.empty(1024, device='cuda') for _ in range(${blocks})]`,
+    'print(len(keep))'
+  ];
   const file = `/tmp/ipykernel_1/${murmur2(sources[1])}.py`;
   const frames = [
     { name: '<listcomp>', filename: file, line: 1 },
@@ -60,14 +67,34 @@ function syntheticSession(blocks) {
       list.push({ address: address + i * SIZE, size: SIZE, requested_size: SIZE, state: 'active_allocated', frames });
     }
     if (n < perSegment) {
-      list.push({ address: address + n * SIZE, size: SEGMENT - n * SIZE, requested_size: 0, state: 'inactive', frames: [] });
+      list.push({
+        address: address + n * SIZE,
+        size: SEGMENT - n * SIZE,
+        requested_size: 0,
+        state: 'inactive',
+        frames: []
+      });
     }
     segments.push({
-      device: 0, address, total_size: SEGMENT, allocated_size: n * SIZE, active_size: n * SIZE, requested_size: n * SIZE,
-      stream: 0, segment_type: 'small', segment_pool_id: [0, 0], is_expandable: false, frames: [], blocks: list
+      device: 0,
+      address,
+      total_size: SEGMENT,
+      allocated_size: n * SIZE,
+      active_size: n * SIZE,
+      requested_size: n * SIZE,
+      stream: 0,
+      segment_type: 'small',
+      segment_pool_id: [0, 0],
+      is_expandable: false,
+      frames: [],
+      blocks: list
     });
   }
-  const raw = [{ segments: [], device_traces: [[]] }, { segments, device_traces: [[]] }, { segments, device_traces: [[]] }];
+  const raw = [
+    { segments: [], device_traces: [[]] },
+    { segments, device_traces: [[]] },
+    { segments, device_traces: [[]] }
+  ];
   const cells = sources.map((source, k) => {
     const name = `cell${String(k).padStart(2, '0')}.pickle.gz`;
     fs.writeFileSync(path.join(dir, name), gzipSync(pickle(raw[k])));
@@ -91,7 +118,10 @@ function compare(label, dir) {
   let blocks = 0;
   for (let i = 0; i < 3; i++) {
     let started = performance.now();
-    const s = loadSession(fs.readFileSync(path.join(dir, 'manifest.json'), 'utf-8'), f => new Uint8Array(fs.readFileSync(path.join(dir, f))));
+    const s = loadSession(
+      fs.readFileSync(path.join(dir, 'manifest.json'), 'utf-8'),
+      f => new Uint8Array(fs.readFileSync(path.join(dir, f)))
+    );
     readTimes.push(performance.now() - started);
     started = performance.now();
     report = findLeaks(s.snapshots, sessionExecutions(s.manifest));
@@ -152,7 +182,9 @@ function main() {
   } catch (reason) {
     // bench/store.js builds its 200 snapshots from the helper's replay, whose last message is now a change
     // message (prev/seq) rather than a whole snapshot: say so rather than stop the other figures.
-    console.log(`leak ranking over the store benchmark's snapshots: not run, bench/store.js could not build its store (${reason.message})`);
+    console.log(
+      `leak ranking over the store benchmark's snapshots: not run, bench/store.js could not build its store (${reason.message})`
+    );
   }
 }
 

@@ -21,6 +21,7 @@ Standard library only.
 usage: python3 bench/make_large.py SOURCE.pickle.gz OUT_DIR [N]
        python3 bench/make_large.py --history SOURCE.pickle.gz OUT.pickle SIZE_MB
 """
+
 import copy
 import gzip
 import os

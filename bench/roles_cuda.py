@@ -11,17 +11,17 @@ that changed 300 blocks (snapshot, the log's changes, the message for one
 frontend as JSON), the role pass from scratch and reused (nothing changed),
 and their ratio. The target is a pass of at most 20% of the capture.
 """
+
 import statistics
 import time
 
 import torch
-from IPython.core.interactiveshell import InteractiveShell
-
 from cuda_memdiff_kernel import torch_probe
 from cuda_memdiff_kernel.channel import Frontends
 from cuda_memdiff_kernel.log import SnapshotLog
 from cuda_memdiff_kernel.roles import RolePass
 from helper_cuda import SizeComm  # bench/ is the script's folder, so on sys.path
+from IPython.core.interactiveshell import InteractiveShell
 
 RUNS = 5
 MODEL = """
@@ -53,8 +53,12 @@ def main():
     assert shell.run_cell(MODEL).success
     params = sum(p.numel() for p in shell.user_ns["model"].parameters())
     for target in (10_000, 40_000):
-        blocks_now = sum(1 for s in torch.cuda.memory.memory_snapshot(include_traces=False) for b in s["blocks"]
-                         if b["state"] == "active_allocated")
+        blocks_now = sum(
+            1
+            for s in torch.cuda.memory.memory_snapshot(include_traces=False)
+            for b in s["blocks"]
+            if b["state"] == "active_allocated"
+        )
         fill = f"small_{target} = [torch.empty(256, device='cuda') for _ in range({target - blocks_now})]"
         assert shell.run_cell(fill).success
         log = SnapshotLog()
@@ -64,8 +68,9 @@ def main():
 
         def capture():
             raw = torch_probe.raw_snapshot(include_traces=False)
-            entry = log.add(raw, reason="cell", cell_id="c", execution_count=1, error=None,
-                            devices=torch_probe.device_stats())
+            entry = log.add(
+                raw, reason="cell", cell_id="c", execution_count=1, error=None, devices=torch_probe.device_stats()
+            )
             frontends.publish(entry)
 
         def change_300_blocks():
@@ -85,9 +90,11 @@ def main():
         answer = fresh_pass.answer
         reused_ms = median_ms(lambda: fresh_pass.run(shell, log.current))
         mib = {k: round(v / 2**20, 1) for k, v in answer["bytes"].items() if v}
-        print(f"{live} live blocks, {params / 1e6:.0f}M parameters: capture {capture_ms:.1f} ms; role pass "
-              f"{fresh_ms:.1f} ms ({100 * fresh_ms / capture_ms:.0f}% of capture), reused {reused_ms:.1f} ms "
-              f"({100 * reused_ms / capture_ms:.0f}%); partial={answer['partial']}; MiB by role {mib}")
+        print(
+            f"{live} live blocks, {params / 1e6:.0f}M parameters: capture {capture_ms:.1f} ms; role pass "
+            f"{fresh_ms:.1f} ms ({100 * fresh_ms / capture_ms:.0f}% of capture), reused {reused_ms:.1f} ms "
+            f"({100 * reused_ms / capture_ms:.0f}%); partial={answer['partial']}; MiB by role {mib}"
+        )
 
 
 if __name__ == "__main__":

@@ -27,10 +27,17 @@ function heapMiB() {
 function realMessages() {
   const out = execFileSync(
     PYTHON,
-    [path.join(ROOT, 'kernel-helpers', 'tests', 'dump_replay.py'), path.join(ROOT, 'test-data', 'recordings', 'many_blocks--python')],
+    [
+      path.join(ROOT, 'kernel-helpers', 'tests', 'dump_replay.py'),
+      path.join(ROOT, 'test-data', 'recordings', 'many_blocks--python')
+    ],
     { encoding: 'utf-8', maxBuffer: 1 << 30, env: { ...process.env, PYTHONPATH: path.join(ROOT, 'kernel-helpers') } }
   );
-  return out.trim().split('\n').map(l => JSON.parse(l)).filter(m => m.type === 'snapshot');
+  return out
+    .trim()
+    .split('\n')
+    .map(l => JSON.parse(l))
+    .filter(m => m.type === 'snapshot');
 }
 
 /** Step k: CHANGED blocks get a new stack (freed and re-allocated by the cell); nothing new to intern. */
@@ -86,7 +93,9 @@ function main() {
   const used = heapMiB() - before;
   const blocks = store.records[0].snapshot.blocks.length;
   console.log(`store of ${SNAPSHOTS} snapshots x ${blocks} blocks, ${CHANGED} changed per cell`);
-  console.log(`retained heap ${used.toFixed(1)} MiB (target < 100 MB = 95.4 MiB); ${(used / SNAPSHOTS * 1024).toFixed(0)} KiB per snapshot`);
+  console.log(
+    `retained heap ${used.toFixed(1)} MiB (target < 100 MB = 95.4 MiB); ${((used / SNAPSHOTS) * 1024).toFixed(0)} KiB per snapshot`
+  );
   console.log(`decode + store ${(ms / SNAPSHOTS).toFixed(1)} ms per snapshot`);
   const shared = new Set();
   for (const r of store.records) {

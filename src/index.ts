@@ -10,6 +10,13 @@ import { panelPlugin } from './plugins/panel';
 import { ranksPlugin } from './plugins/ranks';
 import { workerPlugin } from './plugins/worker';
 
-const plugins: JupyterFrontEndPlugin<unknown>[] = [panelPlugin, capturePlugin, filesPlugin, exportPlugin, workerPlugin, ranksPlugin];
+const plugins: JupyterFrontEndPlugin<unknown>[] = [
+  panelPlugin,
+  capturePlugin,
+  filesPlugin,
+  exportPlugin,
+  workerPlugin,
+  ranksPlugin
+];
 
 export default plugins;

@@ -1,4 +1,5 @@
 """The Python distribution ships the prebuilt labextension JupyterLab loads."""
+
 import json
 import pathlib
 import subprocess
@@ -27,8 +28,10 @@ def test_version_follows_package_json():
 def test_jupyterlab_lists_the_extension_enabled_and_ok():
     out = subprocess.run(
         [sys.executable, "-m", "jupyter", "labextension", "list"],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     )
-    lines = [l for l in (out.stdout + out.stderr).splitlines() if PACKAGE["name"] + " v" in l]
+    lines = [line for line in (out.stdout + out.stderr).splitlines() if PACKAGE["name"] + " v" in line]
     assert lines, out.stdout + out.stderr
     assert "enabled" in lines[0] and "OK" in lines[0], lines[0]

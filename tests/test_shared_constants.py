@@ -4,6 +4,7 @@ scripts/embed-helper.js generates them into the frontend; the two JSON files
 that cannot import Python, the message schema (protocol.schema.json) and the
 settings schema (schema/plugin.json), are held to them here.
 """
+
 import json
 import pathlib
 import re
@@ -40,8 +41,18 @@ def test_settings_schema_offers_every_helper_setting_with_its_default_and_choice
 
 
 def test_holder_search_uses_the_protocol_kinds():
-    named = {holders.VARIABLE, holders.GRAPH, holders.OUTPUT_CACHE, holders.TRACEBACK, holders.PARAMETER,
-             holders.GRADIENT, holders.OPTIMIZER, holders.HOOK, holders.UNREACHABLE, holders.NATIVE}
+    named = {
+        holders.VARIABLE,
+        holders.GRAPH,
+        holders.OUTPUT_CACHE,
+        holders.TRACEBACK,
+        holders.PARAMETER,
+        holders.GRADIENT,
+        holders.OPTIMIZER,
+        holders.HOOK,
+        holders.UNREACHABLE,
+        holders.NATIVE,
+    }
     assert named == set(protocol.HOLDER_KINDS)
     assert (holders.OUTPUT_CACHE, holders.NATIVE) == ("output-cache", "native")
 

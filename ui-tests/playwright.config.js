@@ -15,7 +15,9 @@ const JUPYTER_PATH = [
   // a kernel replaying 40,000-block snapshots, for the interrupt test
   path.resolve(__dirname, 'jupyter-path'),
   process.env.JUPYTER_PATH
-].filter(Boolean).join(path.delimiter);
+]
+  .filter(Boolean)
+  .join(path.delimiter);
 
 module.exports = {
   ...baseConfig,

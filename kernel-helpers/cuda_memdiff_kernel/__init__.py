@@ -6,13 +6,20 @@ takes a CUDA allocator snapshot after every cell and pushes it to JupyterLab.
 under the private name ``_cuda_memdiff_kernel``, into kernels without it.
 Standard library only; torch is used once the user's code has imported it.
 """
+
 from . import process
 from .capture import CellCapture
 from .protocol import DEFAULT_SETTINGS, PROTOCOL_VERSION
 
 __version__ = "0.2.0"
-__all__ = ["load_ipython_extension", "unload_ipython_extension", "install", "current", "PROTOCOL_VERSION",
-           "DEFAULT_SETTINGS"]
+__all__ = [
+    "load_ipython_extension",
+    "unload_ipython_extension",
+    "install",
+    "current",
+    "PROTOCOL_VERSION",
+    "DEFAULT_SETTINGS",
+]
 
 # The active capture lives on the shell object, never in the user's namespace,
 # so the pip-installed and the injected copies replace each other cleanly.

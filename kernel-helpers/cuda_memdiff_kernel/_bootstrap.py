@@ -8,6 +8,7 @@ on the settings: the helper, its log and the frontends attached to it stay.
 Otherwise it serves the helper's modules from the payload under the private
 package name ``_cuda_memdiff_kernel`` and installs the capture.
 """
+
 import importlib
 import importlib.abc
 import importlib.util

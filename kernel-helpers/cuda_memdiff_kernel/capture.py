@@ -11,14 +11,15 @@ releases it on stop. Nothing here enters the user's namespace, history or
 ``Out``, and no exception, KeyboardInterrupt included, reaches the user's
 cell: failures become an "error" status and the next cell captures again.
 """
+
 import time
 import traceback
 
 from . import holders, process, protocol, torch_probe
-from .roles import RolePass
 from .channel import Frontends
 from .log import SnapshotLog
 from .replay import replay_from_environment
+from .roles import RolePass
 
 METADATA_PREFIX = "cuda-memdiff cell "
 
@@ -98,9 +99,16 @@ class CellCapture:
         if self.replay is not None:
             extra["replay"] = self.replay.name
         return protocol.status_message(
-            self.status, self.message, run=process.state().run, installs=process.state().installs,
-            kept=len(self.log.entries), dropped=self.log.dropped, peaks=self.settings["peaks"],
-            history=self._history_owner(), **extra)
+            self.status,
+            self.message,
+            run=process.state().run,
+            installs=process.state().installs,
+            kept=len(self.log.entries),
+            dropped=self.log.dropped,
+            peaks=self.settings["peaks"],
+            history=self._history_owner(),
+            **extra,
+        )
 
     # -- where torch and CUDA stand -------------------------------------------
     def _settle(self, force=False):
@@ -209,8 +217,10 @@ class CellCapture:
         try:
             if self._oom is None:
                 raw = torch_probe.raw_snapshot(include_traces=True)
-                self._oom = [raw, {"device": int(device), "alloc": int(alloc), "device_free": int(device_free),
-                                   "count": 1}]
+                self._oom = [
+                    raw,
+                    {"device": int(device), "alloc": int(alloc), "device_free": int(device_free), "count": 1},
+                ]
             else:
                 self._oom[1]["count"] += 1
         except BaseException:
@@ -234,9 +244,15 @@ class CellCapture:
             reply = {"v": protocol.PROTOCOL_VERSION, "type": "holders", "id": request.get("id")}
             reply.update(answer)
         except BaseException as exc:
-            reply = {"v": protocol.PROTOCOL_VERSION, "type": "holders",
-                     "id": request.get("id") if isinstance(request, dict) else None,
-                     "error": _describe(exc), "blocks": [], "partial": True, "elapsed_ms": 0.0}
+            reply = {
+                "v": protocol.PROTOCOL_VERSION,
+                "type": "holders",
+                "id": request.get("id") if isinstance(request, dict) else None,
+                "error": _describe(exc),
+                "blocks": [],
+                "partial": True,
+                "elapsed_ms": 0.0,
+            }
         return reply
 
     # -- capturing ---------------------------------------------------------
@@ -265,7 +281,8 @@ class CellCapture:
         exact, total = True, 0
         for d in devices:
             found = self._peak_before.get(d["device"], 0)
-            if d["peak_allocated"] > found or d["peak_allocated"] == max(d["allocated"], self._before.get(d["device"], (0, 0))[0]):
+            start = max(d["allocated"], self._before.get(d["device"], (0, 0))[0])
+            if d["peak_allocated"] > found or d["peak_allocated"] == start:
                 total += d["peak_allocated"]
             else:
                 exact = False
@@ -275,9 +292,14 @@ class CellCapture:
     def _capture_replayed(self, cell, fields):
         recorded = self.replay.take(cell["source"])
         if recorded is None:
-            self.frontends.status(protocol.cell_note(
-                fields["cell_id"], fields["execution_count"], "not-recorded",
-                f"this cell is not in the replayed recording {self.replay.name}"))
+            self.frontends.status(
+                protocol.cell_note(
+                    fields["cell_id"],
+                    fields["execution_count"],
+                    "not-recorded",
+                    f"this cell is not in the replayed recording {self.replay.name}",
+                )
+            )
             return
         devices = self.replay.device_stats(recorded)
         before = self.replay.before_stats(recorded)
@@ -285,10 +307,25 @@ class CellCapture:
         for name in recorded.get("oom_snapshots") or ():
             raw = self.replay.snapshot(name)
             oom = _recorded_oom(raw)
-            self._publish(raw, dict(fields, reason="oom", devices=devices, before=before, replay=self.replay.name,
-                                    **({"oom": oom} if oom else {})))
-        fields.update(error=fields["error"] or recorded.get("error"), reason="cell", devices=devices, before=before,
-                      peak=peak, replay=self.replay.name)
+            self._publish(
+                raw,
+                dict(
+                    fields,
+                    reason="oom",
+                    devices=devices,
+                    before=before,
+                    replay=self.replay.name,
+                    **({"oom": oom} if oom else {}),
+                ),
+            )
+        fields.update(
+            error=fields["error"] or recorded.get("error"),
+            reason="cell",
+            devices=devices,
+            before=before,
+            peak=peak,
+            replay=self.replay.name,
+        )
         if isinstance(recorded.get("roles"), dict):  # the recording's roles stand in for the live pass
             fields["roles"] = recorded["roles"]
         self._publish(self.replay.snapshot(recorded["snapshot_file"]), fields)
@@ -324,8 +361,11 @@ class CellCapture:
         try:
             message = _describe(exc)
             if cell is not None:
-                self.frontends.status(protocol.cell_note(
-                    cell.get("cell_id"), None, "capture-failed", f"no snapshot for this cell: {message}"))
+                self.frontends.status(
+                    protocol.cell_note(
+                        cell.get("cell_id"), None, "capture-failed", f"no snapshot for this cell: {message}"
+                    )
+                )
             else:
                 self.frontends.status(protocol.status_message(protocol.HELPER_ERROR, message))
         except BaseException:
@@ -344,8 +384,12 @@ def _recorded_oom(raw):
     for device, entries in enumerate(raw.get("device_traces") or ()):
         for e in entries:
             if e.get("action") == "oom":
-                found = {"device": device, "alloc": int(e.get("size", 0)), "device_free": int(e.get("device_free", 0)),
-                         "count": 1}
+                found = {
+                    "device": device,
+                    "alloc": int(e.get("size", 0)),
+                    "device_free": int(e.get("device_free", 0)),
+                    "count": 1,
+                }
     return found
 
 

@@ -8,6 +8,7 @@ each new one. What a frontend has been sent (frames, stacks, the last
 snapshot) is tracked per comm, so a new frontend never disturbs another, and
 a send that fails only makes that comm's next message whole again.
 """
+
 from . import protocol
 from .compact import block_columns, segment_columns
 
@@ -134,8 +135,8 @@ class Frontends:
             "type": "snapshot",
             "seq": entry.seq,
             "prev": entry.prev if freed is not None else None,
-            "frames": {"base": frontend.frames_sent, "items": table.frames[frontend.frames_sent:]},
-            "stacks": {"base": frontend.stacks_sent, "items": table.stacks[frontend.stacks_sent:]},
+            "frames": {"base": frontend.frames_sent, "items": table.frames[frontend.frames_sent :]},
+            "stacks": {"base": frontend.stacks_sent, "items": table.stacks[frontend.stacks_sent :]},
             "segments": segment_columns(entry.segments),
             "blocks": block_columns(rows, entry.segments),
         }

@@ -5,6 +5,7 @@ keeps segments and active blocks only (free space is what a segment has
 left), with frames and stacks interned for the kernel's life in one
 append-only table: a frontend is sent each frame once and refers to it by id.
 """
+
 import operator
 
 from . import protocol
@@ -72,8 +73,17 @@ def read_state(raw, table):
         seg_address = int(seg["address"])
         pool = seg.get("segment_pool_id", "")
         pool = ",".join(str(p) for p in pool) if isinstance(pool, (tuple, list)) else str(pool)
-        segments.append((device, seg_address, int(seg["total_size"]), int(seg.get("stream", 0)), pool,
-                         str(seg.get("segment_type", "")), table.stack_id(seg.get("frames"))))
+        segments.append(
+            (
+                device,
+                seg_address,
+                int(seg["total_size"]),
+                int(seg.get("stream", 0)),
+                pool,
+                str(seg.get("segment_type", "")),
+                table.stack_id(seg.get("frames")),
+            )
+        )
         # Plain lookups, no int() on ints.
         cursor = seg_address
         for blk in seg.get("blocks", ()):
@@ -91,8 +101,15 @@ def read_state(raw, table):
                     sid = ids[key] = table.stack_id(frames)
             else:
                 sid = 0
-            blocks[(device, address)] = (device, address, size, blk.get("requested_size", size), state, sid,
-                                         seg_address)
+            blocks[(device, address)] = (
+                device,
+                address,
+                size,
+                blk.get("requested_size", size),
+                state,
+                sid,
+                seg_address,
+            )
     segments.sort(key=lambda s: (s[0], s[1]))
     return segments, blocks
 

@@ -8,13 +8,27 @@ through ``grad_fn`` saved tensors, module parameters, buffers and hooks, and
 optimizer state. Read-only and time-bounded; it returns plain strings and
 keeps no reference to anything it visited.
 """
+
 import bisect
 import time
 import warnings
 
 from . import torch_probe
-from .walk import (BUFFER, GRADIENT, GRAPH, HOOK, NATIVE, OPTIMIZER, OUTPUT_CACHE, PARAMETER, TRACEBACK,  # noqa: F401
-                   UNREACHABLE, VARIABLE, Budget, ObjectWalk)
+from .walk import (  # noqa: F401
+    BUFFER,
+    GRADIENT,
+    GRAPH,
+    HOOK,
+    NATIVE,
+    OPTIMIZER,
+    OUTPUT_CACHE,
+    PARAMETER,
+    TRACEBACK,
+    UNREACHABLE,
+    VARIABLE,
+    Budget,
+    ObjectWalk,
+)
 
 DEFAULT_BUDGET_S = 2.0
 MAX_HOLDERS = 4  # holders reported per block

@@ -7,6 +7,7 @@ The log holds the block table at its oldest and at its newest snapshot plus
 the changes in between, so a session of 200 snapshots costs about two tables
 and what the cells changed, not 200 tables.
 """
+
 import collections
 import gc
 
@@ -96,8 +97,12 @@ class SnapshotLog:
         since = self._until_us
         until = max((m[0] for m in marks.values() if m[0] is not None), default=since)
         self._marks, self._until_us = marks, until
-        info = {"since_us": since, "until_us": until, "complete": complete and (had_marks or since is None),
-                "dropped": dropped}
+        info = {
+            "since_us": since,
+            "until_us": until,
+            "complete": complete and (had_marks or since is None),
+            "dropped": dropped,
+        }
         return cols, info
 
     def _trim(self, state):
@@ -109,8 +114,14 @@ class SnapshotLog:
                 base.pop(key, None)
             for row in second.born:
                 base[(row[0], row[1])] = row
-            rows = (state.rows - len(state.base) - len(second.born) - len(second.freed) + len(base)
-                    - (len(first.history[0]["device"]) if first.history else 0))
+            rows = (
+                state.rows
+                - len(state.base)
+                - len(second.born)
+                - len(second.freed)
+                + len(base)
+                - (len(first.history[0]["device"]) if first.history else 0)
+            )
             head = Entry(second.seq, None, second.fields, second.segments, list(base.values()), [], second.history)
             state = _State((head,) + state.entries[2:], base, state.current, rows)
             dropped += 1

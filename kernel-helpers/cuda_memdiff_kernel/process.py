@@ -7,6 +7,7 @@ weak reference: a stopped capture is never called and never kept alive.
 The state lives in a module of its own in ``sys.modules``, which re-injection
 (which replaces the helper's own modules) leaves alone.
 """
+
 import sys
 import types
 import uuid

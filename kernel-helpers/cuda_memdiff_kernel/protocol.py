@@ -24,16 +24,36 @@ STATUSES = (WAITING_TORCH, WAITING_CUDA, READY, NO_CUDA, TORCH_TOO_OLD, CAPTURE_
 BLOCK_STATES = ("active_allocated", "active_pending_free")
 
 # Holder kinds: what keeps a block alive (holders.py), in the words the engine's findings use.
-HOLDER_KINDS = ("variable", "graph", "output-cache", "traceback", "parameter", "gradient", "optimizer", "hook",
-                "unreachable", "native")
+HOLDER_KINDS = (
+    "variable",
+    "graph",
+    "output-cache",
+    "traceback",
+    "parameter",
+    "gradient",
+    "optimizer",
+    "hook",
+    "unreachable",
+    "native",
+)
 
 # Why a cell has no snapshot (cell_note's ``note``).
 CELL_NOTES = ("not-recorded", "capture-failed")
 
 # What a live block is for, after a cell (roles.py); the order is the precedence when several
 # things keep one block.
-ROLES = ("parameter", "buffer", "gradient", "optimizer_state", "activation", "output_cache", "traceback", "user",
-         "workspace", "unknown")
+ROLES = (
+    "parameter",
+    "buffer",
+    "gradient",
+    "optimizer_state",
+    "activation",
+    "output_cache",
+    "traceback",
+    "user",
+    "workspace",
+    "unknown",
+)
 
 # The helper's settings and their defaults; schema/plugin.json offers the same keys in camelCase
 # (a test holds its defaults and choices to these).
@@ -56,8 +76,17 @@ SETTING_CHOICES = {
 
 # The names the frontend reads from this module (scripts/embed-helper.js generates them into
 # src/engine/protocol.generated.ts), so both languages share one definition.
-FRONTEND_CONSTANTS = ("PROTOCOL_VERSION", "COMM_TARGET", "STATUSES", "BLOCK_STATES", "HOLDER_KINDS", "CELL_NOTES",
-                      "ROLES", "DEFAULT_SETTINGS", "SETTING_CHOICES")
+FRONTEND_CONSTANTS = (
+    "PROTOCOL_VERSION",
+    "COMM_TARGET",
+    "STATUSES",
+    "BLOCK_STATES",
+    "HOLDER_KINDS",
+    "CELL_NOTES",
+    "ROLES",
+    "DEFAULT_SETTINGS",
+    "SETTING_CHOICES",
+)
 
 
 def status_message(status, message="", **extra):
@@ -69,5 +98,11 @@ def status_message(status, message="", **extra):
 
 def cell_note(cell_id, execution_count, note, message):
     """A word about one cell that has no snapshot (not in the replayed recording, capture failed)."""
-    return {"v": PROTOCOL_VERSION, "type": "cell-note", "cell_id": cell_id, "execution_count": execution_count,
-            "note": note, "message": message}
+    return {
+        "v": PROTOCOL_VERSION,
+        "type": "cell-note",
+        "cell_id": cell_id,
+        "execution_count": execution_count,
+        "note": note,
+        "message": message,
+    }

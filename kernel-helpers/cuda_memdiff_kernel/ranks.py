@@ -23,6 +23,7 @@ Do no harm: peak counters are read, never reset; history is started only when
 the user has not started it; every failure of the capture is reported once on
 stderr and turns the capture off, never into the training.
 """
+
 import gzip
 import json
 import os
@@ -55,12 +56,22 @@ def _identity(torch):
 
 def _cuda_stats(torch):
     """Allocator figures of the devices this rank uses, in the session format's names."""
-    per_device = [{"device": d["device"], "allocated": d["allocated"], "reserved": d["reserved"],
-                   "peak_allocated": d["peak_allocated"], "peak_reserved": d["peak_reserved"],
-                   "device_free": d["device_free"], "device_total": d["device_total"]}
-                  for d in torch_probe.device_stats(torch)]
-    total = {key: sum(d[key] for d in per_device) for key in
-             ("allocated", "reserved", "peak_allocated", "peak_reserved", "device_free", "device_total")}
+    per_device = [
+        {
+            "device": d["device"],
+            "allocated": d["allocated"],
+            "reserved": d["reserved"],
+            "peak_allocated": d["peak_allocated"],
+            "peak_reserved": d["peak_reserved"],
+            "device_free": d["device_free"],
+            "device_total": d["device_total"],
+        }
+        for d in torch_probe.device_stats(torch)
+    ]
+    total = {
+        key: sum(d[key] for d in per_device)
+        for key in ("allocated", "reserved", "peak_allocated", "peak_reserved", "device_free", "device_total")
+    }
     total["per_device"] = per_device
     return total
 
@@ -76,8 +87,17 @@ def _write_json(path, value):
 class RankCapture:
     """The capture of one rank: its folder, its capture points, its hook."""
 
-    def __init__(self, folder, every=1, max_captures=DEFAULT_MAX_CAPTURES, snapshot=None, stats=None,
-                 gather="auto", history_entries=100000, torch=None):
+    def __init__(
+        self,
+        folder,
+        every=1,
+        max_captures=DEFAULT_MAX_CAPTURES,
+        snapshot=None,
+        stats=None,
+        gather="auto",
+        history_entries=100000,
+        torch=None,
+    ):
         torch = torch or torch_probe.import_torch()
         if torch is None:
             raise RuntimeError("cuda_memdiff_kernel.ranks needs torch")
@@ -112,6 +132,7 @@ class RankCapture:
                 if not torch_probe.history_enabled(initialising=True):
                     torch_probe.start_history("all", "python", history_entries, torch)
                     self.history_started = True
+
             torch_probe.on_cuda_init(start_history)
         self._before = self._stats()
         from torch.optim.optimizer import register_optimizer_step_post_hook  # noqa: PLC0415
@@ -153,9 +174,15 @@ class RankCapture:
         with gzip.open(os.path.join(self.folder, name), "wb") as f:
             pickle.dump(snap, f, protocol=4)
         after = self._stats()
-        entry = {"index": index, "execution_count": None, "label": label, "step": step,
-                 "snapshot_file": name, "source": None,
-                 "blocks": sum(len(s["blocks"]) for s in snap["segments"])}
+        entry = {
+            "index": index,
+            "execution_count": None,
+            "label": label,
+            "step": step,
+            "snapshot_file": name,
+            "source": None,
+            "blocks": sum(len(s["blocks"]) for s in snap["segments"]),
+        }
         if after is not None:
             entry["before"], entry["after"] = self._before, after
         self._before = after
@@ -167,8 +194,13 @@ class RankCapture:
         torch = self.torch
         cuda = torch.cuda.is_available()
         return {
-            "scenario": "ranks", "rank": self.rank, "world_size": self.world_size, "host": self.host,
-            "pid": os.getpid(), "torch": torch.__version__, "cuda": torch.version.cuda,
+            "scenario": "ranks",
+            "rank": self.rank,
+            "world_size": self.world_size,
+            "host": self.host,
+            "pid": os.getpid(),
+            "torch": torch.__version__,
+            "cuda": torch.version.cuda,
             "device": torch.cuda.get_device_name(torch.cuda.current_device()) if cuda else None,
             "local_device": torch.cuda.current_device() if cuda else None,
             "capture": {"every": self.every, "trigger": "optimizer step"},
@@ -176,8 +208,13 @@ class RankCapture:
         }
 
     def _summary(self):
-        return {"rank": self.rank, "folder": rank_folder(self.rank), "host": self.host, "pid": os.getpid(),
-                "off": self.off}
+        return {
+            "rank": self.rank,
+            "folder": rank_folder(self.rank),
+            "host": self.host,
+            "pid": os.getpid(),
+            "off": self.off,
+        }
 
     # -- gathering -------------------------------------------------------
     def _gather(self, entry):
@@ -214,9 +251,13 @@ class RankCapture:
 
     def _write_index(self, summaries):
         self._ranks.update(summaries)
-        index = {"format": FORMAT, "version": VERSION, "world_size": self.world_size,
-                 "gathered": self.grouped,
-                 "ranks": [self._ranks[r] for r in sorted(self._ranks)]}
+        index = {
+            "format": FORMAT,
+            "version": VERSION,
+            "world_size": self.world_size,
+            "gathered": self.grouped,
+            "ranks": [self._ranks[r] for r in sorted(self._ranks)],
+        }
         _write_json(os.path.join(self.root, INDEX_FILE), index)
 
     # -- the end ---------------------------------------------------------
@@ -247,8 +288,7 @@ def capture(folder, every=1, max_captures=DEFAULT_MAX_CAPTURES, gather="auto", s
     global _active
     if _active is not None:
         _active.close()
-    _active = RankCapture(folder, every=every, max_captures=max_captures, snapshot=snapshot, stats=stats,
-                          gather=gather)
+    _active = RankCapture(folder, every=every, max_captures=max_captures, snapshot=snapshot, stats=stats, gather=gather)
     return _active
 
 

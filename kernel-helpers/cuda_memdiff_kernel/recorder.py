@@ -14,6 +14,7 @@ as ``cellNN.holders.json``. Every cell's roles (roles.py: what each live
 block is for) go into the manifest and, per block, ``cellNN.roles.json``;
 the snapshot's ``alloc`` trace entries get them as MemoryViz's ``category``.
 """
+
 import gzip
 import json
 import os
@@ -27,13 +28,20 @@ from .compact import FrameTable, block_addresses, read_state
 from .roles import RolePass, roles_file, stamp_categories
 
 # The figures a manifest keeps, under the wire's names (older manifests say max_*; readers take both).
-STAT_NAMES = {"allocated": "allocated", "reserved": "reserved", "peak_allocated": "peak_allocated",
-              "peak_reserved": "peak_reserved", "device_free": "device_free", "device_total": "device_total"}
+STAT_NAMES = {
+    "allocated": "allocated",
+    "reserved": "reserved",
+    "peak_allocated": "peak_allocated",
+    "peak_reserved": "peak_reserved",
+    "device_free": "device_free",
+    "device_total": "device_total",
+}
 
 
 def _stats():
-    per_device = [{"device": d["device"], **{new: d[old] for old, new in STAT_NAMES.items()}}
-                  for d in torch_probe.device_stats()]
+    per_device = [
+        {"device": d["device"], **{new: d[old] for old, new in STAT_NAMES.items()}} for d in torch_probe.device_stats()
+    ]
     total = {key: sum(d[key] for d in per_device) for key in STAT_NAMES.values()}
     total["per_device"] = per_device
     return total
@@ -45,11 +53,11 @@ def _dump(snapshot, path):
 
 
 def _shell():
-    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.core.interactiveshell import InteractiveShell  # noqa: PLC0415 - only when recording
 
     shell = InteractiveShell.instance()
     try:  # name cells /tmp/ipykernel_<pid>/<murmur2>.py, as in Jupyter
-        from ipykernel.compiler import XCachingCompiler
+        from ipykernel.compiler import XCachingCompiler  # noqa: PLC0415 - optional
 
         shell.compile = XCachingCompiler()
     except ImportError:
@@ -59,9 +67,12 @@ def _shell():
 
 def _live_blocks(snapshot):
     """(device, address, size) of the snapshot's allocated blocks."""
-    return [{"device": int(seg["device"]), "address": address, "size": int(blk["size"])}
-            for seg in snapshot["segments"] for address, blk in block_addresses(seg)
-            if blk["state"] == "active_allocated"]
+    return [
+        {"device": int(seg["device"]), "address": address, "size": int(blk["size"])}
+        for seg in snapshot["segments"]
+        for address, blk in block_addresses(seg)
+        if blk["state"] == "active_allocated"
+    ]
 
 
 def record(notebook_path, out_dir, settings=None, with_holders=False):
@@ -79,15 +90,19 @@ def record(notebook_path, out_dir, settings=None, with_holders=False):
     def on_oom(device, alloc, device_alloc, device_free):
         name = f"oom{len(oom_events):02d}.pickle.gz"
         _dump(torch_probe.raw_snapshot(include_traces=True), os.path.join(out_dir, name))
-        oom_events.append({"file": name, "device": device, "alloc": alloc, "device_alloc": device_alloc,
-                           "device_free": device_free})
+        oom_events.append(
+            {"file": name, "device": device, "alloc": alloc, "device_alloc": device_alloc, "device_free": device_free}
+        )
 
     torch_probe.attach_oom_observer(on_oom)
     shell = _shell()
     cells, code_names = [], {}
     role_pass, frames = RolePass(), FrameTable()
-    sources = ["".join(c["source"]) if isinstance(c["source"], list) else c["source"]
-               for c in notebook["cells"] if c["cell_type"] == "code"]
+    sources = [
+        "".join(c["source"]) if isinstance(c["source"], list) else c["source"]
+        for c in notebook["cells"]
+        if c["cell_type"] == "code"
+    ]
     for index, source in enumerate(sources):
         before = _stats()
         torch_probe.reset_peaks()
@@ -113,30 +128,50 @@ def record(notebook_path, out_dir, settings=None, with_holders=False):
         with open(os.path.join(out_dir, roles_name), "w", encoding="utf-8") as f:
             json.dump(roles_file(by_block), f)
         count = result.execution_count
-        code_names[str(count)] = shell.compile.get_code_name(source, source, count) \
-            if hasattr(shell.compile, "get_code_name") else None
-        cells.append({
-            "index": index, "execution_count": count, "source": source,
-            "error": None if error is None else f"{type(error).__name__}: {error}",
-            "cell_seconds": cell_seconds, "snapshot_seconds": snapshot_seconds, "snapshot_file": name,
-            "segments": len(snapshot["segments"]),
-            "blocks": sum(len(s["blocks"]) for s in snapshot["segments"]),
-            "trace_entries": sum(len(t) for t in snapshot.get("device_traces", [])),
-            "oom_snapshots": [e["file"] for e in oom_events[first_oom:]],
-            **({"holders_file": holders_file} if holders_file else {}),
-            "roles": role_summary, "roles_file": roles_name,
-            "before": before, "after": _stats(),
-        })
+        code_names[str(count)] = (
+            shell.compile.get_code_name(source, source, count) if hasattr(shell.compile, "get_code_name") else None
+        )
+        cells.append(
+            {
+                "index": index,
+                "execution_count": count,
+                "source": source,
+                "error": None if error is None else f"{type(error).__name__}: {error}",
+                "cell_seconds": cell_seconds,
+                "snapshot_seconds": snapshot_seconds,
+                "snapshot_file": name,
+                "segments": len(snapshot["segments"]),
+                "blocks": sum(len(s["blocks"]) for s in snapshot["segments"]),
+                "trace_entries": sum(len(t) for t in snapshot.get("device_traces", [])),
+                "oom_snapshots": [e["file"] for e in oom_events[first_oom:]],
+                **({"holders_file": holders_file} if holders_file else {}),
+                "roles": role_summary,
+                "roles_file": roles_name,
+                "before": before,
+                "after": _stats(),
+            }
+        )
     props = torch.cuda.get_device_properties(0)
     manifest = {
         "scenario": os.path.splitext(os.path.basename(notebook_path))[0],
         "variant": "python",
-        "record_memory_history": {"enabled": settings["history"], "context": "all", "stacks": settings["stacks"],
-                                  "max_entries": settings["max_entries"]},
-        "torch": torch.__version__, "cuda": torch.version.cuda, "device": props.name,
-        "device_count": torch.cuda.device_count(), "python": platform.python_version(),
-        "ipython": __import__("IPython").__version__, "pid": os.getpid(), "cell_index_base": 0,
-        "code_names_by_execution_count": code_names, "cells": cells, "oom": oom_events,
+        "record_memory_history": {
+            "enabled": settings["history"],
+            "context": "all",
+            "stacks": settings["stacks"],
+            "max_entries": settings["max_entries"],
+        },
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "device": props.name,
+        "device_count": torch.cuda.device_count(),
+        "python": platform.python_version(),
+        "ipython": __import__("IPython").__version__,
+        "pid": os.getpid(),
+        "cell_index_base": 0,
+        "code_names_by_execution_count": code_names,
+        "cells": cells,
+        "oom": oom_events,
         "expected": notebook.get("metadata", {}).get("cuda_memdiff", {}).get("expected", {}),
     }
     with open(os.path.join(out_dir, "manifest.json"), "w", encoding="utf-8") as f:

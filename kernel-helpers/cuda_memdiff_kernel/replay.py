@@ -7,6 +7,7 @@ after that (compaction, sending, badges) is the live path unchanged. A
 folder that cannot be read raises ``ReplayError`` with one line, which the
 helper turns into a status.
 """
+
 import gzip
 import io
 import json
@@ -104,8 +105,10 @@ class ReplaySource:
     @classmethod
     def before_stats(cls, cell):
         """Allocated bytes per device at the recorded cell's start."""
-        return [{"device": d.get("device", 0), "allocated": d.get("allocated", 0), "reserved": d.get("reserved", 0)}
-                for d in cls._per_device(cell.get("before"))]
+        return [
+            {"device": d.get("device", 0), "allocated": d.get("allocated", 0), "reserved": d.get("reserved", 0)}
+            for d in cls._per_device(cell.get("before"))
+        ]
 
 
 def replay_from_environment():

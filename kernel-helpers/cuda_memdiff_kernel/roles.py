@@ -15,6 +15,7 @@ Bounded in time: a pass that runs out of budget stops walking, calls what it
 did not reach ``unknown`` and says ``partial``. A cell that changed neither
 the blocks nor the user's names reuses the previous answer.
 """
+
 import bisect
 import itertools
 import operator
@@ -25,16 +26,48 @@ import warnings
 
 from . import protocol, torch_probe
 from .compact import ROW_REQUESTED, ROW_SIZE, ROW_STATE
-from .walk import (BUFFER, GRADIENT, GRAPH, HOOK, MAX_DEPTH, MAX_ITEMS, OPTIMIZER, OUTPUT_CACHE, PARAMETER, TRACEBACK,
-                   VARIABLE, Budget, ObjectWalk, user_names)
+from .walk import (
+    BUFFER,
+    GRADIENT,
+    GRAPH,
+    HOOK,
+    MAX_DEPTH,
+    MAX_ITEMS,
+    OPTIMIZER,
+    OUTPUT_CACHE,
+    PARAMETER,
+    TRACEBACK,
+    VARIABLE,
+    Budget,
+    ObjectWalk,
+    user_names,
+)
 
 ROLES = tuple(protocol.ROLES)
-PARAMETER_ROLE, BUFFER_ROLE, GRADIENT_ROLE, OPTIMIZER_ROLE, ACTIVATION_ROLE, OUTPUT_ROLE, TRACEBACK_ROLE, \
-    USER_ROLE, WORKSPACE_ROLE, UNKNOWN_ROLE = range(len(ROLES))
+(
+    PARAMETER_ROLE,
+    BUFFER_ROLE,
+    GRADIENT_ROLE,
+    OPTIMIZER_ROLE,
+    ACTIVATION_ROLE,
+    OUTPUT_ROLE,
+    TRACEBACK_ROLE,
+    USER_ROLE,
+    WORKSPACE_ROLE,
+    UNKNOWN_ROLE,
+) = range(len(ROLES))
 # The walk's kinds of holder, as roles.
-_ROLE_OF_KIND = {PARAMETER: PARAMETER_ROLE, BUFFER: BUFFER_ROLE, GRADIENT: GRADIENT_ROLE, OPTIMIZER: OPTIMIZER_ROLE,
-                 GRAPH: ACTIVATION_ROLE, OUTPUT_CACHE: OUTPUT_ROLE, TRACEBACK: TRACEBACK_ROLE, VARIABLE: USER_ROLE,
-                 HOOK: USER_ROLE}
+_ROLE_OF_KIND = {
+    PARAMETER: PARAMETER_ROLE,
+    BUFFER: BUFFER_ROLE,
+    GRADIENT: GRADIENT_ROLE,
+    OPTIMIZER: OPTIMIZER_ROLE,
+    GRAPH: ACTIVATION_ROLE,
+    OUTPUT_CACHE: OUTPUT_ROLE,
+    TRACEBACK: TRACEBACK_ROLE,
+    VARIABLE: USER_ROLE,
+    HOOK: USER_ROLE,
+}
 
 DEFAULT_BUDGET_S = 0.25
 _CHUNK = 1024  # tensors of a list looked at between two looks at the clock
@@ -81,7 +114,7 @@ class _RoleWalk(ObjectWalk):
         for start in range(0, min(len(obj), MAX_ITEMS), _CHUNK):
             if time.perf_counter() > self.deadline:
                 raise Budget()
-            chunk = obj[start:start + _CHUNK]
+            chunk = obj[start : start + _CHUNK]
             tensors = [item for item in chunk if isinstance(item, tensor_type)]
             if len(tensors) < len(chunk):
                 for item in chunk:
@@ -215,8 +248,7 @@ class RolePass:
 def roles_file(by_block):
     """The per-block roles as a session folder's ``cellNN.roles.json`` columns (docs/session-format.md)."""
     keys = sorted(by_block)
-    return {"device": [k[0] for k in keys], "address": [k[1] for k in keys],
-            "role": [ROLES[by_block[k]] for k in keys]}
+    return {"device": [k[0] for k in keys], "address": [k[1] for k in keys], "role": [ROLES[by_block[k]] for k in keys]}
 
 
 def stamp_categories(raw, by_block):
@@ -263,7 +295,8 @@ def _workspace_sizes(torch):
     except Exception:
         pass
     config = os.environ.get("CUBLAS_WORKSPACE_CONFIG") or (
-        _CUBLAS_DEFAULT_SM90 if capability >= (9, 0) else _CUBLAS_DEFAULT)
+        _CUBLAS_DEFAULT_SM90 if capability >= (9, 0) else _CUBLAS_DEFAULT
+    )
     numbers = [int(n) for n in config.split(":") if n.strip().isdigit()]
     total = sum(kib * count * 1024 for kib, count in zip(numbers[::2], numbers[1::2]))
     if total:

@@ -5,6 +5,7 @@ initialised CUDA. Every call is guarded: a kernel without torch, a CPU build,
 or an old release answers with a status, never an error in the user's cell.
 (The recorder, a tool the user runs on purpose, may import torch itself.)
 """
+
 import inspect
 import sys
 import threading
@@ -168,15 +169,17 @@ def device_stats(torch=None):
     stats = []
     for device in _used_devices(torch):
         free, total = torch.cuda.mem_get_info(device)
-        stats.append({
-            "device": device,
-            "allocated": int(torch.cuda.memory_allocated(device)),
-            "reserved": int(torch.cuda.memory_reserved(device)),
-            "peak_allocated": int(torch.cuda.max_memory_allocated(device)),
-            "peak_reserved": int(torch.cuda.max_memory_reserved(device)),
-            "device_free": int(free),
-            "device_total": int(total),
-        })
+        stats.append(
+            {
+                "device": device,
+                "allocated": int(torch.cuda.memory_allocated(device)),
+                "reserved": int(torch.cuda.memory_reserved(device)),
+                "peak_allocated": int(torch.cuda.max_memory_allocated(device)),
+                "peak_reserved": int(torch.cuda.max_memory_reserved(device)),
+                "device_free": int(free),
+                "device_total": int(total),
+            }
+        )
     return stats
 
 

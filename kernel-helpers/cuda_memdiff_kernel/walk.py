@@ -7,14 +7,16 @@ A subclass says what a tensor met means (``record``). Paths are built only
 when a subclass asks for them (``paths = True``): the per-cell role pass
 needs kinds, not names, and skips the string work.
 """
+
 import sys
 import time
 
 from . import protocol
 
 # Holder kinds, one definition with the frontend (protocol.HOLDER_KINDS, in its order).
-(VARIABLE, GRAPH, OUTPUT_CACHE, TRACEBACK, PARAMETER, GRADIENT, OPTIMIZER, HOOK, UNREACHABLE,
- NATIVE) = protocol.HOLDER_KINDS
+(VARIABLE, GRAPH, OUTPUT_CACHE, TRACEBACK, PARAMETER, GRADIENT, OPTIMIZER, HOOK, UNREACHABLE, NATIVE) = (
+    protocol.HOLDER_KINDS
+)
 # The walk tells module buffers from parameters for the roles pass; holder answers call both "parameter".
 BUFFER = "buffer"
 
@@ -23,8 +25,24 @@ MAX_ITEMS = 100_000  # elements looked at per container
 _IPYTHON_NAMES = frozenset({"In", "Out", "exit", "quit", "get_ipython", "_ih", "_oh", "_dh", "_sh"})
 _SCALARS = (str, bytes, int, float, bool, type(None), type)
 # Packages whose frames only carry the user's code: their locals are plumbing.
-_PLUMBING = frozenset({"IPython", "ipykernel", "asyncio", "tornado", "traitlets", "jupyter_client", "zmq", "runpy",
-                       "_pytest", "pytest", "pluggy", "comm", "cuda_memdiff_kernel", "_cuda_memdiff_kernel"})
+_PLUMBING = frozenset(
+    {
+        "IPython",
+        "ipykernel",
+        "asyncio",
+        "tornado",
+        "traitlets",
+        "jupyter_client",
+        "zmq",
+        "runpy",
+        "_pytest",
+        "pytest",
+        "pluggy",
+        "comm",
+        "cuda_memdiff_kernel",
+        "_cuda_memdiff_kernel",
+    }
+)
 # Per autograd node type, the names of its saved-tensor attributes: dir() is slow, the types are few.
 _SAVED_NAMES = {}
 

@@ -74,8 +74,12 @@ def validate():
     validators = {}
 
     def check(message, definition=None):
-        name = definition or {"status": "status", "snapshot": "snapshot", "holders": "holders",
-                              "cell-note": "cellNote"}[message["type"]]
+        name = (
+            definition
+            or {"status": "status", "snapshot": "snapshot", "holders": "holders", "cell-note": "cellNote"}[
+                message["type"]
+            ]
+        )
         if name not in validators:
             validators[name] = jsonschema.Draft7Validator({**schema, "$ref": f"#/definitions/{name}"})
         validators[name].validate(message)

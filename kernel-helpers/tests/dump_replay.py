@@ -3,16 +3,16 @@ session folder in a real IPython shell (used by the engine's wire tests).
 
 usage: python dump_replay.py SESSION_FOLDER
 """
+
 import json
 import pathlib
 import shutil
 import sys
 import tempfile
 
-from IPython.core.interactiveshell import InteractiveShell
-
 from cuda_memdiff_kernel import current, install
 from cuda_memdiff_kernel.replay import ReplaySource
+from IPython.core.interactiveshell import InteractiveShell
 
 
 class Printer:

@@ -8,6 +8,7 @@ rank writes the `torch.cuda.memory_allocated()` it reads right after the step
 into OUT_DIR/rank<R>.allocated.json, for the test to compare with what the
 capture recorded at that step.
 """
+
 import json
 import os
 import sys
@@ -28,7 +29,8 @@ def _train(rank, world, out, port):
     dist.init_process_group("gloo", rank=rank, world_size=world)
     ranks.capture(out)
     model = torch.nn.parallel.DistributedDataParallel(
-        torch.nn.Sequential(torch.nn.Linear(1024, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 1024)).cuda())
+        torch.nn.Sequential(torch.nn.Linear(1024, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 1024)).cuda()
+    )
     optimizer = torch.optim.AdamW(model.parameters())
     kept, allocated = [], []
     for _ in range(STEPS):

@@ -8,6 +8,7 @@ H200 snapshots of a session folder from its cell FIRST on (default 0), one
 per capture point (the allocator is the only part replaced). With --private, rank 1 writes under its own
 temporary folder and its files reach OUT_DIR only through torch.distributed.
 """
+
 import gzip
 import json
 import os
@@ -28,7 +29,7 @@ def _replay(spec):
     with open(os.path.join(recording, "manifest.json"), encoding="utf-8") as f:
         cells = json.load(f)["cells"]
     snapshots = []
-    for cell in cells[int(first or 0):]:
+    for cell in cells[int(first or 0) :]:
         with gzip.open(os.path.join(recording, cell["snapshot_file"]), "rb") as f:
             snapshots.append(pickle.load(f))
     taken = iter(snapshots)

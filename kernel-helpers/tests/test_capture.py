@@ -1,14 +1,14 @@
 """The helper in a real IPython shell with the real CPU build of torch, and
 replayed H200 recordings standing in for the device."""
+
 import json
 import shutil
 import subprocess
 import sys
 
-import pytest
-from conftest import RECORDINGS, FakeComm, attach
-
 import cuda_memdiff_kernel
+import pytest
+from conftest import RECORDINGS, attach
 from cuda_memdiff_kernel import current, install, process, protocol
 from cuda_memdiff_kernel.replay import ReplayError, ReplaySource
 
@@ -43,7 +43,8 @@ def test_loading_imports_no_torch_and_waits_for_it():
         "still = 'torch' in sys.modules\n"
         "shell.run_cell('import torch', store_history=True)\n"
         "print(json.dumps({'loaded': loaded, 'still': still, 'first': first,\n"
-        "                  'statuses': [m['status'] for m in comm.sent if m['type'] == 'status']}))\n")
+        "                  'statuses': [m['status'] for m in comm.sent if m['type'] == 'status']}))\n"
+    )
     assert seen["loaded"] is False and seen["still"] is False
     assert seen["first"] == "waiting-for-torch"
     # the cell that imports torch is followed by the status the frontend shows
@@ -55,7 +56,8 @@ def test_a_kernel_without_torch_keeps_waiting():
     seen = run_fresh(
         "sys.modules['torch'] = None\n"
         "shell.run_cell('import math', store_history=True)\n"
-        "print(json.dumps([m['status'] for m in comm.sent if m['type'] == 'status']))\n")
+        "print(json.dumps([m['status'] for m in comm.sent if m['type'] == 'status']))\n"
+    )
     assert seen == ["waiting-for-torch"]
 
 
@@ -248,8 +250,12 @@ def test_replay_sends_the_oom_snapshot_before_the_cell(shell, tmp_path):
     assert reasons == ["cell", "oom", "cell", "cell"]
     assert "OutOfMemoryError" in comm.of_type("snapshot")[2]["error"]
     # the failed request, from the recorded history's oom entry: 60 GiB with 39.29 GiB free
-    assert comm.of_type("snapshot")[1]["oom"] == {"device": 0, "alloc": 60 * 2**30, "device_free": 42183294976,
-                                                  "count": 1}
+    assert comm.of_type("snapshot")[1]["oom"] == {
+        "device": 0,
+        "alloc": 60 * 2**30,
+        "device_free": 42183294976,
+        "count": 1,
+    }
     # the recording's history travels with each cell: the first cell's five 20 GiB allocations
     first = comm.of_type("snapshot")[0]
     actions = [first["traces"]["actions"][a] for a in first["traces"]["action"]]
@@ -326,14 +332,19 @@ def test_injecting_again_keeps_the_running_helper(shell, tmp_path, monkeypatch):
     folder, manifest = replay_folder(tmp_path, "clean_training--python")
     monkeypatch.setenv("CUDA_MEMDIFF_REPLAY", str(folder))
     package = pathlib.Path(cuda_memdiff_kernel.__file__).parent
-    modules = {("_cuda_memdiff_kernel" if p.stem == "__init__" else f"_cuda_memdiff_kernel.{p.stem}"): p.read_text()
-               for p in package.glob("*.py") if p.name != "_bootstrap.py"}
+    modules = {
+        ("_cuda_memdiff_kernel" if p.stem == "__init__" else f"_cuda_memdiff_kernel.{p.stem}"): p.read_text()
+        for p in package.glob("*.py")
+        if p.name != "_bootstrap.py"
+    }
     bootstrap = (package / "_bootstrap.py").read_text()
 
     def inject(source_hash, settings=None):
         payload = json.dumps({"modules": modules, "hash": source_hash, "settings": settings or {}})
-        exec(compile(bootstrap, "<bootstrap>", "exec"), {"__name__": "_cuda_memdiff_boot", "_payload": payload,
-                                                           "get_ipython": lambda: shell})
+        exec(
+            compile(bootstrap, "<bootstrap>", "exec"),
+            {"__name__": "_cuda_memdiff_boot", "_payload": payload, "get_ipython": lambda: shell},
+        )
         return sys.modules["_cuda_memdiff_kernel"].current(shell)
 
     installs = process.state().installs

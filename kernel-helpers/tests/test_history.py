@@ -1,4 +1,5 @@
 """The log's allocation history: the trace entries each capture adds, cut at the previous capture."""
+
 import json
 
 from cuda_memdiff_kernel.channel import Frontends
@@ -13,10 +14,21 @@ def entry(action, addr, size, t):
 
 
 def raw(blocks, traces):
-    segs = [{"device": 0, "address": 4096, "total_size": 2**30, "stream": 0, "segment_pool_id": (0, 0),
-             "segment_type": "large", "frames": [], "blocks": [
-                 {"address": a, "size": s, "requested_size": s, "state": "active_allocated", "frames": CELL}
-                 for a, s in blocks]}]
+    segs = [
+        {
+            "device": 0,
+            "address": 4096,
+            "total_size": 2**30,
+            "stream": 0,
+            "segment_pool_id": (0, 0),
+            "segment_type": "large",
+            "frames": [],
+            "blocks": [
+                {"address": a, "size": s, "requested_size": s, "state": "active_allocated", "frames": CELL}
+                for a, s in blocks
+            ],
+        }
+    ]
     return {"segments": segs, "device_traces": [traces]}
 
 
@@ -39,8 +51,12 @@ def test_each_capture_carries_the_entries_since_the_one_before():
     log = SnapshotLog()
     first = log.add(raw([(4096, 256)], list(ring)), reason="cell")
     # the re-run: free and allocate again at the same address and size
-    ring += [entry("snapshot", 0, 256, 2), entry("free_requested", 4096, 256, 3),
-             entry("free_completed", 4096, 256, 3), entry("alloc", 4096, 256, 4)]
+    ring += [
+        entry("snapshot", 0, 256, 2),
+        entry("free_requested", 4096, 256, 3),
+        entry("free_completed", 4096, 256, 3),
+        entry("alloc", 4096, 256, 4),
+    ]
     second = log.add(raw([(4096, 256)], list(ring)), reason="cell")
     assert first.history[1] == {"since_us": None, "until_us": 1, "complete": True, "dropped": 0}
     cols, info = second.history
@@ -67,8 +83,9 @@ def test_a_capture_without_traces_breaks_the_chain():
 
 
 def test_history_is_bounded_keeping_the_newest():
-    cols, _, complete, dropped = read_history(raw([], [entry("alloc", 4096 * k, 256, k) for k in range(1, 11)]),
-                                              FrameTable(), {}, 4)
+    cols, _, complete, dropped = read_history(
+        raw([], [entry("alloc", 4096 * k, 256, k) for k in range(1, 11)]), FrameTable(), {}, 4
+    )
     assert cols["time_us"] == [7, 8, 9, 10] and not complete and dropped == 6
 
 
@@ -77,8 +94,16 @@ def test_messages_with_history_follow_the_schema_and_name_their_stacks(validate)
     frontends = Frontends(log)
     comm = Comm()
     frontends.attach(comm)
-    frontends.publish(log.add(raw([(4096, 256)], [entry("alloc", 4096, 256, 1)]), reason="cell", cell_id="a",
-                              execution_count=1, error=None, devices=[]))
+    frontends.publish(
+        log.add(
+            raw([(4096, 256)], [entry("alloc", 4096, 256, 1)]),
+            reason="cell",
+            cell_id="a",
+            execution_count=1,
+            error=None,
+            devices=[],
+        )
+    )
     message = comm.messages[-1]
     validate(message)
     stack = message["traces"]["stack"][0]

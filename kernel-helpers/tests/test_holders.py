@@ -5,6 +5,7 @@ walk over the user's namespace, the output cache, the last traceback,
 autograd graphs, modules and optimizers. The scenario notebooks are the
 ones recorded on the H200; they pick the CPU when there is no GPU.
 """
+
 import gc
 import json
 import sys
@@ -102,9 +103,7 @@ def test_last_traceback_holds_a_failed_cells_locals(shell):
         tb = tb.tb_next
     buf = tb.tb_frame.f_locals["buf"]
     _, found = holders_of(shell, [block_of(buf)])
-    assert found[key(buf)] == [
-        {"kind": "traceback", "path": "sys.last_traceback: step() local buf"}
-    ]
+    assert found[key(buf)] == [{"kind": "traceback", "path": "sys.last_traceback: step() local buf"}]
 
 
 def test_losses_list_and_expected_state(shell):
@@ -181,5 +180,7 @@ def test_every_saved_tensor_of_the_demo_is_found_through_a_graph(shell):
         shell.run_cell("more = [model(b) for b in batches for _ in range(6)]")
     blocks = list({(b["device"], b["address"]): b for b in saved}.values())
     _, found = holders_of(shell, blocks)
-    missing = [b for b in blocks if not any(h["kind"] in ("graph", "variable") for h in found[(b["device"], b["address"])])]
+    missing = [
+        b for b in blocks if not any(h["kind"] in ("graph", "variable") for h in found[(b["device"], b["address"])])
+    ]
     assert not missing and len(blocks) > 100

@@ -5,6 +5,7 @@ the pushed message's allocated bytes equal torch.cuda.memory_allocated(), and
 an out-of-memory cell yields an OOM-time snapshot. Set CUDA_MEMDIFF_LIVE_OUT to
 keep the messages (JSON lines) for the engine's decoding test.
 """
+
 import json
 import os
 
@@ -14,8 +15,7 @@ torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 
 from conftest import attach  # noqa: E402
-
-from cuda_memdiff_kernel import install, protocol  # noqa: E402
+from cuda_memdiff_kernel import install  # noqa: E402
 
 CELLS = [
     "import torch\nx = torch.empty(256 * 2**20, dtype=torch.uint8, device='cuda')",
@@ -43,8 +43,15 @@ def whole_tables(messages):
         for i, a in enumerate(b["address"]):
             table[(seg["device"][b["segment"][i]], a)] = (seg["device"][b["segment"][i]], b["size"][i], b["state"][i])
         rows = list(table.values())
-        whole = dict(m, blocks={"device": [r[0] for r in rows], "address": [k[1] for k in table],
-                                "size": [r[1] for r in rows], "state": [r[2] for r in rows]})
+        whole = dict(
+            m,
+            blocks={
+                "device": [r[0] for r in rows],
+                "address": [k[1] for k in table],
+                "size": [r[1] for r in rows],
+                "state": [r[2] for r in rows],
+            },
+        )
         yield whole
 
 
@@ -64,15 +71,17 @@ def test_live_cells_match_memory_allocated(shell):
         in_blocks = sum(s for s, st in zip(blocks["size"], blocks["state"]) if st == 0)
         assert in_blocks == allocated
         assert sum(d["allocated"] for d in msg["devices"]) == allocated
-        print(f"{msg['cell_id']}: allocated {allocated} bytes, {len(blocks['size'])} active blocks, "
-              f"capture {msg['capture_ms']} ms")
+        print(
+            f"{msg['cell_id']}: allocated {allocated} bytes, {len(blocks['size'])} active blocks, "
+            f"capture {msg['capture_ms']} ms"
+        )
     ooms = [m for m in snaps if m["reason"] == "oom"]
     assert len(ooms) == 1 and ooms[0]["cell_id"] == "live-3"
     assert "OutOfMemoryError" in cells[3]["error"]
     # who holds the last cell's blocks, asked as the frontend asks
     last = cells[-1]["blocks"]
-    blocks = [[device, addr, size]
-              for device, addr, size, st in zip(last["device"], last["address"], last["size"], last["state"]) if st == 0]
+    columns = zip(last["device"], last["address"], last["size"], last["state"])
+    blocks = [[device, addr, size] for device, addr, size, st in columns if st == 0]
     reply = channel.request({"type": "holders-request", "id": 1, "blocks": blocks})
     assert not reply["partial"] and "error" not in reply
     paths = {h["path"] for b in reply["blocks"] for h in b["holders"]}
@@ -82,5 +91,11 @@ def test_live_cells_match_memory_allocated(shell):
     if out:
         with open(out, "w", encoding="utf-8") as f:
             for m in channel.messages:
-                f.write(json.dumps(dict(m, measured_allocated=measured[int(m["cell_id"].split("-")[1])])
-                                   if m["type"] == "snapshot" else m) + "\n")
+                f.write(
+                    json.dumps(
+                        dict(m, measured_allocated=measured[int(m["cell_id"].split("-")[1])])
+                        if m["type"] == "snapshot"
+                        else m
+                    )
+                    + "\n"
+                )

@@ -1,6 +1,7 @@
 """The helper's first law on a real GPU (skipped without CUDA): it costs
 nothing before the user's code uses CUDA and changes nothing the user
 measures. Each case runs in a fresh process, as a fresh kernel would."""
+
 import json
 import subprocess
 import sys

@@ -13,6 +13,7 @@ and that the OOM post-mortem names the request, the free memory and the
 holders. CUDA_MEMDIFF_LIVE_HISTORY=DIR keeps the session folder and messages
 (test-data/live/history--python was made so; the engine's specs read it).
 """
+
 import json
 import os
 import pathlib
@@ -27,12 +28,13 @@ torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 
 from conftest import ROOT, attach  # noqa: E402
-
 from cuda_memdiff_kernel import install  # noqa: E402
 
 MiB = 2**20
-RERUN = ("del buf\nbuf = torch.empty(256 * 2**20, dtype=torch.uint8, device='cuda')\n"
-         "xs = None\nxs = [torch.empty(4 * 2**20, dtype=torch.uint8, device='cuda') for _ in range(8)]")
+RERUN = (
+    "del buf\nbuf = torch.empty(256 * 2**20, dtype=torch.uint8, device='cuda')\n"
+    "xs = None\nxs = [torch.empty(4 * 2**20, dtype=torch.uint8, device='cuda') for _ in range(8)]"
+)
 CELLS = [
     "import torch\nbuf = torch.empty(256 * 2**20, dtype=torch.uint8, device='cuda')\n"
     "xs = [torch.empty(4 * 2**20, dtype=torch.uint8, device='cuda') for _ in range(8)]",
@@ -51,7 +53,10 @@ ENGINE = ROOT / "dist" / "node" / "engine" / "index.js"
 def window(before, after):
     """Torch's own trace entries of ``after`` recorded after ``before``'s newest one (device 0)."""
     old, new = before["device_traces"][0], after["device_traces"][0]
-    key = (lambda e: (e["time_us"], e["action"], e.get("addr"), e["size"]))
+
+    def key(e):
+        return (e["time_us"], e["action"], e.get("addr"), e["size"])
+
     start = 0
     if old:
         start = next(k + 1 for k in range(len(new) - 1, -1, -1) if key(new[k]) == key(old[-1]))
@@ -126,8 +131,15 @@ def test_reruns_peaks_and_oom_follow_the_allocation_trace(shell):
         name = f"cell{k:02d}.pickle"
         torch.cuda.memory._dump_snapshot(str(folder / name))
         raws.append(torch.cuda.memory._snapshot())
-        manifest["cells"].append({"index": k, "execution_count": result.execution_count, "source": source,
-                                  "snapshot_file": name, "max_allocated": torch.cuda.max_memory_allocated()})
+        manifest["cells"].append(
+            {
+                "index": k,
+                "execution_count": result.execution_count,
+                "source": source,
+                "snapshot_file": name,
+                "max_allocated": torch.cuda.max_memory_allocated(),
+            }
+        )
     (folder / "manifest.json").write_text(json.dumps(manifest, indent=1))
     messages = [m for m in channel.messages if m["type"] == "snapshot"]
     with open(folder / "messages.jsonl", "w", encoding="utf-8") as f:
@@ -141,11 +153,15 @@ def test_reruns_peaks_and_oom_follow_the_allocation_trace(shell):
         truth.append(born_freed(entries))
         # The message carries the cell's own alloc and free entries, exactly.
         t = cells[k]["traces"]
-        sent = [(t["actions"][a], addr, size) for a, addr, size in zip(t["action"], t["address"], t["size"])
-                if t["actions"][a] in ("alloc", "free_requested")]
+        sent = [
+            (t["actions"][a], addr, size)
+            for a, addr, size in zip(t["action"], t["address"], t["size"])
+            if t["actions"][a] in ("alloc", "free_requested")
+        ]
         if k != OOM_CELL:  # the OOM cell's entries up to the failure went with its OOM message
-            assert sent == [(e["action"], e["addr"], e["size"]) for e in entries
-                            if e["action"] in ("alloc", "free_requested")]
+            assert sent == [
+                (e["action"], e["addr"], e["size"]) for e in entries if e["action"] in ("alloc", "free_requested")
+            ]
         assert cells[k]["history"]["complete"]
     print("trace born/freed per cell (MiB):", [(b / MiB, f / MiB) for b, f in truth])
     # The re-runs free and allocate again 288 MiB; the 256 MiB buffer comes back at the same address with the

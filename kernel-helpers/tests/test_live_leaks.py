@@ -6,6 +6,7 @@ finder should point at, the kernel must name the holder the notebook's
 metadata expects. Set CUDA_MEMDIFF_LIVE_SESSIONS to a folder to keep the
 session folders (the engine's tests read them from test-data/live/).
 """
+
 import json
 import os
 import subprocess
@@ -30,8 +31,11 @@ def names_holder(holder, expected):
 def test_recorder_names_the_holder(notebook, tmp_path):
     keep = os.environ.get("CUDA_MEMDIFF_LIVE_SESSIONS")
     out = os.path.join(keep, f"{notebook.stem}--holders") if keep else str(tmp_path / notebook.stem)
-    subprocess.run([sys.executable, "-m", "cuda_memdiff_kernel.recorder", str(notebook), out, "--holders"],
-                   check=True, cwd=ROOT / "kernel-helpers")
+    subprocess.run(
+        [sys.executable, "-m", "cuda_memdiff_kernel.recorder", str(notebook), out, "--holders"],
+        check=True,
+        cwd=ROOT / "kernel-helpers",
+    )
     with open(os.path.join(out, "manifest.json"), encoding="utf-8") as f:
         manifest = json.load(f)
     expected = manifest["expected"]
@@ -41,8 +45,15 @@ def test_recorder_names_the_holder(notebook, tmp_path):
     assert not answer["partial"]
     named = [h for b in answer["blocks"] for h in b["holders"] if names_holder(h, expected["holder"])]
     kinds = sorted({h["kind"] for h in named})
-    print(f"{notebook.stem}: after cell {top['index']} the kernel names {expected['holder']!r} as "
-          f"{', '.join(kinds)} for {len({(b['device'], b['address']) for b in answer['blocks'] if any(names_holder(h, expected['holder']) for h in b['holders'])})} "
-          f"of {len(answer['blocks'])} live blocks in {answer['elapsed_ms']} ms; e.g. "
-          f"{sorted({h['path'] for h in named})[:3]}")
+    held = {
+        (b["device"], b["address"])
+        for b in answer["blocks"]
+        if any(names_holder(h, expected["holder"]) for h in b["holders"])
+    }
+    print(
+        f"{notebook.stem}: after cell {top['index']} the kernel names {expected['holder']!r} as "
+        f"{', '.join(kinds)} for {len(held)} "
+        f"of {len(answer['blocks'])} live blocks in {answer['elapsed_ms']} ms; e.g. "
+        f"{sorted({h['path'] for h in named})[:3]}"
+    )
     assert named

@@ -4,6 +4,7 @@ its own; on one GPU both ranks share it, each with its own allocator.
 
 CUDA_MEMDIFF_RANKS_OUT keeps the folder (the device run copies it back so the
 engine's reading of it is tested where Node is)."""
+
 import gzip
 import json
 import os
@@ -52,8 +53,14 @@ def test_each_rank_records_its_own_allocator_and_the_growing_rank_is_named(tmp_p
         print(f"rank {rank}: memory_allocated after each step {own}")
     assert own[-1] - own[0] == 4 * 64 * 2**20  # rank 1 (the last) kept 64 MiB per step
     if shutil.which("node") and os.path.exists(os.path.join(ROOT, "dist", "node", "cli", "main.js")):
-        report = json.loads(subprocess.run(["node", os.path.join(ROOT, "bin", "cuda-memdiff.js"), "leaks", out,
-                                            "--json"], capture_output=True, text=True, check=True).stdout)
+        report = json.loads(
+            subprocess.run(
+                ["node", os.path.join(ROOT, "bin", "cuda-memdiff.js"), "leaks", out, "--json"],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
+        )
         assert report["verdict"] == {"code": "rank-grows", "growing": [1], "flat": [0]}
         site = report["ranks"][1]["growth"]["sites"][0]
         assert (os.path.basename(site["filename"]), site["line"]) == ("ranks_cuda_job.py", _kept_line())

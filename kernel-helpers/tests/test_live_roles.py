@@ -9,6 +9,7 @@ and ``optimizer.state`` lie in, and activations within 1% of what a
 ``saved_tensors_hooks`` oracle saw autograd save during the eval pass. The
 figures are printed (``pytest -s``).
 """
+
 import bisect
 import json
 
@@ -28,9 +29,12 @@ class Blocks:
     """The allocated blocks of a raw snapshot, found by any address inside them."""
 
     def __init__(self, raw):
-        rows = sorted((int(seg["device"]), address, int(blk["size"]), int(blk.get("requested_size", blk["size"])))
-                      for seg in raw["segments"] for address, blk in block_addresses(seg)
-                      if blk["state"] == "active_allocated")
+        rows = sorted(
+            (int(seg["device"]), address, int(blk["size"]), int(blk.get("requested_size", blk["size"])))
+            for seg in raw["segments"]
+            for address, blk in block_addresses(seg)
+            if blk["state"] == "active_allocated"
+        )
         self.rows = rows
         self.starts = [(r[0], r[1]) for r in rows]
 
@@ -86,21 +90,27 @@ def test_training_roles_match_torchs_own_oracles(shell, validate):
         "buffer": (got["buffer"], total(b_blocks)),
         "activation": (got["activation"], oracle_activation),
     }
+
     def storage_bytes(tensors):
         return sum({t.untyped_storage().data_ptr(): t.untyped_storage().nbytes() for t in tensors}.values())
 
-    requested = {name: (sum(r for _, r in bl.values()), storage_bytes(ts))
-                 for name, bl, ts in (("parameter", p_blocks, params),
-                                      ("gradient", g_blocks, [p.grad for p in params]))}
-    print(f"\nroles after the last cell ({'partial' if roles['partial'] else 'complete'}, {roles['elapsed_ms']} ms): "
-          + json.dumps(got))
+    requested = {
+        name: (sum(r for _, r in bl.values()), storage_bytes(ts))
+        for name, bl, ts in (("parameter", p_blocks, params), ("gradient", g_blocks, [p.grad for p in params]))
+    }
+    print(
+        f"\nroles after the last cell ({'partial' if roles['partial'] else 'complete'}, {roles['elapsed_ms']} ms): "
+        + json.dumps(got)
+    )
     for name, (pass_bytes, oracle) in figures.items():
         print(f"  {name}: pass {pass_bytes} B, oracle {oracle} B")
     for name, (req, nbytes) in requested.items():
         print(f"  {name}: requested bytes of its blocks {req}, storage nbytes {nbytes}")
-    print(f"  allocated {torch.cuda.memory_allocated()} B, roles sum {sum(got.values())} B; "
-          f"per cell elapsed_ms {[m['roles']['elapsed_ms'] for m in messages]}, "
-          f"capture_ms {[m.get('capture_ms') for m in messages]}")
+    print(
+        f"  allocated {torch.cuda.memory_allocated()} B, roles sum {sum(got.values())} B; "
+        f"per cell elapsed_ms {[m['roles']['elapsed_ms'] for m in messages]}, "
+        f"capture_ms {[m.get('capture_ms') for m in messages]}"
+    )
     by_block = current(shell).roles.by_block
     sizes = {(r[0], r[1]): (r[2], r[3]) for r in blocks.rows}
     for role in ("workspace", "unknown"):

@@ -2,6 +2,7 @@
 read back by the engine through the CLI. The allocator snapshots replay real
 H200 recordings, since there is no GPU here; the hooks, the files, the
 gathering through torch.distributed and the engine's reading are real."""
+
 import gzip
 import json
 import os
@@ -24,14 +25,18 @@ GROWING = os.path.join(RECORDINGS, "rnn_hidden_no_detach--python")  # +300 MiB p
 def _job(out, *extra):
     result = subprocess.run(
         [sys.executable, os.path.join(HERE, "ranks_job.py"), str(out), f"{FLAT}#1", f"{GROWING}#0", *extra],
-        capture_output=True, text=True, timeout=300)
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     return result
 
 
 def _cli(*args):
-    result = subprocess.run(["node", os.path.join(ROOT, "bin", "cuda-memdiff.js"), *args],
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        ["node", os.path.join(ROOT, "bin", "cuda-memdiff.js"), *args], capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 0, result.stderr
     return result.stdout
 
@@ -79,8 +84,9 @@ def test_every_rank_captures_at_every_optimizer_step_and_the_engine_reads_the_ra
     assert "rank 1 grows" in text and "rank 0 is flat" in text
     compared = json.loads(_cli("diff", str(tmp_path), "--ranks", "0,1", "--point", "2", "--json"))
     assert compared["point"] == 2
-    assert sum(s["b_bytes"] for s in compared["sites"]) - sum(s["a_bytes"] for s in compared["sites"]) == \
-        _allocated(GROWING, 2) - _allocated(FLAT, 3)
+    assert sum(s["b_bytes"] for s in compared["sites"]) - sum(s["a_bytes"] for s in compared["sites"]) == _allocated(
+        GROWING, 2
+    ) - _allocated(FLAT, 3)
     one = json.loads(_cli("session", str(tmp_path), "--rank", "1", "--json"))
     assert len(one["cells"]) == 4
 

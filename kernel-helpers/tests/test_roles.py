@@ -5,6 +5,7 @@ the caching allocator gives one block per allocation. The oracles are torch's
 own: ``model.parameters()`` and their ``.grad``, ``optimizer.state``, and
 ``saved_tensors_hooks`` for what autograd saves.
 """
+
 import json
 
 import pytest
@@ -205,9 +206,9 @@ def test_a_replayed_session_sends_the_recorded_roles(shell, tmp_path, validate):
     """The replay kernel (Galata, the demo) sends each cell's recorded roles with its snapshot."""
     import shutil
 
+    from conftest import attach
     from cuda_memdiff_kernel import install
     from cuda_memdiff_kernel.replay import ReplaySource
-    from conftest import attach
 
     src = ROOT / "test-data" / "roles" / "training_roles--python"
     manifest = json.loads((src / "manifest.json").read_text())
@@ -225,8 +226,13 @@ def test_a_replayed_session_sends_the_recorded_roles(shell, tmp_path, validate):
 
 def test_memoryviz_categories_go_on_the_last_alloc_of_each_live_block():
     """MemoryViz colours its timeline by the alloc entries' ``category`` (as profile_plot writes it)."""
-    trace = [{"action": "alloc", "addr": 1}, {"action": "free_completed", "addr": 1},
-             {"action": "alloc", "addr": 2}, {"action": "alloc", "addr": 1}, {"action": "snapshot"}]
+    trace = [
+        {"action": "alloc", "addr": 1},
+        {"action": "free_completed", "addr": 1},
+        {"action": "alloc", "addr": 2},
+        {"action": "alloc", "addr": 1},
+        {"action": "snapshot"},
+    ]
     raw = {"segments": [], "device_traces": [trace]}
     by_block = {(0, 1): protocol.ROLES.index("gradient"), (0, 7): protocol.ROLES.index("parameter")}
     assert roles.stamp_categories(raw, by_block) == 1

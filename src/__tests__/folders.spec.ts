@@ -63,7 +63,9 @@ export function folderGraph(files: string[]): FolderGraph {
       if (path.relative(SRC, target).startsWith('..')) {
         continue; // outside src/ (package.json, say): no folder of ours
       }
-      const to = folderOf(fs.existsSync(target) && fs.statSync(target).isDirectory() ? path.join(target, 'index.ts') : target + '.ts');
+      const to = folderOf(
+        fs.existsSync(target) && fs.statSync(target).isDirectory() ? path.join(target, 'index.ts') : target + '.ts'
+      );
       if (to !== from && !edges.has(to)) {
         edges.set(to, `${path.relative(SRC, file)} imports '${spec}'`);
       }

@@ -12,7 +12,15 @@ import { Kernel, KernelMessage } from '@jupyterlab/services';
 import { IDisposable } from '@lumino/disposable';
 import { Signal } from '@lumino/signaling';
 import { IHolderAnswer, IWireSnapshot, parseHolderAnswer, SnapshotError, WireDecoder } from '../engine';
-import { BlockQuery, COMM_TARGET, HelperMessage, IHelperSettings, IHoldersMessage, injectionCode, PROTOCOL_VERSION } from './protocol';
+import {
+  BlockQuery,
+  COMM_TARGET,
+  HelperMessage,
+  IHelperSettings,
+  IHoldersMessage,
+  injectionCode,
+  PROTOCOL_VERSION
+} from './protocol';
 import { KernelComms } from './comms';
 import { SnapshotStore } from './store';
 import { MessageError, validateMessage } from './validate';
@@ -52,7 +60,10 @@ export class CaptureSession implements IDisposable {
    * comm open, when the session is disposed, or when no answer comes within
    * `timeoutMs` (the kernel answers between cells, so a long cell delays it).
    */
-  requestHolders(blocks: readonly BlockQuery[], options: { budgetMs?: number; timeoutMs?: number } = {}): Promise<IHolderAnswer> {
+  requestHolders(
+    blocks: readonly BlockQuery[],
+    options: { budgetMs?: number; timeoutMs?: number } = {}
+  ): Promise<IHolderAnswer> {
     const comm = this._comm;
     if (this._isDisposed || !comm || comm.isDisposed) {
       return Promise.reject(new Error('the kernel helper is not connected'));
@@ -62,7 +73,9 @@ export class CaptureSession implements IDisposable {
     return new Promise<IHolderAnswer>((resolve, reject) => {
       const timer = setTimeout(() => {
         this._pending.delete(id);
-        reject(new Error(`the kernel did not answer within ${Math.round(timeoutMs / 1000)} s (is a cell still running?)`));
+        reject(
+          new Error(`the kernel did not answer within ${Math.round(timeoutMs / 1000)} s (is a cell still running?)`)
+        );
       }, timeoutMs);
       this._pending.set(id, {
         answer: message => {
@@ -163,7 +176,11 @@ export class CaptureSession implements IDisposable {
       if (reply.content.status === 'error') {
         this._injectedInto = null;
         if (!this._isStale(kernel, generation)) {
-          this._store.setHelper({ status: 'error', message: `${reply.content.ename}: ${reply.content.evalue}`, replay: null });
+          this._store.setHelper({
+            status: 'error',
+            message: `${reply.content.ename}: ${reply.content.evalue}`,
+            replay: null
+          });
         }
         return;
       }
@@ -335,7 +352,10 @@ export class CaptureSession implements IDisposable {
   private _reconnects = 0;
   private _resends = 0;
   private _requestId = 0;
-  private readonly _pending = new Map<number, { answer: (m: IHoldersMessage) => void; cancel: (reason: string) => void }>();
+  private readonly _pending = new Map<
+    number,
+    { answer: (m: IHoldersMessage) => void; cancel: (reason: string) => void }
+  >();
   private _pendingRestart = false;
   private _isDisposed = false;
 }

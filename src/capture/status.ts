@@ -56,12 +56,7 @@ export class CaptureStatus extends Widget {
     let text = Private.statusText(store.helper, trans);
     const dropped = store.droppedCount;
     if (dropped && text) {
-      text = trans._n(
-        '%2 (%1 oldest snapshot dropped)',
-        '%2 (%1 oldest snapshots dropped)',
-        dropped,
-        text
-      );
+      text = trans._n('%2 (%1 oldest snapshot dropped)', '%2 (%1 oldest snapshots dropped)', dropped, text);
     }
     this.node.textContent = text;
     const peaks =

@@ -186,7 +186,8 @@ export class SnapshotStore implements IDisposable {
       peakBytes: entry.peak?.bytes ?? entry.devices.reduce((n, d) => n + (d.peak_allocated ?? 0), 0),
       peakExact: entry.peak?.exact ?? true,
       roles,
-      roleNetBytes: roles && (!previous || previous.roles) ? roleChange(previous?.roles?.bytes ?? null, roles.bytes) : null,
+      roleNetBytes:
+        roles && (!previous || previous.roles) ? roleChange(previous?.roles?.bytes ?? null, roles.bytes) : null,
       ...(entry.oom ? { oom: entry.oom } : {})
     };
     if (entry.cellId !== null) {
@@ -229,9 +230,13 @@ export class SnapshotStore implements IDisposable {
     if (!this._peaks.has(record)) {
       const at = this._records.indexOf(record);
       const previous = at > 0 ? this._records[at - 1] : null;
-      const linked = previous === null || (previous.kernelSession === record.kernelSession && previous.reason === 'cell');
+      const linked =
+        previous === null || (previous.kernelSession === record.kernelSession && previous.reason === 'cell');
       const start = previous && previous.kernelSession === record.kernelSession ? previous.snapshot : this._empty();
-      this._peaks.set(record, record.reason === 'cell' && at >= 0 && linked ? peakAnatomy(start, record.snapshot) : null);
+      this._peaks.set(
+        record,
+        record.reason === 'cell' && at >= 0 && linked ? peakAnatomy(start, record.snapshot) : null
+      );
     }
     return this._peaks.get(record)!;
   }
@@ -249,7 +254,7 @@ export class SnapshotStore implements IDisposable {
                 r.executionCount === record.executionCount &&
                 r.kernelSession === record.kernelSession
             );
-      const start = atOom ? this.startOf(atOom)?.snapshot ?? this._empty() : null;
+      const start = atOom ? (this.startOf(atOom)?.snapshot ?? this._empty()) : null;
       this._ooms.set(record, atOom && start ? oomReport(start, atOom.snapshot, atOom.oom) : null);
     }
     return this._ooms.get(record)!;
@@ -265,7 +270,10 @@ export class SnapshotStore implements IDisposable {
     let peak = 0;
     for (const r of this._records) {
       if (r.kernelSession === this._kernelSession) {
-        peak = Math.max(peak, r.devices.reduce((n, d) => n + (d.peak_allocated ?? 0), 0));
+        peak = Math.max(
+          peak,
+          r.devices.reduce((n, d) => n + (d.peak_allocated ?? 0), 0)
+        );
       }
     }
     return peak;

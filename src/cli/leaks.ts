@@ -28,7 +28,9 @@ import { renderTable } from './table';
  */
 export function leaksJson(report: LeakReport, session: ISession, options: IFrameFilterOptions) {
   const cells = session.manifest.cells;
-  const names = new CellCodeNames(cells.map(c => ({ id: String(c.index), source: c.source, executionCount: c.execution_count })));
+  const names = new CellCodeNames(
+    cells.map(c => ({ id: String(c.index), source: c.source, executionCount: c.execution_count }))
+  );
   const kernelSessions = kernelSessionsOf(session.manifest);
   const labels = sessionExecutions(session.manifest).map(e => e.label);
   return {
@@ -71,7 +73,9 @@ export function leaksJson(report: LeakReport, session: ISession, options: IFrame
 
 /** A finding with the CLI's JSON key style: `grewBytes` -> `grew_bytes`. */
 function snakeCase(finding: object): { [key: string]: unknown } {
-  return Object.fromEntries(Object.entries(finding).map(([k, v]) => [k.replace(/[A-Z]/g, c => `_${c.toLowerCase()}`), v]));
+  return Object.fromEntries(
+    Object.entries(finding).map(([k, v]) => [k.replace(/[A-Z]/g, c => `_${c.toLowerCase()}`), v])
+  );
 }
 
 /** The last execution of a verdict's kernel: the one after which the kernel restarted. */
@@ -126,7 +130,9 @@ export function leaksText(report: LeakReport, session: ISession, options: IFrame
     const notes: string[] = [];
     if (v.verdict !== 'ok' && v.verdict !== 'fixed' && v.freedLater.length) {
       const freed = v.freedLater.reduce((n, f) => n + f.bytes, 0);
-      notes.push(`${formatBytes(freed)} freed later by ${v.freedLater.map(f => cellName(session, f.execution)).join(', ')}`);
+      notes.push(
+        `${formatBytes(freed)} freed later by ${v.freedLater.map(f => cellName(session, f.execution)).join(', ')}`
+      );
     }
     if (v.endedByRestart) {
       notes.push(`until the kernel restarted after ${cellName(session, lastOfKernel(report, v))}`);
@@ -172,7 +178,11 @@ export function leaksText(report: LeakReport, session: ISession, options: IFrame
   }
   const top = report.executions[report.topLeak];
   const where = kernels > 1 ? `kernel ${top.kernel + 1} of ${kernels}, ` : '';
-  const lines = [table, '', `Look at cell ${cells[report.topLeak].index} first (${where}${top.confidence} confidence):`];
+  const lines = [
+    table,
+    '',
+    `Look at cell ${cells[report.topLeak].index} first (${where}${top.confidence} confidence):`
+  ];
   reasons(top).forEach(r => lines.push(`  - ${r}`));
   if (top.endedByRestart) {
     lines.push(`  ended by: the kernel restart after ${cellName(session, lastOfKernel(report, top))}, not by a cell`);
@@ -191,7 +201,9 @@ export function leaksText(report: LeakReport, session: ISession, options: IFrame
   if (rest.length) {
     const bytes = rest.reduce((n, e) => n + e.bytes, 0);
     const count = rest.reduce((n, e) => n + e.blocks, 0);
-    lines.push(`    ${formatBytes(bytes)} in ${blocksText(count)} from ${rest.length} more site${rest.length === 1 ? '' : 's'}`);
+    lines.push(
+      `    ${formatBytes(bytes)} in ${blocksText(count)} from ${rest.length} more site${rest.length === 1 ? '' : 's'}`
+    );
   }
   return lines.join('\n');
 }

@@ -314,7 +314,9 @@ export function run(argv: string[]): string {
       // Each cell's bytes alive after it by role; null where the cell was recorded without roles.
       const json = sessionJson(reports, session.frames, filter, cells);
       json.cells.forEach((cell, k) => Object.assign(cell, { roles: roles[k]?.bytes ?? null }));
-      return out(json, () => (args.byRole ? sessionRolesText(reports, roles) : sessionText(reports, session.frames, cells, filter)));
+      return out(json, () =>
+        args.byRole ? sessionRolesText(reports, roles) : sessionText(reports, session.frames, cells, filter)
+      );
     }
     case 'leaks': {
       expectOperands(args, 1, 'one DIR');

@@ -69,7 +69,8 @@ function verdictText(ranked: IRankedSession, growth: IRankGrowth[], verdict: Ran
     case 'all-grow':
       return `Every rank grows: ${verdict.growing.map(r => growthText(ranked, byRank(r))).join('; ')}.`;
     case 'rank-grows': {
-      const others = verdict.flat.length === 1 ? `rank ${verdict.flat[0]} is flat` : `ranks ${verdict.flat.join(', ')} are flat`;
+      const others =
+        verdict.flat.length === 1 ? `rank ${verdict.flat[0]} is flat` : `ranks ${verdict.flat.join(', ')} are flat`;
       return `${verdict.growing.map(r => growthText(ranked, byRank(r))).join('; ')}; ${others}.`;
     }
   }
@@ -86,7 +87,12 @@ export function ranksText(ranked: IRankedSession, filter: IFrameFilterOptions): 
       ...points.map(p => (p[k] ? formatBytes(p[k].allocatedBytes) : '-'))
     ])
   );
-  const lines = [`${ranked.ranks.length} of ${ranked.worldSize} ranks, allocated memory at each capture point:`, '', table, ''];
+  const lines = [
+    `${ranked.ranks.length} of ${ranked.worldSize} ranks, allocated memory at each capture point:`,
+    '',
+    table,
+    ''
+  ];
   if (ranked.missing.length) {
     lines.push(`Missing: no folder for rank ${ranked.missing.join(', ')}.`);
   }
@@ -109,15 +115,32 @@ export function compareJson(ranked: IRankedSession, a: number, b: number, point:
   };
 }
 
-export function compareText(ranked: IRankedSession, a: number, b: number, point: number, filter: IFrameFilterOptions, limit = 20): string {
+export function compareText(
+  ranked: IRankedSession,
+  a: number,
+  b: number,
+  point: number,
+  filter: IFrameFilterOptions,
+  limit = 20
+): string {
   const sites = compareRanks(ranked, a, b, point, filter);
   if (sites.length === 0) {
     return `Rank ${a} and rank ${b} hold the same bytes at every site at point ${point}.`;
   }
   const shown = sites.slice(0, limit);
   const table = renderTable(
-    [{ header: `rank ${a}`, right: true }, { header: `rank ${b}`, right: true }, { header: 'difference', right: true }, { header: 'site' }],
-    shown.map(s => [formatBytes(s.aBytes), formatBytes(s.bBytes), formatBytes(s.bBytes - s.aBytes, true), siteLabel(ranked.frames, s.frameId)])
+    [
+      { header: `rank ${a}`, right: true },
+      { header: `rank ${b}`, right: true },
+      { header: 'difference', right: true },
+      { header: 'site' }
+    ],
+    shown.map(s => [
+      formatBytes(s.aBytes),
+      formatBytes(s.bBytes),
+      formatBytes(s.bBytes - s.aBytes, true),
+      siteLabel(ranked.frames, s.frameId)
+    ])
   );
   const more = sites.length > shown.length ? `\n(${sites.length - shown.length} more sites left out)` : '';
   return `Rank ${a} against rank ${b} at point ${point}, live memory by allocation site:\n\n${table}${more}`;

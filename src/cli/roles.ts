@@ -52,7 +52,12 @@ export function sessionRolesText(reports: ICellReport[], roles: readonly (ICellR
 }
 
 /** `diff --by role --json`: each role's change and its sites. */
-export function diffRolesJson(diff: SnapshotDiff, groups: IRoleGroup[], options: IFrameFilterOptions, cells?: CellCodeNames) {
+export function diffRolesJson(
+  diff: SnapshotDiff,
+  groups: IRoleGroup[],
+  options: IFrameFilterOptions,
+  cells?: CellCodeNames
+) {
   return {
     born_bytes: diff.bornBytes,
     freed_bytes: diff.freedBytes,
@@ -95,7 +100,8 @@ export function rolesBeside(file: string): BlockRoles {
   }
   const manifest = parseManifest(fs.readFileSync(manifestPath, 'utf-8'));
   const k = manifest.cells.findIndex(c => c.snapshot_file === path.basename(file));
-  const roles = k < 0 ? null : sessionRoles({ cells: [manifest.cells[k]] }, name => fs.readFileSync(path.join(dir, name)))[0];
+  const roles =
+    k < 0 ? null : sessionRoles({ cells: [manifest.cells[k]] }, name => fs.readFileSync(path.join(dir, name)))[0];
   if (!roles?.blocks) {
     throw new SnapshotError(why);
   }

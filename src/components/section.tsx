@@ -80,7 +80,12 @@ export const Section = React.forwardRef<HTMLElement, ISectionProps>(function Sec
     >
       <div className="jp-CudaMemdiffSection-head">
         <h3 className="jp-CudaMemdiffSection-title">
-          <button id={headingId} className="jp-CudaMemdiffSection-toggle" aria-expanded={expanded} onClick={props.onToggle}>
+          <button
+            id={headingId}
+            className="jp-CudaMemdiffSection-toggle"
+            aria-expanded={expanded}
+            onClick={props.onToggle}
+          >
             <Caret.react tag="span" className="jp-CudaMemdiffSection-caret" />
             {title}
           </button>

@@ -42,7 +42,11 @@ export function StackView(props: IStackViewProps): JSX.Element {
   const { frames, stack, filter, cells, trans, onReveal } = props;
   const entries = visibleStack(frames, stack, filter);
   if (!entries.length) {
-    return <p className="jp-CudaMemdiffStack-none">{trans.__('No Python stack (allocated outside Python code, e.g. by autograd\'s backward thread).')}</p>;
+    return (
+      <p className="jp-CudaMemdiffStack-none">
+        {trans.__("No Python stack (allocated outside Python code, e.g. by autograd's backward thread).")}
+      </p>
+    );
   }
   return (
     <ol className="jp-CudaMemdiffStack" aria-label={trans.__('Allocation stack, innermost frame first')}>
@@ -72,7 +76,9 @@ export function StackView(props: IStackViewProps): JSX.Element {
                     >
                       {label}
                     </button>
-                    {k === match.cells.length - 1 ? <code className="jp-CudaMemdiffStack-source">{sourceLine}</code> : null}
+                    {k === match.cells.length - 1 ? (
+                      <code className="jp-CudaMemdiffStack-source">{sourceLine}</code>
+                    ) : null}
                   </span>
                 );
               })}

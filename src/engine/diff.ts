@@ -175,7 +175,15 @@ export function groupBySite(diff: SnapshotDiff, options: IFrameFilterOptions = {
     }
     return site;
   };
-  type Acc = { frameId: number; born: Block[]; freed: Block[]; bornBytes: number; freedBytes: number; largest: Block | null; stacks: Set<number> };
+  type Acc = {
+    frameId: number;
+    born: Block[];
+    freed: Block[];
+    bornBytes: number;
+    freedBytes: number;
+    largest: Block | null;
+    stacks: Set<number>;
+  };
   const groups = new Map<number, Acc>();
   const add = (blk: Block, isBorn: boolean) => {
     const site = siteOf(blk.stack);

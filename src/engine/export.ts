@@ -18,7 +18,14 @@ function framesOf(table: FrameTable, stack: number): PyValue[] {
   });
 }
 
-function blockDict(table: FrameTable, address: number, size: number, requested: number, state: string, stack: number): PyDict {
+function blockDict(
+  table: FrameTable,
+  address: number,
+  size: number,
+  requested: number,
+  state: string,
+  stack: number
+): PyDict {
   return { address, size, requested_size: requested, state, frames: framesOf(table, stack) };
 }
 
@@ -137,7 +144,8 @@ function stats(snapshot: Snapshot, devices: readonly IWireDeviceStats[]) {
       device_total: d?.device_total ?? null
     };
   });
-  const sum = (k: 'allocated' | 'reserved' | 'peak_allocated' | 'peak_reserved') => perDevice.reduce((n, d) => n + d[k], 0);
+  const sum = (k: 'allocated' | 'reserved' | 'peak_allocated' | 'peak_reserved') =>
+    perDevice.reduce((n, d) => n + d[k], 0);
   return {
     allocated: sum('allocated'),
     reserved: sum('reserved'),
@@ -158,7 +166,10 @@ function emptyDeviceStats() {
  * and a cell whose kernel differs from the cell before starts from an empty
  * device: the new process holds nothing of the old one's memory.
  */
-export function sessionFolderFiles(cells: readonly IExportCell[], meta: { [key: string]: unknown } = {}): Map<string, Uint8Array> {
+export function sessionFolderFiles(
+  cells: readonly IExportCell[],
+  meta: { [key: string]: unknown } = {}
+): Map<string, Uint8Array> {
   const files = new Map<string, Uint8Array>();
   let before: ReturnType<typeof stats> | ReturnType<typeof emptyDeviceStats> = emptyDeviceStats();
   let kernel: number | undefined;

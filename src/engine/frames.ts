@@ -7,8 +7,7 @@ import { isCellFilename } from './cells';
 
 /** One line of a filtered stack: a frame, or a run of C++ frames shown as one. */
 export type StackEntry =
-  | { readonly kind: 'frame'; readonly frameId: number }
-  | { readonly kind: 'native'; readonly count: number };
+  { readonly kind: 'frame'; readonly frameId: number } | { readonly kind: 'native'; readonly count: number };
 
 /** Options for `visibleStack` and `allocationSite`. */
 export interface IFrameFilterOptions {
@@ -41,11 +40,7 @@ export function isPlumbingFrame(frame: Frame): boolean {
  * outside the outermost notebook cell (whatever ran the cell) and plumbing
  * frames are hidden, and runs of C++ frames collapse into one entry.
  */
-export function visibleStack(
-  table: FrameTable,
-  stackId: number,
-  options: IFrameFilterOptions = {}
-): StackEntry[] {
+export function visibleStack(table: FrameTable, stackId: number, options: IFrameFilterOptions = {}): StackEntry[] {
   const ids = table.stack(stackId);
   if (options.allFrames) {
     return ids.map(frameId => ({ kind: 'frame', frameId }));
@@ -85,11 +80,7 @@ export function visibleStack(
  * after filtering, else the innermost Python frame, else -1 (no stack, as for
  * allocations made by autograd's backward thread).
  */
-export function allocationSite(
-  table: FrameTable,
-  stackId: number,
-  options: IFrameFilterOptions = {}
-): number {
+export function allocationSite(table: FrameTable, stackId: number, options: IFrameFilterOptions = {}): number {
   for (const entry of visibleStack(table, stackId, options)) {
     if (entry.kind === 'frame' && !isNativeFrame(table.frame(entry.frameId))) {
       return entry.frameId;

@@ -43,7 +43,13 @@ export function holderKey(device: number, address: number): string {
 
 /** Validate and index an answer; throws SnapshotError naming what is wrong. */
 export function parseHolderAnswer(value: unknown): IHolderAnswer {
-  const answer = value as { blocks?: unknown; partial?: unknown; elapsed_ms?: unknown; replay?: unknown; error?: unknown };
+  const answer = value as {
+    blocks?: unknown;
+    partial?: unknown;
+    elapsed_ms?: unknown;
+    replay?: unknown;
+    error?: unknown;
+  };
   if (typeof answer !== 'object' || answer === null || !Array.isArray(answer.blocks)) {
     throw new SnapshotError("holders: no 'blocks' list");
   }
@@ -121,6 +127,8 @@ export function summarizeHolderList(holders: readonly IHolder[]): IHolder[] {
     group.paths.push(h.path);
   }
   return [...groups.values()].flatMap(g =>
-    summarizeHolders(g.paths).map(path => (g.via === undefined ? { kind: g.kind, path } : { kind: g.kind, path, via: g.via }))
+    summarizeHolders(g.paths).map(path =>
+      g.via === undefined ? { kind: g.kind, path } : { kind: g.kind, path, via: g.via }
+    )
   );
 }

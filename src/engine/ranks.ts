@@ -80,7 +80,8 @@ export function loadRankedSession(
     const host = session.manifest.host;
     return { rank, folder, host: typeof host === 'string' ? host : null, session };
   });
-  const manifestWorld = ranks.map(r => r.session.manifest.world_size).find(w => Number.isInteger(w)) as number | undefined;
+  const manifestWorld = ranks.map(r => r.session.manifest.world_size).find(w => Number.isInteger(w)) as
+    number | undefined;
   const worldSize = Math.max(indexWorld ?? manifestWorld ?? 0, ranks[ranks.length - 1].rank + 1);
   const have = new Set(ranks.map(r => r.rank));
   const missing = Array.from({ length: worldSize }, (_, r) => r).filter(r => !have.has(r));

@@ -72,7 +72,10 @@ export function kernelPositions(ids: readonly (number | null | undefined)[]): nu
  * empty device. `kernels` gives each execution's kernel position
  * (`kernelPositions`); without it the session is one kernel.
  */
-export function retentionByExecution(snapshots: readonly Snapshot[], kernels?: readonly number[]): IExecutionRetention[] {
+export function retentionByExecution(
+  snapshots: readonly Snapshot[],
+  kernels?: readonly number[]
+): IExecutionRetention[] {
   if (kernels && kernels.length !== snapshots.length) {
     throw new Error(`retentionByExecution: ${snapshots.length} snapshots for ${kernels.length} kernel positions`);
   }

@@ -67,7 +67,10 @@ export interface ICellRoles extends IRoleSummary {
  * docs/session-format.md), null for a cell recorded without them;
  * `readFile` returns a file's bytes by its name in the folder.
  */
-export function sessionRoles(manifest: ISessionManifest, readFile: (name: string) => Uint8Array): (ICellRoles | null)[] {
+export function sessionRoles(
+  manifest: ISessionManifest,
+  readFile: (name: string) => Uint8Array
+): (ICellRoles | null)[] {
   return manifest.cells.map((cell, i) => {
     const { roles, roles_file: file } = cell as { roles?: unknown; roles_file?: unknown };
     const where = `manifest.json cells[${i}]`;

@@ -114,7 +114,12 @@ export class LeakFinderModel implements IDisposable {
         return null;
       }
       queries = result.queries;
-      this._findings = this._entries(result.report, session, ask ? 'pending' : 'guessed', ask ? null : { kind: 'no-kernel' });
+      this._findings = this._entries(
+        result.report,
+        session,
+        ask ? 'pending' : 'guessed',
+        ask ? null : { kind: 'no-kernel' }
+      );
       this._running = !!ask;
       this._changed.emit();
       return this._findings;
@@ -190,7 +195,12 @@ export class LeakFinderModel implements IDisposable {
     return this._errorMessage;
   }
 
-  private async _refine(run: number, session: Private.ISession, answer: IHolderAnswer | null, failure?: string): Promise<ILeakFindings | null> {
+  private async _refine(
+    run: number,
+    session: Private.ISession,
+    answer: IHolderAnswer | null,
+    failure?: string
+  ): Promise<ILeakFindings | null> {
     if (run !== this._run) {
       return this._findings;
     }
@@ -290,7 +300,8 @@ export namespace LeakFinderModel {
    * snapshots (not Python, no torch, torch without CUDA, capture off); or
    * no cell has run yet.
    */
-  export type Problem = 'no-notebook' | 'not-python' | 'no-torch' | 'no-cuda' | 'capture-off' | 'no-snapshots' | 'failed';
+  export type Problem =
+    'no-notebook' | 'not-python' | 'no-torch' | 'no-cuda' | 'capture-off' | 'no-snapshots' | 'failed';
 }
 
 namespace Private {

@@ -59,11 +59,11 @@ export function problemText(problem: LeakFinderModel.Problem, trans: Translation
     case 'no-notebook':
       return trans.__('Open a notebook whose kernel takes GPU memory snapshots.');
     case 'not-python':
-      return trans.__('This notebook\'s kernel is not Python: there is no GPU memory to rank.');
+      return trans.__("This notebook's kernel is not Python: there is no GPU memory to rank.");
     case 'no-torch':
       return trans.__('This kernel has not imported torch: there is no GPU memory to rank.');
     case 'no-cuda':
-      return trans.__('This kernel\'s torch has no CUDA: there is no GPU memory to rank.');
+      return trans.__("This kernel's torch has no CUDA: there is no GPU memory to rank.");
     case 'capture-off':
       return trans.__('GPU memory capture is off in the settings: there are no snapshots to rank.');
     default:
@@ -71,12 +71,13 @@ export function problemText(problem: LeakFinderModel.Problem, trans: Translation
   }
 }
 
-
 /** Text with `code` spans as the words write them, rendered as <code> (text only, never markup). */
 export function InlineCode(props: { text: string }): JSX.Element {
   return (
     <>
-      {props.text.split('`').map((part, i) => (i % 2 ? <code key={i}>{part}</code> : <React.Fragment key={i}>{part}</React.Fragment>))}
+      {props.text
+        .split('`')
+        .map((part, i) => (i % 2 ? <code key={i}>{part}</code> : <React.Fragment key={i}>{part}</React.Fragment>))}
     </>
   );
 }
@@ -147,9 +148,7 @@ function Entry(props: ILeakViewProps & { entry: ILeakEntry; top: boolean; findin
       ) : null}
       {evidence ? (
         <details className="jp-CudaMemdiffLeak-evidence">
-          <summary>
-            {trans.__('%1 in %2 blocks allocated here', formatBytes(evidence.bytes), evidence.blocks)}
-          </summary>
+          <summary>{trans.__('%1 in %2 blocks allocated here', formatBytes(evidence.bytes), evidence.blocks)}</summary>
           <StackView
             frames={props.frames}
             stack={evidence.stack}
@@ -221,7 +220,13 @@ export function LeakView(props: ILeakViewProps): JSX.Element | null {
           </p>
           <ol className="jp-CudaMemdiffLeaks-list">
             {shown.map(entry => (
-              <Entry key={entry.verdict.execution} {...props} entry={entry} top={entry === findings.top} findings={findings} />
+              <Entry
+                key={entry.verdict.execution}
+                {...props}
+                entry={entry}
+                top={entry === findings.top}
+                findings={findings}
+              />
             ))}
           </ol>
           {fine ? (

@@ -31,12 +31,15 @@ export interface IPanelBodyProps {
   onShowCell: (cellId: string) => void;
 }
 
-
 /** A record as the pickers and the chart name it: `[3] first line`, with its kernel after a restart. */
 function recordLabel(record: CellRecord, model: DiffPanelModel, trans: TranslationBundle): string {
   const cell = model.notebook?.cells().find(c => c.id === record.cellId);
   const count = `[${record.executionCount ?? ' '}]`;
-  const first = cell?.source.split('\n').find(line => line.trim())?.trim() ?? '';
+  const first =
+    cell?.source
+      .split('\n')
+      .find(line => line.trim())
+      ?.trim() ?? '';
   const source = first.length > 40 ? first.slice(0, 39) + '…' : first;
   if (model.kernelCount > 1) {
     return trans.__('%1 (kernel %2) %3', count, model.kernelNumber(record), source).trim();
@@ -200,7 +203,7 @@ function ChartBody(props: { model: DiffPanelModel; trans: TranslationBundle }): 
   const sessionPeak = store?.sessionPeakBytes ?? 0;
   const peakTitle =
     store?.helper.peaks === 'per-cell'
-      ? trans.__('The highest of the cells\' peaks (the peak counters are reset before each cell).')
+      ? trans.__("The highest of the cells' peaks (the peak counters are reset before each cell).")
       : trans.__('torch.cuda.max_memory_allocated() as the kernel last reported it, summed over devices.');
   return (
     <>
@@ -298,7 +301,13 @@ export function PanelBody(props: IPanelBodyProps): JSX.Element {
   const toggle = (section: PanelSection) => () => setExpanded(e => ({ ...e, [section]: !e[section] }));
   const records = model.records;
   const pair = model.comparison;
-  const snapshotKey = pair ? (pair.after.kind === 'record' ? pair.after.record : pair.after.kind === 'file' ? pair.after.file : null) : null;
+  const snapshotKey = pair
+    ? pair.after.kind === 'record'
+      ? pair.after.record
+      : pair.after.kind === 'file'
+        ? pair.after.file
+        : null
+    : null;
   return (
     <div
       ref={scroller}

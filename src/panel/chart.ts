@@ -83,7 +83,9 @@ export function binaryTicks(max: number, intervals = MAX_TICK_INTERVALS): number
 
 /** A tick's label: "512 MiB", "1 GiB", "1.5 GiB" (no trailing zeros). */
 export function tickLabel(bytes: number): string {
-  return formatBytes(bytes).replace(/(\.\d*?)0+ /, '$1 ').replace(/\. /, ' ');
+  return formatBytes(bytes)
+    .replace(/(\.\d*?)0+ /, '$1 ')
+    .replace(/\. /, ' ');
 }
 
 /** Lay out the chart for snapshots in execution order. */
@@ -94,7 +96,9 @@ export function chartLayout(inputs: readonly IChartInput[], size: IChartSize): I
   const bottom = Math.max(top + 1, size.height - MARGIN.bottom);
   const max = Math.max(1, ...inputs.map(p => Math.max(p.allocatedBytes, p.reservedBytes)));
   const ticks = binaryTicks(max);
-  const y = scaleLinear().domain([0, ticks[ticks.length - 1]]).range([bottom, top]);
+  const y = scaleLinear()
+    .domain([0, ticks[ticks.length - 1]])
+    .range([bottom, top]);
   const step = inputs.length ? (right - left) / inputs.length : 0;
   const points: IChartPoint[] = inputs.map((p, index) => ({
     ...p,

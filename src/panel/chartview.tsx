@@ -69,13 +69,30 @@ export function SessionChart(props: ISessionChartProps): JSX.Element {
             aria-pressed={p.index === selected}
             aria-label={
               p.oom
-                ? trans.__('%1: %2 allocated, %3 reserved, out of memory', p.label, formatBytes(p.allocatedBytes), formatBytes(p.reservedBytes))
-                : trans.__('%1: %2 allocated, %3 reserved', p.label, formatBytes(p.allocatedBytes), formatBytes(p.reservedBytes))
+                ? trans.__(
+                    '%1: %2 allocated, %3 reserved, out of memory',
+                    p.label,
+                    formatBytes(p.allocatedBytes),
+                    formatBytes(p.reservedBytes)
+                  )
+                : trans.__(
+                    '%1: %2 allocated, %3 reserved',
+                    p.label,
+                    formatBytes(p.allocatedBytes),
+                    formatBytes(p.reservedBytes)
+                  )
             }
             onClick={() => onSelect(p.index)}
             onKeyDown={e => onKey(e, p.index)}
           >
-            <title>{trans.__('%1\n%2 allocated, %3 reserved', p.label, formatBytes(p.allocatedBytes), formatBytes(p.reservedBytes)) + (stacked ? Private.rolesTitle(p.roles) : '')}</title>
+            <title>
+              {trans.__(
+                '%1\n%2 allocated, %3 reserved',
+                p.label,
+                formatBytes(p.allocatedBytes),
+                formatBytes(p.reservedBytes)
+              ) + (stacked ? Private.rolesTitle(p.roles) : '')}
+            </title>
           </rect>
         ))}
         {layout.restarts.map(r => (
@@ -102,7 +119,13 @@ export function SessionChart(props: ISessionChartProps): JSX.Element {
         {layout.points
           .filter(p => p.oom)
           .map(p => (
-            <text key={`oom-${p.index}`} className="jp-CudaMemdiffChart-oom" x={p.x + p.width / 2} y={12} textAnchor="middle">
+            <text
+              key={`oom-${p.index}`}
+              className="jp-CudaMemdiffChart-oom"
+              x={p.x + p.width / 2}
+              y={12}
+              textAnchor="middle"
+            >
               {trans.__('OOM')}
             </text>
           ))}
@@ -133,7 +156,9 @@ export function SessionChart(props: ISessionChartProps): JSX.Element {
               type="button"
               className="jp-CudaMemdiffChart-byRole"
               aria-pressed={byRole}
-              title={trans.__('Stack allocated memory by what it is for: parameters, gradients, optimizer state, activations, ...')}
+              title={trans.__(
+                'Stack allocated memory by what it is for: parameters, gradients, optimizer state, activations, ...'
+              )}
               onClick={() => setByRole(!byRole)}
             >
               {trans.__('by role')}

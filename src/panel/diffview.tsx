@@ -105,7 +105,7 @@ function SiteRow(props: IDiffViewProps & { group: AllocationSite }): JSX.Element
           />
           {group.stackCount > 1 ? (
             <p className="jp-CudaMemdiffSite-note">
-              {trans.__('%1 different stacks reach this line; shown: the largest block\'s.', group.stackCount)}
+              {trans.__("%1 different stacks reach this line; shown: the largest block's.", group.stackCount)}
             </p>
           ) : null}
           {group.born.length ? <BlockTable blocks={group.born} born={true} trans={trans} /> : null}

@@ -8,15 +8,7 @@
  */
 import * as React from 'react';
 import { TranslationBundle } from '@jupyterlab/translation';
-import {
-  allocationSite,
-  Block,
-  CellCodeNames,
-  formatBytes,
-  isCellFilename,
-  Snapshot,
-  visibleStack
-} from '../engine';
+import { allocationSite, Block, CellCodeNames, formatBytes, isCellFilename, Snapshot, visibleStack } from '../engine';
 import { largestGroups, segmentMapLayout } from './segments';
 import { cellFrameLabel, ICellLocation, StackView } from '../components/stack';
 import { useWidth } from './width';
@@ -213,7 +205,13 @@ export function SegmentMap(props: ISegmentMapProps): JSX.Element {
         {layout.rows.map(row => (
           <g key={row.segment} data-cuda-memdiff-segment={row.label}>
             {row.showSize ? (
-              <text className="jp-CudaMemdiffSegments-size" x={LABEL_WIDTH - 4} y={row.y + (ROW_HEIGHT - 1) / 2} dominantBaseline="middle" textAnchor="end">
+              <text
+                className="jp-CudaMemdiffSegments-size"
+                x={LABEL_WIDTH - 4}
+                y={row.y + (ROW_HEIGHT - 1) / 2}
+                dominantBaseline="middle"
+                textAnchor="end"
+              >
                 {formatBytes(row.size)}
               </text>
             ) : null}
@@ -245,9 +243,7 @@ export function SegmentMap(props: ISegmentMapProps): JSX.Element {
       {layout.hiddenRows > 0 ? <p>{trans.__('and %1 more segments', layout.hiddenRows)}</p> : null}
       {block ? (
         <div className="jp-CudaMemdiffSegments-detail">
-          <p>
-            {trans.__('Block %1 at 0x%2 (%3)', formatBytes(block.size), block.address.toString(16), block.state)}
-          </p>
+          <p>{trans.__('Block %1 at 0x%2 (%3)', formatBytes(block.size), block.address.toString(16), block.state)}</p>
           <StackView
             frames={snapshot.frames}
             stack={block.stack}

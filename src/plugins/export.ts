@@ -54,7 +54,7 @@ export const exportPlugin: JupyterFrontEndPlugin<void> = {
 
     app.commands.addCommand(CommandIDs.exportSession, {
       label: trans.__('Export GPU Memory Session'),
-      caption: trans.__('Write the notebook\'s snapshots as a session folder the cuda-memdiff CLI reads'),
+      caption: trans.__("Write the notebook's snapshots as a session folder the cuda-memdiff CLI reads"),
       isEnabled: () => !!tracker.currentWidget && !!captures.captureFor(tracker.currentWidget)?.store.records.length,
       execute: async () => {
         const notebook = tracker.currentWidget;
@@ -92,7 +92,10 @@ export const exportPlugin: JupyterFrontEndPlugin<void> = {
           });
         const folder = await freshPath(
           contents,
-          PathExt.join(PathExt.dirname(notebook.context.path), `${PathExt.basename(notebook.context.path, '.ipynb')}-cuda-memdiff-session`)
+          PathExt.join(
+            PathExt.dirname(notebook.context.path),
+            `${PathExt.basename(notebook.context.path, '.ipynb')}-cuda-memdiff-session`
+          )
         );
         await contents.save(folder, { type: 'directory' });
         const files = sessionFolderFiles(exported, { notebook: notebook.context.path });

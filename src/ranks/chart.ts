@@ -45,7 +45,12 @@ export function ranksChart(
     .x(p => p.x)
     .y(p => p.y);
   const lines = ranks.map(r => {
-    const points = r.points.map((p, k) => ({ x: x(k), y: y(p.allocatedBytes), bytes: p.allocatedBytes, label: p.label }));
+    const points = r.points.map((p, k) => ({
+      x: x(k),
+      y: y(p.allocatedBytes),
+      bytes: p.allocatedBytes,
+      label: p.label
+    }));
     return { rank: r.rank, path: draw(points) ?? '', points };
   });
   const ticks = y.ticks(4).map(bytes => ({ y: y(bytes), bytes }));

@@ -16,7 +16,11 @@ const WIDTH = 560;
 const HEIGHT = 180;
 
 /** Compares two ranks at a point (the engine worker's `compareRanks`). */
-export type CompareRanks = (a: number, b: number, point: number) => Promise<(ISiteSummary & { aBytes: number; bBytes: number })[]>;
+export type CompareRanks = (
+  a: number,
+  b: number,
+  point: number
+) => Promise<(ISiteSummary & { aBytes: number; bBytes: number })[]>;
 
 export interface IRanksViewProps {
   summary: IRanksSummary;
@@ -29,7 +33,11 @@ function RanksChart(props: { summary: IRanksSummary; trans: TranslationBundle })
   const chart = React.useMemo(() => ranksChart(summary.ranks, { width: WIDTH, height: HEIGHT }), [summary]);
   return (
     <figure className="jp-CudaMemdiffRanks-chart">
-      <svg viewBox={`0 0 ${WIDTH} ${HEIGHT}`} role="img" aria-label={trans.__('Allocated memory of each rank at each capture point')}>
+      <svg
+        viewBox={`0 0 ${WIDTH} ${HEIGHT}`}
+        role="img"
+        aria-label={trans.__('Allocated memory of each rank at each capture point')}
+      >
         {chart.ticks.map(t => (
           <g key={t.y} className="jp-CudaMemdiffChart-tick">
             <line x1={chart.plotLeft} x2={WIDTH} y1={t.y} y2={t.y} />
@@ -131,7 +139,8 @@ function RankComparison(props: IRanksViewProps): JSX.Element {
   return (
     <section className="jp-CudaMemdiffRanks-compare" aria-label={trans.__('Two ranks compared')}>
       <div className="jp-CudaMemdiffRanks-controls">
-        {pick(a, setA, trans.__('First rank'))} {trans.__('against')} {pick(b, setB, trans.__('Second rank'))} {trans.__('at')}{' '}
+        {pick(a, setA, trans.__('First rank'))} {trans.__('against')} {pick(b, setB, trans.__('Second rank'))}{' '}
+        {trans.__('at')}{' '}
         <select aria-label={trans.__('Capture point')} value={point} onChange={e => setPoint(Number(e.target.value))}>
           {labels.map((label, k) => (
             <option key={k} value={k}>
@@ -183,7 +192,9 @@ export function RanksView(props: IRanksViewProps): JSX.Element {
         {verdictText(summary, trans)}
       </p>
       {summary.missing.length > 0 && (
-        <p role="alert">{trans.__('No folder for rank %1: its capture did not reach this folder.', summary.missing.join(', '))}</p>
+        <p role="alert">
+          {trans.__('No folder for rank %1: its capture did not reach this folder.', summary.missing.join(', '))}
+        </p>
       )}
       <RanksChart summary={summary} trans={trans} />
       <RankPoints summary={summary} trans={trans} />

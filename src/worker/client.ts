@@ -38,7 +38,11 @@ export class EngineWorker implements IDisposable {
    * Run `op` on `payload`; `transfer` lists buffers in the payload to move
    * rather than copy (the caller must not use them afterwards).
    */
-  call<K extends EngineOp>(op: K, payload: EnginePayload<K>, transfer: readonly ArrayBuffer[] = []): Promise<EngineResult<K>> {
+  call<K extends EngineOp>(
+    op: K,
+    payload: EnginePayload<K>,
+    transfer: readonly ArrayBuffer[] = []
+  ): Promise<EngineResult<K>> {
     if (this._isDisposed) {
       return Promise.reject(new Error('the engine worker was disposed'));
     }

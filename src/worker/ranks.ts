@@ -34,7 +34,12 @@ export interface IRanksSummary {
   readonly ranks: readonly {
     readonly rank: number;
     readonly host: string | null;
-    readonly points: readonly { label: string; step: number | null; allocatedBytes: number; memoryAllocated: number | null }[];
+    readonly points: readonly {
+      label: string;
+      step: number | null;
+      allocatedBytes: number;
+      memoryAllocated: number | null;
+    }[];
     readonly growth: {
       readonly steps: number;
       readonly bytesPerStep: number;
@@ -82,7 +87,12 @@ export function loadRanks(files: readonly IRankFile[]): IRanksSummary {
     ranks: ranked.ranks.map((r, i) => ({
       rank: r.rank,
       host: r.host,
-      points: rankPoints(r).map(p => ({ label: p.label, step: p.step, allocatedBytes: p.allocatedBytes, memoryAllocated: p.memoryAllocated })),
+      points: rankPoints(r).map(p => ({
+        label: p.label,
+        step: p.step,
+        allocatedBytes: p.allocatedBytes,
+        memoryAllocated: p.memoryAllocated
+      })),
       growth: {
         steps: growth[i].steps,
         bytesPerStep: growth[i].bytesPerStep,

@@ -14,7 +14,12 @@ const RUNS = 5;
 for (const blocks of [10000, 100000]) {
   test(`pick a pair of ${blocks} blocks`, async ({ page, tmpPath }) => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cuda-memdiff-panel-bench-'));
-    execFileSync(process.env.PYTHON || 'python3', [path.join(ROOT, 'bench', 'make_large.py'), SOURCE, dir, String(blocks)]);
+    execFileSync(process.env.PYTHON || 'python3', [
+      path.join(ROOT, 'bench', 'make_large.py'),
+      SOURCE,
+      dir,
+      String(blocks)
+    ]);
     for (const name of ['large_before.pickle.gz', 'large_after.pickle.gz']) {
       await page.contents.uploadFile(path.join(dir, name), `${tmpPath}/${name}`);
       await page.evaluate(
@@ -34,7 +39,9 @@ for (const blocks of [10000, 100000]) {
       // (a newly opened file is shown against an empty device, so start with the file).
       const value = run % 2 === 0 ? 'f0' : 'empty';
       const ms = await page.evaluate(async v => {
-        const select = document.querySelector('#cuda-memdiff-panel [data-cuda-memdiff-side="before"]') as HTMLSelectElement;
+        const select = document.querySelector(
+          '#cuda-memdiff-panel [data-cuda-memdiff-side="before"]'
+        ) as HTMLSelectElement;
         const summary = () => document.querySelector('#cuda-memdiff-panel .jp-CudaMemdiffDiff-summary')!.textContent;
         const old = summary();
         const start = performance.now();
@@ -52,6 +59,8 @@ for (const blocks of [10000, 100000]) {
     times.sort((a, b) => a - b);
     const median = times[Math.floor(times.length / 2)];
     // eslint-disable-next-line no-console
-    console.log(`panel: pick a pair of ${blocks} blocks -> diff on screen: median ${median.toFixed(0)} ms over ${RUNS} picks (${times.map(t => t.toFixed(0)).join(', ')})${blocks >= 100000 ? ' (target <= 200 ms)' : ''}`);
+    console.log(
+      `panel: pick a pair of ${blocks} blocks -> diff on screen: median ${median.toFixed(0)} ms over ${RUNS} picks (${times.map(t => t.toFixed(0)).join(', ')})${blocks >= 100000 ? ' (target <= 200 ms)' : ''}`
+    );
   });
 }

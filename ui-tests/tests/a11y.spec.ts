@@ -5,7 +5,17 @@
  * panel in both themes and at a narrow and a wide width, to be looked at.
  */
 import { expect, test } from '@jupyterlab/galata';
-import { contrastOf, findLeakingCell, openPanel, openReplayedDemo, PANEL, PANEL_CONTENT, runReplayedDemo, setPanelWidth, setTheme } from './demo';
+import {
+  contrastOf,
+  findLeakingCell,
+  openPanel,
+  openReplayedDemo,
+  PANEL,
+  PANEL_CONTENT,
+  runReplayedDemo,
+  setPanelWidth,
+  setTheme
+} from './demo';
 
 test.use({ viewport: { width: 1280, height: 720 } });
 
@@ -34,11 +44,16 @@ test.describe('contrast and looks', () => {
           el.scrollTop = where === 'top' ? 0 : where === 'diff' ? diff.offsetTop : el.scrollHeight;
         }, position);
         const result = await contrastOf(page);
-        await info.attach(`axe-${name}-${position}.json`, { body: JSON.stringify(result, null, 2), contentType: 'application/json' });
+        await info.attach(`axe-${name}-${position}.json`, {
+          body: JSON.stringify(result, null, 2),
+          contentType: 'application/json'
+        });
         expect(result.violations, `${theme}, panel scrolled to ${position}`).toEqual([]);
         expect(result.checked).toBeGreaterThan(10);
       }
-      expect(await page.locator('.jp-Cell.jp-mod-cudaMemdiffLeak').screenshot()).toMatchSnapshot(`leaking-cell-${name}.png`);
+      expect(await page.locator('.jp-Cell.jp-mod-cudaMemdiffLeak').screenshot()).toMatchSnapshot(
+        `leaking-cell-${name}.png`
+      );
       // as "Show its diff" left it: the diff's heading at the top
       await page.locator(PANEL_CONTENT).evaluate(el => {
         el.scrollTop = (el.querySelector('[data-cuda-memdiff-section="diff"]') as HTMLElement).offsetTop;

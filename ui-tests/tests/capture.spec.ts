@@ -11,7 +11,6 @@ const manifest = JSON.parse(fs.readFileSync(RECORDING, 'utf-8'));
 const NETS: number[] = manifest.cells.map((c: any) => c.after.allocated - c.before.allocated);
 const PEAKS: number[] = manifest.cells.map((c: any) => c.after.max_allocated);
 
-
 async function badgeOf(page: any, cellIndex: number) {
   const cell = await page.notebook.getCellLocator(cellIndex);
   return cell!.locator(`:scope > ${BADGE}`);
@@ -172,7 +171,9 @@ test.describe('the helper never breaks the session it watches', () => {
     // Wide enough that the toolbar keeps the status in sight rather than in its overflow menu.
     await page.setViewportSize({ width: 1800, height: 900 });
     await page.notebook.runCell(CODE_CELLS[0]);
-    const kernelId = await page.evaluate(() => (window.jupyterapp.shell.currentWidget as any).sessionContext.session.kernel.id);
+    const kernelId = await page.evaluate(
+      () => (window.jupyterapp.shell.currentWidget as any).sessionContext.session.kernel.id
+    );
     await page.notebook.createNew('second.ipynb');
     await page.evaluate(async id => {
       await (window.jupyterapp.shell.currentWidget as any).sessionContext.changeKernel({ id });
@@ -216,7 +217,9 @@ test.describe('the helper never breaks the session it watches', () => {
     });
     await page.waitForTimeout(3000);
     // SIGINT to the kernel process, as the interrupt button's request does on the server.
-    const kernelId = await page.evaluate(() => (window.jupyterapp.shell.currentWidget as any).sessionContext.session.kernel.id);
+    const kernelId = await page.evaluate(
+      () => (window.jupyterapp.shell.currentWidget as any).sessionContext.session.kernel.id
+    );
     // "[k]ernel" keeps pgrep from matching the shell that runs it.
     const pid = execSync(`pgrep -f "[k]ernel-${kernelId}.json"`, { encoding: 'utf-8' }).trim().split('\n')[0];
     process.kill(Number(pid), 'SIGINT');
@@ -255,7 +258,9 @@ test.describe('an interrupt while the helper takes its snapshot', () => {
     for (const k of [0, 1, 2]) {
       await page.notebook.runCell(k);
     }
-    const kernelId = await page.evaluate(() => (window.jupyterapp.shell.currentWidget as any).sessionContext.session.kernel.id);
+    const kernelId = await page.evaluate(
+      () => (window.jupyterapp.shell.currentWidget as any).sessionContext.session.kernel.id
+    );
     // "[k]ernel" keeps pgrep from matching the shell that runs it.
     const pid = execSync(`pgrep -f "[k]ernel-${kernelId}.json"`, { encoding: 'utf-8' }).trim().split('\n')[0];
     fs.rmSync(MARKER, { force: true });

@@ -25,7 +25,9 @@ export async function openReplayedDemo(page: IJupyterLabPageFixture, tmpPath: st
 export async function runReplayedDemo(page: IJupyterLabPageFixture): Promise<void> {
   await page.notebook.run();
   // Badges with figures; the last cell, not in the recording, says so instead.
-  await expect(page.locator(`${BADGE}[data-cuda-memdiff-net-bytes]`)).toHaveCount(CODE_CELLS.length, { timeout: 60000 });
+  await expect(page.locator(`${BADGE}[data-cuda-memdiff-net-bytes]`)).toHaveCount(CODE_CELLS.length, {
+    timeout: 60000
+  });
 }
 
 /** Click a notebook toolbar item by name, opening the overflow menu when the toolbar is too narrow for it. */
@@ -69,7 +71,10 @@ export async function findLeakingCell(page: IJupyterLabPageFixture): Promise<voi
  * the element lies wholly inside the panel's visible content box (the panel's
  * own box clips it, the scroll position decides what shows).
  */
-export async function isInsideVisiblePanel(page: IJupyterLabPageFixture, selector: string | ReturnType<IJupyterLabPageFixture['locator']>): Promise<boolean> {
+export async function isInsideVisiblePanel(
+  page: IJupyterLabPageFixture,
+  selector: string | ReturnType<IJupyterLabPageFixture['locator']>
+): Promise<boolean> {
   const element = typeof selector === 'string' ? page.locator(selector) : selector;
   const box = await element.boundingBox();
   const content = await page.locator(PANEL_CONTENT).boundingBox();
@@ -79,11 +84,20 @@ export async function isInsideVisiblePanel(page: IJupyterLabPageFixture, selecto
   }
   const top = Math.max(content.y, panel.y);
   const bottom = Math.min(content.y + content.height, panel.y + panel.height);
-  return box.y >= top - 1 && box.y + box.height <= bottom + 1 && box.x >= panel.x - 1 && box.x + box.width <= panel.x + panel.width + 1;
+  return (
+    box.y >= top - 1 &&
+    box.y + box.height <= bottom + 1 &&
+    box.x >= panel.x - 1 &&
+    box.x + box.width <= panel.x + panel.width + 1
+  );
 }
 
 /** Scroll the panel with the mouse wheel until the element is inside it (or give up after `steps` turns). */
-export async function wheelUntilInside(page: IJupyterLabPageFixture, element: ReturnType<IJupyterLabPageFixture['locator']>, steps = 40): Promise<boolean> {
+export async function wheelUntilInside(
+  page: IJupyterLabPageFixture,
+  element: ReturnType<IJupyterLabPageFixture['locator']>,
+  steps = 40
+): Promise<boolean> {
   const content = (await page.locator(PANEL_CONTENT).boundingBox())!;
   await page.mouse.move(content.x + content.width / 2, content.y + content.height / 2);
   for (let i = 0; i < steps; i++) {
@@ -112,7 +126,9 @@ export async function setPanelWidth(page: IJupyterLabPageFixture, width: number)
   await page.mouse.move(handle.x - (width - panel.width) / 2, handle.y, { steps: 4 });
   await page.mouse.move(handle.x - (width - panel.width), handle.y, { steps: 4 });
   await page.mouse.up();
-  await expect.poll(async () => Math.round((await page.locator(PANEL).boundingBox())!.width)).toBeGreaterThan(width - 30);
+  await expect
+    .poll(async () => Math.round((await page.locator(PANEL).boundingBox())!.width))
+    .toBeGreaterThan(width - 30);
   await expect.poll(async () => Math.round((await page.locator(PANEL).boundingBox())!.width)).toBeLessThan(width + 30);
 }
 

@@ -20,7 +20,9 @@ test.describe('diff panel', () => {
 
     // Select execution [3] on the chart: its diff lists the site that keeps 321 MiB.
     await panel.getByRole('button', { name: /^\[3\] preds = \[\]/ }).click();
-    await expect(panel.getByRole('status')).toHaveText('Born 321 MiB in 26 blocks, freed 0 B in 0 blocks, net +321 MiB');
+    await expect(panel.getByRole('status')).toHaveText(
+      'Born 321 MiB in 26 blocks, freed 0 B in 0 blocks, net +321 MiB'
+    );
     const top = panel.locator('[data-cuda-memdiff-site]').first();
     await expect(top).toHaveAttribute('data-cuda-memdiff-site', /3447429980\.py:3$/);
     await expect(top).toHaveAttribute('data-cuda-memdiff-net-bytes', String(504406016 - 167813120));
@@ -66,11 +68,18 @@ test.describe('snapshot files', () => {
     // the second file is shown on its own (against an empty device), not against an unrelated earlier file
     await expect(panel.locator('[data-cuda-memdiff-side="after"]')).toHaveValue('f1');
     await expect(panel.locator('[data-cuda-memdiff-side="before"]')).toHaveValue('empty');
-    await expect(panel.getByRole('status')).toHaveText('Born 481 MiB in 38 blocks, freed 0 B in 0 blocks, net +481 MiB');
+    await expect(panel.getByRole('status')).toHaveText(
+      'Born 481 MiB in 38 blocks, freed 0 B in 0 blocks, net +481 MiB'
+    );
     // the user picks the first as Before: the graphs `preds` keeps, 321 MiB
     await panel.locator('[data-cuda-memdiff-side="before"]').selectOption('f0');
-    await expect(panel.getByRole('status')).toHaveText('Born 321 MiB in 26 blocks, freed 0 B in 0 blocks, net +321 MiB');
-    await expect(panel.locator('[data-cuda-memdiff-site]').first()).toHaveAttribute('data-cuda-memdiff-site', /3447429980\.py:3$/);
+    await expect(panel.getByRole('status')).toHaveText(
+      'Born 321 MiB in 26 blocks, freed 0 B in 0 blocks, net +321 MiB'
+    );
+    await expect(panel.locator('[data-cuda-memdiff-site]').first()).toHaveAttribute(
+      'data-cuda-memdiff-site',
+      /3447429980\.py:3$/
+    );
   });
 
   test('say clearly when a file is not a snapshot', async ({ page, tmpPath }) => {
@@ -81,7 +90,9 @@ test.describe('snapshot files', () => {
       },
       [`${tmpPath}/notes.pickle`]
     );
-    await expect(page.locator('.jp-CudaMemdiffFile-error')).toHaveText(/^Not a readable CUDA memory snapshot: not a snapshot/);
+    await expect(page.locator('.jp-CudaMemdiffFile-error')).toHaveText(
+      /^Not a readable CUDA memory snapshot: not a snapshot/
+    );
   });
 });
 
@@ -111,15 +122,34 @@ test.describe('export', () => {
     const exported = await page.evaluate(async () => {
       const folder = (await window.jupyterapp.commands.execute('cuda-memdiff:export-session')) as string;
       const listing = await window.jupyterapp.serviceManager.contents.get(folder);
-      const manifest = await window.jupyterapp.serviceManager.contents.get(`${folder}/manifest.json`, { type: 'file', format: 'text', content: true });
-      return { folder, names: (listing.content as { name: string }[]).map(f => f.name).sort(), manifest: JSON.parse(manifest.content as string) };
+      const manifest = await window.jupyterapp.serviceManager.contents.get(`${folder}/manifest.json`, {
+        type: 'file',
+        format: 'text',
+        content: true
+      });
+      return {
+        folder,
+        names: (listing.content as { name: string }[]).map(f => f.name).sort(),
+        manifest: JSON.parse(manifest.content as string)
+      };
     });
     expect(exported.folder).toBe(`${tmpPath}/replay_demo-cuda-memdiff-session`);
-    expect(exported.names).toEqual(['cell00.pickle.gz', 'cell01.pickle.gz', 'cell02.pickle.gz', 'cell03.pickle.gz', 'manifest.json']);
+    expect(exported.names).toEqual([
+      'cell00.pickle.gz',
+      'cell01.pickle.gz',
+      'cell02.pickle.gz',
+      'cell03.pickle.gz',
+      'manifest.json'
+    ]);
     const recorded = JSON.parse(
-      require('fs').readFileSync(path.resolve(__dirname, '../../test-data/recordings/gpu_memory_demo--python/manifest.json'), 'utf-8')
+      require('fs').readFileSync(
+        path.resolve(__dirname, '../../test-data/recordings/gpu_memory_demo--python/manifest.json'),
+        'utf-8'
+      )
     );
-    expect(exported.manifest.cells.map((c: any) => c.after.allocated)).toEqual(recorded.cells.map((c: any) => c.after.allocated));
+    expect(exported.manifest.cells.map((c: any) => c.after.allocated)).toEqual(
+      recorded.cells.map((c: any) => c.after.allocated)
+    );
     expect(exported.manifest.cells.map((c: any) => c.index)).toEqual([1, 2, 4, 6]);
 
     await page.evaluate(() => window.jupyterapp.commands.execute('cuda-memdiff:open-panel'));

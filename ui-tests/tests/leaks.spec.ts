@@ -64,6 +64,9 @@ test.describe('find leaking cell', () => {
     await page.notebook.selectCells(0);
     await page.locator(`${PANEL} .jp-SidePanel-toolbar [data-command="${COMMAND}"]`).click();
     await expect(page.locator(LEAKING)).toHaveCount(1);
-    await expect(page.locator('.jp-Cell.jp-mod-active')).toHaveAttribute('data-windowed-list-index', String(PREDS_CELL));
+    await expect(page.locator('.jp-Cell.jp-mod-active')).toHaveAttribute(
+      'data-windowed-list-index',
+      String(PREDS_CELL)
+    );
   });
 });

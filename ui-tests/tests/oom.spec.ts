@@ -39,7 +39,12 @@ test.describe('after a cell ran out of memory', () => {
     await expect(oom.locator('.jp-CudaMemdiffSection-title')).toHaveText('Out of memory in cell [2]');
     await expect(oom.getByRole('alert')).toHaveText('It asked for 60.0 GiB on cuda:0; the device had 39.3 GiB free.');
     const facts = oom.locator('.jp-CudaMemdiffMoment-facts');
-    await expect(facts.locator('dt')).toHaveText(['Requested', 'Free on the device', "Free in PyTorch's segments", 'Largest free block']);
+    await expect(facts.locator('dt')).toHaveText([
+      'Requested',
+      'Free on the device',
+      "Free in PyTorch's segments",
+      'Largest free block'
+    ]);
     await expect(facts.locator('dd')).toHaveText(['60.0 GiB', '39.3 GiB', '0 B', '0 B']);
     // No fragmentation here: the device itself was short.
     await expect(oom.locator('.jp-CudaMemdiffMoment-advice')).toHaveCount(0);

@@ -29,7 +29,9 @@ test.describe('multi-rank session', () => {
     };
     expect((await endOf(0)).rise).toBeLessThan(1);
     expect((await endOf(1)).rise).toBeGreaterThan(40);
-    await expect(view.locator('g[data-rank="1"] circle').last().locator('title')).toHaveText('Rank 1, step 5: 361 MiB allocated');
+    await expect(view.locator('g[data-rank="1"] circle').last().locator('title')).toHaveText(
+      'Rank 1, step 5: 361 MiB allocated'
+    );
     await expect(view).toHaveScreenshot('ranks-view.png', { maxDiffPixelRatio: 0.02 });
   });
 
@@ -40,9 +42,13 @@ test.describe('multi-rank session', () => {
     await expect(rank.locator('tbody tr').nth(4)).toHaveText(/step 5\s*361 MiB\s*\+64\.0 MiB/);
 
     const compare = view.getByRole('region', { name: 'Two ranks compared' });
-    await expect(compare.locator('tbody tr').first()).toHaveText(/0 B\s*256 MiB\s*\+256 MiB\s*ranks_cuda_job\.py:40 _train/);
+    await expect(compare.locator('tbody tr').first()).toHaveText(
+      /0 B\s*256 MiB\s*\+256 MiB\s*ranks_cuda_job\.py:40 _train/
+    );
     await compare.getByRole('combobox', { name: 'Capture point' }).selectOption({ label: 'step 2' });
-    await expect(compare.locator('tbody tr').first()).toHaveText(/0 B\s*64\.0 MiB\s*\+64\.0 MiB\s*ranks_cuda_job\.py:40 _train/);
+    await expect(compare.locator('tbody tr').first()).toHaveText(
+      /0 B\s*64\.0 MiB\s*\+64\.0 MiB\s*ranks_cuda_job\.py:40 _train/
+    );
     await compare.getByRole('combobox', { name: 'Second rank' }).selectOption({ label: 'rank 0' });
     await expect(compare.getByRole('status')).toHaveText('Both ranks hold the same bytes at every allocation site.');
   });

@@ -40,7 +40,10 @@ test.describe('memory by role', () => {
     // the eval pass outside no_grad (cell 4) left activations, which its graph keeps for backward
     const evalPass = (await page.notebook.getCellLocator(4))!.locator(`:scope > ${BADGE}`);
     await expect(evalPass).toHaveAttribute('title', /By role: \+8\.51 MiB activation, -492 KiB user\./);
-    await expect(evalPass).toHaveAttribute('title', /After it: 65\.0 MiB workspace, 10\.1 MiB optimizer state, 8\.51 MiB activation/);
+    await expect(evalPass).toHaveAttribute(
+      'title',
+      /After it: 65\.0 MiB workspace, 10\.1 MiB optimizer state, 8\.51 MiB activation/
+    );
   });
 
   test('the chart stacks allocated memory by role', async ({ page }) => {
@@ -56,7 +59,16 @@ test.describe('memory by role', () => {
     await toggle.click();
     await expect(toggle).toHaveAttribute('aria-pressed', 'true');
     // every role the session used has a band, in the kernel's order, and a key in the legend
-    const used = ['parameter', 'buffer', 'gradient', 'optimizer_state', 'activation', 'output_cache', 'user', 'workspace'];
+    const used = [
+      'parameter',
+      'buffer',
+      'gradient',
+      'optimizer_state',
+      'activation',
+      'output_cache',
+      'user',
+      'workspace'
+    ];
     const areas = chart.locator('.jp-CudaMemdiffChart-role');
     await expect(areas).toHaveCount(used.length);
     expect(await areas.evaluateAll(els => els.map(e => [...e.classList].find(c => c.startsWith('jp-mod-'))))).toEqual(
@@ -73,7 +85,9 @@ test.describe('memory by role', () => {
     expect(box.height).toBeGreaterThan(10);
     expect(await isInsideVisiblePanel(page, workspace)).toBe(true);
     // a cell's band names its roles on hover
-    await expect(chart.locator('.jp-CudaMemdiffChart-band').nth(4).locator('title')).toContainText('8.51 MiB activation');
+    await expect(chart.locator('.jp-CudaMemdiffChart-band').nth(4).locator('title')).toContainText(
+      '8.51 MiB activation'
+    );
     const contrast = await contrastOf(page, ['.jp-CudaMemdiffChart-legend']);
     expect(contrast.violations).toEqual([]);
     expect(await chart.screenshot()).toMatchSnapshot('chart-by-role.png');

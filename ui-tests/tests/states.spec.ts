@@ -4,7 +4,17 @@
  * (Find Leaking Cell says there is no GPU memory, not "run some cells").
  */
 import { expect, test } from '@jupyterlab/galata';
-import { BADGE, CODE_CELLS, contrastOf, isInsideVisiblePanel, openPanel, openReplayedDemo, PANEL, runReplayedDemo, setTheme } from './demo';
+import {
+  BADGE,
+  CODE_CELLS,
+  contrastOf,
+  isInsideVisiblePanel,
+  openPanel,
+  openReplayedDemo,
+  PANEL,
+  runReplayedDemo,
+  setTheme
+} from './demo';
 
 test.use({ viewport: { width: 1280, height: 720 } });
 

@@ -20,9 +20,9 @@ test.describe('notebook toolbar', () => {
 
   test('shows the status and the two buttons in their declared order, and the buttons work', async ({ page }) => {
     const toolbar = page.locator('.jp-NotebookPanel-toolbar');
-    const names = await toolbar.locator(':scope > [data-jp-item-name]').evaluateAll(nodes =>
-      nodes.map(n => n.getAttribute('data-jp-item-name'))
-    );
+    const names = await toolbar
+      .locator(':scope > [data-jp-item-name]')
+      .evaluateAll(nodes => nodes.map(n => n.getAttribute('data-jp-item-name')));
     const first = names.indexOf(ITEMS[0]);
     expect(first).toBeGreaterThan(names.indexOf('cellType')); // rank 50: after the cell type, before the spacer
     expect(names.slice(first, first + 3)).toEqual(ITEMS);

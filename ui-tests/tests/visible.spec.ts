@@ -40,9 +40,15 @@ test.describe('the panel at 1280x720', () => {
 
     // even with the diff collapsed: the action opens it
     await panelSection(page, 'diff').locator('.jp-CudaMemdiffSection-toggle').click();
-    await expect(panelSection(page, 'diff').locator('.jp-CudaMemdiffSection-toggle')).toHaveAttribute('aria-expanded', 'false');
+    await expect(panelSection(page, 'diff').locator('.jp-CudaMemdiffSection-toggle')).toHaveAttribute(
+      'aria-expanded',
+      'false'
+    );
     await top.getByRole('button', { name: 'Show its diff' }).click();
-    await expect(panelSection(page, 'diff').locator('.jp-CudaMemdiffSection-toggle')).toHaveAttribute('aria-expanded', 'true');
+    await expect(panelSection(page, 'diff').locator('.jp-CudaMemdiffSection-toggle')).toHaveAttribute(
+      'aria-expanded',
+      'true'
+    );
     const firstSite = page.locator(`${PANEL} .jp-CudaMemdiffSite`).first();
     await expect(firstSite).toHaveAttribute('data-cuda-memdiff-site', /3447429980\.py:3$/);
     await expect(page.locator(`${PANEL} .jp-CudaMemdiffDiff-summary`)).toHaveText(
@@ -50,7 +56,9 @@ test.describe('the panel at 1280x720', () => {
     );
     await expect.poll(() => isInsideVisiblePanel(page, firstSite)).toBe(true);
     // the diff's heading sticks at the top while its rows scroll
-    await expect.poll(() => isInsideVisiblePanel(page, panelSection(page, 'diff').locator('.jp-CudaMemdiffSection-head'))).toBe(true);
+    await expect
+      .poll(() => isInsideVisiblePanel(page, panelSection(page, 'diff').locator('.jp-CudaMemdiffSection-head')))
+      .toBe(true);
   });
 
   test('every section can be scrolled to, by wheel and keyboard, and collapsed', async ({ page }) => {
@@ -122,7 +130,10 @@ test.describe('snapshot files in the file browser', () => {
 
   test('files of one name from two folders are told apart, and can be closed', async ({ page, tmpPath }) => {
     test.setTimeout(120000);
-    for (const [folder, file] of [['runA', 'cell01.pickle.gz'], ['runB', 'cell02.pickle.gz']]) {
+    for (const [folder, file] of [
+      ['runA', 'cell01.pickle.gz'],
+      ['runB', 'cell02.pickle.gz']
+    ]) {
       await page.contents.uploadFile(path.join(REC, file), `${tmpPath}/${folder}/snapshot.pickle.gz`);
       // no factory named: the default one for the file type
       await page.evaluate(async p => {
@@ -132,12 +143,19 @@ test.describe('snapshot files in the file browser', () => {
     }
     const panel = page.locator(PANEL);
     const files = panel.getByRole('list', { name: 'Opened snapshot files' });
-    await expect(files.locator('.jp-CudaMemdiffFiles-name')).toHaveText(['runA/snapshot.pickle.gz', 'runB/snapshot.pickle.gz']);
+    await expect(files.locator('.jp-CudaMemdiffFiles-name')).toHaveText([
+      'runA/snapshot.pickle.gz',
+      'runB/snapshot.pickle.gz'
+    ]);
     // the second file is shown on its own, not against the unrelated first
     await expect(panel.locator('[data-cuda-memdiff-side="before"]')).toHaveValue('empty');
-    await expect(panel.locator('[data-cuda-memdiff-side="after"] option:checked')).toHaveText('file runB/snapshot.pickle.gz');
+    await expect(panel.locator('[data-cuda-memdiff-side="after"] option:checked')).toHaveText(
+      'file runB/snapshot.pickle.gz'
+    );
     await files.getByRole('button', { name: 'Close runB/snapshot.pickle.gz' }).click();
     await expect(files.locator('.jp-CudaMemdiffFiles-name')).toHaveText(['snapshot.pickle.gz']);
-    await expect(panel.locator('[data-cuda-memdiff-side="after"] option:checked')).toHaveText('file snapshot.pickle.gz');
+    await expect(panel.locator('[data-cuda-memdiff-side="after"] option:checked')).toHaveText(
+      'file snapshot.pickle.gz'
+    );
   });
 });

@@ -21,6 +21,8 @@ test.describe('engine worker', () => {
       return { inWorker: engine.inWorker, where: await engine.call('where') };
     });
     expect(answer).toEqual({ inWorker: true, where: { worker: true } });
-    expect((await started).url()).toMatch(/\/lab\/extensions\/jupyterlab-cuda-memdiff\/static\/lib_worker_main_js\.[0-9a-f]+\.js$/);
+    expect((await started).url()).toMatch(
+      /\/lab\/extensions\/jupyterlab-cuda-memdiff\/static\/lib_worker_main_js\.[0-9a-f]+\.js$/
+    );
   });
 });

@@ -20,7 +20,17 @@ function replay(cells: number[], roles: (k: number) => unknown = k => manifest.c
       seq: i + 1,
       before: [{ device: 0, allocated: c.before.allocated, reserved: c.before.reserved }],
       snapshot: readSnapshot(new Uint8Array(fs.readFileSync(path.join(REC, c.snapshot_file))), store.frames),
-      devices: [{ device: 0, allocated: c.after.allocated, reserved: c.after.reserved, peak_allocated: c.after.max_allocated, peak_reserved: c.after.max_reserved, device_free: null, device_total: null }],
+      devices: [
+        {
+          device: 0,
+          allocated: c.after.allocated,
+          reserved: c.after.reserved,
+          peak_allocated: c.after.max_allocated,
+          peak_reserved: c.after.max_reserved,
+          device_free: null,
+          device_total: null
+        }
+      ],
       error: null,
       replay: null,
       roles: roles(k)
@@ -34,12 +44,16 @@ describe('roles in the badge tooltip', () => {
     const store = replay([0, 1, 2, 3, 4]);
     const training = store.latestForCell('c3')!;
     // the training steps: AdamW's two moments, the gradients, cuBLAS's workspaces, the loss
-    expect(roleLines(training)[0]).toBe('By role: +65.0 MiB workspace, +10.1 MiB optimizer state, +5.06 MiB gradient, +512 B user.');
+    expect(roleLines(training)[0]).toBe(
+      'By role: +65.0 MiB workspace, +10.1 MiB optimizer state, +5.06 MiB gradient, +512 B user.'
+    );
     const sum = Object.values(training.roleNetBytes!).reduce((n, v) => n + v, 0);
     expect(sum).toBe(training.netBytes);
     const evalPass = badgeView(store.latestForCell('c4')!, { oom: false, currentKernelSession: 0 });
     expect(evalPass.description).toContain('By role: +8.51 MiB activation, -492 KiB user.');
-    expect(evalPass.description).toContain('After it: 65.0 MiB workspace, 10.1 MiB optimizer state, 8.51 MiB activation, 5.06 MiB parameter, 5.06 MiB gradient');
+    expect(evalPass.description).toContain(
+      'After it: 65.0 MiB workspace, 10.1 MiB optimizer state, 8.51 MiB activation, 5.06 MiB parameter, 5.06 MiB gradient'
+    );
   });
 
   it('counts the first cell of a kernel session from nothing', () => {

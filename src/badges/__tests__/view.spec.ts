@@ -12,7 +12,15 @@ function record(net: number, extra: Partial<CellRecord> = {}): CellRecord {
     kernelSession: 0,
     snapshot: { segments: [], blocks: [], traces: [], totals: [], frames: new FrameTable() },
     devices: [
-      { device: 0, allocated: 3 * GiB, reserved: 4 * GiB, peak_allocated: 5 * GiB, peak_reserved: 6 * GiB, device_free: 100 * GiB, device_total: 140 * GiB }
+      {
+        device: 0,
+        allocated: 3 * GiB,
+        reserved: 4 * GiB,
+        peak_allocated: 5 * GiB,
+        peak_reserved: 6 * GiB,
+        device_free: 100 * GiB,
+        device_total: 140 * GiB
+      }
     ],
     allocatedBytes: 3 * GiB,
     netBytes: net,
@@ -47,7 +55,10 @@ describe('badgeView', () => {
     expect(level(-5)).toBe('freed');
     expect(level(DEFAULT_THRESHOLDS.warnBytes - 1)).toBe('grew');
     expect(level(DEFAULT_THRESHOLDS.dangerBytes)).toBe('danger');
-    expect(badgeView(record(10), { oom: false, currentKernelSession: 0, thresholds: { warnBytes: 5, dangerBytes: 50 } }).level).toBe('warn');
+    expect(
+      badgeView(record(10), { oom: false, currentKernelSession: 0, thresholds: { warnBytes: 5, dangerBytes: 50 } })
+        .level
+    ).toBe('warn');
   });
 
   it('describes reserved change, device free/total and memory outside the allocator', () => {

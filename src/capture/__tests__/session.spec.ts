@@ -14,7 +14,9 @@ import { SnapshotStore } from '../store';
 const ROOT = path.resolve(__dirname, '../../..');
 const DEMO = path.join(ROOT, 'test-data', 'recordings', 'gpu_memory_demo--python');
 const manifest = JSON.parse(fs.readFileSync(path.join(DEMO, 'manifest.json'), 'utf-8'));
-const PYTHON = fs.existsSync(path.join(ROOT, '.venv', 'bin', 'python')) ? path.join(ROOT, '.venv', 'bin', 'python') : 'python3';
+const PYTHON = fs.existsSync(path.join(ROOT, '.venv', 'bin', 'python'))
+  ? path.join(ROOT, '.venv', 'bin', 'python')
+  : 'python3';
 
 const server = new JupyterServer();
 let manager: ServiceManager;
@@ -59,7 +61,12 @@ async function open(name: string, kernel: { name: string } | { id: string }, com
     kernelPreference: 'id' in kernel ? { id: kernel.id } : { name: kernel.name }
   });
   const store = new SnapshotStore();
-  const session = new CaptureSession({ sessionContext: context, store, settings: () => DEFAULT_CAPTURE_SETTINGS.helper, comms });
+  const session = new CaptureSession({
+    sessionContext: context,
+    store,
+    settings: () => DEFAULT_CAPTURE_SETTINGS.helper,
+    comms
+  });
   await context.initialize();
   return { context, store, session };
 }

@@ -22,7 +22,17 @@ function add(store: SnapshotStore, k: number, cellId = `c${k}`, reason: 'cell' |
     seq: at,
     before: [{ device: 0, allocated: before.allocated, reserved: before.reserved }],
     snapshot: recorded(store, k),
-    devices: [{ device: 0, allocated: after.allocated, reserved: after.reserved, peak_allocated: after.max_allocated, peak_reserved: after.max_reserved, device_free: after.device_free, device_total: after.device_total }],
+    devices: [
+      {
+        device: 0,
+        allocated: after.allocated,
+        reserved: after.reserved,
+        peak_allocated: after.max_allocated,
+        peak_reserved: after.max_reserved,
+        device_free: after.device_free,
+        device_total: after.device_total
+      }
+    ],
     error: null,
     replay: null
   });
@@ -91,7 +101,7 @@ describe('SnapshotStore', () => {
     expect(store.latestForCell('c0')).toBe(again);
   });
 
-  it("notes why a cell has no snapshot, until one arrives", () => {
+  it('notes why a cell has no snapshot, until one arrives', () => {
     const store = new SnapshotStore();
     store.addNote('c0', { note: 'not-recorded', message: 'not in the recording' });
     expect(store.noteForCell('c0')!.note).toBe('not-recorded');

@@ -34,7 +34,12 @@ describe('cuda-memdiff summary', () => {
   it('gives allocated and reserved bytes per device', () => {
     const out = json('summary', path.join(REC, 'many_blocks--python', 'cell03.pickle.gz'));
     expect(out.devices).toEqual([
-      expect.objectContaining({ device: 0, allocated_bytes: 2445312000, reserved_bytes: 2447376384, active_blocks: 40500 })
+      expect.objectContaining({
+        device: 0,
+        allocated_bytes: 2445312000,
+        reserved_bytes: 2447376384,
+        active_blocks: 40500
+      })
     ]);
   });
 
@@ -57,7 +62,9 @@ describe('cuda-memdiff diff', () => {
     expect(top.count).toBeGreaterThan(0);
     expect(top.frames.some((f: { filename?: string }) => f.filename?.includes('site-packages'))).toBe(false);
     const all = json('diff', path.join(dir, 'cell01.pickle.gz'), path.join(dir, 'cell02.pickle.gz'), '--all-frames');
-    expect(all.groups[0].frames.some((f: { filename?: string }) => f.filename?.includes('site-packages/torch'))).toBe(true);
+    expect(all.groups[0].frames.some((f: { filename?: string }) => f.filename?.includes('site-packages/torch'))).toBe(
+      true
+    );
   });
 
   it('prints the summary line, the groups and a stack', () => {
@@ -77,12 +84,14 @@ describe('cuda-memdiff leaks', () => {
       // Leaks a later cell fixed are `fixed` at the end, and never the top leak.
       const fixed: number[] = expected.fixed_cells ?? [];
       expect(out.top_leak).toBe(fixed.includes(expected.top_leak_cell) ? null : expected.top_leak_cell);
-      expect(out.cells.filter((c: { verdict: string }) => c.verdict === 'leak').map((c: { index: number }) => c.index)).toEqual(
-        expected.leak_cells.filter((c: number) => !fixed.includes(c))
-      );
-      expect(out.cells.filter((c: { verdict: string }) => c.verdict === 'fixed').map((c: { index: number; fixed_by: { index: number } }) => [c.index, c.fixed_by.index])).toEqual(
-        fixed.map(c => [c, expected.fixed_by])
-      );
+      expect(
+        out.cells.filter((c: { verdict: string }) => c.verdict === 'leak').map((c: { index: number }) => c.index)
+      ).toEqual(expected.leak_cells.filter((c: number) => !fixed.includes(c)));
+      expect(
+        out.cells
+          .filter((c: { verdict: string }) => c.verdict === 'fixed')
+          .map((c: { index: number; fixed_by: { index: number } }) => [c.index, c.fixed_by.index])
+      ).toEqual(fixed.map(c => [c, expected.fixed_by]));
       for (const cell of out.cells) {
         expect(['leak', 'fixed', 'retained', 'ok']).toContain(cell.verdict);
         expect(Number.isInteger(cell.retained_bytes)).toBe(true);
@@ -105,11 +114,15 @@ describe('cuda-memdiff leaks', () => {
     // gpu_memory_demo: "321 MiB" leaked was shown with "193 MiB in 18 block(s)" and "128 MiB in 8 block(s)" at one line;
     // then as 321 MiB in 26 blocks, the 33 MiB of cuBLAS workspace included: it is now said apart
     const demo = cli('leaks', path.join(REC, 'gpu_memory_demo--python')).out;
-    expect(demo).toMatch(/^ {2}leaked: 288 MiB in 24 blocks, allocated at:\n {4}288 MiB in 24 blocks from \/tmp\/ipykernel_503\/3447429980\.py:3 <module>$/m);
+    expect(demo).toMatch(
+      /^ {2}leaked: 288 MiB in 24 blocks, allocated at:\n {4}288 MiB in 24 blocks from \/tmp\/ipykernel_503\/3447429980\.py:3 <module>$/m
+    );
     expect(demo).toMatch(/^ {2}- also keeps 33\.0 MiB of library workspace \(cuBLAS, cuDNN\).*not part of the leak$/m);
     // forward_hook_list: "retained 0 B / leaked 32 MiB" was a leak; cell 3 freed it: fixed, and by which cell
     const hook = cli('leaks', path.join(REC, 'forward_hook_list--python')).out;
-    expect(hook).toMatch(/^ +2 +\[3\] +fixed +32\.0 MiB +0 B +32\.0 MiB +memory held by this code grew .*; fixed: the 32\.0 MiB it leaked was freed by cell 3 \[4\]$/m);
+    expect(hook).toMatch(
+      /^ +2 +\[3\] +fixed +32\.0 MiB +0 B +32\.0 MiB +memory held by this code grew .*; fixed: the 32\.0 MiB it leaked was freed by cell 3 \[4\]$/m
+    );
     expect(hook).toMatch(/No cell leaks\./);
     // losses_without_item: a 5 KiB leak is low confidence, and the earlier run leaked 5 KiB, not the 81 MiB it left
     const losses = cli('leaks', path.join(REC, 'losses_without_item--python')).out;
@@ -138,7 +151,9 @@ describe('cuda-memdiff leaks', () => {
     const top = out.cells.find((c: { index: number }) => c.index === out.top_leak);
     expect(top.causes).toEqual(['graph']);
     const frames = top.evidence[0].stack.filter((f: { cells?: unknown }) => f.cells);
-    expect(frames[frames.length - 1]).toEqual(expect.objectContaining({ line: 3, cells: [{ index: '2', execution_count: 3 }] }));
+    expect(frames[frames.length - 1]).toEqual(
+      expect.objectContaining({ line: 3, cells: [{ index: '2', execution_count: 3 }] })
+    );
   });
 });
 
@@ -148,9 +163,16 @@ describe('cuda-memdiff session', () => {
     const manifest = JSON.parse(fs.readFileSync(path.join(dir, 'manifest.json'), 'utf-8'));
     const out = json('session', dir);
     expect(out.cells.map((c: { net_bytes: number }) => c.net_bytes)).toEqual(
-      manifest.cells.map((c: { after: { allocated: number }; before: { allocated: number } }) => c.after.allocated - c.before.allocated)
+      manifest.cells.map(
+        (c: { after: { allocated: number }; before: { allocated: number } }) => c.after.allocated - c.before.allocated
+      )
     );
-    expect(out.cells[1]).toMatchObject({ index: 1, execution_count: 2, allocated_bytes: 71780352, peak_bytes: 409529856 });
+    expect(out.cells[1]).toMatchObject({
+      index: 1,
+      execution_count: 2,
+      allocated_bytes: 71780352,
+      peak_bytes: 409529856
+    });
     // notebook frames name the cell they belong to
     const frame = out.cells[0].top_sites[0].frames.find((f: { cells?: unknown }) => f.cells);
     expect(frame.cells).toEqual([{ index: '0', execution_count: 1 }]);
@@ -175,9 +197,13 @@ describe('cuda-memdiff session', () => {
     expect(text).toContain('the device held: 100 GiB from cell 0 [1], line 3');
   });
 
-  it("gives each cell its peak from the recorded history, by allocating cell and line", () => {
+  it('gives each cell its peak from the recorded history, by allocating cell and line', () => {
     const out = json('session', path.join(REC, 'oom--python'));
-    expect(out.cells.map((c: { peak: { bytes: number } }) => c.peak.bytes)).toEqual([100 * 2 ** 30, 100 * 2 ** 30, 100 * 2 ** 30]);
+    expect(out.cells.map((c: { peak: { bytes: number } }) => c.peak.bytes)).toEqual([
+      100 * 2 ** 30,
+      100 * 2 ** 30,
+      100 * 2 ** 30
+    ]);
     expect(out.cells[0].peak).toEqual({
       bytes: 100 * 2 ** 30,
       sites: [{ cell: 0, line: 3, filename: '/tmp/ipykernel_709/1313211645.py', bytes: 100 * 2 ** 30 }]
@@ -198,11 +224,20 @@ describe('an export made across a kernel restart', () => {
     expect(lines[marker + 1]).toMatch(/^\s+0\s+\[1\]\s+128 MiB\s+\+128 MiB/);
     const out = json('session', dir);
     expect(out.cells.map((c: { kernel_session: number }) => c.kernel_session)).toEqual([0, 0, 0, 0, 0, 0, 1, 1]);
-    expect(out.cells.map((c: { after_restart: boolean }) => c.after_restart)).toEqual([false, false, false, false, false, false, true, false]);
+    expect(out.cells.map((c: { after_restart: boolean }) => c.after_restart)).toEqual([
+      false,
+      false,
+      false,
+      false,
+      false,
+      false,
+      true,
+      false
+    ]);
     expect(out.cells[6]).toMatchObject({ net_bytes: 134258688, freed_bytes: 0 });
   });
 
-  it('leaks still finds kernel 1\'s leak and names the restart, not a cell, as what ended it', () => {
+  it("leaks still finds kernel 1's leak and names the restart, not a cell, as what ended it", () => {
     const out = json('leaks', dir);
     expect(out.top_leak).toBe(4);
     const leaks = out.cells.filter((c: { verdict: string }) => c.verdict === 'leak');
@@ -227,7 +262,9 @@ describe('the demo exported across a restart (two real kernels)', () => {
     const r = cli('leaks', dir);
     expect(r.code).toBe(0);
     expect(r.out).not.toMatch(/No cell leaks|freed later/);
-    expect(r.out).toMatch(/^ +2 +\[3\] +1 +leak +321 MiB +321 MiB +288 MiB +keeps 288 MiB .*\(until the kernel restarted after cell 3 \[4\]\)$/m);
+    expect(r.out).toMatch(
+      /^ +2 +\[3\] +1 +leak +321 MiB +321 MiB +288 MiB +keeps 288 MiB .*\(until the kernel restarted after cell 3 \[4\]\)$/m
+    );
     expect(r.out).toMatch(/Look at cell 2 first \(kernel 1 of 2, medium confidence\)/);
     const out = json('leaks', dir);
     expect(out.top_leak).toBe(2);
@@ -236,7 +273,9 @@ describe('the demo exported across a restart (two real kernels)', () => {
 
   it('session starts kernel 2 from an empty device', () => {
     const r = cli('session', dir);
-    expect(r.out).toMatch(/\n~~ kernel restarted: kernel 2 starts from an empty device ~~\n +0 +\[1\] +128 MiB +\+128 MiB +128 MiB +128 MiB +0 B +\/tmp\/ipykernel_669\//);
+    expect(r.out).toMatch(
+      /\n~~ kernel restarted: kernel 2 starts from an empty device ~~\n +0 +\[1\] +128 MiB +\+128 MiB +128 MiB +128 MiB +0 B +\/tmp\/ipykernel_669\//
+    );
   });
 });
 
@@ -245,13 +284,19 @@ describe('bad input', () => {
   beforeAll(() => {
     tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'cuda-memdiff-'));
     fs.writeFileSync(path.join(tmp, 'empty.pickle'), '');
-    fs.writeFileSync(path.join(tmp, 'corrupt.pickle.gz'), Buffer.concat([Buffer.from([0x1f, 0x8b]), Buffer.from('not gzip at all')]));
+    fs.writeFileSync(
+      path.join(tmp, 'corrupt.pickle.gz'),
+      Buffer.concat([Buffer.from([0x1f, 0x8b]), Buffer.from('not gzip at all')])
+    );
     const real = fs.readFileSync(path.join(REC, 'oom--python', 'cell00.pickle.gz'));
     const raw = require('fflate').gunzipSync(new Uint8Array(real));
     fs.writeFileSync(path.join(tmp, 'truncated.pickle'), raw.subarray(0, raw.length >> 1));
     fs.writeFileSync(path.join(tmp, 'list.pickle'), Buffer.from([0x80, 4, 0x5d, 0x2e]).subarray(0, 4));
     fs.writeFileSync(path.join(tmp, 'notsnap.pickle'), Buffer.from([0x80, 4, 0x4b, 1, 0x2e]));
-    fs.writeFileSync(path.join(tmp, 'evil.pickle'), Buffer.from('\x80\x02cposix\nsystem\nX\x02\x00\x00\x00ls\x85R.', 'latin1'));
+    fs.writeFileSync(
+      path.join(tmp, 'evil.pickle'),
+      Buffer.from('\x80\x02cposix\nsystem\nX\x02\x00\x00\x00ls\x85R.', 'latin1')
+    );
     fs.writeFileSync(path.join(tmp, 'text.json.gz'), gzipSync(new TextEncoder().encode('{"segments": 3}')));
     fs.mkdirSync(path.join(tmp, 'nomanifest'));
     fs.mkdirSync(path.join(tmp, 'missing'));

@@ -19,7 +19,16 @@ describe('cuda-memdiff session --by role', () => {
   it('gives each cell its bytes by role in --json, null where none were recorded', () => {
     const out = JSON.parse(cli('session', DIR, '--json').out);
     expect(Object.keys(out.cells[4].roles)).toEqual([
-      'parameter', 'buffer', 'gradient', 'optimizer_state', 'activation', 'output_cache', 'traceback', 'user', 'workspace', 'unknown'
+      'parameter',
+      'buffer',
+      'gradient',
+      'optimizer_state',
+      'activation',
+      'output_cache',
+      'traceback',
+      'user',
+      'workspace',
+      'unknown'
     ]);
     for (const cell of out.cells) {
       const sum = Object.values(cell.roles as Record<string, number>).reduce((n, v) => n + v, 0);
@@ -33,15 +42,21 @@ describe('cuda-memdiff session --by role', () => {
   it('prints a column per role the session used', () => {
     const r = cli('session', DIR, '--by', 'role');
     expect(r.code).toBe(0);
-    expect(r.out).toMatch(/^cell\s+exec\s+allocated\s+parameter\s+buffer\s+gradient\s+optimizer_state\s+activation\s+output_cache\s+user\s+workspace\s+roles$/m);
-    expect(r.out).toMatch(/^\s+4\s+\[5\]\s+93\.8 MiB\s+5\.06 MiB\s+8\.50 KiB\s+5\.06 MiB\s+10\.1 MiB\s+8\.51 MiB\s+0 B\s+24\.5 KiB\s+65\.0 MiB$/m);
+    expect(r.out).toMatch(
+      /^cell\s+exec\s+allocated\s+parameter\s+buffer\s+gradient\s+optimizer_state\s+activation\s+output_cache\s+user\s+workspace\s+roles$/m
+    );
+    expect(r.out).toMatch(
+      /^\s+4\s+\[5\]\s+93\.8 MiB\s+5\.06 MiB\s+8\.50 KiB\s+5\.06 MiB\s+10\.1 MiB\s+8\.51 MiB\s+0 B\s+24\.5 KiB\s+65\.0 MiB$/m
+    );
     expect(r.out).not.toMatch(/traceback/);
   });
 
   it('says in one line when the folder has no roles', () => {
     const r = cli('session', NO_ROLES, '--by', 'role');
     expect(r.code).toBe(1);
-    expect(r.err.trim()).toBe(`cuda-memdiff: ${NO_ROLES}: no cell has recorded roles (record it with cuda_memdiff_kernel.recorder)`);
+    expect(r.err.trim()).toBe(
+      `cuda-memdiff: ${NO_ROLES}: no cell has recorded roles (record it with cuda_memdiff_kernel.recorder)`
+    );
   });
 });
 

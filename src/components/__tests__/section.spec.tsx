@@ -53,7 +53,9 @@ describe('Section', () => {
       </div>
     );
     const { rerender } = render(view(true, 1));
-    expect(screen.getByRole('alert').textContent).toBe('This part of the panel could not be shown: not a snapshot: truncated pickle');
+    expect(screen.getByRole('alert').textContent).toBe(
+      'This part of the panel could not be shown: not a snapshot: truncated pickle'
+    );
     expect(screen.getByText('chart drawn')).toBeTruthy();
     // same input: still the message
     rerender(view(false, 1));

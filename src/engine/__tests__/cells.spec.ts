@@ -5,14 +5,20 @@ import { CellCodeNames, formatBytes, murmur2, parseCellFilename } from '..';
 
 describe('cell code names', () => {
   it('hashes like ipykernel (known values from recorded sessions)', () => {
-    expect(murmur2('import torch, torch.nn as nn, torch.nn.functional as F\ntorch.manual_seed(0)\n')).toBeGreaterThan(0);
+    expect(murmur2('import torch, torch.nn as nn, torch.nn.functional as F\ntorch.manual_seed(0)\n')).toBeGreaterThan(
+      0
+    );
     expect(murmur2('')).toBe(murmur2('', 0xc70f6907));
     // utf-8 bytes, not UTF-16 code units, are hashed
     expect(murmur2('é')).not.toBe(murmur2('\u00e9'.normalize('NFD')));
   });
 
   it('parses ipykernel and IPython names and nothing else', () => {
-    expect(parseCellFilename('/tmp/ipykernel_709/1313211645.py')).toEqual({ kind: 'ipykernel', pid: 709, hash: 1313211645 });
+    expect(parseCellFilename('/tmp/ipykernel_709/1313211645.py')).toEqual({
+      kind: 'ipykernel',
+      pid: 709,
+      hash: 1313211645
+    });
     expect(parseCellFilename('<ipython-input-12-0123456789ab>')).toEqual({ kind: 'ipython-input', executionCount: 12 });
     expect(parseCellFilename('/home/me/ipykernel_tools/1.py.bak')).toBeNull();
     expect(parseCellFilename('/home/me/train.py')).toBeNull();

@@ -1,7 +1,16 @@
 /** Paths and loaders for the test data committed under test-data/. */
 import * as fs from 'fs';
 import * as path from 'path';
-import { adviceText, findingText, FrameTable, IExecutionVerdict, ILeakExecution, ISessionManifest, readSnapshot, Snapshot } from '..';
+import {
+  adviceText,
+  findingText,
+  FrameTable,
+  IExecutionVerdict,
+  ILeakExecution,
+  ISessionManifest,
+  readSnapshot,
+  Snapshot
+} from '..';
 
 export const TEST_DATA = path.resolve(__dirname, '../../../test-data');
 export const RECORDINGS = path.join(TEST_DATA, 'recordings');

@@ -42,8 +42,18 @@ function snap(table: FrameTable, blocks: [number, number, number][], device = 0)
 describe('diffSnapshots', () => {
   it('tells born, freed and kept blocks apart by address, size and stack', () => {
     const t = new FrameTable();
-    const before = snap(t, [[0, 512, 1], [512, 512, 2], [1024, 512, 3], [2048, 512, 4]]);
-    const after = snap(t, [[0, 512, 1], [512, 1024, 2], [1024 + 512, 512, 9], [2048, 512, 5]]);
+    const before = snap(t, [
+      [0, 512, 1],
+      [512, 512, 2],
+      [1024, 512, 3],
+      [2048, 512, 4]
+    ]);
+    const after = snap(t, [
+      [0, 512, 1],
+      [512, 1024, 2],
+      [1024 + 512, 512, 9],
+      [2048, 512, 5]
+    ]);
     const d = diffSnapshots(before, after);
     expect(d.keptCount).toBe(1);
     expect(d.freed.map(b => b.address)).toEqual([512, 1024, 2048]);
@@ -57,7 +67,10 @@ describe('diffSnapshots', () => {
     const t = new FrameTable();
     const a = snap(t, [[0, 512, 1]]);
     expect(() => diffSnapshots(a, snap(new FrameTable(), []))).toThrow(/share one FrameTable/);
-    const empty = normalizeSnapshot({ segments: [{ address: 0, total_size: 1024, blocks: [{ address: 0, size: 1024, state: 'inactive' }] }] }, t);
+    const empty = normalizeSnapshot(
+      { segments: [{ address: 0, total_size: 1024, blocks: [{ address: 0, size: 1024, state: 'inactive' }] }] },
+      t
+    );
     expect(diffSnapshots(empty, a).born).toHaveLength(1);
     expect(diffSnapshots(a, empty).freed).toHaveLength(1);
   });
@@ -78,7 +91,11 @@ describe('groupBySite', () => {
   it('groups by the innermost user frame, hiding torch, largest change first', () => {
     const t = new FrameTable();
     const before = snap(t, []);
-    const after = snap(t, [[0, 512, 1], [512, 512, 1], [1024, 4096, 101]]);
+    const after = snap(t, [
+      [0, 512, 1],
+      [512, 512, 1],
+      [1024, 4096, 101]
+    ]);
     const groups = groupBySite(diffSnapshots(before, after));
     expect(groups.map(g => [t.frame(g.frameId).line, g.count, g.bornBytes])).toEqual([
       [101, 1, 4096],

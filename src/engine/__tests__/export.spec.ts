@@ -4,7 +4,16 @@ import { execFileSync, spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { FrameTable, loadSession, pickle, readSnapshot, reportCells, sessionFolderFiles, snapshotToPickle, unpickle } from '..';
+import {
+  FrameTable,
+  loadSession,
+  pickle,
+  readSnapshot,
+  reportCells,
+  sessionFolderFiles,
+  snapshotToPickle,
+  unpickle
+} from '..';
 import { manifestOf, readBytes, recordingNames, RECORDINGS } from './data';
 
 const ROOT = path.resolve(__dirname, '../../..');
@@ -12,17 +21,25 @@ const VENV_PYTHON = path.join(ROOT, '.venv', 'bin', 'python');
 const PYTHON = process.env.PYTHON ?? (fs.existsSync(VENV_PYTHON) ? VENV_PYTHON : 'python3');
 
 describe('pickle', () => {
-  it('round-trips plain data through the engine\'s own unpickler', () => {
-    const value = { a: [1, -2, 2 ** 31, -(2 ** 40), 1.5, null, true, false], 'ü ✓': 'x'.repeat(300), nested: { k: ['s', 's', 's'] } };
+  it("round-trips plain data through the engine's own unpickler", () => {
+    const value = {
+      a: [1, -2, 2 ** 31, -(2 ** 40), 1.5, null, true, false],
+      'ü ✓': 'x'.repeat(300),
+      nested: { k: ['s', 's', 's'] }
+    };
     expect(unpickle(pickle(value))).toEqual(value);
   });
 
   it('writes what Python reads', () => {
     const value = { big: 2 ** 47 + 3, neg: -129, text: 'naïve', list: Array.from({ length: 2500 }, (_, i) => i) };
-    const out = execFileSync(PYTHON, ['-c', 'import pickle,sys,json; print(json.dumps(pickle.loads(sys.stdin.buffer.read()), sort_keys=True))'], {
-      input: Buffer.from(pickle(value)),
-      encoding: 'utf-8'
-    });
+    const out = execFileSync(
+      PYTHON,
+      ['-c', 'import pickle,sys,json; print(json.dumps(pickle.loads(sys.stdin.buffer.read()), sort_keys=True))'],
+      {
+        input: Buffer.from(pickle(value)),
+        encoding: 'utf-8'
+      }
+    );
     expect(JSON.parse(out)).toEqual(value);
   });
 });
@@ -34,8 +51,12 @@ describe('snapshotToPickle', () => {
       const original = readSnapshot(readBytes(path.join(RECORDINGS, name, cell.snapshot_file)), new FrameTable());
       const again = readSnapshot(snapshotToPickle(original), original.frames);
       expect(again.totals).toEqual(original.totals);
-      expect(again.blocks.filter(b => b.state !== 'inactive')).toEqual(original.blocks.filter(b => b.state !== 'inactive'));
-      expect(again.traces.map(t => [t.action, t.address, t.size, t.stack])).toEqual(original.traces.map(t => [t.action, t.address, t.size, t.stack]));
+      expect(again.blocks.filter(b => b.state !== 'inactive')).toEqual(
+        original.blocks.filter(b => b.state !== 'inactive')
+      );
+      expect(again.traces.map(t => [t.action, t.address, t.size, t.stack])).toEqual(
+        original.traces.map(t => [t.action, t.address, t.size, t.stack])
+      );
     }
   });
 
@@ -50,7 +71,13 @@ describe('snapshotToPickle', () => {
     const segsum = (file: string) =>
       execFileSync(
         PYTHON,
-        ['-W', 'ignore', '-c', 'import gzip,pickle,sys; from torch.cuda import _memory_viz as v; print(v.segsum(pickle.load(gzip.open(sys.argv[1]))))', file],
+        [
+          '-W',
+          'ignore',
+          '-c',
+          'import gzip,pickle,sys; from torch.cuda import _memory_viz as v; print(v.segsum(pickle.load(gzip.open(sys.argv[1]))))',
+          file
+        ],
         { encoding: 'utf-8' }
       );
     // PyTorch's segment summary of our pickle is the one of the pickle the H200 wrote.
@@ -64,7 +91,9 @@ describe('sessionFolderFiles', () => {
   it('writes a session folder the CLI and the engine read back with the same figures', () => {
     const name = 'oom--python';
     const m = manifestOf(name);
-    const session = loadSession(fs.readFileSync(path.join(RECORDINGS, name, 'manifest.json'), 'utf-8'), f => readBytes(path.join(RECORDINGS, name, f)));
+    const session = loadSession(fs.readFileSync(path.join(RECORDINGS, name, 'manifest.json'), 'utf-8'), f =>
+      readBytes(path.join(RECORDINGS, name, f))
+    );
     const files = sessionFolderFiles(
       m.cells.map((c, k) => ({
         index: c.index,
@@ -73,17 +102,31 @@ describe('sessionFolderFiles', () => {
         cellId: `cell-${k}`,
         error: c.error ?? null,
         snapshot: session.snapshots[k],
-        oomSnapshots: (c.oom_snapshots ?? []).map(f => readSnapshot(readBytes(path.join(RECORDINGS, name, f)), session.frames)),
+        oomSnapshots: (c.oom_snapshots ?? []).map(f =>
+          readSnapshot(readBytes(path.join(RECORDINGS, name, f)), session.frames)
+        ),
         devices: []
       })),
       { scenario: 'oom' }
     );
-    expect([...files.keys()].sort()).toEqual(['cell00.pickle.gz', 'cell01.pickle.gz', 'cell02.pickle.gz', 'manifest.json', 'oom00.pickle.gz']);
+    expect([...files.keys()].sort()).toEqual([
+      'cell00.pickle.gz',
+      'cell01.pickle.gz',
+      'cell02.pickle.gz',
+      'manifest.json',
+      'oom00.pickle.gz'
+    ]);
     const again = loadSession(new TextDecoder().decode(files.get('manifest.json')), f => files.get(f)!);
-    expect(reportCells(again).map(r => [r.netBytes, r.allocatedBytes, r.oom])).toEqual(reportCells(session).map(r => [r.netBytes, r.allocatedBytes, r.oom]));
+    expect(reportCells(again).map(r => [r.netBytes, r.allocatedBytes, r.oom])).toEqual(
+      reportCells(session).map(r => [r.netBytes, r.allocatedBytes, r.oom])
+    );
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cuda-memdiff-export-'));
     files.forEach((bytes, f) => fs.writeFileSync(path.join(dir, f), bytes));
-    const cli = execFileSync(process.execPath, [path.join(ROOT, 'bin', 'cuda-memdiff.js'), 'session', dir, '--json'], { encoding: 'utf-8' });
-    expect(JSON.parse(cli).cells.map((c: { net_bytes: number }) => c.net_bytes)).toEqual(m.cells.map(c => c.after!.allocated - c.before!.allocated));
+    const cli = execFileSync(process.execPath, [path.join(ROOT, 'bin', 'cuda-memdiff.js'), 'session', dir, '--json'], {
+      encoding: 'utf-8'
+    });
+    expect(JSON.parse(cli).cells.map((c: { net_bytes: number }) => c.net_bytes)).toEqual(
+      m.cells.map(c => c.after!.allocated - c.before!.allocated)
+    );
   });
 });

@@ -19,11 +19,9 @@ describe('frame filter', () => {
   const stack = t.internStack(ids);
 
   it('keeps user code and cells, collapses C++ and drops what ran the cell', () => {
-    expect(visibleStack(t, stack).map(e => (e.kind === 'native' ? `cpp x${e.count}` : t.frame(e.frameId).name))).toEqual([
-      'cpp x2',
-      'step',
-      '<module>'
-    ]);
+    expect(
+      visibleStack(t, stack).map(e => (e.kind === 'native' ? `cpp x${e.count}` : t.frame(e.frameId).name))
+    ).toEqual(['cpp x2', 'step', '<module>']);
     expect(allocationSite(t, stack)).toBe(ids[3]);
   });
 
@@ -41,7 +39,9 @@ describe('frame filter', () => {
   it('hides the plumbing around a real recorded allocation', () => {
     const s = recordedSnapshot('eval_without_no_grad--python', 'cell02.pickle.gz');
     const block = s.blocks.find(b => b.state === 'active_allocated' && s.frames.stack(b.stack).length > 10)!;
-    const names = visibleStack(s.frames, block.stack).map(e => (e.kind === 'frame' ? s.frames.frame(e.frameId).filename : 'cpp'));
+    const names = visibleStack(s.frames, block.stack).map(e =>
+      e.kind === 'frame' ? s.frames.frame(e.frameId).filename : 'cpp'
+    );
     expect(names.every(f => !/site-packages|notebook_runner/.test(f))).toBe(true);
     expect(names[names.length - 1]).toMatch(/ipykernel_447/);
   });

@@ -28,7 +28,9 @@ import {
 import { LIVE, manifestOf, readBytes, recordingNames, RECORDINGS, wording } from './data';
 
 function sessionOf(name: string, root = RECORDINGS) {
-  return loadSession(fs.readFileSync(path.join(root, name, 'manifest.json'), 'utf-8'), f => readBytes(path.join(root, name, f)));
+  return loadSession(fs.readFileSync(path.join(root, name, 'manifest.json'), 'utf-8'), f =>
+    readBytes(path.join(root, name, f))
+  );
 }
 
 interface IExpected {
@@ -76,9 +78,9 @@ describe('findLeaks on the recordings', () => {
       const end = atEnd(expected);
       const leaks = report.executions.filter(v => v.verdict === 'leak').map(v => index(v.execution));
       expect(leaks).toEqual(end.leaks);
-      expect(report.executions.filter(v => v.verdict === 'fixed').map(v => [index(v.execution), index(v.fixedBy!)])).toEqual(
-        end.fixed.map(c => [c, expected.fixed_by])
-      );
+      expect(
+        report.executions.filter(v => v.verdict === 'fixed').map(v => [index(v.execution), index(v.fixedBy!)])
+      ).toEqual(end.fixed.map(c => [c, expected.fixed_by]));
       expect(report.topLeak === null ? null : index(report.topLeak)).toBe(end.top);
       for (const clean of expected.clean_cells ?? []) {
         expect(report.executions[clean].verdict).not.toBe('leak');
@@ -99,7 +101,9 @@ describe('findLeaks on the recordings', () => {
           expect(v.leakedBytes).toBeGreaterThan(0);
         } else if (v.verdict === 'fixed') {
           expect(v.fixes).toEqual([]);
-          expect(v.findings.filter(f => f.code === 'fixed')).toEqual([{ code: 'fixed', bytes: v.leakedBytes, by: v.fixedBy }]);
+          expect(v.findings.filter(f => f.code === 'fixed')).toEqual([
+            { code: 'fixed', bytes: v.leakedBytes, by: v.fixedBy }
+          ]);
         } else {
           expect(v.causes).toEqual([]);
         }
@@ -111,7 +115,9 @@ describe('findLeaks on the recordings', () => {
         // Offline the holder is a guess from the source; the kernel confirms it live.
         const top = report.executions[report.topLeak];
         const guessed = top.holders.map(holderText).join(' ') + wording(top);
-        expect(guessed).toContain(expected.holder.replace('sys.', '') === expected.holder ? expected.holder : 'last_traceback');
+        expect(guessed).toContain(
+          expected.holder.replace('sys.', '') === expected.holder ? expected.holder : 'last_traceback'
+        );
       }
     });
   });
@@ -162,14 +168,17 @@ describe('figures that add up (issue 10, item 6)', () => {
     expectFiguresAddUp(findLeaks(withoutHistory(session.snapshots) as Snapshot[], executions), labels);
   });
 
-  it.each(fs.readdirSync(LIVE).filter(n => n.endsWith('--holders')))('%s: the same with the kernel\u2019s holders', name => {
-    const session = sessionOf(name, LIVE);
-    const executions = sessionExecutions(session.manifest);
-    expectFiguresAddUp(
-      findLeaks(session.snapshots, executions, { holders: session.holders[session.holders.length - 1]! }),
-      executions.map(e => e.label)
-    );
-  });
+  it.each(fs.readdirSync(LIVE).filter(n => n.endsWith('--holders')))(
+    '%s: the same with the kernel\u2019s holders',
+    name => {
+      const session = sessionOf(name, LIVE);
+      const executions = sessionExecutions(session.manifest);
+      expectFiguresAddUp(
+        findLeaks(session.snapshots, executions, { holders: session.holders[session.holders.length - 1]! }),
+        executions.map(e => e.label)
+      );
+    }
+  );
 
   it('gives a leak one evidence row per allocation site, the cuBLAS workspace apart: 288 MiB in 24 blocks (gpu_memory_demo)', () => {
     // Before, the evidence was per stack (193 MiB in 18 blocks and 128 MiB in 8, both at the cell's line 3),
@@ -228,7 +237,11 @@ describe('figures that add up (issue 10, item 6)', () => {
     const executions = sessionExecutions(s.manifest);
     const offline = findLeaks(s.snapshots, executions);
     expect(offline.executions[2].retainedBytes).toBeLessThan(offline.executions[2].leakedBytes);
-    expect([offline.executions[2].verdict, offline.executions[4].verdict, offline.topLeak]).toEqual(['leak', 'leak', 4]);
+    expect([offline.executions[2].verdict, offline.executions[4].verdict, offline.topLeak]).toEqual([
+      'leak',
+      'leak',
+      4
+    ]);
     // The kernel's answer as the holder search gives it: a visible name for every tensor, `native` for the
     // cuBLAS workspace (the only memory of cell 2 still alive). It used to turn cell 2 into `retained`.
     // and the autograd graphs of cell 4's `preds`.
@@ -257,15 +270,20 @@ describe('figures that add up (issue 10, item 6)', () => {
     const s = sessionOf('losses_without_item--holders', LIVE);
     const executions = sessionExecutions(s.manifest);
     const last = s.snapshots[s.snapshots.length - 1];
-    const holders = new Map(last.blocks.map(b => [holderKey(b.device, b.address), [{ kind: 'graph' as const, path: 'loss' }]]));
-    const pythonFrames = (stack: number) => s.frames.stack(stack).filter(id => !isNativeFrame(s.frames.frame(id))).length;
+    const holders = new Map(
+      last.blocks.map(b => [holderKey(b.device, b.address), [{ kind: 'graph' as const, path: 'loss' }]])
+    );
+    const pythonFrames = (stack: number) =>
+      s.frames.stack(stack).filter(id => !isNativeFrame(s.frames.frame(id))).length;
     const gradients = retentionByExecution(s.snapshots).map(r => r.alive.filter(b => pythonFrames(b.stack) === 0));
     expect(gradients[1].length).toBeGreaterThan(0);
     const report = findLeaks(s.snapshots, executions, { holders });
     for (const v of report.executions) {
       expect(v.evidence.every(e => pythonFrames(e.stack) > 0)).toBe(true);
     }
-    expect(report.executions[1].leakedBytes).toBeLessThanOrEqual(report.executions[1].leftBytes - gradients[1].reduce((n, b) => n + b.size, 0));
+    expect(report.executions[1].leakedBytes).toBeLessThanOrEqual(
+      report.executions[1].leftBytes - gradients[1].reduce((n, b) => n + b.size, 0)
+    );
   });
 
   it('names the output cache as the kernel does: `Out[2]` and `_` when it said so, `Out[2]` alone offline (out_cache)', () => {
@@ -275,10 +293,16 @@ describe('figures that add up (issue 10, item 6)', () => {
     expect(outputCache(findLeaks(s.snapshots, executions))).toMatchObject({ names: ['Out[2]'] });
     const live = findLeaks(s.snapshots, executions, { holders: s.holders[2]! });
     expect(outputCache(live)).toMatchObject({ names: ['Out[2]', '_'] });
-    expect(findingText(outputCache(live)!, String)).toBe("64.0 MiB made by the cell's last expression is kept by the output cache `Out[2]`, `_`");
+    expect(findingText(outputCache(live)!, String)).toBe(
+      "64.0 MiB made by the cell's last expression is kept by the output cache `Out[2]`, `_`"
+    );
     // a cache the kernel names `__` is worded `__`, never a stale `_`
-    const renamed = new Map([...s.holders[2]!].map(([k, list]) => [k, list.map(h => (h.path === '_' ? { ...h, path: '__' } : h))]));
-    expect(outputCache(findLeaks(s.snapshots, executions, { holders: renamed }))).toMatchObject({ names: ['Out[2]', '__'] });
+    const renamed = new Map(
+      [...s.holders[2]!].map(([k, list]) => [k, list.map(h => (h.path === '_' ? { ...h, path: '__' } : h))])
+    );
+    expect(outputCache(findLeaks(s.snapshots, executions, { holders: renamed }))).toMatchObject({
+      names: ['Out[2]', '__']
+    });
   });
 
   it('gives findings as data: codes with bytes and executions, worded by findingText', () => {
@@ -294,11 +318,15 @@ describe('figures that add up (issue 10, item 6)', () => {
       { code: 'workspace', bytes: 33 * 2 ** 20 }
     ]);
     expect(report.executions[3].findings).toEqual([{ code: 'nothing-left' }]);
-    expect(report.executions[0].findings).toEqual([{ code: 'retained', bytes: 33574912, origin: 'parameters', names: ['model'] }]);
+    expect(report.executions[0].findings).toEqual([
+      { code: 'retained', bytes: 33574912, origin: 'parameters', names: ['model'] }
+    ]);
     const before = findLeaks(s.snapshots.slice(0, 3), sessionExecutions(s.manifest).slice(0, 3));
     expect(before.executions[2].fixes).toEqual([{ code: 'remove-hook', lists: ['acts'] }]);
     expect(before.executions[2].holders).toEqual([{ kind: 'hook', path: 'acts' }]);
-    expect(findingText(report.executions[2].findings[1], k => `Cell [${k + 1}]`)).toBe('fixed: the 32.0 MiB it leaked was freed by Cell [4]');
+    expect(findingText(report.executions[2].findings[1], k => `Cell [${k + 1}]`)).toBe(
+      'fixed: the 32.0 MiB it leaked was freed by Cell [4]'
+    );
     expect(findingText(report.executions[2].findings[0], k => `Cell [${k + 1}]`)).toBe(
       'memory held by this code grew by 32.0 MiB when it ran again (Cell [2] \u2192 Cell [3])'
     );
@@ -350,7 +378,9 @@ describe('findLeaks rules', () => {
   });
 
   it('lets a global set_grad_enabled(False) rule out autograd graphs', () => {
-    const executions = demoExecutions.map((e, k) => (k === 0 ? { ...e, source: `${e.source}\ntorch.set_grad_enabled(False)` } : e));
+    const executions = demoExecutions.map((e, k) =>
+      k === 0 ? { ...e, source: `${e.source}\ntorch.set_grad_enabled(False)` } : e
+    );
     expect(findLeaks(demo.snapshots, executions).topLeak).toBeNull();
   });
 
@@ -380,7 +410,9 @@ describe('findLeaks rules', () => {
     const last = s.snapshots[s.snapshots.length - 1];
     const largest = last.blocks.filter(b => b.state === 'active_allocated').sort((a, b) => b.size - a.size);
     expect(first.queries.map(q => q[2])).toEqual(largest.slice(0, 3).map(b => b.size));
-    const holders = new Map(last.blocks.map(b => [holderKey(b.device, b.address), [{ kind: 'variable' as const, path: 'x' }]]));
+    const holders = new Map(
+      last.blocks.map(b => [holderKey(b.device, b.address), [{ kind: 'variable' as const, path: 'x' }]])
+    );
     const again = rankLeaks({ key: 1, executions, holders });
     expect(again).toEqual({ report: findLeaks(s.snapshots, executions, { holders }), queries: [] });
     expect(() => rankLeaks({ key: 2, executions, holders })).toThrow(/session 2 is not kept; send it again/);
@@ -398,9 +430,14 @@ describe('findLeaks with holders the kernel named live on the H200', () => {
 
   it('has a session for each scenario', () => {
     expect(names.sort()).toEqual(
-      ['forward_hook_list', 'gpu_memory_demo', 'losses_without_item', 'out_cache', 'rnn_hidden_no_detach', 'traceback_pin'].map(
-        n => `${n}--holders`
-      )
+      [
+        'forward_hook_list',
+        'gpu_memory_demo',
+        'losses_without_item',
+        'out_cache',
+        'rnn_hidden_no_detach',
+        'traceback_pin'
+      ].map(n => `${n}--holders`)
     );
   });
 
@@ -410,7 +447,9 @@ describe('findLeaks with holders the kernel named live on the H200', () => {
     const executions = sessionExecutions(session.manifest);
 
     it('keeps the expected verdicts with the holders after the last cell', () => {
-      const report = findLeaks(session.snapshots, executions, { holders: session.holders[session.holders.length - 1]! });
+      const report = findLeaks(session.snapshots, executions, {
+        holders: session.holders[session.holders.length - 1]!
+      });
       const end = atEnd(expected);
       expect(report.executions.filter(v => v.verdict === 'leak').map(v => v.execution)).toEqual(end.leaks);
       expect(report.executions.filter(v => v.verdict === 'fixed').map(v => v.execution)).toEqual(end.fixed);
@@ -426,18 +465,19 @@ describe('findLeaks with holders the kernel named live on the H200', () => {
       // Confirmed by the kernel, yet a few KiB (losses_without_item's loss scalars) is never high confidence.
       expect(verdict.confidence).toBe(verdict.leakedBytes < LEAK_CONFIDENCE_BYTES.low ? 'low' : 'high');
       const holder = expected.holder!;
-      expect(verdict.holders.some(h => h.path === holder || h.path.startsWith(`${holder}[`) || h.path.startsWith(`${holder}:`))).toBe(true);
+      expect(
+        verdict.holders.some(
+          h => h.path === holder || h.path.startsWith(`${holder}[`) || h.path.startsWith(`${holder}:`)
+        )
+      ).toBe(true);
     });
   });
 });
 
 describe('summarizeHolders', () => {
   it('folds runs of indices and keeps the order', () => {
-    expect(summarizeHolders(['a', 'preds[0]', 'preds[1]', 'preds[2]', 'x[3]', 'x[7]', 'graph of h[0].w', 'a'])).toEqual([
-      'a',
-      'preds[0:3]',
-      'x[\u2026] (2 items)',
-      'graph of h[0].w'
-    ]);
+    expect(summarizeHolders(['a', 'preds[0]', 'preds[1]', 'preds[2]', 'x[3]', 'x[7]', 'graph of h[0].w', 'a'])).toEqual(
+      ['a', 'preds[0:3]', 'x[\u2026] (2 items)', 'graph of h[0].w']
+    );
   });
 });

@@ -29,11 +29,18 @@ describe('normalizeSnapshot across torch versions', () => {
     expect(oom).toMatchObject({ action: 'oom', address: null, deviceFree: 12345, size: 2 ** 40 });
     expect(s.segments[0].pool).toBe('0,0');
     // active_pending_free is active but no longer allocated
-    expect(s.totals[0]).toMatchObject({ allocatedBytes: 2 ** 20, activeBytes: 2 ** 21, activeBlocks: 2, allocatedBlocks: 1 });
+    expect(s.totals[0]).toMatchObject({
+      allocatedBytes: 2 ** 20,
+      activeBytes: 2 ** 21,
+      activeBlocks: 2,
+      allocatedBlocks: 1
+    });
   });
 
   it('accepts the bare segment list torch.cuda.memory_snapshot() returns', () => {
-    const s = normalizeSnapshot([{ device: 0, address: 4096, total_size: 2048, blocks: [{ size: 1024, state: 'active_allocated' }] }]);
+    const s = normalizeSnapshot([
+      { device: 0, address: 4096, total_size: 2048, blocks: [{ size: 1024, state: 'active_allocated' }] }
+    ]);
     expect(s.blocks[0]).toMatchObject({ address: 4096, size: 1024, requestedSize: 1024 });
     expect(s.totals[0]).toMatchObject({ allocatedBytes: 1024, inactiveBytes: 1024, largestFreeBytes: 1024 });
   });

@@ -80,11 +80,22 @@ describe('unpickle keeps keys as data', () => {
   it('stores __proto__, constructor and prototype as own keys', () => {
     const bytes = pk(
       ...PROTO4,
-      '}', '(',
-      ...str('__proto__'), '}', ...str('polluted'), 'K', 1, 's',
-      ...str('constructor'), 'K', 2,
-      ...str('prototype'), 'K', 3,
-      'u', '.'
+      '}',
+      '(',
+      ...str('__proto__'),
+      '}',
+      ...str('polluted'),
+      'K',
+      1,
+      's',
+      ...str('constructor'),
+      'K',
+      2,
+      ...str('prototype'),
+      'K',
+      3,
+      'u',
+      '.'
     );
     const value = unpickle(bytes) as any;
     expect(Object.keys(value)).toEqual(['__proto__', 'constructor', 'prototype']);
@@ -189,11 +200,17 @@ describe('decodeSnapshotBytes', () => {
   });
 
   it('reads gzip JSON and every pickle protocol to the same model', () => {
-    const shapes = ['torch_2_11.proto2.pickle', 'torch_2_11.proto3.pickle', 'torch_2_11.proto4.pickle', 'torch_2_11.proto5.pickle', 'torch_2_11.json.gz'].map(
-      f => readSnapshot(readBytes(path.join(FIXTURES, f)))
-    );
+    const shapes = [
+      'torch_2_11.proto2.pickle',
+      'torch_2_11.proto3.pickle',
+      'torch_2_11.proto4.pickle',
+      'torch_2_11.proto5.pickle',
+      'torch_2_11.json.gz'
+    ].map(f => readSnapshot(readBytes(path.join(FIXTURES, f))));
     for (const s of shapes) {
-      expect(s.blocks.map(b => [b.address, b.size, b.state])).toEqual(shapes[0].blocks.map(b => [b.address, b.size, b.state]));
+      expect(s.blocks.map(b => [b.address, b.size, b.state])).toEqual(
+        shapes[0].blocks.map(b => [b.address, b.size, b.state])
+      );
       expect(s.totals).toEqual(shapes[0].totals);
       expect(s.traces.map(t => t.action)).toEqual(['segment_alloc', 'alloc', 'oom']);
     }

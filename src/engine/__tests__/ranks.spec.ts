@@ -39,9 +39,15 @@ describe('multi-rank sessions', () => {
 
   it('refuses a folder with no ranks, and says which rank folder is broken', () => {
     expect(() => loadRankedSession(['data'], readFile)).toThrow(SnapshotError);
-    expect(() => loadRankedSession(['rank0', 'rank7'], (folder, name) => (folder === 'rank7' ? (() => { throw new Error('ENOENT'); })() : readFile(folder, name)))).toThrow(
-      'rank7: no manifest.json'
-    );
+    expect(() =>
+      loadRankedSession(['rank0', 'rank7'], (folder, name) =>
+        folder === 'rank7'
+          ? (() => {
+              throw new Error('ENOENT');
+            })()
+          : readFile(folder, name)
+      )
+    ).toThrow('rank7: no manifest.json');
   });
 
   it('shares one frame table, so a site is the same id on every rank', () => {
@@ -56,7 +62,9 @@ describe('multi-rank sessions', () => {
     const ranked = loadRankedSession(['rank0', 'rank1'], readFile);
     const [flat, growing] = ranked.ranks.map(r => rankGrowth(r));
     const points = rankPoints(ranked.ranks[1]);
-    expect(points.map(p => p.allocatedBytes)).toEqual(ranked.ranks[1].session.snapshots.map(s => totalBytes(s, 'allocatedBytes')));
+    expect(points.map(p => p.allocatedBytes)).toEqual(
+      ranked.ranks[1].session.snapshots.map(s => totalBytes(s, 'allocatedBytes'))
+    );
     expect(growing.grows).toBe(true);
     expect(growing.steps).toBe(3);
     expect(growing.bytesPerStep).toBe((points[3].allocatedBytes - points[0].allocatedBytes) / 3);
@@ -73,7 +81,9 @@ describe('multi-rank sessions', () => {
     const delta = sites.reduce((n, s) => n + s.bBytes - s.aBytes, 0);
     const [a, b] = ranked.ranks.map(r => totalBytes(r.session.snapshots[2], 'allocatedBytes'));
     expect(delta).toBe(b - a);
-    expect(Math.abs(sites[0].bBytes - sites[0].aBytes)).toBeGreaterThanOrEqual(Math.abs(sites[1].bBytes - sites[1].aBytes));
+    expect(Math.abs(sites[0].bBytes - sites[0].aBytes)).toBeGreaterThanOrEqual(
+      Math.abs(sites[1].bBytes - sites[1].aBytes)
+    );
     expect(() => compareRanks(ranked, 0, 5, 0)).toThrow('no rank 5');
     expect(() => compareRanks(ranked, 0, 1, 9)).toThrow('has no capture point 9');
   });

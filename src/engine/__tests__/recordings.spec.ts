@@ -27,9 +27,8 @@ describe('real H200 recordings', () => {
 
   describe.each(names)('%s', name => {
     const manifest = manifestOf(name);
-    const session = loadSession(
-      fs.readFileSync(path.join(RECORDINGS, name, 'manifest.json'), 'utf-8'),
-      file => readBytes(path.join(RECORDINGS, name, file))
+    const session = loadSession(fs.readFileSync(path.join(RECORDINGS, name, 'manifest.json'), 'utf-8'), file =>
+      readBytes(path.join(RECORDINGS, name, file))
     );
 
     it.each(manifest.cells.map(c => [c.index, c]))(

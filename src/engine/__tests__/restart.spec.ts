@@ -80,8 +80,12 @@ describe('the demo exported across a restart: two real kernels', () => {
   const manifest = session.manifest;
 
   it('is the folder committed in test-data/exports (made by test-data/make_restart_session.js)', () => {
-    const committed = JSON.parse(fs.readFileSync(path.join(TEST_DATA, 'exports', 'gpu_memory_demo--restart', 'manifest.json'), 'utf-8'));
-    expect(cellFigures(committed.cells)).toEqual(cellFigures(manifest.cells as unknown as { [key: string]: unknown }[]));
+    const committed = JSON.parse(
+      fs.readFileSync(path.join(TEST_DATA, 'exports', 'gpu_memory_demo--restart', 'manifest.json'), 'utf-8')
+    );
+    expect(cellFigures(committed.cells)).toEqual(
+      cellFigures(manifest.cells as unknown as { [key: string]: unknown }[])
+    );
   });
 
   it('records each cell\u2019s kernel session; the first cell after the restart starts from an empty device', () => {
@@ -95,7 +99,13 @@ describe('the demo exported across a restart: two real kernels', () => {
   it('reports kernel 2 against an empty device', () => {
     const reports = reportCells(session);
     expect(reports.map(r => r.afterRestart)).toEqual([false, false, false, false, true, false]);
-    expect(reports[4]).toMatchObject({ kernel: 1, kernelSession: 1, netBytes: 134258688, bornBytes: 134258688, freedBytes: 0 });
+    expect(reports[4]).toMatchObject({
+      kernel: 1,
+      kernelSession: 1,
+      netBytes: 134258688,
+      bornBytes: 134258688,
+      freedBytes: 0
+    });
     expect(reports.map(r => r.netBytes)).toEqual(manifest.cells.map(c => c.after!.allocated - c.before!.allocated));
   });
 
@@ -105,7 +115,13 @@ describe('the demo exported across a restart: two real kernels', () => {
     expect(report.executions.filter(v => v.verdict === 'leak').map(v => v.execution)).toEqual([2]);
     expect(report.topLeak).toBe(2);
     const top = report.executions[2];
-    expect(top).toMatchObject({ kernel: 0, endedByRestart: true, causes: ['graph'], leakedBytes: 301989888, freedLater: [] });
+    expect(top).toMatchObject({
+      kernel: 0,
+      endedByRestart: true,
+      causes: ['graph'],
+      leakedBytes: 301989888,
+      freedLater: []
+    });
     for (const v of report.executions.slice(0, 4)) {
       expect(v.freedLater.every(f => f.execution < 4)).toBe(true);
     }
@@ -157,8 +173,12 @@ describe('eval_without_no_grad exported across a restart, kernel 2\u2019s blocks
   });
 
   it('is the folder committed in test-data/exports (made by test-data/make_restart_session.js)', () => {
-    const committed = JSON.parse(fs.readFileSync(path.join(TEST_DATA, 'exports', 'eval_without_no_grad--restart', 'manifest.json'), 'utf-8'));
-    expect(cellFigures(committed.cells)).toEqual(cellFigures(manifest.cells as unknown as { [key: string]: unknown }[]));
+    const committed = JSON.parse(
+      fs.readFileSync(path.join(TEST_DATA, 'exports', 'eval_without_no_grad--restart', 'manifest.json'), 'utf-8')
+    );
+    expect(cellFigures(committed.cells)).toEqual(
+      cellFigures(manifest.cells as unknown as { [key: string]: unknown }[])
+    );
   });
 
   it('reports the cells of kernel 2 against an empty device', () => {
@@ -172,7 +192,10 @@ describe('eval_without_no_grad exported across a restart, kernel 2\u2019s blocks
   });
 
   it('never credits a cell with memory the restart took away', () => {
-    const retention = retentionByExecution(session.snapshots, kernelPositions(manifest.cells.map(c => c.kernel_session)));
+    const retention = retentionByExecution(
+      session.snapshots,
+      kernelPositions(manifest.cells.map(c => c.kernel_session))
+    );
     for (const r of retention.slice(0, 6)) {
       expect([...r.freedBy.keys()].every(k => k < 6)).toBe(true);
       expect(r.endedByRestart).toBe(true);
@@ -219,7 +242,9 @@ describe('eval_without_no_grad exported across a restart, kernel 2\u2019s blocks
   it('applies the kernel\u2019s holders only to the blocks of the kernel that answered', () => {
     // Kernel 2 names a variable for every block of its last snapshot; kernel 1's blocks sit at the same addresses.
     const last = session.snapshots[session.snapshots.length - 1];
-    const holders = new Map(last.blocks.map(b => [holderKey(b.device, b.address), [{ kind: 'variable' as const, path: 'x' }]]));
+    const holders = new Map(
+      last.blocks.map(b => [holderKey(b.device, b.address), [{ kind: 'variable' as const, path: 'x' }]])
+    );
     const report = findLeaks(session.snapshots, sessionExecutions(manifest), { holders });
     expect(report.executions.filter(v => v.verdict === 'leak').map(v => v.execution)).toEqual([2, 4]);
     expect(report.executions[0].holders.map(h => h.path)).not.toContain('x');
@@ -257,7 +282,9 @@ describe('a session folder without kernel sessions', () => {
 
   it('fills in missing kernel sessions the way kernelPositions reads them, and refuses one that is not an integer', () => {
     const manifest = (ids: unknown[]) =>
-      parseManifest(JSON.stringify({ cells: ids.map((id, i) => ({ snapshot_file: `cell${i}.pickle.gz`, kernel_session: id })) }));
+      parseManifest(
+        JSON.stringify({ cells: ids.map((id, i) => ({ snapshot_file: `cell${i}.pickle.gz`, kernel_session: id })) })
+      );
     const ids = [undefined, 2, 2, undefined, 5];
     expect(kernelSessionsOf(manifest(ids))).toEqual([2, 2, 2, 2, 5]);
     expect(kernelPositions(kernelSessionsOf(manifest(ids)))).toEqual(kernelPositions(ids as (number | undefined)[]));

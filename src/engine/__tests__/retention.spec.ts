@@ -5,12 +5,19 @@ import { aliveBytesAt, loadSession, retentionByExecution } from '..';
 import { readBytes, RECORDINGS } from './data';
 
 function sessionOf(name: string) {
-  return loadSession(fs.readFileSync(path.join(RECORDINGS, name, 'manifest.json'), 'utf-8'), f => readBytes(path.join(RECORDINGS, name, f)));
+  return loadSession(fs.readFileSync(path.join(RECORDINGS, name, 'manifest.json'), 'utf-8'), f =>
+    readBytes(path.join(RECORDINGS, name, f))
+  );
 }
 
 describe('retentionByExecution', () => {
   it('accounts for every allocated byte of the last snapshot', () => {
-    for (const name of ['clean_training--python', 'eval_without_no_grad--python', 'multi_gpu_split--python', 'rnn_hidden_no_detach--python']) {
+    for (const name of [
+      'clean_training--python',
+      'eval_without_no_grad--python',
+      'multi_gpu_split--python',
+      'rnn_hidden_no_detach--python'
+    ]) {
       const session = sessionOf(name);
       const retention = retentionByExecution(session.snapshots);
       const last = session.snapshots[session.snapshots.length - 1];

@@ -113,8 +113,14 @@ describe('bad roles input', () => {
     expect(() => parseBlockRoles({ device: [0], address: [1, 2], role: ['user'] }, 'f.json')).toThrow(
       'f.json columns differ in length'
     );
-    expect(() => parseBlockRoles({ device: [0], address: [1], role: ['weights'] }, 'f.json')).toThrow("unknown role 'weights'");
-    const manifest = { cells: [{ index: 0, execution_count: 1, source: '', snapshot_file: 'a', roles: { bytes: {} }, roles_file: '../x' }] };
+    expect(() => parseBlockRoles({ device: [0], address: [1], role: ['weights'] }, 'f.json')).toThrow(
+      "unknown role 'weights'"
+    );
+    const manifest = {
+      cells: [
+        { index: 0, execution_count: 1, source: '', snapshot_file: 'a', roles: { bytes: {} }, roles_file: '../x' }
+      ]
+    };
     expect(() => sessionRoles(manifest, read)).toThrow('cells[0] roles_file must be a name inside the folder');
   });
 

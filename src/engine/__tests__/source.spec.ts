@@ -1,5 +1,16 @@
 // What the leak finder reads from a cell's source, line by line.
-import { callsMatmul, containersOf, displayedLines, hookTargets, gradDisabledAt, recurrentNames, registersHook, runsBackward, setsGradMode, storedNames } from '..';
+import {
+  callsMatmul,
+  containersOf,
+  displayedLines,
+  hookTargets,
+  gradDisabledAt,
+  recurrentNames,
+  registersHook,
+  runsBackward,
+  setsGradMode,
+  storedNames
+} from '..';
 
 describe('gradDisabledAt', () => {
   const src = [
@@ -65,7 +76,9 @@ describe('storedNames and recurrentNames', () => {
   });
 
   it('finds the lists a name is appended to', () => {
-    expect(containersOf('for _ in r:\n    loss = f()\n    losses.append(loss)\n    log.append(loss.item())', 'loss')).toEqual(['losses']);
+    expect(
+      containersOf('for _ in r:\n    loss = f()\n    losses.append(loss)\n    log.append(loss.item())', 'loss')
+    ).toEqual(['losses']);
   });
 });
 
@@ -114,7 +127,15 @@ describe('a real Python parser', () => {
   });
 
   it('reads decorators: a function evaluated under no_grad or inference_mode', () => {
-    const src = ['@torch.no_grad()', 'def ev(x):', '    return model(x)', '', '@functools.cache', 'def train(x):', '    return model(x)'].join('\n');
+    const src = [
+      '@torch.no_grad()',
+      'def ev(x):',
+      '    return model(x)',
+      '',
+      '@functools.cache',
+      'def train(x):',
+      '    return model(x)'
+    ].join('\n');
     expect(gradDisabledAt(src, 3)).toBe(true);
     expect(gradDisabledAt(src, 7)).toBe(false);
     const stacked = ['@torch.inference_mode()', '@other', 'def ev(x):', '    y = model(x)', '    return y'].join('\n');
@@ -154,7 +175,7 @@ describe('a real Python parser', () => {
     expect(callsMatmul('y = x @ w', 1)).toBe(true);
     expect(callsMatmul('y = torch.matmul(x, w)', 1)).toBe(true);
     expect(callsMatmul('y = F.linear(x, w)', 1)).toBe(true);
-    expect(callsMatmul("y = x * 2  # not x @ w", 1)).toBe(false);
+    expect(callsMatmul('y = x * 2  # not x @ w', 1)).toBe(false);
     expect(callsMatmul("y = f('@')", 1)).toBe(false);
   });
 });

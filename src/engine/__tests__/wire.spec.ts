@@ -11,12 +11,19 @@ const VENV_PYTHON = path.join(ROOT, '.venv', 'bin', 'python');
 const PYTHON = process.env.PYTHON ?? (fs.existsSync(VENV_PYTHON) ? VENV_PYTHON : 'python3');
 
 function helperMessages(name: string): any[] {
-  const out = execFileSync(PYTHON, [path.join(ROOT, 'kernel-helpers', 'tests', 'dump_replay.py'), path.join(RECORDINGS, name)], {
-    encoding: 'utf-8',
-    env: { ...process.env, PYTHONPATH: path.join(ROOT, 'kernel-helpers') },
-    maxBuffer: 1 << 30
-  });
-  return out.trim().split('\n').map(line => JSON.parse(line));
+  const out = execFileSync(
+    PYTHON,
+    [path.join(ROOT, 'kernel-helpers', 'tests', 'dump_replay.py'), path.join(RECORDINGS, name)],
+    {
+      encoding: 'utf-8',
+      env: { ...process.env, PYTHONPATH: path.join(ROOT, 'kernel-helpers') },
+      maxBuffer: 1 << 30
+    }
+  );
+  return out
+    .trim()
+    .split('\n')
+    .map(line => JSON.parse(line));
 }
 
 describe.each(recordingNames())('wire messages of %s', name => {
@@ -45,7 +52,8 @@ describe.each(recordingNames())('wire messages of %s', name => {
     const snapshots = messages.filter(m => m.type === 'snapshot').map(m => decoder.decode(m));
     const last = snapshots[snapshots.length - 1];
     const raw = recordedSnapshot(name, manifest.cells[manifest.cells.length - 1].snapshot_file, frames);
-    const live = (s: typeof raw) => s.blocks.filter(b => b.state !== 'inactive').map(b => [b.device, b.address, b.size, b.stack]);
+    const live = (s: typeof raw) =>
+      s.blocks.filter(b => b.state !== 'inactive').map(b => [b.device, b.address, b.size, b.stack]);
     expect(live(last)).toEqual(live(raw));
   });
 });
@@ -92,7 +100,11 @@ describe('WireDecoder', () => {
 
 describe('live messages recorded on an H200', () => {
   const file = path.join(ROOT, 'test-data', 'live', 'h200_live_cells.jsonl');
-  const messages = fs.readFileSync(file, 'utf-8').trim().split('\n').map(line => JSON.parse(line));
+  const messages = fs
+    .readFileSync(file, 'utf-8')
+    .trim()
+    .split('\n')
+    .map(line => JSON.parse(line));
 
   it('decode to what torch.cuda.memory_allocated() measured after each cell', () => {
     const decoder = new WireDecoder(new FrameTable());

@@ -15,7 +15,8 @@ const LIVE = path.resolve(__dirname, '../../../test-data/live/gpu_memory_demo--h
 const manifest = JSON.parse(fs.readFileSync(path.join(LIVE, 'manifest.json'), 'utf-8'));
 const read = (name: string) => fs.readFileSync(path.join(LIVE, name));
 // What the kernel answered after the last cell, on the H200.
-const recordedAnswer = () => parseHolderAnswer(JSON.parse(read(manifest.cells[manifest.cells.length - 1].holders_file).toString()));
+const recordedAnswer = () =>
+  parseHolderAnswer(JSON.parse(read(manifest.cells[manifest.cells.length - 1].holders_file).toString()));
 
 function notebook(requestHolders?: (blocks: readonly BlockQuery[]) => Promise<IHolderAnswer>): IFollowedNotebook {
   const { store } = recordedStore(LIVE);
@@ -85,7 +86,9 @@ describe('LeakFinderModel', () => {
   });
 
   it('says why holders are only guessed: a replayed session, or a kernel that does not answer', async () => {
-    const replayed = finder(notebook(() => Promise.resolve({ ...recordedAnswer(), holders: new Map(), replay: 'gpu_memory_demo--python' })));
+    const replayed = finder(
+      notebook(() => Promise.resolve({ ...recordedAnswer(), holders: new Map(), replay: 'gpu_memory_demo--python' }))
+    );
     const a = (await replayed.leaks.run().refined)!;
     expect(a.holders).toBe('guessed');
     expect(a.holdersNote).toEqual({ kind: 'replay', session: 'gpu_memory_demo--python' });

@@ -21,7 +21,12 @@ function setup(
   const { store } = recordedStore(REC);
   const cells = () => sources.map((source: string, i: number) => ({ id: `cell-${i}`, source }));
   const panel = new DiffPanelModel();
-  panel.setNotebook({ title: 'out_cache.ipynb', store, cells, requestHolders: requestHolders && (() => requestHolders(store)) });
+  panel.setNotebook({
+    title: 'out_cache.ipynb',
+    store,
+    cells,
+    requestHolders: requestHolders && (() => requestHolders(store))
+  });
   const leaks = new LeakFinderModel(panel);
   const handlers = { onShowCell: jest.fn(), onReveal: jest.fn(), onShowDiff: jest.fn() };
   const view = render(
@@ -70,7 +75,11 @@ describe('LeakView on the out_cache session', () => {
     const evil = `cache['<img src=x onerror="window.__pwned=1">']`;
     const { leaks, container } = setup(undefined, store => {
       const last = store.records[store.records.length - 1].snapshot;
-      const holders = new Map(last.blocks.filter(isAllocated).map(b => [holderKey(b.device, b.address), [{ kind: 'output-cache' as const, path: evil }]]));
+      const holders = new Map(
+        last.blocks
+          .filter(isAllocated)
+          .map(b => [holderKey(b.device, b.address), [{ kind: 'output-cache' as const, path: evil }]])
+      );
       return Promise.resolve({ holders, partial: false, elapsedMs: 1, replay: null, error: null });
     });
     await React.act(async () => void (await leaks.run().refined));
@@ -83,10 +92,16 @@ describe('LeakView on the out_cache session', () => {
     expect((window as { __pwned?: number }).__pwned).toBeUndefined();
   });
 
-  it('words the model\'s codes: holder notes and why nothing is ranked', () => {
-    expect(holdersNoteText({ kind: 'partial', elapsedMs: 2001 }, trans)).toBe('The kernel ran out of time after 2001 ms: holders are partial.');
-    expect(holdersNoteText({ kind: 'failed', reason: 'timeout' }, trans)).toMatch(/^The kernel could not say who holds the memory \(timeout\)/);
-    expect(holdersNoteText({ kind: 'replay', session: 's' }, trans)).toMatch(/^Replayed session \(s\): no live tensors/);
+  it("words the model's codes: holder notes and why nothing is ranked", () => {
+    expect(holdersNoteText({ kind: 'partial', elapsedMs: 2001 }, trans)).toBe(
+      'The kernel ran out of time after 2001 ms: holders are partial.'
+    );
+    expect(holdersNoteText({ kind: 'failed', reason: 'timeout' }, trans)).toMatch(
+      /^The kernel could not say who holds the memory \(timeout\)/
+    );
+    expect(holdersNoteText({ kind: 'replay', session: 's' }, trans)).toMatch(
+      /^Replayed session \(s\): no live tensors/
+    );
     expect(problemText('no-cuda', trans)).toBe("This kernel's torch has no CUDA: there is no GPU memory to rank.");
     expect(problemText('no-snapshots', trans)).toBe('No GPU memory snapshots yet: run some cells first.');
   });

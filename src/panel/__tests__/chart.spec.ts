@@ -73,8 +73,11 @@ describe('binary ticks', () => {
     }
   });
 
-  it('puts the chart\'s ticks on those values', () => {
-    const chart = chartLayout([{ allocatedBytes: 500 * MiB, reservedBytes: 572 * MiB, oom: false, label: '[1]' }], { width: 320, height: 120 });
+  it("puts the chart's ticks on those values", () => {
+    const chart = chartLayout([{ allocatedBytes: 500 * MiB, reservedBytes: 572 * MiB, oom: false, label: '[1]' }], {
+      width: 320,
+      height: 120
+    });
     expect(chart.ticks.map(t => t.label)).toEqual(['0 B', '256 MiB', '512 MiB', '768 MiB']);
     expect(chart.ticks[0].y).toBe(120 - 8);
     expect(chart.ticks[3].y).toBe(8);

@@ -3,7 +3,15 @@ import { nullTranslator } from '@jupyterlab/translation';
 import * as fs from 'fs';
 import * as path from 'path';
 import * as React from 'react';
-import { CellCodeNames, diffSnapshots, FrameTable, groupBySite, murmur2, normalizeSnapshot, readSnapshot } from '../../engine';
+import {
+  CellCodeNames,
+  diffSnapshots,
+  FrameTable,
+  groupBySite,
+  murmur2,
+  normalizeSnapshot,
+  readSnapshot
+} from '../../engine';
 import { DiffView } from '../diffview';
 import { StackView } from '../../components/stack';
 
@@ -13,9 +21,16 @@ const manifest = JSON.parse(fs.readFileSync(path.join(REC, 'manifest.json'), 'ut
 
 function recordedDiff() {
   const frames = new FrameTable();
-  const read = (k: number) => readSnapshot(new Uint8Array(fs.readFileSync(path.join(REC, manifest.cells[k].snapshot_file))), frames);
+  const read = (k: number) =>
+    readSnapshot(new Uint8Array(fs.readFileSync(path.join(REC, manifest.cells[k].snapshot_file))), frames);
   const diff = diffSnapshots(read(1), read(2));
-  const cells = new CellCodeNames(manifest.cells.map((c: any, i: number) => ({ id: `cell-${i}`, source: c.source, executionCount: c.execution_count })));
+  const cells = new CellCodeNames(
+    manifest.cells.map((c: any, i: number) => ({
+      id: `cell-${i}`,
+      source: c.source,
+      executionCount: c.execution_count
+    }))
+  );
   return { diff, cells };
 }
 
@@ -35,7 +50,9 @@ describe('DiffView on a real H200 diff', () => {
         caption="After cell [3], against cell [2]"
       />
     );
-    expect(screen.getByRole('status').textContent).toBe('Born 321 MiB in 26 blocks, freed 0 B in 0 blocks, net +321 MiB');
+    expect(screen.getByRole('status').textContent).toBe(
+      'Born 321 MiB in 26 blocks, freed 0 B in 0 blocks, net +321 MiB'
+    );
     const rows = container.querySelectorAll('[data-cuda-memdiff-site]');
     expect(rows[0].getAttribute('data-cuda-memdiff-site')).toMatch(/ipykernel_447\/3447429980\.py:3$/);
     expect(Number(rows[0].getAttribute('data-cuda-memdiff-net-bytes'))).toBe(504406016 - 167813120);
@@ -59,7 +76,16 @@ describe('DiffView on a real H200 diff', () => {
     const { diff, cells } = recordedDiff();
     const onShow = jest.fn();
     render(
-      <DiffView diff={diff} groups={groupBySite(diff)} showAllFrames={false} onShowAllFrames={onShow} cells={cells} trans={trans} onReveal={() => undefined} caption="" />
+      <DiffView
+        diff={diff}
+        groups={groupBySite(diff)}
+        showAllFrames={false}
+        onShowAllFrames={onShow}
+        cells={cells}
+        trans={trans}
+        onReveal={() => undefined}
+        caption=""
+      />
     );
     fireEvent.click(screen.getByLabelText('Show all frames'));
     expect(onShow).toHaveBeenCalledWith(true);
@@ -71,7 +97,22 @@ describe('StackView', () => {
     const frames = new FrameTable();
     const evil = '<img src=x onerror=alert(1)>';
     const snapshot = normalizeSnapshot(
-      { segments: [{ address: 0, total_size: 1024, blocks: [{ address: 0, size: 512, state: 'active_allocated', frames: [{ name: evil, filename: `/home/${evil}.py`, line: 1 }] }] }] },
+      {
+        segments: [
+          {
+            address: 0,
+            total_size: 1024,
+            blocks: [
+              {
+                address: 0,
+                size: 512,
+                state: 'active_allocated',
+                frames: [{ name: evil, filename: `/home/${evil}.py`, line: 1 }]
+              }
+            ]
+          }
+        ]
+      },
       frames
     );
     const source = `x = 1  # ${evil}`;
@@ -79,8 +120,22 @@ describe('StackView', () => {
     const cells = new CellCodeNames([{ id: 'a', source, executionCount: 4 }]);
     const { container } = render(
       <div>
-        <StackView frames={frames} stack={snapshot.blocks[0].stack} filter={{}} cells={cells} trans={trans} onReveal={() => undefined} />
-        <StackView frames={frames} stack={cellStack} filter={{}} cells={cells} trans={trans} onReveal={() => undefined} />
+        <StackView
+          frames={frames}
+          stack={snapshot.blocks[0].stack}
+          filter={{}}
+          cells={cells}
+          trans={trans}
+          onReveal={() => undefined}
+        />
+        <StackView
+          frames={frames}
+          stack={cellStack}
+          filter={{}}
+          cells={cells}
+          trans={trans}
+          onReveal={() => undefined}
+        />
       </div>
     );
     expect(container.querySelector('img')).toBeNull();
@@ -91,12 +146,31 @@ describe('StackView', () => {
 
   it('collapses C++ frames and explains a missing stack', () => {
     const frames = new FrameTable();
-    const stack = frames.internStack([frames.internFrame('at::empty', '??', 0), frames.internFrame('f', '/home/me/a.py', 3)]);
+    const stack = frames.internStack([
+      frames.internFrame('at::empty', '??', 0),
+      frames.internFrame('f', '/home/me/a.py', 3)
+    ]);
     const { container, rerender } = render(
-      <StackView frames={frames} stack={stack} filter={{}} cells={new CellCodeNames([])} trans={trans} onReveal={() => undefined} />
+      <StackView
+        frames={frames}
+        stack={stack}
+        filter={{}}
+        cells={new CellCodeNames([])}
+        trans={trans}
+        onReveal={() => undefined}
+      />
     );
     expect(container.textContent).toContain('[1 C++ frame]');
-    rerender(<StackView frames={frames} stack={0} filter={{}} cells={new CellCodeNames([])} trans={trans} onReveal={() => undefined} />);
+    rerender(
+      <StackView
+        frames={frames}
+        stack={0}
+        filter={{}}
+        cells={new CellCodeNames([])}
+        trans={trans}
+        onReveal={() => undefined}
+      />
+    );
     expect(container.textContent).toContain('No Python stack');
   });
 });

@@ -16,14 +16,33 @@ function notebookWith(count: number): IFollowedNotebook & { store: SnapshotStore
       executionCount: k + 1,
       reason: 'cell',
       seq: k + 1,
-      before: [{ device: 0, allocated: manifest.cells[k].before.allocated, reserved: manifest.cells[k].before.reserved }],
-      snapshot: readSnapshot(new Uint8Array(fs.readFileSync(path.join(REC, manifest.cells[k].snapshot_file))), store.frames),
-      devices: [{ device: 0, allocated: after.allocated, reserved: after.reserved, peak_allocated: after.max_allocated, peak_reserved: after.max_reserved, device_free: null, device_total: null }],
+      before: [
+        { device: 0, allocated: manifest.cells[k].before.allocated, reserved: manifest.cells[k].before.reserved }
+      ],
+      snapshot: readSnapshot(
+        new Uint8Array(fs.readFileSync(path.join(REC, manifest.cells[k].snapshot_file))),
+        store.frames
+      ),
+      devices: [
+        {
+          device: 0,
+          allocated: after.allocated,
+          reserved: after.reserved,
+          peak_allocated: after.max_allocated,
+          peak_reserved: after.max_reserved,
+          device_free: null,
+          device_total: null
+        }
+      ],
       error: null,
       replay: null
     });
   }
-  return { title: 'demo.ipynb', store, cells: () => manifest.cells.map((c: any, i: number) => ({ id: `cell-${i}`, source: c.source })) };
+  return {
+    title: 'demo.ipynb',
+    store,
+    cells: () => manifest.cells.map((c: any, i: number) => ({ id: `cell-${i}`, source: c.source }))
+  };
 }
 
 describe('DiffPanelModel', () => {
@@ -46,7 +65,10 @@ describe('DiffPanelModel', () => {
   it('keeps one cell-name map while the cells are unchanged', () => {
     const model = new DiffPanelModel();
     const sources = manifest.cells.map((c: any) => c.source as string);
-    const notebook = { ...notebookWith(3), cells: () => sources.map((source: string, i: number) => ({ id: `cell-${i}`, source })) };
+    const notebook = {
+      ...notebookWith(3),
+      cells: () => sources.map((source: string, i: number) => ({ id: `cell-${i}`, source }))
+    };
     model.setNotebook(notebook);
     const names = model.cellNames();
     expect(model.cellNames()).toBe(names);
@@ -66,7 +88,7 @@ describe('DiffPanelModel', () => {
     ]);
   });
 
-  it('compares any two snapshots: the notebook\'s and opened files', () => {
+  it("compares any two snapshots: the notebook's and opened files", () => {
     const model = new DiffPanelModel();
     model.setNotebook(notebookWith(3));
     const bytes = (k: number) => new Uint8Array(fs.readFileSync(path.join(REC, manifest.cells[k].snapshot_file)));
@@ -146,7 +168,11 @@ describe('DiffPanelModel files', () => {
     const a = model.addFile('cell01.pickle.gz', bytes(1), 'runs/a/cell01.pickle.gz')!;
     const b = model.addFile('cell01.pickle.gz', bytes(2), 'runs/b/cell01.pickle.gz')!;
     const c = model.addFile('cell03.pickle.gz', bytes(3), 'runs/b/cell03.pickle.gz')!;
-    expect([a, b, c].map(f => model.fileLabel(f))).toEqual(['a/cell01.pickle.gz', 'b/cell01.pickle.gz', 'cell03.pickle.gz']);
+    expect([a, b, c].map(f => model.fileLabel(f))).toEqual([
+      'a/cell01.pickle.gz',
+      'b/cell01.pickle.gz',
+      'cell03.pickle.gz'
+    ]);
     const again = model.addFile('cell01.pickle.gz', bytes(4), 'runs/a/cell01.pickle.gz')!;
     expect(model.files).toEqual([again, b, c]);
   });
@@ -183,7 +209,16 @@ describe('DiffPanelModel kernel sessions and reveal requests', () => {
     const notebook = notebookWith(2);
     const snapshot = notebook.store.records[0].snapshot;
     notebook.store.newKernelSession();
-    notebook.store.add({ cellId: 'cell-0', executionCount: 1, reason: 'cell', seq: 1, snapshot, devices: [], error: null, replay: null });
+    notebook.store.add({
+      cellId: 'cell-0',
+      executionCount: 1,
+      reason: 'cell',
+      seq: 1,
+      snapshot,
+      devices: [],
+      error: null,
+      replay: null
+    });
     model.setNotebook(notebook);
     expect(model.kernelCount).toBe(2);
     expect(model.records.map(r => model.kernelNumber(r))).toEqual([1, 1, 2]);

@@ -11,8 +11,20 @@ function topAt(path: string): number {
 
 describe('chart stacked by role', () => {
   const inputs = [
-    { allocatedBytes: 300 * MiB, reservedBytes: 320 * MiB, oom: false, label: '[1]', roles: roles({ parameter: 100 * MiB, gradient: 100 * MiB, user: 100 * MiB }) },
-    { allocatedBytes: 400 * MiB, reservedBytes: 420 * MiB, oom: false, label: '[2]', roles: roles({ parameter: 100 * MiB, gradient: 100 * MiB, activation: 200 * MiB }) },
+    {
+      allocatedBytes: 300 * MiB,
+      reservedBytes: 320 * MiB,
+      oom: false,
+      label: '[1]',
+      roles: roles({ parameter: 100 * MiB, gradient: 100 * MiB, user: 100 * MiB })
+    },
+    {
+      allocatedBytes: 400 * MiB,
+      reservedBytes: 420 * MiB,
+      oom: false,
+      label: '[2]',
+      roles: roles({ parameter: 100 * MiB, gradient: 100 * MiB, activation: 200 * MiB })
+    },
     { allocatedBytes: 100 * MiB, reservedBytes: 420 * MiB, oom: false, label: '[3]', roles: null }
   ];
   const layout = chartLayout(inputs, { width: 320, height: 120 });
@@ -25,7 +37,10 @@ describe('chart stacked by role', () => {
   });
 
   it('draws nothing by role when no snapshot has roles', () => {
-    const plain = chartLayout(inputs.map(i => ({ ...i, roles: null })), { width: 320, height: 120 });
+    const plain = chartLayout(
+      inputs.map(i => ({ ...i, roles: null })),
+      { width: 320, height: 120 }
+    );
     expect(plain.roleAreas).toEqual([]);
   });
 });

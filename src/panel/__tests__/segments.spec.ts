@@ -36,7 +36,9 @@ describe('segmentMapLayout', () => {
 
   it('summarises runs of sub-pixel blocks into bands and bounds the rows', () => {
     const s = readSnapshot(
-      new Uint8Array(fs.readFileSync(path.resolve(__dirname, '../../../test-data/recordings/many_blocks--python/cell03.pickle.gz')))
+      new Uint8Array(
+        fs.readFileSync(path.resolve(__dirname, '../../../test-data/recordings/many_blocks--python/cell03.pickle.gz'))
+      )
     );
     const bounded = segmentMapLayout(s, { width: 300, rowHeight: 6, maxRows: 100, groupOf: () => '' });
     expect(bounded.rows).toHaveLength(100);
@@ -52,7 +54,13 @@ describe('segmentMapLayout', () => {
   });
 
   it('draws segments to one scale, after the size column, and writes a size where it changes', () => {
-    const layout = segmentMapLayout(snapshot, { width: 240, labelWidth: 40, rowHeight: 10, maxRows: 10, groupOf: () => 'g' });
+    const layout = segmentMapLayout(snapshot, {
+      width: 240,
+      labelWidth: 40,
+      rowHeight: 10,
+      maxRows: 10,
+      groupOf: () => 'g'
+    });
     // the largest segment spans the 200 px after the column, one ten times smaller a tenth of it
     expect(layout.rows.map(r => [r.x, r.width, r.size, r.showSize])).toEqual([
       [40, 200, 1000, true],

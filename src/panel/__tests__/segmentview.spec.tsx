@@ -14,15 +14,24 @@ describe('SegmentMap', () => {
   it('draws each segment, colours blocks by the cell that allocated them and names the colours', () => {
     const snapshot = readSnapshot(new Uint8Array(fs.readFileSync(path.join(REC, manifest.cells[2].snapshot_file))));
     const ids = manifest.cells.map((_: unknown, i: number) => `cell-${i}`);
-    const cells = new CellCodeNames(manifest.cells.map((c: any, i: number) => ({ id: ids[i], source: c.source, executionCount: c.execution_count })));
+    const cells = new CellCodeNames(
+      manifest.cells.map((c: any, i: number) => ({ id: ids[i], source: c.source, executionCount: c.execution_count }))
+    );
     const onReveal = jest.fn();
-    const { container } = render(<SegmentMap snapshot={snapshot} cells={cells} showAllFrames={false} trans={trans} onReveal={onReveal} />);
+    const { container } = render(
+      <SegmentMap snapshot={snapshot} cells={cells} showAllFrames={false} trans={trans} onReveal={onReveal} />
+    );
     expect(container.querySelectorAll('[data-cuda-memdiff-segment]')).toHaveLength(snapshot.segments.length);
     // the model's weights come from cell 0, the batches from cell 1, the kept graphs from cell 2:
     // each has a colour, and the legend names it as the notebook does
     const legend = screen.getByRole('list', { name: 'Colours of the segment map' });
-    const named = Array.from(legend.querySelectorAll('li')).map(li => [li.querySelector('span')!.className.split(' ').pop(), li.textContent]);
-    const cellColours = new Map(named.filter(([, text]) => /^Cell \[\d\]$/.test(text!)).map(([cls, text]) => [text, cls]));
+    const named = Array.from(legend.querySelectorAll('li')).map(li => [
+      li.querySelector('span')!.className.split(' ').pop(),
+      li.textContent
+    ]);
+    const cellColours = new Map(
+      named.filter(([, text]) => /^Cell \[\d\]$/.test(text!)).map(([cls, text]) => [text, cls])
+    );
     expect([...cellColours.keys()].sort()).toEqual(['Cell [1]', 'Cell [2]', 'Cell [3]']);
     for (const cls of cellColours.values()) {
       expect(container.querySelectorAll(`rect.${cls}`).length).toBeGreaterThan(0);
@@ -30,7 +39,9 @@ describe('SegmentMap', () => {
     expect(legend.textContent).toContain('free space inside a segment');
     // sizes are written, and the summary says what the rows mean
     expect(container.querySelector('.jp-CudaMemdiffSegments-size')!.textContent).toMatch(/^\d+(\.\d+)? [KMG]iB$/);
-    expect(container.querySelector('.jp-CudaMemdiffSegments-summary')!.textContent).toMatch(/segments, .* reserved, .* free\. Rows are drawn to scale/);
+    expect(container.querySelector('.jp-CudaMemdiffSegments-summary')!.textContent).toMatch(
+      /segments, .* reserved, .* free\. Rows are drawn to scale/
+    );
     const block = container.querySelector(`rect.${cellColours.get('Cell [3]')}`) as SVGRectElement;
     // hovering shows the block's stack, the cell named as the notebook shows it (not an ipykernel path)
     const title = block.querySelector('title')!.textContent!;
@@ -44,7 +55,13 @@ describe('SegmentMap', () => {
   it('colours a snapshot with no notebook cells by allocation site', () => {
     const snapshot = readSnapshot(new Uint8Array(fs.readFileSync(path.join(REC, manifest.cells[2].snapshot_file))));
     const { container } = render(
-      <SegmentMap snapshot={snapshot} cells={new CellCodeNames([])} showAllFrames={false} trans={trans} onReveal={jest.fn()} />
+      <SegmentMap
+        snapshot={snapshot}
+        cells={new CellCodeNames([])}
+        showAllFrames={false}
+        trans={trans}
+        onReveal={jest.fn()}
+      />
     );
     const legend = screen.getByRole('list', { name: 'Colours of the segment map' });
     const sites = Array.from(legend.querySelectorAll('li')).filter(li => / \(.*:\d+\)$/.test(li.textContent!));

@@ -48,7 +48,9 @@ describe('EngineWorker without a browser worker', () => {
 
 describe('errors crossing from the worker', () => {
   it('keeps a SnapshotError a SnapshotError, with its message', () => {
-    const error = errorOf(failure(1, new SnapshotError('not a snapshot: bad magic')) as { name: string; message: string });
+    const error = errorOf(
+      failure(1, new SnapshotError('not a snapshot: bad magic')) as { name: string; message: string }
+    );
     expect(error).toBeInstanceOf(SnapshotError);
     expect(error.message).toBe('not a snapshot: bad magic');
   });

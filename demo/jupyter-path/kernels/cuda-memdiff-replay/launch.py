@@ -5,6 +5,7 @@ demo/jupyter-path goes on JUPYTER_PATH in two places: scripts/start.sh, which
 opens the demo with this kernel when there is no GPU (other notebooks keep the
 ordinary python3 kernel), and ui-tests/playwright.config.js for the browser
 tests."""
+
 import os
 import pathlib
 

@@ -5,6 +5,7 @@ takes about a second, the cells themselves no time. The cells are
 `step_0 = 0` ... `step_3 = 3` (the recording's sources need a GPU); the last
 one then creates MARKER, so the test knows the cell is over and the helper's
 work has begun, and interrupts right then."""
+
 import json
 import os
 import pathlib

@@ -4,6 +4,7 @@ three steps, an eval pass outside no_grad), for the browser tests of the
 badge tooltip and the chart by role. The cells are `step_0 = 0` ...
 `step_5 = 5` (the recording's sources would train on the CPU); each replays
 the recorded snapshot and the recorded roles."""
+
 import json
 import os
 import pathlib
