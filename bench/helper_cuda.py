@@ -55,9 +55,23 @@ def median_ms(fn, runs=RUNS):
 
 
 def helper_cell(log, frontends, traces=False):
+    allocations = torch_probe.allocation_count()
     raw = torch_probe.raw_snapshot(include_traces=traces)
-    entry = log.add(raw, reason="cell", cell_id="c", execution_count=1, error=None, devices=torch_probe.device_stats())
+    entry = log.add(
+        raw, allocations, reason="cell", cell_id="c", execution_count=1, error=None, devices=torch_probe.device_stats()
+    )
     frontends.publish(entry)
+
+
+def capture_ms(cell, capture, runs=RUNS):
+    """Median time of ``capture`` after each run of ``cell`` (the cell's own work is not timed)."""
+    times = []
+    for _ in range(runs):
+        cell()
+        t = time.perf_counter()
+        capture()
+        times.append((time.perf_counter() - t) * 1000)
+    return statistics.median(times)
 
 
 def capture_costs(profile=False):
@@ -77,16 +91,27 @@ def capture_costs(profile=False):
             def change_300():
                 for i in range(300):
                     keep[i] = torch.empty(512, device="cuda")
+
+            def change_300_with_temporaries():
+                change_300()
+                for _ in range(10):
+                    (keep[0] * 2).sum()  # freed before the capture: more allocations than new blocks
+
+            def capture():
                 helper_cell(log, frontends, traces)
 
-            changed = median_ms(change_300)
+            changed = capture_ms(change_300, capture)
+            temporaries = capture_ms(change_300_with_temporaries, capture)
+            capture_ms(change_300, capture, runs=1)  # the message below: a cell that changed 300 blocks
+
             against = bare_traced if traces else bare
             print(
                 f"{n:>7} live blocks, traces {'on ' if traces else 'off'}: "
                 f"bare memory_snapshot(include_traces=False) "
                 f"{bare:6.1f} ms, _snapshot() {bare_traced:6.1f} ms | helper per cell, nothing changed "
                 f"{same:6.1f} ms ({same / against:.2f}x) | 300 blocks changed {changed:6.1f} ms "
-                f"({changed / against:.2f}x) | message: whole {whole / 2**20:.2f} MiB, 300 changed "
+                f"({changed / against:.2f}x) | 300 changed and temporaries {temporaries:6.1f} ms "
+                f"({temporaries / against:.2f}x) | message: whole {whole / 2**20:.2f} MiB, 300 changed "
                 f"{comm.bytes / 2**10:.1f} KiB ({comm.bytes / whole:.1%})"
             )
             if profile and n == 100_000 and not traces:
@@ -94,6 +119,7 @@ def capture_costs(profile=False):
                 prof.enable()
                 for _ in range(3):
                     change_300()
+                    capture()
                 prof.disable()
                 text = io.StringIO()
                 pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(8)

@@ -264,10 +264,11 @@ class CellCapture:
         oom, self._oom = self._oom, None
         if oom is not None:
             self._publish(oom[0], dict(fields, reason="oom", oom=oom[1], devices=devices, before=before))
+        allocations = torch_probe.allocation_count(torch)  # before the snapshot: see reader.py
         raw = torch_probe.raw_snapshot(self.settings["include_traces"], torch)
         fields.update(reason="cell", devices=devices, before=before, peak=self._cell_peak(devices))
         fields["capture_ms"] = round((time.perf_counter() - started) * 1000, 3)
-        self._publish(raw, fields)
+        self._publish(raw, fields, allocations)
 
     def _cell_peak(self, devices):
         """The cell's peak allocated bytes, exact or an upper bound, without resetting anything by default.
@@ -330,8 +331,8 @@ class CellCapture:
             fields["roles"] = recorded["roles"]
         self._publish(self.replay.snapshot(recorded["snapshot_file"]), fields)
 
-    def _publish(self, raw, fields):
-        entry = self.log.add(raw, **fields)
+    def _publish(self, raw, fields, allocations=None):
+        entry = self.log.add(raw, allocations=allocations, **fields)
         if fields["reason"] == "cell" and self.replay is None:
             # What each live block is for (roles.py): one additive field of the cell's snapshot message.
             roles = self.roles.after_cell(self.shell, self.log.current)

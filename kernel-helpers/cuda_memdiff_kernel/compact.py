@@ -12,7 +12,7 @@ from . import protocol
 
 # A frame's identity, read in C: one call per frame instead of three lookups.
 _FRAME_KEY = operator.itemgetter("filename", "line", "name")
-_STATE_CODES = {name: code for code, name in enumerate(protocol.BLOCK_STATES)}
+STATE_CODES = {name: code for code, name in enumerate(protocol.BLOCK_STATES)}
 
 # A block row: (device, address, size, requested_size, state code, stack id, segment address).
 ROW_DEVICE, ROW_ADDRESS, ROW_SIZE, ROW_REQUESTED, ROW_STATE, ROW_STACK, ROW_SEGMENT = range(7)
@@ -38,21 +38,29 @@ class FrameTable:
         sid = self._by_frames.get(keys)
         if sid is not None:
             return sid
-        ids = []
-        for key in keys:
-            fid = self._frame_ids.get(key)
-            if fid is None:
-                # Append first: an interrupt between the two leaves a spare frame, never a wrong id.
-                self.frames.append(list(key))
-                fid = self._frame_ids[key] = len(self.frames) - 1
-            ids.append(fid)
-        ids = tuple(ids)
+        ids = tuple(map(self._frame_id, keys))
         sid = self._stack_ids.get(ids)
         if sid is None:
             self.stacks.append(list(ids))
             sid = self._stack_ids[ids] = len(self.stacks) - 1
         self._by_frames[keys] = sid
         return sid
+
+    def frame_id(self, frame):
+        """The id of one raw frame dict."""
+        try:
+            key = _FRAME_KEY(frame)
+        except KeyError:
+            key = (frame.get("filename", "??"), frame.get("line", 0), frame.get("name", "??"))
+        return self._frame_id(key)
+
+    def _frame_id(self, key):
+        fid = self._frame_ids.get(key)
+        if fid is None:
+            # Append first: an interrupt between the two leaves a spare frame, never a wrong id.
+            self.frames.append(list(key))
+            fid = self._frame_ids[key] = len(self.frames) - 1
+        return fid
 
 
 def read_state(raw, table):
@@ -64,54 +72,71 @@ def read_state(raw, table):
     """
     raw_segments = raw["segments"] if isinstance(raw, dict) else raw
     segments, blocks = [], {}
-    states = _STATE_CODES
-    # Stack ids by the frame dicts' identities (see _SnapshotStacks), inlined: this loop runs once per live block.
-    ids = {}
-    ids_get = ids.get
+    ids = {}  # stack ids by the frame dicts' identities, for this one snapshot (see _SnapshotStacks)
     for seg in raw_segments:
-        device = int(seg.get("device", 0))
-        seg_address = int(seg["address"])
-        pool = seg.get("segment_pool_id", "")
-        pool = ",".join(str(p) for p in pool) if isinstance(pool, (tuple, list)) else str(pool)
-        segments.append(
-            (
-                device,
-                seg_address,
-                int(seg["total_size"]),
-                int(seg.get("stream", 0)),
-                pool,
-                str(seg.get("segment_type", "")),
-                table.stack_id(seg.get("frames")),
-            )
-        )
-        # Plain lookups, no int() on ints.
-        cursor = seg_address
-        for blk in seg.get("blocks", ()):
-            size = blk["size"]
-            address = blk.get("address", cursor)  # torch before 2.1: the sizes before it give the address
-            cursor = address + size
-            state = states.get(blk["state"])
-            if state is None:  # free space: implied by the segment
-                continue
-            frames = blk.get("frames")
-            if frames:
-                key = tuple(map(id, frames))
-                sid = ids_get(key)
-                if sid is None:
-                    sid = ids[key] = table.stack_id(frames)
-            else:
-                sid = 0
-            blocks[(device, address)] = (
-                device,
-                address,
-                size,
-                blk.get("requested_size", size),
-                state,
-                sid,
-                seg_address,
-            )
-    segments.sort(key=lambda s: (s[0], s[1]))
+        segments.append(read_segment(seg, table, ids, blocks)[0])
+    segments.sort(key=_SEGMENT_ORDER)
     return segments, blocks
+
+
+def _segment_order(segment):
+    return segment[0], segment[1]
+
+
+_SEGMENT_ORDER = _segment_order
+
+
+def read_segment(seg, table, ids, blocks):
+    """(segment tuple, keys of its active blocks) of one raw segment; its rows go into ``blocks``.
+
+    ``ids`` maps the identities of frame dicts to stack ids within one raw
+    snapshot (see _SnapshotStacks): shared by all the segments of one read.
+    """
+    segment = read_segment_tuple(seg, table)
+    raw_blocks = seg.get("blocks", ())
+    if raw_blocks and "address" not in raw_blocks[0]:  # torch before 2.1: the sizes before a block give its address
+        raw_blocks = [dict(blk, address=address) for address, blk in block_addresses(seg)]
+    return segment, read_blocks(raw_blocks, segment[0], segment[1], table, ids, blocks)
+
+
+def read_segment_tuple(seg, table):
+    """(device, address, total_size, stream, pool, type, stack id) of one raw segment."""
+    pool = seg.get("segment_pool_id", "")
+    pool = ",".join(str(p) for p in pool) if isinstance(pool, (tuple, list)) else str(pool)
+    return (
+        int(seg.get("device", 0)),
+        int(seg["address"]),
+        int(seg["total_size"]),
+        int(seg.get("stream", 0)),
+        pool,
+        str(seg.get("segment_type", "")),
+        table.stack_id(seg.get("frames")),
+    )
+
+
+def read_blocks(raw_blocks, device, seg_address, table, ids, blocks):
+    """Rows of the active ones among ``raw_blocks`` (dicts with addresses) into ``blocks``; returns their keys."""
+    keys = []
+    states = STATE_CODES
+    ids_get = ids.get
+    # This loop runs once per block read: plain lookups, no int() on ints.
+    for blk in raw_blocks:
+        state = states.get(blk["state"])
+        if state is None:  # free space: implied by the segment
+            continue
+        frames = blk.get("frames")
+        if frames:
+            key = tuple(map(id, frames))
+            sid = ids_get(key)
+            if sid is None:
+                sid = ids[key] = table.stack_id(frames)
+        else:
+            sid = 0
+        address, size = blk["address"], blk["size"]
+        key = (device, address)
+        blocks[key] = (device, address, size, blk.get("requested_size", size), state, sid, seg_address)
+        keys.append(key)
+    return keys
 
 
 class _SnapshotStacks:

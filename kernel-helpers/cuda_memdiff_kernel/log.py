@@ -12,7 +12,8 @@ import collections
 import gc
 
 from . import protocol
-from .compact import FrameTable, read_history, read_state
+from .compact import FrameTable, read_history
+from .reader import SnapshotReader
 
 # history: None, or (trace columns since the previous capture, {"since_us", "until_us", "complete", "dropped"}).
 Entry = collections.namedtuple("Entry", "seq prev fields segments born freed history")
@@ -32,6 +33,7 @@ class SnapshotLog:
 
     def __init__(self, max_entries=protocol.DEFAULT_SETTINGS["snapshots_kept"], max_rows=DEFAULT_MAX_ROWS):
         self.table = FrameTable()
+        self._reader = SnapshotReader(self.table)
         self.max_entries = max(1, int(max_entries))
         self.max_rows = max_rows
         self.dropped = 0
@@ -54,22 +56,24 @@ class SnapshotLog:
         """The block table at the newest snapshot."""
         return self._state.current
 
-    def add(self, raw, **fields):
-        """Keep a raw snapshot with its message fields; returns the new entry."""
+    def add(self, raw, allocations=None, **fields):
+        """Keep a raw snapshot with its message fields; returns the new entry.
+
+        ``allocations``: the allocator's count of allocations, read just before
+        ``raw`` was taken (torch_probe.allocation_count); it spares reading
+        blocks that cannot have changed (reader.py).
+        """
         # Reading makes a tuple per live block: with the collector on, those allocations trigger
         # collections that walk the log's two block tables again and again.
+        state = self._state
         collecting = gc.isenabled()
         gc.disable()
         try:
-            segments, blocks = read_state(raw, self.table)
+            segments, blocks, born, freed = self._reader.read(raw, state.current, allocations)
             history = self._history(raw)
         finally:
             if collecting:
                 gc.enable()
-        state = self._state
-        old = state.current
-        born = [row for key, row in blocks.items() if old.get(key) != row]
-        freed = [key for key in old if key not in blocks]
         prev = state.entries[-1].seq if state.entries else None
         entry = Entry(self._next_seq, prev, fields, segments, born, freed, history)
         traced = len(history[0]["device"]) if history else 0

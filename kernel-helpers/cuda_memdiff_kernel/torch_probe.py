@@ -183,6 +183,15 @@ def device_stats(torch=None):
     return stats
 
 
+def allocation_count(torch=None):
+    """How many allocations the caching allocator has made, all devices in use together; None where unknown."""
+    torch = torch or loaded_torch()
+    try:
+        return sum(int(torch.cuda.memory_stats(device)["allocation.all.allocated"]) for device in _used_devices(torch))
+    except Exception:  # a torch or allocator without the counter: every block is read
+        return None
+
+
 def reset_peaks(torch=None):
     torch = torch or loaded_torch()
     for device in _used_devices(torch):

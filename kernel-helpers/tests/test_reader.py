@@ -1,0 +1,218 @@
+"""The log reads only the segments that changed: it must give what reading every block gives."""
+
+import copy
+import random
+
+import pytest
+from cuda_memdiff_kernel.compact import FrameTable, read_state
+from cuda_memdiff_kernel.log import SnapshotLog
+from cuda_memdiff_kernel.reader import SnapshotReader
+
+# The kernel's own frames, outermost last (torch lists the innermost frame first).
+KERNEL = [
+    {"filename": "/usr/lib/python3/site-packages/IPython/core/interactiveshell.py", "line": 3577, "name": "run_code"},
+    {"filename": "/usr/lib/python3/site-packages/ipykernel/kernelapp.py", "line": 739, "name": "start"},
+    {"filename": "<frozen runpy>", "line": 88, "name": "_run_code"},
+]
+LIBRARY = {"filename": "/usr/lib/python3/site-packages/torch/nn/modules/linear.py", "line": 125, "name": "forward"}
+SEGMENT = 2**21
+
+
+def stack(cell, line, through_library=False):
+    """A fresh list of fresh frame dicts, as each torch snapshot makes them."""
+    frames = [{"filename": f"/tmp/ipykernel_1/{cell}.py", "line": line, "name": "<module>"}] + KERNEL
+    if through_library:
+        frames = [LIBRARY] + frames
+    return [dict(f) for f in frames]
+
+
+def free(address, size):
+    return {"address": address, "size": size, "requested_size": 0, "state": "inactive", "frames": []}
+
+
+def segment(address, blocks, device=0):
+    """blocks: [(offset, size, stack or None for inactive)]; the rest of the segment is free."""
+    out, cursor = [], address
+    for offset, size, frames in blocks:
+        if address + offset > cursor:
+            out.append(free(cursor, address + offset - cursor))
+        state = "inactive" if frames is None else "active_allocated"
+        out.append(
+            {"address": address + offset, "size": size, "requested_size": size, "state": state, "frames": frames or []}
+        )
+        cursor = address + offset + size
+    if cursor < address + SEGMENT:
+        out.append(free(cursor, address + SEGMENT - cursor))
+    return {
+        "device": device,
+        "address": address,
+        "total_size": SEGMENT,
+        "stream": 0,
+        "segment_type": "small",
+        "segment_pool_id": (0, 0),
+        "frames": [],
+        "blocks": out,
+    }
+
+
+def snapshot(layout):
+    """layout: {(device, segment address): [(offset, size, (cell, line, through_library) or None)]}."""
+    return {
+        "segments": [
+            segment(address, [(o, s, stack(*who) if who else None) for o, s, who in blocks], device)
+            for (device, address), blocks in layout.items()
+        ],
+        "device_traces": [],
+    }
+
+
+def read_every_block(raw, current, table):
+    segments, blocks = read_state(copy.deepcopy(raw), table)
+    born = {key: row for key, row in blocks.items() if current.get(key) != row}
+    freed = {key for key in current if key not in blocks}
+    return segments, blocks, born, freed
+
+
+def check(reader, raw, current, allocations=None):
+    """The reader's answer for raw, held to reading every block (with its own frame table)."""
+    segments, blocks, born, freed = reader.read(raw, current, allocations)
+    want_segments, want_blocks, want_born, want_freed = read_every_block(raw, current, reader.table)
+    assert segments == want_segments
+    assert blocks == want_blocks
+    assert {(r[0], r[1]): r for r in born} == want_born
+    assert set(freed) == want_freed
+    assert len(born) == len(want_born) and len(freed) == len(want_freed)
+    return blocks
+
+
+def test_no_allocation_and_the_same_totals_reads_no_block_and_keeps_the_table():
+    reader = SnapshotReader(FrameTable())
+    layout = {(0, SEGMENT): [(0, 512, ("a", 1)), (512, 1024, ("a", 2))]}
+    first = check(reader, snapshot(layout), {}, allocations=2)
+    raw = snapshot(layout)
+    for blk in raw["segments"][0]["blocks"]:
+        blk["state"] = "this block is not looked at"
+    segments, blocks, born, freed = reader.read(raw, first, 2)
+    assert blocks is first and born == [] and freed == []
+
+
+def test_a_free_without_allocations_is_seen():
+    reader = SnapshotReader(FrameTable())
+    layout = {(0, SEGMENT): [(0, 512, ("a", 1)), (512, 1024, ("a", 2))]}
+    current = check(reader, snapshot(layout), {}, allocations=2)
+    layout[(0, SEGMENT)].pop()
+    _, _, born, freed = reader.read(snapshot(layout), current, 2)
+    assert born == [] and freed == [(0, SEGMENT + 512)]
+
+
+def test_allocations_that_made_new_blocks_read_only_those():
+    reader = SnapshotReader(FrameTable())
+    layout = {(0, SEGMENT): [(0, 512, ("a", 1))], (0, 4 * SEGMENT): [(0, 512, ("a", 1))]}
+    current = check(reader, snapshot(layout), {}, allocations=2)
+    layout[(0, SEGMENT)].append((4096, 512, ("b", 1)))
+    raw = snapshot(layout)
+    raw["segments"][1]["blocks"][0]["frames"] = stack("not read", 9)  # what a read would see
+    _, _, born, freed = reader.read(raw, current, 3)
+    assert [r[1] for r in born] == [SEGMENT + 4096] and freed == []
+
+
+def test_temporaries_alone_read_no_block_whose_stack_is_the_same():
+    # a cell that computed and kept nothing: allocations, no new block; each block's stack is checked
+    # by its depth, innermost frame and the cell's frame, not read again
+    reader = SnapshotReader(FrameTable())
+    layout = {(0, SEGMENT): [(0, 512, ("a", 1, True)), (512, 512, ("b", 2))]}
+    current = check(reader, snapshot(layout), {}, 2)
+    raw = snapshot(layout)
+    middle = {"filename": "/usr/lib/python3/site-packages/torch/nn/modules/module.py", "line": 1, "name": "_call_impl"}
+    raw["segments"][0]["blocks"][0]["frames"][2] = middle  # neither the innermost frame nor the cell's
+    _, blocks, born, freed = reader.read(raw, current, 7)
+    assert blocks == current and born == [] and freed == []
+
+
+def test_another_cell_reusing_the_address_is_a_new_block():
+    # cell a: x = torch.empty(...); cell b: del x; y = torch.empty(same size) lands where x was
+    reader = SnapshotReader(FrameTable())
+    current = check(reader, snapshot({(0, SEGMENT): [(0, 512, ("a", 1)), (4096, 512, ("a", 2))]}), {}, 2)
+    _, blocks, born, freed = reader.read(
+        snapshot({(0, SEGMENT): [(0, 512, ("b", 1)), (4096, 512, ("a", 2))]}), current, 3
+    )
+    assert [(r[1], reader.table.frames[reader.table.stacks[r[5]][0]][0]) for r in born] == [
+        (SEGMENT, "/tmp/ipykernel_1/b.py")
+    ]
+    assert freed == []
+
+
+def test_a_segment_given_back_frees_its_blocks():
+    reader = SnapshotReader(FrameTable())
+    layout = {(0, SEGMENT): [(0, 512, ("a", 1))], (0, 4 * SEGMENT): [(0, 1024, ("a", 2))]}
+    current = check(reader, snapshot(layout), {}, 2)
+    del layout[(0, 4 * SEGMENT)]
+    _, blocks, born, freed = reader.read(snapshot(layout), current, 2)
+    assert freed == [(0, 4 * SEGMENT)] and born == [] and list(blocks) == [(0, SEGMENT)]
+
+
+def test_a_table_it_did_not_make_is_compared_block_by_block():
+    # an interrupt between the reader and the log leaves the log's older table: nothing may be skipped
+    reader = SnapshotReader(FrameTable())
+    layout = {(0, SEGMENT): [(0, 512, ("a", 1))]}
+    older = check(reader, snapshot(layout), {}, 1)
+    layout[(0, SEGMENT)].append((512, 512, ("a", 2)))
+    check(reader, snapshot(layout), older, 2)
+    check(reader, snapshot(layout), older, 2)  # the log still holds `older`
+
+
+def test_a_torch_without_block_addresses_is_read_whole():
+    reader = SnapshotReader(FrameTable())
+    raw = snapshot({(0, SEGMENT): [(0, 512, ("a", 1)), (512, 512, ("a", 2))]})
+    for blk in raw["segments"][0]["blocks"]:
+        del blk["address"]
+    first = check(reader, raw, {}, 2)
+    again = copy.deepcopy(raw)
+    again["segments"][0]["blocks"][1]["size"] = 256
+    check(reader, again, first, 3)
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_any_run_of_cells_gives_what_reading_every_block_gives(seed):
+    rnd = random.Random(seed)
+    reader = SnapshotReader(FrameTable())
+    layout, current, allocations = {}, {}, 0
+    for _ in range(40):
+        cell = f"c{rnd.randrange(4)}"
+        for _ in range(rnd.randrange(0, 6)):
+            move = rnd.random()
+            if move < 0.1 or not layout:  # a new segment
+                key = (rnd.randrange(2), SEGMENT * rnd.randrange(1, 40))
+                layout.setdefault(key, [])
+            elif move < 0.15:  # empty_cache gives one back
+                layout.pop(rnd.choice(list(layout)))
+            elif move < 0.2:  # a temporary: allocated and freed inside the cell
+                allocations += 1
+            else:
+                blocks = layout[rnd.choice(list(layout))]
+                slot = rnd.randrange(8)
+                at = [k for k, b in enumerate(blocks) if b[0] == slot * 4096]
+                who = None if rnd.random() < 0.2 else (cell, rnd.randrange(1, 4), rnd.random() < 0.5)
+                if at and rnd.random() < 0.5:
+                    blocks.pop(at[0])  # freed
+                elif at:
+                    blocks[at[0]] = (slot * 4096, rnd.choice((512, 1024)), who)  # freed and allocated again
+                    allocations += 1
+                else:
+                    blocks.append((slot * 4096, rnd.choice((512, 1024)), who))
+                    blocks.sort()
+                    allocations += 1
+        known = None if rnd.random() < 0.1 else allocations
+        current = check(reader, snapshot(layout), current, known)
+
+
+def test_the_log_sends_the_same_changes_as_before():
+    log = SnapshotLog()
+    layout = {(0, SEGMENT): [(0, 512, ("a", 1))]}
+    log.add(snapshot(layout), 1, reason="cell")
+    layout[(0, SEGMENT)] = [(0, 512, ("b", 1)), (1024, 512, ("b", 2))]
+    entry = log.add(snapshot(layout), 3, reason="cell")
+    assert sorted(r[1] for r in entry.born) == [SEGMENT, SEGMENT + 1024] and entry.freed == []
+    layout[(0, SEGMENT)] = []
+    entry = log.add(snapshot(layout), 3, reason="cell")
+    assert entry.born == [] and sorted(entry.freed) == [(0, SEGMENT), (0, SEGMENT + 1024)]
