@@ -5,9 +5,12 @@
 Prints figures (median of 5) at 10,000, 40,000 and 100,000 live blocks with
 history on: the bare ``memory_snapshot(include_traces=False)`` and
 ``_snapshot()``, the helper's whole per-cell work (snapshot, the log's
-changes, the message for one attached frontend, JSON as the comm sends it)
-for a cell that changed nothing and for one that changed 300 blocks, and the
-bytes sent; the same with traces on (the ``includeTraces`` setting: the
+changes, the message for one attached frontend, JSON as the comm sends it;
+the cell's own work is not timed) for a cell that changed nothing, one that
+kept 300 new blocks, one that replaced 300 blocks (the allocator puts each
+where the one before was freed) and one that also made temporaries, and the
+bytes sent; the same with the blocks allocated 24 frames deeper, as a
+notebook cell's are; the same with traces on (the ``includeTraces`` setting: the
 cell's allocation history travels too). Then the cost of allocation history
 on a GPU-bound and a CPU-bound training step. ``--profile`` adds the
 helper's own hot spots at 100,000 blocks.
@@ -24,7 +27,7 @@ import time
 import torch
 from cuda_memdiff_kernel import torch_probe
 from cuda_memdiff_kernel.channel import Frontends
-from cuda_memdiff_kernel.log import SnapshotLog
+from cuda_memdiff_kernel.log import SnapshotLog, collector_paused
 
 RUNS = 5
 
@@ -45,87 +48,104 @@ class SizeComm:
         pass
 
 
-def median_ms(fn, runs=RUNS):
-    times = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t) * 1000)
-    return statistics.median(times)
-
-
 def helper_cell(log, frontends, traces=False):
-    allocations = torch_probe.allocation_count()
-    raw = torch_probe.raw_snapshot(include_traces=traces)
+    with collector_paused():  # as capture.py takes it
+        allocations = torch_probe.allocation_count()
+        raw = torch_probe.raw_snapshot(include_traces=traces)
     entry = log.add(
         raw, allocations, reason="cell", cell_id="c", execution_count=1, error=None, devices=torch_probe.device_stats()
     )
     frontends.publish(entry)
 
 
-def capture_ms(cell, capture, runs=RUNS):
-    """Median time of ``capture`` after each run of ``cell`` (the cell's own work is not timed)."""
-    times = []
-    for _ in range(runs):
+def capture_ms(cell, capture, bare, runs=RUNS):
+    """Medians of ``capture`` and of ``bare`` after each run of ``cell``, taken in turn, first one then
+    the other (the cell's own work is not timed): the bare snapshot's time varies from minute to minute."""
+    times, bare_times = [], []
+    for k in range(runs):
         cell()
-        t = time.perf_counter()
-        capture()
-        times.append((time.perf_counter() - t) * 1000)
-    return statistics.median(times)
+        for fn, out in ((capture, times), (bare, bare_times))[:: 1 if k % 2 else -1]:
+            t = time.perf_counter()
+            fn()
+            out.append((time.perf_counter() - t) * 1000)
+    return statistics.median(times), statistics.median(bare_times)
+
+
+def nested(depth, fn):
+    """fn() called ``depth`` frames deeper: a notebook cell's allocations carry about 25 frames of the kernel."""
+    return fn() if depth == 0 else nested(depth - 1, fn)
 
 
 def capture_costs(profile=False):
-    for n in (10_000, 40_000, 100_000):
-        keep = [torch.empty(256, device="cuda") for _ in range(n)]
-        bare = median_ms(lambda: torch.cuda.memory.memory_snapshot(include_traces=False))
-        bare_traced = median_ms(torch.cuda.memory._snapshot)
-        for traces in (False, True):
-            log = SnapshotLog()
-            frontends = Frontends(log)
-            comm = SizeComm()
-            frontends.attach(comm)
-            helper_cell(log, frontends, traces)
-            whole = comm.bytes
-            same = median_ms(lambda: helper_cell(log, frontends, traces))
+    for depth, sizes, trace_modes in ((0, (10_000, 40_000, 100_000), (False, True)), (24, (10_000, 100_000), (False,))):
+        for n in sizes:
+            keep = nested(depth, lambda n=n: [torch.empty(256, device="cuda") for _ in range(n)])
+            for traces in trace_modes:
+                capture_case(n, depth, keep, traces, profile and n == 100_000 and not traces)
+            keep.clear()  # free the blocks before the next size
+            torch.cuda.empty_cache()
 
-            def change_300():
-                for i in range(300):
-                    keep[i] = torch.empty(512, device="cuda")
 
-            def change_300_with_temporaries():
-                change_300()
-                for _ in range(10):
-                    (keep[0] * 2).sum()  # freed before the capture: more allocations than new blocks
+def capture_case(n, depth, keep, traces, profile):
+    log = SnapshotLog()
+    frontends = Frontends(log)
+    comm = SizeComm()
+    frontends.attach(comm)
+    helper_cell(log, frontends, traces)
+    whole = comm.bytes
+    added = []
 
-            def capture():
-                helper_cell(log, frontends, traces)
+    def add_300():  # new blocks, kept: allocations and nothing else
+        nested(depth, lambda: added.extend(torch.empty(512, device="cuda") for _ in range(300)))
 
-            changed = capture_ms(change_300, capture)
-            temporaries = capture_ms(change_300_with_temporaries, capture)
-            capture_ms(change_300, capture, runs=1)  # the message below: a cell that changed 300 blocks
+    def replace_300():  # each new block lands where the one it replaces was freed
+        def cell():
+            for i in range(300):
+                keep[i] = torch.empty(512, device="cuda")
 
-            against = bare_traced if traces else bare
-            print(
-                f"{n:>7} live blocks, traces {'on ' if traces else 'off'}: "
-                f"bare memory_snapshot(include_traces=False) "
-                f"{bare:6.1f} ms, _snapshot() {bare_traced:6.1f} ms | helper per cell, nothing changed "
-                f"{same:6.1f} ms ({same / against:.2f}x) | 300 blocks changed {changed:6.1f} ms "
-                f"({changed / against:.2f}x) | 300 changed and temporaries {temporaries:6.1f} ms "
-                f"({temporaries / against:.2f}x) | message: whole {whole / 2**20:.2f} MiB, 300 changed "
-                f"{comm.bytes / 2**10:.1f} KiB ({comm.bytes / whole:.1%})"
-            )
-            if profile and n == 100_000 and not traces:
-                prof = cProfile.Profile()
-                prof.enable()
-                for _ in range(3):
-                    change_300()
-                    capture()
-                prof.disable()
-                text = io.StringIO()
-                pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(8)
-                print("\n".join(line for line in text.getvalue().splitlines() if line.strip())[:2500])
-        keep.clear()  # free the blocks before the next size
-        torch.cuda.empty_cache()
+        nested(depth, cell)
+
+    def replace_300_with_temporaries():
+        replace_300()
+        for _ in range(10):
+            (keep[0] * 2).sum()  # freed before the capture
+
+    def capture():
+        helper_cell(log, frontends, traces)
+
+    if traces:
+        bare_name, bare = "_snapshot()", torch.cuda.memory._snapshot
+    else:
+        bare_name, bare = (
+            "memory_snapshot(include_traces=False)",
+            lambda: torch.cuda.memory.memory_snapshot(include_traces=False),
+        )
+    cases = [
+        ("nothing changed", lambda: None),
+        ("300 new blocks", add_300),
+        ("300 replaced", replace_300),
+        ("and temporaries", replace_300_with_temporaries),
+    ]
+    times = [(label, *capture_ms(cell, capture, bare)) for label, cell in cases]
+    capture_ms(replace_300, capture, bare, runs=1)  # the message below: a cell that replaced 300 blocks
+    print(
+        f"{n:>7} live blocks, {depth:>2} frames deeper, traces {'on ' if traces else 'off'}, helper against "
+        f"bare {bare_name}: "
+        + " | ".join(f"{label} {ms:6.1f} / {b:6.1f} ms ({ms / b:.2f}x)" for label, ms, b in times)
+        + f" | message: whole {whole / 2**20:.2f} MiB, 300 replaced {comm.bytes / 2**10:.1f} KiB "
+        f"({comm.bytes / whole:.1%})"
+    )
+    added.clear()
+    if profile:
+        prof = cProfile.Profile()
+        prof.enable()
+        for _ in range(3):
+            replace_300_with_temporaries()
+            capture()
+        prof.disable()
+        text = io.StringIO()
+        pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(8)
+        print("\n".join(line for line in text.getvalue().splitlines() if line.strip())[:2500])
 
 
 def step_ms(model, opt, x, runs=50):

@@ -17,7 +17,7 @@ import traceback
 
 from . import holders, process, protocol, torch_probe
 from .channel import Frontends
-from .log import SnapshotLog
+from .log import SnapshotLog, collector_paused
 from .replay import replay_from_environment
 from .roles import RolePass
 
@@ -264,8 +264,9 @@ class CellCapture:
         oom, self._oom = self._oom, None
         if oom is not None:
             self._publish(oom[0], dict(fields, reason="oom", oom=oom[1], devices=devices, before=before))
-        allocations = torch_probe.allocation_count(torch)  # before the snapshot: see reader.py
-        raw = torch_probe.raw_snapshot(self.settings["include_traces"], torch)
+        with collector_paused():
+            allocations = torch_probe.allocation_count(torch)  # before the snapshot: see reader.py
+            raw = torch_probe.raw_snapshot(self.settings["include_traces"], torch)
         fields.update(reason="cell", devices=devices, before=before, peak=self._cell_peak(devices))
         fields["capture_ms"] = round((time.perf_counter() - started) * 1000, 3)
         self._publish(raw, fields, allocations)

@@ -9,6 +9,7 @@ and what the cells changed, not 200 tables.
 """
 
 import collections
+import contextlib
 import gc
 
 from . import protocol
@@ -22,6 +23,23 @@ Entry = collections.namedtuple("Entry", "seq prev fields segments born freed his
 DEFAULT_MAX_ROWS = 2_000_000
 # At most this many trace entries per snapshot (the newest); a cell that made more says it dropped some.
 MAX_HISTORY_ENTRIES = 100_000
+
+
+@contextlib.contextmanager
+def collector_paused():
+    """The garbage collector off, then as it was.
+
+    A snapshot is one dict per block and reading it one tuple per block: with
+    the collector on, those allocations trigger collections that walk every
+    object of the kernel again and again, and find nothing (none is in a cycle).
+    """
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
 
 
 class _State(collections.namedtuple("_State", "entries base current rows")):
@@ -63,17 +81,10 @@ class SnapshotLog:
         ``raw`` was taken (torch_probe.allocation_count); it spares reading
         blocks that cannot have changed (reader.py).
         """
-        # Reading makes a tuple per live block: with the collector on, those allocations trigger
-        # collections that walk the log's two block tables again and again.
         state = self._state
-        collecting = gc.isenabled()
-        gc.disable()
-        try:
+        with collector_paused():
             segments, blocks, born, freed = self._reader.read(raw, state.current, allocations)
             history = self._history(raw)
-        finally:
-            if collecting:
-                gc.enable()
         prev = state.entries[-1].seq if state.entries else None
         entry = Entry(self._next_seq, prev, fields, segments, born, freed, history)
         traced = len(history[0]["device"]) if history else 0
