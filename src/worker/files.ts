@@ -21,6 +21,7 @@ import {
   totalBytes,
   visibleStack
 } from '../engine';
+import { Transferring, transferring } from './wire';
 
 /** Parsed files by the page's id; a closed file is dropped, so its memory can be freed. */
 const opened = new Map<number, { snapshot: Snapshot; timeline: ITimeline | null }>();
@@ -34,16 +35,23 @@ export interface IOpenedFile {
   readonly timeline: ITimelineSeries | null;
 }
 
-/** Parse snapshot bytes (pickle or JSON, plain or gzip) and keep the result under `id`. */
-export function openSnapshotFile(payload: { id: number; bytes: Uint8Array; width: number }): IOpenedFile {
+/**
+ * Parse snapshot bytes (pickle or JSON, plain or gzip) and keep the result
+ * under `id`; the blocks' buffer moves to the page.
+ */
+export function openSnapshotFile(payload: { id: number; bytes: Uint8Array; width: number }): Transferring<IOpenedFile> {
   const snapshot = readSnapshot(payload.bytes);
   const timeline = buildTimeline(snapshot);
   opened.set(payload.id, { snapshot, timeline });
-  return {
-    snapshot: toTransfer(snapshot),
-    traceEntries: snapshot.traces.length,
-    timeline: timeline ? timelineSeries(timeline, payload.width) : null
-  };
+  const transfer = toTransfer(snapshot);
+  return transferring(
+    {
+      snapshot: transfer,
+      traceEntries: snapshot.traces.length,
+      timeline: timeline ? timelineSeries(timeline, payload.width) : null
+    },
+    [transfer.blocks.buffer as ArrayBuffer]
+  );
 }
 
 /** Forget a file; true when it was open. */

@@ -18,19 +18,10 @@
 import { rankLeaks } from '../engine/leaks/op';
 import { closeSnapshotFile, describeMoment, diffMoments, openSnapshotFile } from './files';
 import { closeRanks, compareLoadedRanks, loadRanks } from './ranks';
+import { Transferring } from './wire';
 
-/** A result that moves these buffers to the page instead of copying them. */
-export class Transferring<T> {
-  constructor(
-    readonly value: T,
-    readonly buffers: readonly ArrayBuffer[]
-  ) {}
-}
-
-/** Return `value`, moving `buffers` (which it contains) to the page. */
-export function transferring<T>(value: T, buffers: readonly ArrayBuffer[]): Transferring<T> {
-  return new Transferring(value, buffers);
-}
+// In wire.ts, so that operation modules can use it without importing this table.
+export { Transferring, transferring } from './wire';
 
 /** Says where it ran, so tests and benchmarks can tell the worker is real. */
 function where(): { worker: boolean } {

@@ -17,6 +17,19 @@ export type WorkerReply =
   | { readonly id: number; readonly ok: true; readonly value: unknown }
   | { readonly id: number; readonly ok: false; readonly name: string; readonly message: string };
 
+/** A handler's result that moves these buffers to the page instead of copying them. */
+export class Transferring<T> {
+  constructor(
+    readonly value: T,
+    readonly buffers: readonly ArrayBuffer[]
+  ) {}
+}
+
+/** Return `value`, moving `buffers` (which it contains) to the page. */
+export function transferring<T>(value: T, buffers: readonly ArrayBuffer[]): Transferring<T> {
+  return new Transferring(value, buffers);
+}
+
 /** The reply for a failure. */
 export function failure(id: number, reason: unknown): WorkerReply {
   const error = reason instanceof Error ? reason : new Error(String(reason));

@@ -6,13 +6,11 @@
  * blocks, the trace entries that mark captures and allocations, totals and
  * the frame table.
  */
-import { Block, BlockState, DeviceTotals, FrameTable, Snapshot, TraceEntry } from '../model';
+import { DeviceTotals, FrameTable, Snapshot, TraceEntry } from '../model';
+import { decodeBlocks, encodeBlocks } from '../transfer';
 
-/** Numbers per block: device, address, size, requested size, state, stack, segment. */
-const BLOCK_FIELDS = 7;
 /** Numbers per trace entry: action, device, address (NaN: none), size, stack. */
 const TRACE_FIELDS = 5;
-const STATES: readonly BlockState[] = ['active_allocated', 'active_pending_free', 'inactive'];
 // Retention reads only these actions; the rest travel as 'other'.
 const ACTIONS = ['alloc', 'snapshot', 'free_requested', 'free_completed', 'other'] as const;
 
@@ -32,17 +30,7 @@ export interface IEncodedSession {
 
 /** Encode one snapshot (its frame table travels once per session, see `encodeFrames`). */
 export function encodeSnapshot(snapshot: Snapshot): IEncodedSnapshot {
-  const blocks = new Float64Array(snapshot.blocks.length * BLOCK_FIELDS);
-  snapshot.blocks.forEach((b, i) => {
-    const o = i * BLOCK_FIELDS;
-    blocks[o] = b.device;
-    blocks[o + 1] = b.address;
-    blocks[o + 2] = b.size;
-    blocks[o + 3] = b.requestedSize;
-    blocks[o + 4] = STATES.indexOf(b.state);
-    blocks[o + 5] = b.stack;
-    blocks[o + 6] = b.segment;
-  });
+  const blocks = encodeBlocks(snapshot.blocks);
   const traces = new Float64Array(snapshot.traces.length * TRACE_FIELDS);
   snapshot.traces.forEach((e, i) => {
     const o = i * TRACE_FIELDS;
@@ -85,18 +73,7 @@ export function decodeSession(session: IEncodedSession): Snapshot[] {
 }
 
 function decodeSnapshot(s: IEncodedSnapshot, frames: FrameTable): Snapshot {
-  const blocks: Block[] = [];
-  for (let o = 0; o < s.blocks.length; o += BLOCK_FIELDS) {
-    blocks.push({
-      device: s.blocks[o],
-      address: s.blocks[o + 1],
-      size: s.blocks[o + 2],
-      requestedSize: s.blocks[o + 3],
-      state: STATES[s.blocks[o + 4]],
-      stack: s.blocks[o + 5],
-      segment: s.blocks[o + 6]
-    });
-  }
+  const blocks = decodeBlocks(s.blocks);
   const traces: TraceEntry[] = [];
   for (let o = 0; o < s.traces.length; o += TRACE_FIELDS) {
     const address = s.traces[o + 2];

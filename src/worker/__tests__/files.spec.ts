@@ -4,6 +4,7 @@
 // boundaries are the cells', and the diff between two boundaries is the diff
 // of the two cells' own recorded pickles.
 import * as path from 'path';
+import { deserialize, serialize } from 'v8';
 import {
   buildTimeline,
   diffSnapshots,
@@ -51,7 +52,9 @@ describe('the timeline of a snapshot file', () => {
   });
 
   it("diffs two boundaries as the two cells' recorded pickles diff", () => {
-    const opened = openSnapshotFile({ id: 1, bytes: file('cell04.pickle.gz'), width: 800 });
+    const { value: opened, buffers } = openSnapshotFile({ id: 1, bytes: file('cell04.pickle.gz'), width: 800 });
+    // The blocks' buffer moves to the page; nothing else needs to.
+    expect(buffers).toEqual([opened.snapshot.blocks.buffer]);
     expect(opened.traceEntries).toBe(3681);
     const [b0, b1] = opened.timeline!.boundaries;
     const moments = diffMoments({ id: 1, from: b0 - 1, to: b1 - 1 });
@@ -84,7 +87,11 @@ describe('moving a snapshot between the worker and the page', () => {
     const frames = new FrameTable();
     const before = readSnapshot(file('cell02.pickle.gz'), frames);
     const after = readSnapshot(file('cell03.pickle.gz'));
-    const moved = reframe(fromTransfer(JSON.parse(JSON.stringify(toTransfer(after)))), frames);
+    // Structured clone, as postMessage does.
+    const crossed = fromTransfer(deserialize(serialize(toTransfer(after))));
+    expect(crossed.blocks).toEqual(after.blocks);
+    expect(crossed.segments).toEqual(after.segments);
+    const moved = reframe(crossed, frames);
     // The trace stays in the worker (the timeline asks it there), so the page's diff is by
     // block identity: compare with the same snapshot read directly, its trace left out too.
     const direct = diffSnapshots(before, { ...readSnapshot(file('cell03.pickle.gz'), frames), traces: [] });
