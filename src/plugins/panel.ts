@@ -9,6 +9,7 @@ import { ILayoutRestorer, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyte
 import { CommandToolbarButton, ICommandPalette } from '@jupyterlab/apputils';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { ITranslator, nullTranslator } from '@jupyterlab/translation';
+import * as React from 'react';
 import { MemdiffPanel } from '../panel';
 import { highlightCell } from '../leaks/highlight';
 import { leakIcon, memoryIcon } from '../panel/icon';
@@ -157,8 +158,14 @@ export const panelPlugin: JupyterFrontEndPlugin<IDiffPanel> = {
 
     return {
       addFile: (name, bytes, path) => {
-        const added = panel.model.addFile(name, bytes, path ?? null) !== null;
-        panel.model.reveal('diff');
+        let added = false;
+        // Not urgent, so a transition: React renders the file's diff and
+        // segment map in slices that give the page a turn every few
+        // milliseconds, instead of in one task as long as the whole render.
+        React.startTransition(() => {
+          added = panel.model.addFile(name, bytes, path ?? null) !== null;
+          panel.model.reveal('diff');
+        });
         return added;
       },
       reveal: () => app.shell.activateById(panel.id),
