@@ -98,7 +98,9 @@ export function SegmentMap(props: ISegmentMapProps): JSX.Element {
   const [picked, setPicked] = React.useState<number | null>(null);
   const root = React.useRef<HTMLDivElement>(null);
   const width = useWidth(root, DEFAULT_WIDTH);
-  const { layout, colourOf, legend, byCell } = React.useMemo(() => {
+  // The colour groups do not depend on the width (grouping 40,000 blocks is
+  // most of the work): a resize only lays the rows out again.
+  const { keyOf, colourOf, legend, byCell } = React.useMemo(() => {
     // Colour by cell when the stacks reach notebook cells, else by allocation site.
     const byStack = new Map<number, IGroup | null>();
     const cellOf = (block: Block) => {
@@ -127,20 +129,24 @@ export function SegmentMap(props: ISegmentMapProps): JSX.Element {
       return group?.key ?? '';
     };
     const top = largestGroups(snapshot, keyOf, GROUP_COLOURS);
-    const layout = segmentMapLayout(snapshot, {
-      width,
-      labelWidth: LABEL_WIDTH,
-      rowHeight: ROW_HEIGHT,
-      maxRows: MAX_ROWS,
-      groupOf: keyOf
-    });
     const colourOf = (key: string) => {
       const k = top.indexOf(key);
       return k < 0 ? 'jp-mod-other' : `jp-mod-group${k}`;
     };
     const legend = top.map((key, k) => ({ key, className: `jp-mod-group${k}`, label: labels.get(key) ?? key }));
-    return { layout, colourOf, legend, byCell };
-  }, [snapshot, cells, showAllFrames, width]);
+    return { keyOf, colourOf, legend, byCell };
+  }, [snapshot, cells, showAllFrames]);
+  const layout = React.useMemo(
+    () =>
+      segmentMapLayout(snapshot, {
+        width,
+        labelWidth: LABEL_WIDTH,
+        rowHeight: ROW_HEIGHT,
+        maxRows: MAX_ROWS,
+        groupOf: keyOf
+      }),
+    [snapshot, keyOf, width]
+  );
   const block = picked !== null ? snapshot.blocks[picked] : null;
   const items = layout.rows.flatMap(r => r.items);
   const hasOther = items.some(i => i.count === 1 && colourOf(i.group) === 'jp-mod-other');

@@ -17,7 +17,9 @@ export function useWidth(ref: React.RefObject<Element>, fallback: number): numbe
       const measured = Math.floor(entries[entries.length - 1].contentRect.width);
       // A hidden panel measures 0: keep the last width rather than draw nothing.
       if (measured > 0) {
-        setWidth(measured);
+        // Not urgent: as a transition, React redraws in slices that give the
+        // page a turn (a segment map of thousands of rows is one long task).
+        React.startTransition(() => setWidth(measured));
       }
     });
     observer.observe(node);
