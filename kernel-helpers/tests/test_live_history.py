@@ -140,12 +140,15 @@ def test_reruns_peaks_and_oom_follow_the_allocation_trace(shell):
                 "max_allocated": torch.cuda.max_memory_allocated(),
             }
         )
-    (folder / "manifest.json").write_text(json.dumps(manifest, indent=1))
     messages = [m for m in channel.messages if m["type"] == "snapshot"]
     with open(folder / "messages.jsonl", "w", encoding="utf-8") as f:
         for m in channel.messages:
             f.write(json.dumps(m) + "\n")
     cells = [m for m in messages if m["reason"] == "cell"]
+    for cell, message in zip(manifest["cells"], cells):  # the figures a replay shows (docs/session-format.md)
+        cell["before"] = {"per_device": message["before"]}
+        cell["after"] = {"per_device": message["devices"]}
+    (folder / "manifest.json").write_text(json.dumps(manifest, indent=1))
 
     truth = []
     for k in range(len(CELLS)):

@@ -11,8 +11,9 @@ const SITES_NAMED = 3;
 /** A site in words: `Cell [4], line 3`, or `file.py:12` outside the notebook. */
 export function siteWords(site: ICellSite): string {
   if (site.cell) {
-    const count = site.cell.executionCount;
-    return `Cell [${count === null || count === undefined ? ' ' : count}], line ${site.line}`;
+    // Copies of one cell share its code name: say each, the frame cannot tell which ran it.
+    const counts = (site.sameSource ?? [site.cell]).map(c => `[${c.executionCount ?? ' '}]`);
+    return `Cell ${counts.join(' or ')}, line ${site.line}`;
   }
   return site.line === null ? 'no Python stack' : `${site.filename.split('/').pop()}:${site.line}`;
 }

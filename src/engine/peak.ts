@@ -27,6 +27,11 @@ export interface IPeakAnatomy {
 export interface ICellSite {
   /** The cell whose code allocated them, when the site is in a notebook cell. */
   readonly cell: ICellSource | null;
+  /**
+   * Every cell whose source is that code, when several are (copies of one
+   * cell: the frame cannot tell which ran it); `cell` is the first of them.
+   */
+  readonly sameSource?: readonly ICellSource[];
   /** The line (inside the cell, for a cell); null without a Python stack. */
   readonly line: number | null;
   readonly filename: string;
@@ -136,7 +141,7 @@ export function cellSites(
   cells?: CellCodeNames,
   options: IFrameFilterOptions = {}
 ): ICellSite[] {
-  const groups = new Map<string, ICellSite & { bytes: number; blocks: number }>();
+  const groups = new Map<string, ICellSite & { bytes: number; blocks: number; sameSource?: readonly ICellSource[] }>();
   const siteOfStack = new Map<number, number>();
   for (const b of blocks) {
     if (!isAllocated(b)) {
@@ -148,11 +153,15 @@ export function cellSites(
       siteOfStack.set(b.stack, site);
     }
     const frame = site < 0 ? null : table.frame(site);
-    const cell = frame ? (cells?.lookup(frame.filename)?.cells[0] ?? null) : null;
+    const match = frame ? cells?.lookup(frame.filename) : null;
+    const cell = match?.cells[0] ?? null;
     const key = `${cell ? `cell:${cell.id}` : (frame?.filename ?? '')}:${frame?.line ?? ''}`;
     let g = groups.get(key);
     if (!g) {
       g = { cell, line: frame?.line ?? null, filename: frame?.filename ?? '', frameId: site, bytes: 0, blocks: 0 };
+      if (match?.ambiguous) {
+        g.sameSource = match.cells;
+      }
       groups.set(key, g);
     }
     g.bytes += b.size;

@@ -12,8 +12,8 @@ const VENV_PYTHON = path.join(ROOT, '.venv', 'bin', 'python');
 const PYTHON = process.env.PYTHON ?? (fs.existsSync(VENV_PYTHON) ? VENV_PYTHON : 'python3');
 
 /** A store filled as the session fills it, and the recording's cells by their manifest index. */
-function replayed(name: string): { store: SnapshotStore; cells: CellCodeNames } {
-  const folder = path.join(ROOT, 'test-data', 'recordings', name);
+function replayed(name: string, under = 'recordings'): { store: SnapshotStore; cells: CellCodeNames } {
+  const folder = path.join(ROOT, 'test-data', under, name);
   const out = execFileSync(PYTHON, [path.join(ROOT, 'kernel-helpers', 'tests', 'dump_replay.py'), folder], {
     encoding: 'utf-8',
     env: { ...process.env, PYTHONPATH: path.join(ROOT, 'kernel-helpers') },
@@ -69,5 +69,15 @@ describe('badge tooltip from the history', () => {
     // (within 1 KiB: cell 3's replay comes to 1,016 bytes less than torch's counter)
     records.forEach(r => expect(Math.abs(store.peakOf(r)!.bytes - r.peakBytes)).toBeLessThanOrEqual(1024));
     expect(lines[0]).toMatch(/^At peak \(128 MiB\): 128 MiB from Cell \[1\], line 3\.$/);
+  });
+
+  it('names every copy of a cell whose code allocated at the peak, as the frame cannot tell which ran it', () => {
+    // history--python: cells [2] and [3] hold the same code; cell [4]'s peak is its 512 MiB temporary
+    const { store, cells } = replayed('history--python', 'live');
+    const record = store.records.filter(r => r.reason === 'cell')[3];
+    expect(peakLine(store.peakOf(record)!, store.frames, cells)).toBe(
+      'At peak (808 MiB): 512 MiB from Cell [4], line 2; 256 MiB from Cell [2] or [3], line 2; ' +
+        '32.0 MiB from Cell [2] or [3], line 4.'
+    );
   });
 });
