@@ -19,7 +19,7 @@ from . import holders, process, protocol, torch_probe
 from .channel import Frontends
 from .log import SnapshotLog
 from .replay import replay_from_environment
-from .roles import RolePass
+from .roles import UNKNOWN_ROLE, RolePass, allocated_keys, block_runs
 
 METADATA_PREFIX = "cuda-memdiff cell "
 
@@ -326,17 +326,22 @@ class CellCapture:
             peak=peak,
             replay=self.replay.name,
         )
+        block_roles = None
         if isinstance(recorded.get("roles"), dict):  # the recording's roles stand in for the live pass
             fields["roles"] = recorded["roles"]
-        self._publish(self.replay.snapshot(recorded["snapshot_file"]), fields)
+            block_roles = self.replay.block_roles(recorded)
+        self._publish(self.replay.snapshot(recorded["snapshot_file"]), fields, block_roles)
 
-    def _publish(self, raw, fields):
+    def _publish(self, raw, fields, block_roles=None):
         entry = self.log.add(raw, **fields)
         if fields["reason"] == "cell" and self.replay is None:
             # What each live block is for (roles.py): one additive field of the cell's snapshot message.
             roles = self.roles.after_cell(self.shell, self.log.current)
             if roles is not None:
                 entry.fields["roles"] = roles
+        elif block_roles is not None:  # a recorded cell's roles file, sent as the live pass sends its roles
+            runs = block_runs(block_roles.get(key, UNKNOWN_ROLE) for key in allocated_keys(self.log.current))
+            entry.fields["roles"] = dict(entry.fields["roles"], blocks=runs)
         self.frontends.publish(entry)
 
     # -- metadata ------------------------------------------------------------
