@@ -250,6 +250,9 @@ function DiffBody(props: IPanelBodyProps & { pair: IComparison }): JSX.Element {
         groups={model.groups}
         showAllFrames={model.showAllFrames}
         onShowAllFrames={v => (model.showAllFrames = v)}
+        grouping={model.grouping}
+        onGrouping={v => (model.grouping = v)}
+        roleGroups={model.grouping === 'role' ? model.roleGroups : null}
         cells={model.cellNames()}
         trans={trans}
         onReveal={props.onReveal}
@@ -397,6 +400,7 @@ function SegmentsBody(props: {
   return (
     <SegmentMap
       snapshot={model.snapshotOf(props.after)}
+      roles={model.rolesOf(props.after)}
       cells={model.cellNames()}
       showAllFrames={model.showAllFrames}
       trans={props.trans}

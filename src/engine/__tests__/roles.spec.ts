@@ -6,15 +6,20 @@ import * as fs from 'fs';
 import * as path from 'path';
 import {
   diffSnapshots,
+  findingText,
+  findLeaks,
   groupByRole,
   loadSession,
   parseBlockRoles,
+  parseBlockRuns,
   parseRoleSummary,
   roleChange,
   ROLES,
+  sessionExecutions,
   sessionFolderFiles,
   sessionRoles
 } from '..';
+import { ROLE_CODES } from '../protocol.generated';
 import { TEST_DATA } from './data';
 
 const DIR = path.join(TEST_DATA, 'roles', 'training_roles--python');
@@ -129,5 +134,97 @@ describe('bad roles input', () => {
       bytes: { ...Object.fromEntries(ROLES.map(r => [r, 0])), user: 5 },
       partial: true
     });
+  });
+});
+
+/** The kernel's runs of a recorded roles file (roles.py `block_runs`), for the wire's reader. */
+function runsOf(file: { device: number[]; address: number[]; role: string[] }): { count: number; runs: string } {
+  const order = file.role
+    .map((role, i) => ({ role, device: file.device[i], address: file.address[i] }))
+    .sort((a, b) => a.device - b.device || a.address - b.address);
+  let runs = '';
+  for (let i = 0; i < order.length; ) {
+    let j = i;
+    while (j < order.length && order[j].role === order[i].role) {
+      j++;
+    }
+    runs += `${j - i > 1 ? j - i : ''}${ROLE_CODES[ROLES.indexOf(order[i].role)]}`;
+    i = j;
+  }
+  return { count: order.length, runs };
+}
+
+describe('per-block roles on the wire', () => {
+  const file = (k: number) => JSON.parse(fs.readFileSync(path.join(DIR, `cell0${k}.roles.json`), 'utf-8'));
+
+  it("give each allocated block of the recorded snapshots the role the cell's roles file names", () => {
+    const { session, roles } = recorded();
+    session.snapshots.forEach((snapshot, k) => {
+      const fromWire = parseBlockRuns(runsOf(file(k)), snapshot, `cell ${k}`);
+      const allocated = snapshot.blocks.filter(b => b.state === 'active_allocated');
+      expect(fromWire.size).toBe(allocated.length);
+      allocated.forEach(b => expect(fromWire.roleOf(b)).toBe(roles[k]!.blocks!.roleOf(b)));
+    });
+    // the eval pass's cell: 49 blocks in a handful of runs
+    expect(runsOf(file(4)).runs.length).toBeLessThan(49);
+  });
+
+  it('refuse runs that do not cover the snapshot one block for one, saying why', () => {
+    const { session } = recorded();
+    const runs = runsOf(file(4));
+    expect(() => parseBlockRuns({ ...runs, count: runs.count + 1 }, session.snapshots[4], 'roles.blocks')).toThrow(
+      `roles.blocks names ${runs.count + 1} blocks, the snapshot has ${runs.count} allocated`
+    );
+    expect(() => parseBlockRuns({ count: runs.count, runs: `${runs.runs}a` }, session.snapshots[4], 'r')).toThrow(
+      'r runs name more blocks than its count'
+    );
+    expect(() => parseBlockRuns({ count: 1, runs: 'z' }, session.snapshots[4], 'r')).toThrow(
+      "r needs a block count and role runs like '12a3c'"
+    );
+  });
+});
+
+describe('the diff by role, then by site', () => {
+  it("groups the eval pass's change on the recorded session: born blocks by their later role", () => {
+    const { session, roles } = recorded();
+    const diff = diffSnapshots(session.snapshots[3], session.snapshots[4]);
+    const groups = groupByRole(diff, roles[3]!.blocks!, roles[4]!.blocks!);
+    const activation = groups.find(g => g.role === 'activation')!;
+    // activation bytes after the eval pass: born in it, or blocks alive before that its graph now saves (the batch)
+    expect(roles[3]!.bytes.activation).toBe(0);
+    const born = new Set(diff.born);
+    const kept = session.snapshots[4].blocks
+      .filter(b => b.state === 'active_allocated' && roles[4]!.blocks!.roleOf(b) === 'activation')
+      .filter(b => !born.has(b));
+    expect(kept.length).toBeGreaterThan(0);
+    expect(activation.bornBytes).toBe(roles[4]!.bytes.activation - kept.reduce((n, b) => n + b.size, 0));
+    expect(activation.freedBytes).toBe(0);
+    expect(activation.sites.reduce((n, s) => n + s.netBytes, 0)).toBe(activation.netBytes);
+    expect(groups.reduce((n, g) => n + g.netBytes, 0)).toBe(diff.netBytes);
+    expect(groups[0].role).toBe('activation');
+  });
+});
+
+describe('leak reasons by role', () => {
+  it('say that the eval pass kept outside no_grad leaks tensors saved for backward, and advise no_grad / detach', () => {
+    const { session, roles } = recorded();
+    const executions = sessionExecutions(session.manifest);
+    const plain = findLeaks(session.snapshots, executions);
+    const report = findLeaks(session.snapshots, executions, { roles: roles.map(r => r?.blocks ?? null) });
+    const evalPass = report.executions[4];
+    expect(evalPass.verdict).toBe('leak');
+    const byRole = evalPass.findings.filter(f => f.code === 'leak-role');
+    expect(byRole[0]).toEqual({ code: 'leak-role', role: 'activation', bytes: expect.any(Number) });
+    // the reasons by role account for the leaked bytes they name, no more
+    const named = byRole.reduce((n, f) => n + (f as { bytes: number }).bytes, 0);
+    expect(named).toBeLessThanOrEqual(evalPass.leakedBytes);
+    expect((byRole[0] as { bytes: number }).bytes).toBeGreaterThan(0.5 * evalPass.leakedBytes);
+    expect(evalPass.fixes).toContainEqual({ code: 'no-grad-or-detach' });
+    expect(findingText(byRole[0], k => `cell ${k}`)).toMatch(/of it is tensors saved for backward by a live autograd graph$/);
+    // roles add reasons, never change a verdict or its bytes
+    expect(report.executions.map(v => [v.verdict, v.leakedBytes])).toEqual(
+      plain.executions.map(v => [v.verdict, v.leakedBytes])
+    );
+    expect(plain.executions[4].findings.some(f => f.code === 'leak-role')).toBe(false);
   });
 });
