@@ -181,6 +181,32 @@ export function parseBlockRuns(raw: unknown, snapshot: Snapshot, where: string):
   return new BlockRoles(entries);
 }
 
+/** A block without a role in `roleCodes`. */
+const NO_ROLE = 255;
+
+/**
+ * A snapshot's roles as one byte per block (its index in `ROLES`, 255 for
+ * none), in the order of `snapshot.blocks`: what the page hands the engine
+ * worker, which has the same blocks (`blockRolesFromCodes`).
+ */
+export function roleCodes(snapshot: Snapshot, roles: BlockRoles): Uint8Array {
+  return Uint8Array.from(snapshot.blocks, b => (roles.has(b) ? ROLES.indexOf(roles.roleOf(b)) : NO_ROLE));
+}
+
+/** The roles `roleCodes` wrote, back on the same snapshot's blocks. */
+export function blockRolesFromCodes(snapshot: Snapshot, codes: Uint8Array): BlockRoles {
+  if (codes.length !== snapshot.blocks.length) {
+    throw new SnapshotError(`role codes for ${codes.length} blocks, the snapshot has ${snapshot.blocks.length}`);
+  }
+  const entries: [number, number, Role][] = [];
+  snapshot.blocks.forEach((b, i) => {
+    if (codes[i] !== NO_ROLE) {
+      entries.push([b.device, b.address, ROLES[codes[i]]]);
+    }
+  });
+  return new BlockRoles(entries);
+}
+
 /** Per role, the change from `before` to `after` (`before` null: from nothing). */
 export function roleChange(before: RoleBytes | null, after: RoleBytes): RoleBytes {
   return Object.fromEntries(ROLES.map(role => [role, (after[role] ?? 0) - (before?.[role] ?? 0)]));

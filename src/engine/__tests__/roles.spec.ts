@@ -5,7 +5,10 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import {
+  blockRolesFromCodes,
   diffSnapshots,
+  encodeFrames,
+  encodeSnapshot,
   findingText,
   findLeaks,
   groupByRole,
@@ -13,7 +16,9 @@ import {
   parseBlockRoles,
   parseBlockRuns,
   parseRoleSummary,
+  rankLeaks,
   roleChange,
+  roleCodes,
   ROLES,
   sessionExecutions,
   sessionFolderFiles,
@@ -219,12 +224,30 @@ describe('leak reasons by role', () => {
     const named = byRole.reduce((n, f) => n + (f as { bytes: number }).bytes, 0);
     expect(named).toBeLessThanOrEqual(evalPass.leakedBytes);
     expect((byRole[0] as { bytes: number }).bytes).toBeGreaterThan(0.5 * evalPass.leakedBytes);
-    expect(evalPass.fixes).toContainEqual({ code: 'no-grad-or-detach' });
+    // the graph rule already advised no_grad: the role adds no second wording of it
+    expect(evalPass.fixes).toEqual(plain.executions[4].fixes);
+    expect(evalPass.fixes).toContainEqual({ code: 'no-grad' });
     expect(findingText(byRole[0], k => `cell ${k}`)).toMatch(/of it is tensors saved for backward by a live autograd graph$/);
     // roles add reasons, never change a verdict or its bytes
     expect(report.executions.map(v => [v.verdict, v.leakedBytes])).toEqual(
       plain.executions.map(v => [v.verdict, v.leakedBytes])
     );
     expect(plain.executions[4].findings.some(f => f.code === 'leak-role')).toBe(false);
+  });
+});
+
+describe('roles handed to the engine worker', () => {
+  it('come back as the same roles on the decoded snapshots, and the worker words the same leak reasons', () => {
+    const { session, roles } = recorded();
+    const executions = sessionExecutions(session.manifest);
+    const codes = session.snapshots.map((s, k) => roleCodes(s, roles[k]!.blocks!));
+    expect(codes[4].length).toBe(session.snapshots[4].blocks.length);
+    const back = blockRolesFromCodes(session.snapshots[4], codes[4]);
+    session.snapshots[4].blocks.forEach(b => expect(back.roleOf(b)).toBe(roles[4]!.blocks!.roleOf(b)));
+    const encoded = { ...encodeFrames(session.frames), snapshots: session.snapshots.map(encodeSnapshot) };
+    const { report } = rankLeaks({ key: 14, session: encoded, executions, roles: codes });
+    const direct = findLeaks(session.snapshots, executions, { roles: roles.map(r => r!.blocks) });
+    expect(report.executions[4].findings).toEqual(direct.executions[4].findings);
+    expect(report.executions[4].findings.some(f => f.code === 'leak-role')).toBe(true);
   });
 });

@@ -77,11 +77,9 @@ export function findLeaks(
   if (options.roles?.some(r => r !== null)) {
     const roles = options.roles;
     // A block's role: in the latest snapshot of its kernel that holds it, else its own execution's.
-    const latest = new Map<number, number>();
-    retention.forEach(r => latest.set(r.kernel, r.execution));
     const holds = (k: number, b: Block) => roles[k]?.has(b) ?? false;
     for (const f of findings) {
-      const last = latest.get(f.retention.kernel)!;
+      const last = f.retention.lastOfKernel;
       explainRoles(f, b => (holds(last, b) ? roles[last] : holds(f.k, b) ? roles[f.k] : null));
     }
   }

@@ -40,8 +40,15 @@ export function explainRoles(f: Finding, rolesOf: (block: Block) => BlockRoles |
   for (const role of held) {
     f.findings.push({ code: 'leak-role', role, bytes: bytes.get(role)! });
     const advice = ADVICE[role]?.(f);
-    if (advice) {
+    if (advice && !(role === 'activation' && Private.saysNoGrad(f))) {
       f.advice.set(JSON.stringify(advice), advice);
     }
+  }
+}
+
+namespace Private {
+  /** Whether a rule already advised no_grad or detach (the graph rules): the role adds no second wording. */
+  export function saysNoGrad(f: Finding): boolean {
+    return [...f.advice.values()].some(a => ['no-grad', 'no-grad-or-detach', 'detach-hidden'].includes(a.code));
   }
 }
