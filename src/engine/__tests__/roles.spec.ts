@@ -24,7 +24,7 @@ import {
   sessionFolderFiles,
   sessionRoles
 } from '..';
-import { ROLE_CODES } from '../protocol.generated';
+import { runsOf } from './roleRuns';
 import { TEST_DATA } from './data';
 
 const DIR = path.join(TEST_DATA, 'roles', 'training_roles--python');
@@ -141,23 +141,6 @@ describe('bad roles input', () => {
     });
   });
 });
-
-/** The kernel's runs of a recorded roles file (roles.py `block_runs`), for the wire's reader. */
-function runsOf(file: { device: number[]; address: number[]; role: string[] }): { count: number; runs: string } {
-  const order = file.role
-    .map((role, i) => ({ role, device: file.device[i], address: file.address[i] }))
-    .sort((a, b) => a.device - b.device || a.address - b.address);
-  let runs = '';
-  for (let i = 0; i < order.length; ) {
-    let j = i;
-    while (j < order.length && order[j].role === order[i].role) {
-      j++;
-    }
-    runs += `${j - i > 1 ? j - i : ''}${ROLE_CODES[ROLES.indexOf(order[i].role)]}`;
-    i = j;
-  }
-  return { count: order.length, runs };
-}
 
 describe('per-block roles on the wire', () => {
   const file = (k: number) => JSON.parse(fs.readFileSync(path.join(DIR, `cell0${k}.roles.json`), 'utf-8'));
