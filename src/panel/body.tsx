@@ -363,7 +363,11 @@ export function PanelBody(props: IPanelBodyProps): JSX.Element {
           <Section
             ref={refs.diff}
             name="diff"
-            title={trans.__('Diff by allocation site')}
+            title={
+              model.grouping === 'role'
+                ? trans.__('Diff by role, then allocation site')
+                : trans.__('Diff by allocation site')
+            }
             expanded={expanded.diff}
             onToggle={toggle('diff')}
             trans={trans}

@@ -163,11 +163,12 @@ function RoleRow(props: IDiffViewProps & { role: IRoleGroup }): JSX.Element {
         <span className="jp-CudaMemdiffSite-net">{formatBytes(role.netBytes, true)}</span>
         <span className="jp-CudaMemdiffSite-label jp-CudaMemdiffRole-label">{label}</span>
         <span className="jp-CudaMemdiffSite-count">
-          {trans.__(
-            'born %1, freed %2, %3 sites',
+          {trans._n(
+            'born %2, freed %3, %1 site',
+            'born %2, freed %3, %1 sites',
+            role.sites.length,
             formatBytes(role.bornBytes),
-            formatBytes(role.freedBytes),
-            role.sites.length
+            formatBytes(role.freedBytes)
           )}
         </span>
       </button>
