@@ -35,7 +35,10 @@ def test_role_codes_name_each_role_once_and_the_schema_takes_exactly_them():
     assert len(protocol.ROLE_CODES) == len(protocol.ROLES) == len(set(protocol.ROLE_CODES))
     runs = MESSAGES["definitions"]["roles"]["properties"]["blocks"]["properties"]["runs"]["pattern"]
     letters = f"[{protocol.ROLE_CODES[0]}-{protocol.ROLE_CODES[-1]}]"
-    assert letters in runs and "".join(chr(c) for c in range(ord("a"), ord("a") + len(protocol.ROLES))) == protocol.ROLE_CODES
+    assert (
+        letters in runs
+        and "".join(chr(c) for c in range(ord("a"), ord("a") + len(protocol.ROLES))) == protocol.ROLE_CODES
+    )
 
 
 def test_settings_schema_offers_every_helper_setting_with_its_default_and_choices():

@@ -15,7 +15,6 @@ import re
 import shutil
 
 from conftest import ROOT, FakeComm, attach
-
 from cuda_memdiff_kernel import protocol
 from cuda_memdiff_kernel.channel import Frontends
 from cuda_memdiff_kernel.log import SnapshotLog
@@ -55,13 +54,26 @@ def raw_snapshot(addresses, frames):
     for address in sorted(addresses):
         base = address - address % (BLOCK * PER_SEGMENT)
         segments.setdefault(base, []).append(
-            {"address": address, "size": BLOCK, "requested_size": BLOCK - 16, "state": "active_allocated",
-             "frames": frames[(address // BLOCK) % len(frames)]}
+            {
+                "address": address,
+                "size": BLOCK,
+                "requested_size": BLOCK - 16,
+                "state": "active_allocated",
+                "frames": frames[(address // BLOCK) % len(frames)],
+            }
         )
     return {
         "segments": [
-            {"device": 0, "address": base, "total_size": BLOCK * PER_SEGMENT, "stream": 0,
-             "segment_type": "large", "segment_pool_id": (0, 0), "blocks": blocks, "frames": []}
+            {
+                "device": 0,
+                "address": base,
+                "total_size": BLOCK * PER_SEGMENT,
+                "stream": 0,
+                "segment_type": "large",
+                "segment_pool_id": (0, 0),
+                "blocks": blocks,
+                "frames": [],
+            }
             for base, blocks in sorted(segments.items())
         ]
     }
@@ -81,8 +93,10 @@ def cell_messages(n_blocks, n_changed, scattered=False):
     """A cell's snapshot message as an attached frontend gets it (the change) and as a new one does (whole)."""
     rng = random.Random(14)
     frames = [
-        [{"name": f"f{k}", "filename": f"/tmp/ipykernel_1/{k:08x}.py", "line": k}, {"name": "forward",
-         "filename": "/venv/torch/nn/modules/linear.py", "line": 125}]
+        [
+            {"name": f"f{k}", "filename": f"/tmp/ipykernel_1/{k:08x}.py", "line": k},
+            {"name": "forward", "filename": "/venv/torch/nn/modules/linear.py", "line": 125},
+        ]
         for k in range(64)
     ]
     before = [BLOCK * k for k in range(n_blocks)]
@@ -99,8 +113,12 @@ def cell_messages(n_blocks, n_changed, scattered=False):
     born = {(0, a) for a in after if a >= BLOCK * n_blocks}
     expected = layout_roles(keys, born, scattered)
     runs = block_runs(expected)
-    entry.fields["roles"] = {"bytes": {r: 0 for r in protocol.ROLES}, "partial": False, "elapsed_ms": 1.0,
-                             "blocks": runs}
+    entry.fields["roles"] = {
+        "bytes": {r: 0 for r in protocol.ROLES},
+        "partial": False,
+        "elapsed_ms": 1.0,
+        "blocks": runs,
+    }
     frontends.publish(entry)
     newcomer = FakeComm()
     frontends.attach(newcomer)  # the log keeps only this cell: it goes whole

@@ -247,8 +247,8 @@ export function SegmentMap(props: ISegmentMapProps): JSX.Element {
           byRole
             ? trans.__('%1 segments; blocks coloured by role', snapshot.segments.length)
             : byCell
-            ? trans.__('%1 segments; blocks coloured by the cell that allocated them', snapshot.segments.length)
-            : trans.__('%1 segments; blocks coloured by the line that allocated them', snapshot.segments.length)
+              ? trans.__('%1 segments; blocks coloured by the cell that allocated them', snapshot.segments.length)
+              : trans.__('%1 segments; blocks coloured by the line that allocated them', snapshot.segments.length)
         }
       >
         {layout.rows.map(row => (

@@ -128,9 +128,9 @@ test.describe('memory by role', () => {
     const recorded = JSON.parse(recordedDiffByRole('json')) as { roles: { role: string; net_bytes: number }[] };
     const rows = diff.getByRole('list', { name: 'Roles' }).locator(':scope > li');
     await expect(rows).toHaveCount(recorded.roles.length);
-    expect(await rows.evaluateAll(els => els.map(e => [e.dataset.cudaMemdiffRole, Number(e.dataset.cudaMemdiffNetBytes)]))).toEqual(
-      recorded.roles.map(r => [r.role, r.net_bytes])
-    );
+    expect(
+      await rows.evaluateAll(els => els.map(e => [e.dataset.cudaMemdiffRole, Number(e.dataset.cudaMemdiffNetBytes)]))
+    ).toEqual(recorded.roles.map(r => [r.role, r.net_bytes]));
     // and the text a person reads is the same figure the tool prints: "+8.01 MiB ... activation"
     const activationLine = recordedDiffByRole('text')
       .split('\n')
@@ -167,7 +167,9 @@ test.describe('memory by role', () => {
     // one colour per role, the chart's: a segment block and the chart's band of a role are filled alike
     await chart.getByRole('button', { name: 'by role' }).click();
     const fillOf = (loc: ReturnType<typeof map.locator>) => loc.first().evaluate(e => getComputedStyle(e).fill);
-    expect(await fillOf(activationBlocks)).toBe(await fillOf(chart.locator('.jp-CudaMemdiffChart-role.jp-mod-activation')));
+    expect(await fillOf(activationBlocks)).toBe(
+      await fillOf(chart.locator('.jp-CudaMemdiffChart-role.jp-mod-activation'))
+    );
     const fills = await map
       .locator('.jp-CudaMemdiffSegments-block.jp-CudaMemdiffSegments-role')
       .evaluateAll(els => new Set(els.map(e => getComputedStyle(e).fill)).size);

@@ -117,7 +117,10 @@ describe('per-block roles', () => {
 
   function addWithRoles(store: SnapshotStore, k: number, blocks: unknown) {
     const cell = rolesManifest.cells[k];
-    const snapshot = readSnapshot(new Uint8Array(fs.readFileSync(path.join(ROLES_DIR, cell.snapshot_file))), store.frames);
+    const snapshot = readSnapshot(
+      new Uint8Array(fs.readFileSync(path.join(ROLES_DIR, cell.snapshot_file))),
+      store.frames
+    );
     return store.add({
       cellId: `c${k}`,
       executionCount: k + 1,

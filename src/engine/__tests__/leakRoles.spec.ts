@@ -34,7 +34,13 @@ function leakingFinding(blocks: Block[]): Finding {
 }
 
 describe('leak reasons by role', () => {
-  const blocks = [block(0, 4 * MiB), block(4 * MiB, 2 * MiB), block(8 * MiB, MiB), block(9 * MiB, 3 * MiB), block(12 * MiB, MiB)];
+  const blocks = [
+    block(0, 4 * MiB),
+    block(4 * MiB, 2 * MiB),
+    block(8 * MiB, MiB),
+    block(9 * MiB, 3 * MiB),
+    block(12 * MiB, MiB)
+  ];
   const roles = new BlockRoles([
     [0, 0, 'gradient'],
     [0, 4 * MiB, 'optimizer_state'],

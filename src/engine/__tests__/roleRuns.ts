@@ -15,7 +15,7 @@ export function runsOf(file: IRolesFile): { count: number; runs: string } {
     .map((role, i) => ({ role, device: file.device[i], address: file.address[i] }))
     .sort((a, b) => a.device - b.device || a.address - b.address);
   let runs = '';
-  for (let i = 0; i < order.length; ) {
+  for (let i = 0; i < order.length;) {
     let j = i;
     while (j < order.length && order[j].role === order[i].role) {
       j++;

@@ -210,7 +210,9 @@ describe('leak reasons by role', () => {
     // the graph rule already advised no_grad: the role adds no second wording of it
     expect(evalPass.fixes).toEqual(plain.executions[4].fixes);
     expect(evalPass.fixes).toContainEqual({ code: 'no-grad' });
-    expect(findingText(byRole[0], k => `cell ${k}`)).toMatch(/of it is tensors saved for backward by a live autograd graph$/);
+    expect(findingText(byRole[0], k => `cell ${k}`)).toMatch(
+      /of it is tensors saved for backward by a live autograd graph$/
+    );
     // roles add reasons, never change a verdict or its bytes
     expect(report.executions.map(v => [v.verdict, v.leakedBytes])).toEqual(
       plain.executions.map(v => [v.verdict, v.leakedBytes])

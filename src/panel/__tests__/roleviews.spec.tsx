@@ -115,7 +115,9 @@ describe('SegmentMap by role', () => {
       expect.arrayContaining(['parameter', 'gradient', 'optimizer_state', 'activation'])
     );
     const items = Array.from(legend.querySelectorAll('li')).slice(0, present.length);
-    expect(items.map(li => li.textContent)).toEqual(present.map(p => `${p.role.replace(/_/g, ' ')} (${formatBytes(p.bytes)})`));
+    expect(items.map(li => li.textContent)).toEqual(
+      present.map(p => `${p.role.replace(/_/g, ' ')} (${formatBytes(p.bytes)})`)
+    );
     // every drawn block that is not a summary band has its role's colour
     const drawn = Array.from(container.querySelectorAll('rect.jp-CudaMemdiffSegments-block:not(.jp-mod-band)'));
     expect(drawn.length).toBeGreaterThan(0);
@@ -128,7 +130,13 @@ describe('SegmentMap by role', () => {
   it('offers no role colouring when the kernel gave no roles', () => {
     const { session, cells } = recorded();
     render(
-      <SegmentMap snapshot={session.snapshots[4]} cells={cells} showAllFrames={false} trans={trans} onReveal={jest.fn()} />
+      <SegmentMap
+        snapshot={session.snapshots[4]}
+        cells={cells}
+        showAllFrames={false}
+        trans={trans}
+        onReveal={jest.fn()}
+      />
     );
     expect(screen.queryByRole('button', { name: 'colour by role' })).toBeNull();
   });
