@@ -160,27 +160,38 @@ def test_even_when_every_block_differs_from_its_neighbour_the_roles_cost_one_byt
     assert size(change) < 0.10 * size(whole)
 
 
-def test_the_replay_kernel_sends_each_recorded_blocks_role(shell, tmp_path, validate):
-    """The replay kernel (Galata, the demo) sends the roles of cellNN.roles.json on the blocks it replays."""
+def replay_training(shell, folder, roles_files):
+    """Replay the recorded training session as cells ``step_k = k`` (the Galata kernel's way); its snapshot messages."""
     from cuda_memdiff_kernel import install
     from cuda_memdiff_kernel.replay import ReplaySource
 
     manifest = json.loads((RECORDED / "manifest.json").read_text())
     for k, cell in enumerate(manifest["cells"]):
         cell["source"] = f"step_{k} = {k}"
-        shutil.copy(RECORDED / cell["snapshot_file"], tmp_path / cell["snapshot_file"])
-        shutil.copy(RECORDED / cell["roles_file"], tmp_path / cell["roles_file"])
-    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
-    install(shell, replay=ReplaySource(str(tmp_path)))
+        for name in (cell["snapshot_file"], cell["roles_file"]) if roles_files else (cell["snapshot_file"],):
+            shutil.copy(RECORDED / name, folder / name)
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    install(shell, replay=ReplaySource(str(folder)))
     comm = attach(shell)
     for k in range(len(manifest["cells"])):
         shell.run_cell(f"step_{k} = {k}", store_history=True)
-    sent = [validate(m) for m in comm.of_type("snapshot")]
-    assert len(sent) == len(manifest["cells"])
-    for message, cell in zip(sent, manifest["cells"]):
+    return comm.of_type("snapshot"), manifest["cells"]
+
+
+def test_the_replay_kernel_sends_each_recorded_blocks_role(shell, tmp_path, validate):
+    """The replay kernel (Galata, the demo) sends the roles of cellNN.roles.json on the blocks it replays."""
+    sent, cells = replay_training(shell, tmp_path, roles_files=True)
+    assert len(sent) == len(cells)
+    for message, cell in zip(map(validate, sent), cells):
         columns = json.loads((RECORDED / cell["roles_file"]).read_text())
         recorded = [r for _, _, r in sorted(zip(columns["device"], columns["address"], columns["role"]))]
         assert expand(message["roles"]["blocks"]) == recorded, cell["roles_file"]
         assert message["roles"]["bytes"] == cell["roles"]["bytes"]
     last = sent[-1]["roles"]["blocks"]
     assert last["count"] == 49 and set(expand(last)) >= {"parameter", "gradient", "optimizer_state", "activation"}
+
+
+def test_a_recording_without_roles_files_sends_its_bytes_per_role_alone(shell, tmp_path, validate):
+    sent, cells = replay_training(shell, tmp_path, roles_files=False)
+    assert [validate(m)["roles"] for m in sent] == [c["roles"] for c in cells]
+    assert not any("blocks" in m["roles"] for m in sent)

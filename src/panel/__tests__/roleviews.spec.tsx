@@ -30,27 +30,33 @@ function recorded() {
   return { session, roles, cells };
 }
 
+/** The diff of the eval pass (cell 4) against the training steps, grouped by role. */
+function renderDiff(roleGroups: ReturnType<typeof groupByRole> | null, onGrouping = jest.fn()) {
+  const { session, cells } = recorded();
+  const diff = diffSnapshots(session.snapshots[3], session.snapshots[4]);
+  return render(
+    <DiffView
+      diff={diff}
+      groups={groupBySite(diff)}
+      showAllFrames={false}
+      onShowAllFrames={jest.fn()}
+      cells={cells}
+      trans={trans}
+      onReveal={jest.fn()}
+      caption="Cell [5], against Cell [4]"
+      grouping="role"
+      onGrouping={onGrouping}
+      roleGroups={roleGroups}
+    />
+  );
+}
+
 describe('DiffView by role', () => {
   it("lists the eval pass's change by role, largest first, each role opening into its sites", () => {
-    const { session, roles, cells } = recorded();
-    const diff = diffSnapshots(session.snapshots[3], session.snapshots[4]);
-    const byRole = groupByRole(diff, roles[3], roles[4]);
+    const { session, roles } = recorded();
+    const byRole = groupByRole(diffSnapshots(session.snapshots[3], session.snapshots[4]), roles[3], roles[4]);
     const onGrouping = jest.fn();
-    const { container } = render(
-      <DiffView
-        diff={diff}
-        groups={groupBySite(diff)}
-        showAllFrames={false}
-        onShowAllFrames={jest.fn()}
-        cells={cells}
-        trans={trans}
-        onReveal={jest.fn()}
-        caption="Cell [5], against Cell [4]"
-        grouping="role"
-        onGrouping={onGrouping}
-        roleGroups={byRole}
-      />
-    );
+    const { container } = renderDiff(byRole, onGrouping);
     const list = screen.getByRole('list', { name: 'Roles' });
     const rows = Array.from(list.children) as HTMLElement[];
     expect(rows.map(r => r.dataset.cudaMemdiffRole)).toEqual(byRole.map(g => g.role));
@@ -69,23 +75,7 @@ describe('DiffView by role', () => {
   });
 
   it('says so and groups by site when the snapshots have no per-block roles', () => {
-    const { session, cells } = recorded();
-    const diff = diffSnapshots(session.snapshots[3], session.snapshots[4]);
-    render(
-      <DiffView
-        diff={diff}
-        groups={groupBySite(diff)}
-        showAllFrames={false}
-        onShowAllFrames={jest.fn()}
-        cells={cells}
-        trans={trans}
-        onReveal={jest.fn()}
-        caption=""
-        grouping="role"
-        onGrouping={jest.fn()}
-        roleGroups={null}
-      />
-    );
+    renderDiff(null);
     expect(screen.getByText(/No per-block roles for these snapshots/)).toBeTruthy();
     expect(screen.getByRole('list', { name: 'Allocation sites' }).children.length).toBeGreaterThan(0);
   });
