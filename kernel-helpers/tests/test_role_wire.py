@@ -14,11 +14,12 @@ import random
 import re
 import shutil
 
+import pytest
 from conftest import ROOT, FakeComm, attach
 from cuda_memdiff_kernel import protocol
 from cuda_memdiff_kernel.channel import Frontends
 from cuda_memdiff_kernel.log import SnapshotLog
-from cuda_memdiff_kernel.roles import allocated_keys, block_runs
+from cuda_memdiff_kernel.roles import RolePass, allocated_keys, block_runs
 
 RECORDED = ROOT / "test-data" / "roles" / "training_roles--python"
 BLOCK = 65536
@@ -195,3 +196,48 @@ def test_a_recording_without_roles_files_sends_its_bytes_per_role_alone(shell, t
     sent, cells = replay_training(shell, tmp_path, roles_files=False)
     assert [validate(m)["roles"] for m in sent] == [c["roles"] for c in cells]
     assert not any("blocks" in m["roles"] for m in sent)
+
+
+def test_the_live_pass_sends_each_blocks_role_in_address_order(shell):
+    """The per-block roles the pass sends are its own answer (``by_block``), block for block, also when reused."""
+    torch = pytest.importorskip("torch")
+    shell.run_cell("import torch\nm = torch.nn.Linear(8, 8)\nopt = torch.optim.AdamW(m.parameters())")
+    shell.run_cell("m(torch.ones(2, 8)).sum().backward(); opt.step(); kept = torch.zeros(3)")
+    ns = shell.user_ns
+    tensors = [*ns["m"].parameters(), *(p.grad for p in ns["m"].parameters()), ns["kept"]]
+    tensors += [t for s in ns["opt"].state.values() for t in s.values() if isinstance(t, torch.Tensor) and t.dim()]
+    blocks = {}
+    for t in tensors:
+        key = (-1, t.untyped_storage().data_ptr())
+        blocks[key] = (-1, key[1], t.untyped_storage().nbytes(), t.untyped_storage().nbytes(), 0, 0, key[1])
+    rp = RolePass()
+    answer = rp.run(shell, blocks)
+    by_block = rp.by_block
+    assert expand(answer["blocks"]) == [protocol.ROLES[by_block[k]] for k in sorted(by_block)]
+    assert {"parameter", "gradient", "optimizer_state", "user"} <= set(expand(answer["blocks"]))
+    again = rp.run(shell, blocks)
+    assert again["reused"] and again["blocks"] == answer["blocks"]
+    # a block on a second device, at a lower address: device order first, then address
+    blocks[(5, 4096)] = (5, 4096, 512, 512, 0, 0, 4096)
+    two = expand(rp.run(shell, blocks)["blocks"])
+    assert two == [*expand(answer["blocks"]), "unknown"]
+
+
+def test_encoding_cost_at_10000_and_40000_blocks():
+    """A figure, not a timed test: what sorting and encoding the roles adds to the pass (this machine's CPU)."""
+    import time
+
+    for n in (10_000, 40_000):
+        rng = random.Random(n)
+        addresses = [BLOCK * k for k in range(n)]
+        rng.shuffle(addresses)
+        role_of = {a: (a // (BLOCK * PER_SEGMENT)) % 4 for a in addresses}
+        times = []
+        for _ in range(5):
+            started = time.perf_counter()
+            runs = block_runs(map(role_of.__getitem__, sorted(addresses)))
+            times.append(time.perf_counter() - started)
+        print(
+            f"\n{n:,} blocks: roles encoded in {sorted(times)[2] * 1000:.1f} ms (median of 5), {len(runs['runs']):,} B"
+        )
+        assert runs["count"] == n
