@@ -250,9 +250,10 @@ function DiffBody(props: IPanelBodyProps & { pair: IComparison }): JSX.Element {
         groups={model.groups}
         showAllFrames={model.showAllFrames}
         onShowAllFrames={v => (model.showAllFrames = v)}
-        grouping={model.grouping}
-        onGrouping={v => (model.grouping = v)}
-        roleGroups={model.grouping === 'role' ? model.roleGroups : null}
+        // Offered where both snapshots have per-block roles (the kernel's; files and older helpers have none).
+        grouping={model.canGroupByRole ? model.grouping : 'site'}
+        onGrouping={model.canGroupByRole ? v => (model.grouping = v) : undefined}
+        roleGroups={model.grouping === 'role' && model.canGroupByRole ? model.roleGroups : null}
         cells={model.cellNames()}
         trans={trans}
         onReveal={props.onReveal}
@@ -364,7 +365,7 @@ export function PanelBody(props: IPanelBodyProps): JSX.Element {
             ref={refs.diff}
             name="diff"
             title={
-              model.grouping === 'role'
+              model.grouping === 'role' && model.canGroupByRole
                 ? trans.__('Diff by role, then allocation site')
                 : trans.__('Diff by allocation site')
             }

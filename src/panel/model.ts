@@ -317,6 +317,12 @@ export class DiffPanelModel implements IDisposable {
     return ref.kind === 'record' ? (this._notebook?.store.blockRolesOf(ref.record) ?? null) : null;
   }
 
+  /** Whether both compared snapshots have per-block roles, so the diff can group by role. */
+  get canGroupByRole(): boolean {
+    const pair = this.comparison;
+    return pair !== null && this.rolesOf(pair.before) !== null && this.rolesOf(pair.after) !== null;
+  }
+
   /**
    * The diff grouped by role, then by site (born blocks take their role
    * after the change, freed ones the role they had before it); null when a

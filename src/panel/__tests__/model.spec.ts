@@ -263,6 +263,7 @@ describe('DiffPanelModel by role', () => {
     const model = new DiffPanelModel();
     model.setNotebook(trainingNotebook(true));
     model.select(model.records[4]);
+    expect(model.canGroupByRole).toBe(true);
     model.grouping = 'role';
     const groups = model.roleGroups!;
     expect(groups[0].role).toBe('activation');
@@ -278,6 +279,7 @@ describe('DiffPanelModel by role', () => {
     const model = new DiffPanelModel();
     model.setNotebook(trainingNotebook(false));
     model.grouping = 'role';
+    expect(model.canGroupByRole).toBe(false);
     expect(model.roleGroups).toBeNull();
     expect(model.groups.length).toBeGreaterThan(0);
   });
