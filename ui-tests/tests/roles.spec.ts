@@ -10,7 +10,16 @@ import { expect, test } from '@jupyterlab/galata';
 import { execFileSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
-import { BADGE, contrastOf, isInsideVisiblePanel, openPanel, panelSection, setTheme } from './demo';
+import {
+  BADGE,
+  contrastOf,
+  findLeakingCell,
+  isInsideVisiblePanel,
+  openPanel,
+  PANEL,
+  panelSection,
+  setTheme
+} from './demo';
 
 const FOLDER = path.resolve(__dirname, '../../test-data/roles/training_roles--python');
 const CLI = path.resolve(__dirname, '../../bin/cuda-memdiff.js');
@@ -185,5 +194,19 @@ test.describe('memory by role', () => {
     expect(dark.violations).toEqual([]);
     expect(await segments.screenshot()).toMatchSnapshot('segments-by-role-dark.png');
     await setTheme(page, 'JupyterLab Light');
+  });
+
+  test('the leak finder says what the leaked memory is for', async ({ page }) => {
+    test.setTimeout(180000);
+    await runReplayedTraining(page);
+    await findLeakingCell(page);
+    // the eval pass kept outside no_grad: the command-line tool words the same finding from the recorded files
+    const cli = execFileSync('node', [CLI, 'leaks', FOLDER], { encoding: 'utf-8' });
+    const reason = / {2}- (\S+ \S+) of it is tensors saved for backward by a live autograd graph/.exec(cli)!;
+    const top = page.locator(`${PANEL} .jp-CudaMemdiffLeak.jp-mod-top`);
+    await expect(top).toContainText(`${reason[1]} of it is tensors saved for backward by a live autograd graph.`);
+    const line = top.getByText(/of it is tensors saved for backward/);
+    await line.scrollIntoViewIfNeeded();
+    expect(await isInsideVisiblePanel(page, line)).toBe(true);
   });
 });
