@@ -80,6 +80,8 @@ export type HolderKind = (typeof HOLDER_KINDS)[number];
 /** What a live block is for, in the kernel's precedence order (protocol.ROLES). */
 export const ROLES = ${ts(c.ROLES)} as const;
 export type Role = (typeof ROLES)[number];
+/** Each role's letter in a snapshot message's per-block roles, in ROLES order (protocol.ROLE_CODES). */
+export const ROLE_CODES = ${ts(c.ROLE_CODES)};
 /** Why a cell has no snapshot (protocol.CELL_NOTES). */
 export const CELL_NOTES = ${ts(c.CELL_NOTES)} as const;
 export type CellNoteKind = (typeof CELL_NOTES)[number];

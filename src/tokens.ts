@@ -7,7 +7,7 @@ import { Token } from '@lumino/coreutils';
 import { ISignal } from '@lumino/signaling';
 import type { BlockQuery } from './capture/protocol';
 import type { CellRecord, ICellNote, IHelperState } from './capture/store';
-import type { FrameTable, ICellSource, IHolderAnswer, IOomReport, IPeakAnatomy, Snapshot } from './engine';
+import type { BlockRoles, FrameTable, ICellSource, IHolderAnswer, IOomReport, IPeakAnatomy, Snapshot } from './engine';
 import type { EngineOp, EnginePayload, EngineResult } from './worker/handlers';
 
 /** The npm package name, the prefix of every plugin id. */
@@ -59,6 +59,8 @@ export interface ISnapshotStore {
   oomOf(record: CellRecord): IOomReport | null;
   /** What was alive at the record's peak, from its allocation history; null without one. */
   peakOf(record: CellRecord): IPeakAnatomy | null;
+  /** Each allocated block's role in a record's snapshot; null when the kernel sent none. */
+  blockRolesOf(record: CellRecord): BlockRoles | null;
 }
 
 /** What the extension keeps for one notebook. */

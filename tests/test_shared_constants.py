@@ -31,6 +31,16 @@ def test_message_schema_enums_are_the_protocol_constants():
     assert kinds == list(protocol.HOLDER_KINDS)
 
 
+def test_role_codes_name_each_role_once_and_the_schema_takes_exactly_them():
+    assert len(protocol.ROLE_CODES) == len(protocol.ROLES) == len(set(protocol.ROLE_CODES))
+    runs = MESSAGES["definitions"]["roles"]["properties"]["blocks"]["properties"]["runs"]["pattern"]
+    letters = f"[{protocol.ROLE_CODES[0]}-{protocol.ROLE_CODES[-1]}]"
+    assert (
+        letters in runs
+        and "".join(chr(c) for c in range(ord("a"), ord("a") + len(protocol.ROLES))) == protocol.ROLE_CODES
+    )
+
+
 def test_settings_schema_offers_every_helper_setting_with_its_default_and_choices():
     properties = SETTINGS["properties"]
     for key, default in protocol.DEFAULT_SETTINGS.items():
@@ -65,5 +75,6 @@ def test_the_frontend_gets_the_constants_from_python(tmp_path):
         assert f"'{status}'" in generated
     for kind in protocol.HOLDER_KINDS:
         assert f"'{kind}'" in generated
+    assert f"export const ROLE_CODES = '{protocol.ROLE_CODES}';" in generated
     assert f"export const PROTOCOL_VERSION = {protocol.PROTOCOL_VERSION};" in generated
     assert f"'max_entries': {protocol.DEFAULT_SETTINGS['max_entries']}" in generated

@@ -19,7 +19,7 @@ from . import holders, process, protocol, torch_probe
 from .channel import Frontends
 from .log import SnapshotLog, collector_paused
 from .replay import replay_from_environment
-from .roles import RolePass
+from .roles import UNKNOWN_ROLE, RolePass, allocated_keys, block_runs
 
 METADATA_PREFIX = "cuda-memdiff cell "
 
@@ -269,7 +269,7 @@ class CellCapture:
             raw = torch_probe.raw_snapshot(self.settings["include_traces"], torch)
         fields.update(reason="cell", devices=devices, before=before, peak=self._cell_peak(devices))
         fields["capture_ms"] = round((time.perf_counter() - started) * 1000, 3)
-        self._publish(raw, fields, allocations)
+        self._publish(raw, fields, allocations=allocations)
 
     def _cell_peak(self, devices):
         """The cell's peak allocated bytes, exact or an upper bound, without resetting anything by default.
@@ -328,17 +328,22 @@ class CellCapture:
             peak=peak,
             replay=self.replay.name,
         )
+        block_roles = None
         if isinstance(recorded.get("roles"), dict):  # the recording's roles stand in for the live pass
             fields["roles"] = recorded["roles"]
-        self._publish(self.replay.snapshot(recorded["snapshot_file"]), fields)
+            block_roles = self.replay.block_roles(recorded)
+        self._publish(self.replay.snapshot(recorded["snapshot_file"]), fields, block_roles)
 
-    def _publish(self, raw, fields, allocations=None):
+    def _publish(self, raw, fields, block_roles=None, allocations=None):
         entry = self.log.add(raw, allocations=allocations, **fields)
         if fields["reason"] == "cell" and self.replay is None:
             # What each live block is for (roles.py): one additive field of the cell's snapshot message.
             roles = self.roles.after_cell(self.shell, self.log.current)
             if roles is not None:
                 entry.fields["roles"] = roles
+        elif block_roles is not None:  # a recorded cell's roles file, sent as the live pass sends its roles
+            runs = block_runs(block_roles.get(key, UNKNOWN_ROLE) for key in allocated_keys(self.log.current))
+            entry.fields["roles"] = dict(entry.fields["roles"], blocks=runs)
         self.frontends.publish(entry)
 
     # -- metadata ------------------------------------------------------------

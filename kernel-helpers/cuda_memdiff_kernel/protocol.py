@@ -54,6 +54,8 @@ ROLES = (
     "workspace",
     "unknown",
 )
+# Each block's role on the wire (roles.py ``block_runs``): one letter per role, in ROLES order.
+ROLE_CODES = "abcdefghij"
 
 # The helper's settings and their defaults; schema/plugin.json offers the same keys in camelCase
 # (a test holds its defaults and choices to these).
@@ -84,6 +86,7 @@ FRONTEND_CONSTANTS = (
     "HOLDER_KINDS",
     "CELL_NOTES",
     "ROLES",
+    "ROLE_CODES",
     "DEFAULT_SETTINGS",
     "SETTING_CHOICES",
 )

@@ -145,7 +145,8 @@ def record(notebook_path, out_dir, settings=None, with_holders=False):
                 "trace_entries": sum(len(t) for t in snapshot.get("device_traces", [])),
                 "oom_snapshots": [e["file"] for e in oom_events[first_oom:]],
                 **({"holders_file": holders_file} if holders_file else {}),
-                "roles": role_summary,
+                # Per-block roles live in the roles file; the manifest keeps the bytes per role.
+                "roles": {k: v for k, v in role_summary.items() if k != "blocks"},
                 "roles_file": roles_name,
                 "before": before,
                 "after": _stats(),

@@ -14,6 +14,8 @@ import json
 import os
 import pickle
 
+from . import protocol
+
 REPLAY_ENV = "CUDA_MEMDIFF_REPLAY"
 
 
@@ -80,6 +82,25 @@ class ReplaySource:
 
     def snapshot(self, file_name):
         return load_snapshot_file(os.path.join(self.folder, file_name))
+
+    def block_roles(self, cell):
+        """The recorded cell's role per block ({(device, address): role index}) from its ``roles_file``.
+
+        None when the cell has no roles file or it cannot be read: the cell's
+        snapshot and bytes per role still go, without per-block roles.
+        """
+        name = cell.get("roles_file")
+        if not _inside(name):
+            return None
+        try:
+            with open(os.path.join(self.folder, name), encoding="utf-8") as f:
+                columns = json.load(f)
+            codes = {role: k for k, role in enumerate(protocol.ROLES)}
+            return {
+                (int(d), int(a)): codes[r] for d, a, r in zip(columns["device"], columns["address"], columns["role"])
+            }
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
 
     @staticmethod
     def _per_device(stats):

@@ -202,28 +202,6 @@ def test_the_pass_reads_the_compact_block_table_of_a_real_snapshot(shell):
     assert answer["bytes"]["unknown"] + answer["bytes"]["workspace"] == allocated
 
 
-def test_a_replayed_session_sends_the_recorded_roles(shell, tmp_path, validate):
-    """The replay kernel (Galata, the demo) sends each cell's recorded roles with its snapshot."""
-    import shutil
-
-    from conftest import attach
-    from cuda_memdiff_kernel import install
-    from cuda_memdiff_kernel.replay import ReplaySource
-
-    src = ROOT / "test-data" / "roles" / "training_roles--python"
-    manifest = json.loads((src / "manifest.json").read_text())
-    for k, cell in enumerate(manifest["cells"]):
-        cell["source"] = f"step_{k} = {k}"
-        shutil.copy(src / cell["snapshot_file"], tmp_path / cell["snapshot_file"])
-    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
-    install(shell, replay=ReplaySource(str(tmp_path)))
-    comm = attach(shell)
-    for k in range(len(manifest["cells"])):
-        shell.run_cell(f"step_{k} = {k}", store_history=True)
-    sent = [validate(m) for m in comm.of_type("snapshot")]
-    assert [m["roles"] for m in sent] == [c["roles"] for c in manifest["cells"]]
-
-
 def test_memoryviz_categories_go_on_the_last_alloc_of_each_live_block():
     """MemoryViz colours its timeline by the alloc entries' ``category`` (as profile_plot writes it)."""
     trace = [

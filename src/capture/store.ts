@@ -5,6 +5,7 @@
 import { IDisposable } from '@lumino/disposable';
 import { ISignal, Signal } from '@lumino/signaling';
 import {
+  BlockRoles,
   emptySnapshot,
   FrameTable,
   IOomEvent,
@@ -14,6 +15,7 @@ import {
   IWireBefore,
   IWireDeviceStats,
   oomReport,
+  parseBlockRuns,
   parseRoleSummary,
   peakAnatomy,
   roleChange,
@@ -193,6 +195,10 @@ export class SnapshotStore implements IDisposable {
     if (entry.cellId !== null) {
       this._notes.delete(entry.cellId);
     }
+    const runs = (entry.roles as { blocks?: unknown } | null | undefined)?.blocks;
+    if (runs !== undefined) {
+      this._blockRuns.set(record, runs);
+    }
     this._records.push(record);
     const excess = this._records.length - this.maxRecords;
     if (excess > 0) {
@@ -263,6 +269,20 @@ export class SnapshotStore implements IDisposable {
   private _empty(): Snapshot {
     this._emptySnapshot ??= emptySnapshot(this.frames);
     return this._emptySnapshot;
+  }
+
+  /**
+   * Each allocated block's role in a record's snapshot, from its message's
+   * per-block roles; null when the kernel sent none (an older helper, a
+   * replayed cell recorded without a roles file) or they do not fit the
+   * snapshot. Read on first use: only the diff and the segment map need it.
+   */
+  blockRolesOf(record: CellRecord): BlockRoles | null {
+    if (!this._blockRoles.has(record)) {
+      this._blockRoles.set(record, Private.blockRoles(this._blockRuns.get(record), record.snapshot));
+      this._blockRuns.delete(record);
+    }
+    return this._blockRoles.get(record) ?? null;
   }
 
   /** The highest allocated peak the current kernel's allocator counters reported. */
@@ -341,6 +361,8 @@ export class SnapshotStore implements IDisposable {
   // Derived per record on first use; records never change.
   private readonly _peaks = new WeakMap<CellRecord, IPeakAnatomy | null>();
   private readonly _ooms = new WeakMap<CellRecord, IOomReport | null>();
+  private readonly _blockRuns = new WeakMap<CellRecord, unknown>();
+  private readonly _blockRoles = new WeakMap<CellRecord, BlockRoles | null>();
   private _emptySnapshot: Snapshot | null = null;
   private _helper: IHelperState = { status: 'starting', message: '', replay: null };
   private _changed = new Signal<this, void>(this);
@@ -358,6 +380,18 @@ export namespace SnapshotStore {
 }
 
 namespace Private {
+  /** A snapshot's per-block roles from its message's runs; null when absent or not the snapshot's. */
+  export function blockRoles(runs: unknown, snapshot: Snapshot): BlockRoles | null {
+    if (runs === undefined || runs === null) {
+      return null;
+    }
+    try {
+      return parseBlockRuns(runs, snapshot, 'roles.blocks');
+    } catch {
+      return null;
+    }
+  }
+
   /** The roles of a snapshot message, or null when it has none or they cannot be read. */
   export function roles(raw: unknown): IRoleSummary | null {
     if (raw === undefined || raw === null) {

@@ -327,7 +327,13 @@ export function run(argv: string[]): string {
       const session = readSessionOrRank(args);
       // The kernel's holders after the last cell, when the session was recorded with them.
       const holders = session.holders[session.holders.length - 1] ?? undefined;
-      const report = findLeaks(session.snapshots, sessionExecutions(session.manifest), { holders });
+      // Each cell's per-block roles, when recorded: a leak's reasons then say what its memory is for.
+      const dir = args.rank === null ? args.operands[0] : path.join(args.operands[0], `rank${args.rank}`);
+      const roles = sessionRoles(session.manifest, name => readBytes(path.join(dir, name), args.limits));
+      const report = findLeaks(session.snapshots, sessionExecutions(session.manifest), {
+        holders,
+        roles: roles.map(r => r?.blocks ?? null)
+      });
       return out(leaksJson(report, session, filter), () => leaksText(report, session, filter));
     }
     default:

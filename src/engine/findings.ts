@@ -53,7 +53,9 @@ export type LeakFinding =
   /** Everything the execution left was freed later, by these executions. */
   | { readonly code: 'all-freed-later'; readonly bytes: number; readonly by: readonly number[] }
   /** The execution left nothing alive. */
-  | { readonly code: 'nothing-left' };
+  | { readonly code: 'nothing-left' }
+  /** Of the leaked memory, `bytes` have this role by the kernel's role pass (`activation`: saved for backward). */
+  | { readonly code: 'leak-role'; readonly role: string; readonly bytes: number };
 
 /** Codes of findings. */
 export type LeakFindingCode = LeakFinding['code'];
@@ -126,8 +128,24 @@ export function findingText(finding: LeakFinding, label: (execution: number) => 
       return `left ${formatBytes(finding.bytes)} alive, all freed later (${finding.by.map(k => `by ${label(k)}`).join(', ')})`;
     case 'nothing-left':
       return 'left nothing alive';
+    case 'leak-role':
+      return `${formatBytes(finding.bytes)} of it is ${ROLE_TEXT[finding.role] ?? finding.role.replace(/_/g, ' ')}`;
   }
 }
+
+/** What memory of each role is, in a leak's reasons (the kernel's role names). */
+const ROLE_TEXT: Record<string, string> = {
+  parameter: 'module parameters',
+  buffer: 'module buffers',
+  gradient: 'gradients (`.grad`) of parameters',
+  optimizer_state: 'optimizer state (e.g. AdamW moments) of an optimizer still alive',
+  activation: 'tensors saved for backward by a live autograd graph',
+  output_cache: 'kept by the output cache (`Out[n]`, `_`)',
+  traceback: 'kept by the locals of the last traceback',
+  user: 'tensors your variables name',
+  workspace: 'a library workspace (cuBLAS)',
+  unknown: 'memory no role reached'
+};
 
 /** A fix the finder proposes, as data; `adviceText` words it. */
 export type LeakAdvice =
@@ -148,7 +166,11 @@ export type LeakAdvice =
   /** Drop the references the kernel names. */
   | { readonly code: 'drop-references' }
   /** No rule found a specific cause: find what keeps each run's tensors. */
-  | { readonly code: 'find-holder' };
+  | { readonly code: 'find-holder' }
+  /** Leaked gradients: let `zero_grad` free them. */
+  | { readonly code: 'zero-grad' }
+  /** Leaked optimizer state: drop the optimizer (or its state) no longer trained with. */
+  | { readonly code: 'drop-optimizer' };
 
 /** Codes of advice. */
 export type LeakAdviceCode = LeakAdvice['code'];
@@ -178,5 +200,9 @@ export function adviceText(advice: LeakAdvice): string {
       return 'drop the references the kernel names';
     case 'find-holder':
       return 'find what keeps each run\u2019s tensors (a list, a dict, a hook) and clear it, or keep `.item()` / `.detach()` values';
+    case 'zero-grad':
+      return 'call `optimizer.zero_grad(set_to_none=True)` (or `model.zero_grad(set_to_none=True)`) once the gradients are used';
+    case 'drop-optimizer':
+      return '`del` the optimizer you no longer train with (or `optimizer.state.clear()`), and anything that names it';
   }
 }

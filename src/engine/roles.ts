@@ -7,8 +7,8 @@
 import { AllocationSite, groupBySite, SnapshotDiff } from './diff';
 import { SnapshotError } from './errors';
 import { IFrameFilterOptions } from './frames';
-import { Block } from './model';
-import { ROLES as KERNEL_ROLES } from './protocol.generated';
+import { Block, Snapshot } from './model';
+import { ROLES as KERNEL_ROLES, ROLE_CODES } from './protocol.generated';
 import { ISessionManifest } from './session';
 
 /** A role name, one of `ROLES` (a string: recorded files may name roles of other versions). */
@@ -37,6 +37,11 @@ export class BlockRoles {
   /** The number of blocks with a role. */
   get size(): number {
     return this._roles.size;
+  }
+
+  /** Whether the kernel gave this block a role. */
+  has(block: Pick<Block, 'device' | 'address'>): boolean {
+    return this._roles.has(Private.key(block.device, block.address));
   }
 
   /** The block's role; `unknown` for a block the kernel gave none. */
@@ -142,6 +147,66 @@ export function parseBlockRoles(raw: unknown, where: string): BlockRoles {
   return new BlockRoles(role.map((r: Role, i: number) => [device[i] as number, address[i] as number, r]));
 }
 
+/**
+ * Each allocated block's role from a snapshot message's `roles.blocks`
+ * (`{count, runs}`: the roles of the snapshot's allocated blocks in device
+ * and address order, one letter per role, `12a` for twelve blocks of the
+ * first role; written by the kernel's roles.py
+ * `block_runs`). `where` names it in errors; runs that do not cover the
+ * snapshot's allocated blocks one for one are refused.
+ */
+export function parseBlockRuns(raw: unknown, snapshot: Snapshot, where: string): BlockRoles {
+  const { count, runs } = (raw ?? {}) as { count?: unknown; runs?: unknown };
+  if (!Number.isInteger(count) || typeof runs !== 'string' || !Private.RUNS.test(runs)) {
+    throw new SnapshotError(`${where} needs a block count and role runs like '12a3c'`);
+  }
+  const allocated = snapshot.blocks.filter(b => b.state === 'active_allocated');
+  if (count !== allocated.length) {
+    throw new SnapshotError(`${where} names ${count} blocks, the snapshot has ${allocated.length} allocated`);
+  }
+  const entries: [number, number, Role][] = [];
+  for (const [, n, letter] of runs.matchAll(Private.RUN)) {
+    const role = ROLES[ROLE_CODES.indexOf(letter)];
+    for (let k = n ? Number(n) : 1; k > 0; k--) {
+      const block = allocated[entries.length];
+      if (block === undefined) {
+        throw new SnapshotError(`${where} runs name more blocks than its count`);
+      }
+      entries.push([block.device, block.address, role]);
+    }
+  }
+  if (entries.length !== allocated.length) {
+    throw new SnapshotError(`${where} runs name ${entries.length} of its ${allocated.length} blocks`);
+  }
+  return new BlockRoles(entries);
+}
+
+/** A block without a role in `roleCodes`. */
+const NO_ROLE = 255;
+
+/**
+ * A snapshot's roles as one byte per block (its index in `ROLES`, 255 for
+ * none), in the order of `snapshot.blocks`: what the page hands the engine
+ * worker, which has the same blocks (`blockRolesFromCodes`).
+ */
+export function roleCodes(snapshot: Snapshot, roles: BlockRoles): Uint8Array {
+  return Uint8Array.from(snapshot.blocks, b => (roles.has(b) ? ROLES.indexOf(roles.roleOf(b)) : NO_ROLE));
+}
+
+/** The roles `roleCodes` wrote, back on the same snapshot's blocks. */
+export function blockRolesFromCodes(snapshot: Snapshot, codes: Uint8Array): BlockRoles {
+  if (codes.length !== snapshot.blocks.length) {
+    throw new SnapshotError(`role codes for ${codes.length} blocks, the snapshot has ${snapshot.blocks.length}`);
+  }
+  const entries: [number, number, Role][] = [];
+  snapshot.blocks.forEach((b, i) => {
+    if (codes[i] !== NO_ROLE) {
+      entries.push([b.device, b.address, ROLES[codes[i]]]);
+    }
+  });
+  return new BlockRoles(entries);
+}
+
 /** Per role, the change from `before` to `after` (`before` null: from nothing). */
 export function roleChange(before: RoleBytes | null, after: RoleBytes): RoleBytes {
   return Object.fromEntries(ROLES.map(role => [role, (after[role] ?? 0) - (before?.[role] ?? 0)]));
@@ -193,6 +258,12 @@ export function groupByRole(
 }
 
 namespace Private {
+  const LETTERS = `[${ROLE_CODES}]`;
+  /** Whole runs strings: optional counts, each before a role letter. */
+  export const RUNS = new RegExp(`^(?:[1-9][0-9]*)?${LETTERS}(?:(?:[1-9][0-9]*)?${LETTERS})*$|^$`);
+  /** One run: its count (empty for one block) and its letter. */
+  export const RUN = new RegExp(`([0-9]*)(${LETTERS})`, 'g');
+
   export function key(device: number, address: number): string {
     return `${device}:${address}`;
   }

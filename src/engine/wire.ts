@@ -85,7 +85,14 @@ export interface IWireSnapshot {
   /** Which stretch of history `traces` covers. */
   history?: { since_us: number | null; until_us: number | null; complete: boolean; dropped: number };
   /** What the live blocks are for after the cell (the kernel's role pass); engine/roles.ts reads it. */
-  roles?: { bytes: Record<string, number>; partial: boolean; elapsed_ms: number; reused?: boolean };
+  roles?: {
+    bytes: Record<string, number>;
+    partial: boolean;
+    elapsed_ms: number;
+    reused?: boolean;
+    /** Each allocated block's role, as letter runs in device and address order (engine/roles.ts parseBlockRuns). */
+    blocks?: { count: number; runs: string };
+  };
 }
 
 // Block states by their code in the block table (the helper's protocol.BLOCK_STATES).

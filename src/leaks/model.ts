@@ -20,6 +20,7 @@ import {
   ILeakExecution,
   IRankLeaksResult,
   LeakReport,
+  roleCodes,
   sessionBuffers,
   Snapshot
 } from '../engine';
@@ -176,7 +177,13 @@ export class LeakFinderModel implements IDisposable {
       }
     }
     const encoded = await Private.encode(session.snapshots);
-    return this._worker.call('rankLeaks', { ...request, session: encoded }, sessionBuffers(encoded));
+    // Each snapshot's per-block roles, one byte a block: the leak reasons say what leaked memory is for.
+    const roles = session.records.map(r => {
+      const blocks = this._panel.notebook?.store.blockRolesOf(r) ?? null;
+      return blocks ? roleCodes(r.snapshot, blocks) : null;
+    });
+    const buffers = [...sessionBuffers(encoded), ...roles.flatMap(c => (c ? [c.buffer as ArrayBuffer] : []))];
+    return this._worker.call('rankLeaks', { ...request, session: encoded, roles }, buffers);
   }
 
   private _fail(run: number, reason: unknown): void {

@@ -150,6 +150,34 @@ export function findingWords(
       );
     case 'nothing-left':
       return trans.__('Left nothing alive.');
+    case 'leak-role':
+      return trans.__('%1 of it is %2.', formatBytes(finding.bytes), roleWords(finding.role, trans));
+  }
+}
+
+/** What memory of a role is, in a leak's reasons. */
+function roleWords(role: string, trans: TranslationBundle): string {
+  switch (role) {
+    case 'parameter':
+      return trans.__('module parameters');
+    case 'buffer':
+      return trans.__('module buffers');
+    case 'gradient':
+      return trans.__('gradients (`.grad`) of parameters');
+    case 'optimizer_state':
+      return trans.__('optimizer state (e.g. AdamW moments) of an optimizer still alive');
+    case 'activation':
+      return trans.__('tensors saved for backward by a live autograd graph');
+    case 'output_cache':
+      return trans.__('kept by the output cache (`Out[n]`, `_`)');
+    case 'traceback':
+      return trans.__('kept by the locals of the last traceback');
+    case 'user':
+      return trans.__('tensors your variables name');
+    case 'workspace':
+      return trans.__('a library workspace (cuBLAS)');
+    default:
+      return trans.__('memory no role reached');
   }
 }
 
@@ -184,6 +212,14 @@ export function adviceWords(advice: LeakAdvice, trans: TranslationBundle): strin
     case 'find-holder':
       return trans.__(
         'Find what keeps each run\u2019s tensors (a list, a dict, a hook) and clear it, or keep `.item()` / `.detach()` values.'
+      );
+    case 'zero-grad':
+      return trans.__(
+        'Call `optimizer.zero_grad(set_to_none=True)` (or `model.zero_grad(set_to_none=True)`) once the gradients are used.'
+      );
+    case 'drop-optimizer':
+      return trans.__(
+        '`del` the optimizer you no longer train with (or `optimizer.state.clear()`), and anything that names it.'
       );
   }
 }

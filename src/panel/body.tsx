@@ -250,6 +250,10 @@ function DiffBody(props: IPanelBodyProps & { pair: IComparison }): JSX.Element {
         groups={model.groups}
         showAllFrames={model.showAllFrames}
         onShowAllFrames={v => (model.showAllFrames = v)}
+        // Offered where both snapshots have per-block roles (the kernel's; files and older helpers have none).
+        grouping={model.canGroupByRole ? model.grouping : 'site'}
+        onGrouping={model.canGroupByRole ? v => (model.grouping = v) : undefined}
+        roleGroups={model.grouping === 'role' && model.canGroupByRole ? model.roleGroups : null}
         cells={model.cellNames()}
         trans={trans}
         onReveal={props.onReveal}
@@ -365,7 +369,11 @@ export function PanelBody(props: IPanelBodyProps): JSX.Element {
           <Section
             ref={refs.diff}
             name="diff"
-            title={trans.__('Diff by allocation site')}
+            title={
+              model.grouping === 'role' && model.canGroupByRole
+                ? trans.__('Diff by role, then allocation site')
+                : trans.__('Diff by allocation site')
+            }
             expanded={expanded.diff}
             onToggle={toggle('diff')}
             trans={trans}
@@ -402,6 +410,7 @@ function SegmentsBody(props: {
   return (
     <SegmentMap
       snapshot={model.snapshotOf(props.after)}
+      roles={model.rolesOf(props.after)}
       cells={model.cellNames()}
       showAllFrames={model.showAllFrames}
       trans={props.trans}

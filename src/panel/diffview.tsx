@@ -1,10 +1,21 @@
 /**
  * The block-level diff: a summary line, then allocation sites sorted by the
- * bytes they changed; a site expands into its stack and its blocks.
+ * bytes they changed, or roles (parameter, gradient, ...) each holding its
+ * sites; a site expands into its stack and its blocks.
  */
 import * as React from 'react';
 import { TranslationBundle } from '@jupyterlab/translation';
-import { AllocationSite, Block, CellCodeNames, formatBytes, FrameTable, SnapshotDiff } from '../engine';
+import {
+  AllocationSite,
+  Block,
+  CellCodeNames,
+  formatBytes,
+  FrameTable,
+  IRoleGroup,
+  roleLabel,
+  SnapshotDiff
+} from '../engine';
+import type { DiffGrouping } from './model';
 import { cellFrameLabel, ICellLocation, StackView } from '../components/stack';
 
 /** Sites rendered at once; the rest are counted (the list stays fast at any size). */
@@ -23,6 +34,11 @@ export interface IDiffViewProps {
   onReveal: (location: ICellLocation) => void;
   /** What the diff compares, e.g. "Cell [3] against the cell before it". */
   caption: string;
+  /** Group by site, or by role and then by site. */
+  grouping?: DiffGrouping;
+  onGrouping?: (value: DiffGrouping) => void;
+  /** The diff by role; null when a compared snapshot has no per-block roles. */
+  roleGroups?: readonly IRoleGroup[] | null;
 }
 
 function siteText(frames: FrameTable, frameId: number, cells: CellCodeNames, trans: TranslationBundle): string {
@@ -116,10 +132,55 @@ function SiteRow(props: IDiffViewProps & { group: AllocationSite }): JSX.Element
   );
 }
 
+function SiteList(props: IDiffViewProps & { sites: readonly AllocationSite[]; label: string }): JSX.Element {
+  const { sites, trans } = props;
+  const shown = sites.slice(0, MAX_SITES_SHOWN);
+  return (
+    <>
+      <ul className="jp-CudaMemdiffSites" aria-label={props.label}>
+        {shown.map(g => (
+          <SiteRow key={g.frameId} {...props} group={g} />
+        ))}
+      </ul>
+      {sites.length > shown.length ? (
+        <p className="jp-CudaMemdiffDiff-more">{trans.__('and %1 more sites', sites.length - shown.length)}</p>
+      ) : null}
+    </>
+  );
+}
+
+function RoleRow(props: IDiffViewProps & { role: IRoleGroup }): JSX.Element {
+  const { role, trans } = props;
+  const [open, setOpen] = React.useState(false);
+  const label = trans.__(roleLabel(role.role));
+  return (
+    <li
+      className={`jp-CudaMemdiffRole jp-mod-${role.role}`}
+      data-cuda-memdiff-role={role.role}
+      data-cuda-memdiff-net-bytes={role.netBytes}
+    >
+      <button className="jp-CudaMemdiffSite-head" aria-expanded={open} onClick={() => setOpen(!open)}>
+        <span className="jp-CudaMemdiffSite-net">{formatBytes(role.netBytes, true)}</span>
+        <span className="jp-CudaMemdiffSite-label jp-CudaMemdiffRole-label">{label}</span>
+        <span className="jp-CudaMemdiffSite-count">
+          {trans._n(
+            'born %2, freed %3, %1 site',
+            'born %2, freed %3, %1 sites',
+            role.sites.length,
+            formatBytes(role.bornBytes),
+            formatBytes(role.freedBytes)
+          )}
+        </span>
+      </button>
+      {open ? <SiteList {...props} sites={role.sites} label={trans.__('Allocation sites of %1', label)} /> : null}
+    </li>
+  );
+}
+
 /** The diff of two snapshots. */
 export function DiffView(props: IDiffViewProps): JSX.Element {
   const { diff, groups, trans } = props;
-  const shown = groups.slice(0, MAX_SITES_SHOWN);
+  const byRole = props.grouping === 'role';
   return (
     <section className="jp-CudaMemdiffDiff" aria-label={trans.__('Block-level diff')}>
       <p className="jp-CudaMemdiffDiff-caption">{props.caption}</p>
@@ -141,18 +202,47 @@ export function DiffView(props: IDiffViewProps): JSX.Element {
         />{' '}
         {trans.__('Show all frames')}
       </label>
-      {shown.length ? (
-        <ul className="jp-CudaMemdiffSites" aria-label={trans.__('Allocation sites')}>
-          {shown.map(g => (
-            <SiteRow key={g.frameId} {...props} group={g} />
+      {props.onGrouping ? (
+        <fieldset className="jp-CudaMemdiffDiff-grouping">
+          <legend>{trans.__('Group by')}</legend>
+          <label>
+            <input
+              type="radio"
+              name="jp-CudaMemdiffDiff-grouping"
+              checked={!byRole}
+              onChange={() => props.onGrouping!('site')}
+            />{' '}
+            {trans.__('allocation site')}
+          </label>
+          <label>
+            <input
+              type="radio"
+              name="jp-CudaMemdiffDiff-grouping"
+              checked={byRole}
+              onChange={() => props.onGrouping!('role')}
+            />{' '}
+            {trans.__('role, then site')}
+          </label>
+        </fieldset>
+      ) : null}
+      {byRole && !props.roleGroups ? (
+        <p className="jp-CudaMemdiffDiff-note">
+          {trans.__(
+            'No per-block roles for these snapshots (a file, or a kernel that sent none): grouped by allocation site.'
+          )}
+        </p>
+      ) : null}
+      {!groups.length ? (
+        <p>{trans.__('No allocated block changed.')}</p>
+      ) : byRole && props.roleGroups ? (
+        <ul className="jp-CudaMemdiffRoles" aria-label={trans.__('Roles')}>
+          {props.roleGroups.map(r => (
+            <RoleRow key={r.role} {...props} role={r} />
           ))}
         </ul>
       ) : (
-        <p>{trans.__('No allocated block changed.')}</p>
+        <SiteList {...props} sites={groups} label={trans.__('Allocation sites')} />
       )}
-      {groups.length > shown.length ? (
-        <p className="jp-CudaMemdiffDiff-more">{trans.__('and %1 more sites', groups.length - shown.length)}</p>
-      ) : null}
     </section>
   );
 }

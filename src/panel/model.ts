@@ -9,12 +9,15 @@ import { CellRecord } from '../capture/store';
 import type { IFollowedNotebook } from '../tokens';
 import {
   AllocationSite,
+  BlockRoles,
   CellCodeNames,
   diffSnapshots,
   emptySnapshot,
   FrameTable,
+  groupByRole,
   groupBySite,
   ICellSource,
+  IRoleGroup,
   readSnapshot,
   reframe,
   Snapshot,
@@ -43,6 +46,9 @@ export type SnapshotRef =
   | { readonly kind: 'empty' }
   | { readonly kind: 'record'; readonly record: CellRecord }
   | { readonly kind: 'file'; readonly file: ISnapshotFile };
+
+/** How the diff groups its blocks: by allocation site, or by role and then by site. */
+export type DiffGrouping = 'site' | 'role';
 
 /** The two snapshots being compared. */
 export interface IComparison {
@@ -239,6 +245,7 @@ export class DiffPanelModel implements IDisposable {
     if (value !== this._showAllFrames) {
       this._showAllFrames = value;
       this._groups = null;
+      this._roleGroups = undefined;
       this._changed.emit();
     }
   }
@@ -284,6 +291,53 @@ export class DiffPanelModel implements IDisposable {
       this._groups = diff ? groupBySite(diff, { allFrames: this._showAllFrames }) : [];
     }
     return this._groups;
+  }
+
+  /** How the diff groups its blocks; by role only where both sides have per-block roles. */
+  get grouping(): DiffGrouping {
+    return this._grouping;
+  }
+
+  set grouping(value: DiffGrouping) {
+    if (value !== this._grouping) {
+      this._grouping = value;
+      this._changed.emit();
+    }
+  }
+
+  /**
+   * Each allocated block's role in a compared snapshot: a cell's from the
+   * kernel, none for an empty device; null for a file or a cell the kernel
+   * sent no per-block roles for.
+   */
+  rolesOf(ref: SnapshotRef): BlockRoles | null {
+    if (ref.kind === 'empty') {
+      return Private.NO_BLOCKS;
+    }
+    return ref.kind === 'record' ? (this._notebook?.store.blockRolesOf(ref.record) ?? null) : null;
+  }
+
+  /** Whether both compared snapshots have per-block roles, so the diff can group by role. */
+  get canGroupByRole(): boolean {
+    const pair = this.comparison;
+    return pair !== null && this.rolesOf(pair.before) !== null && this.rolesOf(pair.after) !== null;
+  }
+
+  /**
+   * The diff grouped by role, then by site (born blocks take their role
+   * after the change, freed ones the role they had before it); null when a
+   * side has no per-block roles.
+   */
+  get roleGroups(): readonly IRoleGroup[] | null {
+    if (this._roleGroups === undefined) {
+      const pair = this.comparison;
+      const diff = this.diff;
+      const before = pair ? this.rolesOf(pair.before) : null;
+      const after = pair ? this.rolesOf(pair.after) : null;
+      this._roleGroups =
+        diff && before && after ? groupByRole(diff, before, after, { allFrames: this._showAllFrames }) : null;
+    }
+    return this._roleGroups;
   }
 
   /**
@@ -335,6 +389,7 @@ export class DiffPanelModel implements IDisposable {
   private _invalidate(): void {
     this._diff = null;
     this._groups = null;
+    this._roleGroups = undefined;
   }
 
   private _isDisposed = false;
@@ -351,6 +406,8 @@ export class DiffPanelModel implements IDisposable {
   private _showAllFrames = false;
   private _diff: SnapshotDiff | null = null;
   private _groups: AllocationSite[] | null = null;
+  private _grouping: DiffGrouping = 'site';
+  private _roleGroups: readonly IRoleGroup[] | null | undefined = undefined;
   private _changed = new Signal<this, void>(this);
   private _revealRequested = new Signal<this, PanelSection>(this);
 }
@@ -384,4 +441,9 @@ export function distinctFileNames(paths: readonly string[]): string[] {
 
 function suffixOf(parts: readonly string[], depth: number): string {
   return parts.slice(Math.max(0, parts.length - depth)).join('/');
+}
+
+namespace Private {
+  /** The roles of an empty device: no blocks. */
+  export const NO_BLOCKS = new BlockRoles([]);
 }

@@ -6,7 +6,7 @@
  * never holds more than about 2 * width / MIN_BLOCK_PX items, whatever the
  * block count (PyTorch's MemoryViz summarises small allocations the same way).
  */
-import { Block, Snapshot } from '../engine';
+import { Block, BlockRoles, Role, ROLES, Snapshot } from '../engine';
 
 /** Blocks narrower than this many pixels join a summary band. */
 export const MIN_BLOCK_PX = 4;
@@ -147,4 +147,25 @@ export function largestGroups(snapshot: Snapshot, groupOf: (block: Block) => str
     .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))
     .slice(0, max)
     .map(([group]) => group);
+}
+
+/** A role the segment map's legend names, with the bytes its blocks hold. */
+export interface IRoleKey {
+  role: Role;
+  bytes: number;
+}
+
+/**
+ * The roles of a snapshot's allocated blocks, in the kernel's role order,
+ * each with its bytes; roles that hold no block are left out.
+ */
+export function rolesPresent(snapshot: Snapshot, roles: BlockRoles): IRoleKey[] {
+  const bytes = new Map<Role, number>();
+  for (const b of snapshot.blocks) {
+    if (b.state === 'active_allocated') {
+      const role = roles.roleOf(b);
+      bytes.set(role, (bytes.get(role) ?? 0) + b.size);
+    }
+  }
+  return ROLES.filter(r => bytes.has(r)).map(role => ({ role, bytes: bytes.get(role)! }));
 }

@@ -3,13 +3,24 @@
  * written on the left, blocks at their offsets coloured by the cell that
  * allocated them (or, for a snapshot with no notebook cells in its stacks, by
  * allocation site), so free space inside segments (fragmentation) shows at a
- * glance. A legend names each colour. Hovering a block names it; clicking
- * shows its stack.
+ * glance. Where the kernel gave each block's role, the map can colour by
+ * role instead (the chart's role colours). A legend names each colour.
+ * Hovering a block names it; clicking shows its stack.
  */
 import * as React from 'react';
 import { TranslationBundle } from '@jupyterlab/translation';
-import { allocationSite, Block, CellCodeNames, formatBytes, isCellFilename, Snapshot, visibleStack } from '../engine';
-import { largestGroups, segmentMapLayout } from './segments';
+import {
+  allocationSite,
+  Block,
+  BlockRoles,
+  CellCodeNames,
+  formatBytes,
+  isCellFilename,
+  roleLabel,
+  Snapshot,
+  visibleStack
+} from '../engine';
+import { largestGroups, rolesPresent, segmentMapLayout } from './segments';
 import { cellFrameLabel, ICellLocation, StackView } from '../components/stack';
 import { useWidth } from './width';
 
@@ -25,6 +36,8 @@ export const GROUP_COLOURS = 5;
 /** Props of SegmentMap. */
 export interface ISegmentMapProps {
   snapshot: Snapshot;
+  /** Each allocated block's role; null when the kernel gave none (the map then colours by code only). */
+  roles?: BlockRoles | null;
   cells: CellCodeNames;
   showAllFrames: boolean;
   trans: TranslationBundle;
@@ -96,11 +109,32 @@ function blockTitle(snapshot: Snapshot, block: Block, cells: CellCodeNames, tran
 export function SegmentMap(props: ISegmentMapProps): JSX.Element {
   const { snapshot, cells, trans, showAllFrames } = props;
   const [picked, setPicked] = React.useState<number | null>(null);
+  const [wantRoles, setWantRoles] = React.useState(false);
+  const roles = props.roles ?? null;
+  const byRole = wantRoles && roles !== null;
   const root = React.useRef<HTMLDivElement>(null);
   const width = useWidth(root, DEFAULT_WIDTH);
+  const roleMap = React.useMemo(() => {
+    if (!byRole) {
+      return null;
+    }
+    const layout = segmentMapLayout(snapshot, {
+      width,
+      labelWidth: LABEL_WIDTH,
+      rowHeight: ROW_HEIGHT,
+      maxRows: MAX_ROWS,
+      groupOf: block => roles!.roleOf(block)
+    });
+    const legend = rolesPresent(snapshot, roles!).map(({ role, bytes }) => ({
+      key: role,
+      className: `jp-CudaMemdiffSegments-role jp-mod-${role}`,
+      label: `${trans.__(roleLabel(role))} (${formatBytes(bytes)})`
+    }));
+    return { layout, legend };
+  }, [snapshot, roles, byRole, width, trans]);
   // The colour groups do not depend on the width (grouping 40,000 blocks is
   // most of the work): a resize only lays the rows out again.
-  const { keyOf, colourOf, legend, byCell } = React.useMemo(() => {
+  const byCode = React.useMemo(() => {
     // Colour by cell when the stacks reach notebook cells, else by allocation site.
     const byStack = new Map<number, IGroup | null>();
     const cellOf = (block: Block) => {
@@ -136,17 +170,23 @@ export function SegmentMap(props: ISegmentMapProps): JSX.Element {
     const legend = top.map((key, k) => ({ key, className: `jp-mod-group${k}`, label: labels.get(key) ?? key }));
     return { keyOf, colourOf, legend, byCell };
   }, [snapshot, cells, showAllFrames]);
-  const layout = React.useMemo(
+  const { keyOf, byCell } = byCode;
+  const codeLayout = React.useMemo(
     () =>
-      segmentMapLayout(snapshot, {
-        width,
-        labelWidth: LABEL_WIDTH,
-        rowHeight: ROW_HEIGHT,
-        maxRows: MAX_ROWS,
-        groupOf: keyOf
-      }),
-    [snapshot, keyOf, width]
+      roleMap
+        ? null
+        : segmentMapLayout(snapshot, {
+            width,
+            labelWidth: LABEL_WIDTH,
+            rowHeight: ROW_HEIGHT,
+            maxRows: MAX_ROWS,
+            groupOf: keyOf
+          }),
+    [snapshot, keyOf, width, roleMap]
   );
+  const layout = roleMap?.layout ?? codeLayout!;
+  const legend = roleMap?.legend ?? byCode.legend;
+  const colourOf = roleMap ? (role: string) => `jp-CudaMemdiffSegments-role jp-mod-${role}` : byCode.colourOf;
   const block = picked !== null ? snapshot.blocks[picked] : null;
   const items = layout.rows.flatMap(r => r.items);
   const hasOther = items.some(i => i.count === 1 && colourOf(i.group) === 'jp-mod-other');
@@ -169,6 +209,15 @@ export function SegmentMap(props: ISegmentMapProps): JSX.Element {
             )
           : trans.__('No segments: nothing is reserved on the device.')}
       </p>
+      {roles ? (
+        <button
+          className="jp-CudaMemdiffChart-byRole jp-CudaMemdiffSegments-byRole"
+          aria-pressed={byRole}
+          onClick={() => setWantRoles(!byRole)}
+        >
+          {trans.__('colour by role')}
+        </button>
+      ) : null}
       <ul className="jp-CudaMemdiffSegments-legend" aria-label={trans.__('Colours of the segment map')}>
         {legend.map(entry => (
           <li key={entry.key}>
@@ -179,7 +228,7 @@ export function SegmentMap(props: ISegmentMapProps): JSX.Element {
         {hasOther ? (
           <li>
             <span className="jp-CudaMemdiffSegments-swatch jp-mod-other" aria-hidden="true" />
-            {byCell ? trans.__('other code') : trans.__('other sites')}
+            {byRole ? trans.__('other') : byCell ? trans.__('other code') : trans.__('other sites')}
           </li>
         ) : null}
         {hasBands ? (
@@ -203,9 +252,11 @@ export function SegmentMap(props: ISegmentMapProps): JSX.Element {
         viewBox={`0 0 ${width} ${height}`}
         role="img"
         aria-label={
-          byCell
-            ? trans.__('%1 segments; blocks coloured by the cell that allocated them', snapshot.segments.length)
-            : trans.__('%1 segments; blocks coloured by the line that allocated them', snapshot.segments.length)
+          byRole
+            ? trans.__('%1 segments; blocks coloured by role', snapshot.segments.length)
+            : byCell
+              ? trans.__('%1 segments; blocks coloured by the cell that allocated them', snapshot.segments.length)
+              : trans.__('%1 segments; blocks coloured by the line that allocated them', snapshot.segments.length)
         }
       >
         {layout.rows.map(row => (

@@ -2,12 +2,35 @@
  * Memory by role where the user looks, on a training session the H200
  * recorded with the helper's roles (kernel "cuda-memdiff-replay-roles", see
  * ui-tests/jupyter-path): the badge tooltip breaks each cell's change down by
- * role, and the chart stacks allocated memory by role.
+ * role, the chart stacks allocated memory by role, the diff groups by role
+ * then by site, and the segment map colours blocks by role. The replay kernel
+ * sends each block's role from the recording's cellNN.roles.json.
  */
 import { expect, test } from '@jupyterlab/galata';
+import { execFileSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
-import { BADGE, contrastOf, isInsideVisiblePanel, openPanel, panelSection } from './demo';
+import {
+  BADGE,
+  contrastOf,
+  findLeakingCell,
+  isInsideVisiblePanel,
+  openPanel,
+  PANEL,
+  panelSection,
+  setTheme
+} from './demo';
+
+const FOLDER = path.resolve(__dirname, '../../test-data/roles/training_roles--python');
+const CLI = path.resolve(__dirname, '../../bin/cuda-memdiff.js');
+
+/** What the command-line tool (the same engine) says of the eval pass's change by role, on the recorded files. */
+function recordedDiffByRole(format: 'json' | 'text'): string {
+  const files = ['cell03.pickle.gz', 'cell04.pickle.gz'].map(f => path.join(FOLDER, f));
+  return execFileSync('node', [CLI, 'diff', ...files, '--by', 'role', ...(format === 'json' ? ['--json'] : [])], {
+    encoding: 'utf-8'
+  });
+}
 
 const RECORDING = JSON.parse(
   fs.readFileSync(path.resolve(__dirname, '../../test-data/roles/training_roles--python/manifest.json'), 'utf-8')
@@ -95,5 +118,95 @@ test.describe('memory by role', () => {
     await toggle.click();
     await expect(areas).toHaveCount(0);
     expect(panel).toBeTruthy();
+  });
+
+  test('the diff groups by role then by site, and the segment map colours by role', async ({ page }) => {
+    test.setTimeout(240000);
+    await runReplayedTraining(page);
+    await openPanel(page);
+    // the eval pass outside no_grad (cell 4) against the training steps before it
+    const chart = panelSection(page, 'chart').locator('.jp-CudaMemdiffChart');
+    await chart.locator('.jp-CudaMemdiffChart-band').nth(4).click();
+    const diff = panelSection(page, 'diff');
+    const byRole = diff.getByRole('radio', { name: 'role, then site' });
+    await byRole.scrollIntoViewIfNeeded();
+    expect(await isInsideVisiblePanel(page, byRole)).toBe(true);
+    await byRole.check();
+    await expect(diff).toContainText('Diff by role, then allocation site');
+    // the roles and their bytes are the recording's, as the command-line tool reads its files
+    const recorded = JSON.parse(recordedDiffByRole('json')) as { roles: { role: string; net_bytes: number }[] };
+    const rows = diff.getByRole('list', { name: 'Roles' }).locator(':scope > li');
+    await expect(rows).toHaveCount(recorded.roles.length);
+    expect(
+      await rows.evaluateAll(els => els.map(e => [e.dataset.cudaMemdiffRole, Number(e.dataset.cudaMemdiffNetBytes)]))
+    ).toEqual(recorded.roles.map(r => [r.role, r.net_bytes]));
+    // and the text a person reads is the same figure the tool prints: "+8.01 MiB ... activation"
+    const activationLine = recordedDiffByRole('text')
+      .split('\n')
+      .find(line => / activation$/.test(line))!;
+    const net = activationLine.trim().split(/\s{2,}/)[0];
+    const activation = rows.first();
+    const head = activation.locator(':scope > button');
+    await expect(head.locator('.jp-CudaMemdiffSite-net')).toHaveText(net);
+    await expect(head.locator('.jp-CudaMemdiffRole-label')).toHaveText('activation');
+    await head.click();
+    const sites = activation.getByRole('list', { name: 'Allocation sites of activation' });
+    await expect(sites.locator('.jp-CudaMemdiffSite')).toHaveCount(1);
+    // the one line that made them: the eval pass's line 2 (the recording's cell 5)
+    await expect(sites.locator('.jp-CudaMemdiffSite-label')).toHaveText(/(Cell \[5\], line 2|ipython-input-5-\w+>:2)/);
+    expect(await isInsideVisiblePanel(page, head.locator('.jp-CudaMemdiffSite-net'))).toBe(true);
+    await page.mouse.move(0, 0);
+    expect(await diff.screenshot()).toMatchSnapshot('diff-by-role.png');
+
+    // the segment map of the eval pass, coloured by role with a legend of each role's bytes
+    const segments = panelSection(page, 'segments');
+    const colour = segments.getByRole('button', { name: 'colour by role' });
+    await colour.scrollIntoViewIfNeeded();
+    await colour.click();
+    await expect(colour).toHaveAttribute('aria-pressed', 'true');
+    const legend = segments.getByRole('list', { name: 'Colours of the segment map' });
+    const held = Object.entries(RECORDING.cells[4].roles.bytes as Record<string, number>).filter(([, n]) => n > 0);
+    await expect(legend.locator('.jp-CudaMemdiffSegments-role')).toHaveCount(held.length);
+    await expect(legend).toContainText('activation (8.51 MiB)');
+    await expect(legend).toContainText('optimizer state (10.1 MiB)');
+    const map = segments.locator('.jp-CudaMemdiffSegments svg');
+    await expect(map).toHaveAttribute('aria-label', /blocks coloured by role$/);
+    const activationBlocks = map.locator('.jp-CudaMemdiffSegments-block.jp-mod-activation');
+    expect(await activationBlocks.count()).toBeGreaterThan(0);
+    // one colour per role, the chart's: a segment block and the chart's band of a role are filled alike
+    await chart.getByRole('button', { name: 'by role' }).click();
+    const fillOf = (loc: ReturnType<typeof map.locator>) => loc.first().evaluate(e => getComputedStyle(e).fill);
+    expect(await fillOf(activationBlocks)).toBe(
+      await fillOf(chart.locator('.jp-CudaMemdiffChart-role.jp-mod-activation'))
+    );
+    const fills = await map
+      .locator('.jp-CudaMemdiffSegments-block.jp-CudaMemdiffSegments-role')
+      .evaluateAll(els => new Set(els.map(e => getComputedStyle(e).fill)).size);
+    expect(fills).toBeGreaterThanOrEqual(5);
+    const contrast = await contrastOf(page, ['.jp-CudaMemdiffSegments-legend', '.jp-CudaMemdiffRoles']);
+    expect(contrast.violations).toEqual([]);
+    await segments.scrollIntoViewIfNeeded();
+    await page.mouse.move(0, 0);
+    expect(await segments.screenshot()).toMatchSnapshot('segments-by-role.png');
+    // the same colours read on the dark theme too
+    await setTheme(page, 'JupyterLab Dark');
+    const dark = await contrastOf(page, ['.jp-CudaMemdiffSegments-legend', '.jp-CudaMemdiffRoles']);
+    expect(dark.violations).toEqual([]);
+    expect(await segments.screenshot()).toMatchSnapshot('segments-by-role-dark.png');
+    await setTheme(page, 'JupyterLab Light');
+  });
+
+  test('the leak finder says what the leaked memory is for', async ({ page }) => {
+    test.setTimeout(180000);
+    await runReplayedTraining(page);
+    await findLeakingCell(page);
+    // the eval pass kept outside no_grad: the command-line tool words the same finding from the recorded files
+    const cli = execFileSync('node', [CLI, 'leaks', FOLDER], { encoding: 'utf-8' });
+    const reason = / {2}- (\S+ \S+) of it is tensors saved for backward by a live autograd graph/.exec(cli)!;
+    const top = page.locator(`${PANEL} .jp-CudaMemdiffLeak.jp-mod-top`);
+    await expect(top).toContainText(`${reason[1]} of it is tensors saved for backward by a live autograd graph.`);
+    const line = top.getByText(/of it is tensors saved for backward/);
+    await line.scrollIntoViewIfNeeded();
+    expect(await isInsideVisiblePanel(page, line)).toBe(true);
   });
 });

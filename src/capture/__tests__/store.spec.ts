@@ -2,6 +2,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { readSnapshot, Snapshot } from '../../engine';
 import { SnapshotStore } from '../store';
+import { runsOf } from '../../engine/__tests__/roleRuns';
 
 const REC = path.resolve(__dirname, '../../../test-data/recordings/eval_without_no_grad--python');
 const manifest = JSON.parse(fs.readFileSync(path.join(REC, 'manifest.json'), 'utf-8'));
@@ -107,5 +108,60 @@ describe('SnapshotStore', () => {
     expect(store.noteForCell('c0')!.note).toBe('not-recorded');
     add(store, 0);
     expect(store.noteForCell('c0')).toBeUndefined();
+  });
+});
+
+describe('per-block roles', () => {
+  const ROLES_DIR = path.resolve(__dirname, '../../../test-data/roles/training_roles--python');
+  const rolesManifest = JSON.parse(fs.readFileSync(path.join(ROLES_DIR, 'manifest.json'), 'utf-8'));
+
+  function addWithRoles(store: SnapshotStore, k: number, blocks: unknown) {
+    const cell = rolesManifest.cells[k];
+    const snapshot = readSnapshot(
+      new Uint8Array(fs.readFileSync(path.join(ROLES_DIR, cell.snapshot_file))),
+      store.frames
+    );
+    return store.add({
+      cellId: `c${k}`,
+      executionCount: k + 1,
+      reason: 'cell',
+      seq: k + 1,
+      snapshot,
+      devices: [
+        {
+          device: 0,
+          allocated: cell.after.allocated,
+          reserved: cell.after.reserved,
+          peak_allocated: cell.after.max_allocated,
+          peak_reserved: cell.after.max_reserved,
+          device_free: cell.after.device_free,
+          device_total: cell.after.device_total
+        }
+      ],
+      error: null,
+      replay: 'training_roles--python',
+      roles: { ...cell.roles, blocks }
+    })!;
+  }
+
+  it("keeps each snapshot's block roles from its message, as the recording's roles file names them", () => {
+    const store = new SnapshotStore();
+    const file = JSON.parse(fs.readFileSync(path.join(ROLES_DIR, 'cell04.roles.json'), 'utf-8'));
+    const record = addWithRoles(store, 4, runsOf(file));
+    const roles = store.blockRolesOf(record)!;
+    expect(roles.size).toBe(file.role.length);
+    file.address.forEach((address: number, i: number) =>
+      expect(roles.roleOf({ device: file.device[i], address })).toBe(file.role[i])
+    );
+    expect(store.blockRolesOf(record)).toBe(roles); // parsed once
+  });
+
+  it('keeps the snapshot and its bytes per role when the block roles do not fit it', () => {
+    const store = new SnapshotStore();
+    const record = addWithRoles(store, 4, { count: 3, runs: '3a' });
+    expect(store.blockRolesOf(record)).toBeNull();
+    expect(record.roles!.bytes.activation).toBe(rolesManifest.cells[4].roles.bytes.activation);
+    const none = addWithRoles(store, 5, undefined);
+    expect(store.blockRolesOf(none)).toBeNull();
   });
 });

@@ -5,16 +5,26 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import {
+  blockRolesFromCodes,
   diffSnapshots,
+  encodeFrames,
+  encodeSnapshot,
+  findingText,
+  findLeaks,
   groupByRole,
   loadSession,
   parseBlockRoles,
+  parseBlockRuns,
   parseRoleSummary,
+  rankLeaks,
   roleChange,
+  roleCodes,
   ROLES,
+  sessionExecutions,
   sessionFolderFiles,
   sessionRoles
 } from '..';
+import { runsOf } from './roleRuns';
 import { TEST_DATA } from './data';
 
 const DIR = path.join(TEST_DATA, 'roles', 'training_roles--python');
@@ -129,5 +139,100 @@ describe('bad roles input', () => {
       bytes: { ...Object.fromEntries(ROLES.map(r => [r, 0])), user: 5 },
       partial: true
     });
+  });
+});
+
+describe('per-block roles on the wire', () => {
+  const file = (k: number) => JSON.parse(fs.readFileSync(path.join(DIR, `cell0${k}.roles.json`), 'utf-8'));
+
+  it("give each allocated block of the recorded snapshots the role the cell's roles file names", () => {
+    const { session, roles } = recorded();
+    session.snapshots.forEach((snapshot, k) => {
+      const fromWire = parseBlockRuns(runsOf(file(k)), snapshot, `cell ${k}`);
+      const allocated = snapshot.blocks.filter(b => b.state === 'active_allocated');
+      expect(fromWire.size).toBe(allocated.length);
+      allocated.forEach(b => expect(fromWire.roleOf(b)).toBe(roles[k]!.blocks!.roleOf(b)));
+    });
+    // the eval pass's cell: 49 blocks in a handful of runs
+    expect(runsOf(file(4)).runs.length).toBeLessThan(49);
+  });
+
+  it('refuse runs that do not cover the snapshot one block for one, saying why', () => {
+    const { session } = recorded();
+    const runs = runsOf(file(4));
+    expect(() => parseBlockRuns({ ...runs, count: runs.count + 1 }, session.snapshots[4], 'roles.blocks')).toThrow(
+      `roles.blocks names ${runs.count + 1} blocks, the snapshot has ${runs.count} allocated`
+    );
+    expect(() => parseBlockRuns({ count: runs.count, runs: `${runs.runs}a` }, session.snapshots[4], 'r')).toThrow(
+      'r runs name more blocks than its count'
+    );
+    expect(() => parseBlockRuns({ count: 1, runs: 'z' }, session.snapshots[4], 'r')).toThrow(
+      "r needs a block count and role runs like '12a3c'"
+    );
+  });
+});
+
+describe('the diff by role, then by site', () => {
+  it("groups the eval pass's change on the recorded session: born blocks by their later role", () => {
+    const { session, roles } = recorded();
+    const diff = diffSnapshots(session.snapshots[3], session.snapshots[4]);
+    const groups = groupByRole(diff, roles[3]!.blocks!, roles[4]!.blocks!);
+    const activation = groups.find(g => g.role === 'activation')!;
+    // activation bytes after the eval pass: born in it, or blocks alive before that its graph now saves (the batch)
+    expect(roles[3]!.bytes.activation).toBe(0);
+    const born = new Set(diff.born);
+    const kept = session.snapshots[4].blocks
+      .filter(b => b.state === 'active_allocated' && roles[4]!.blocks!.roleOf(b) === 'activation')
+      .filter(b => !born.has(b));
+    expect(kept.length).toBeGreaterThan(0);
+    expect(activation.bornBytes).toBe(roles[4]!.bytes.activation - kept.reduce((n, b) => n + b.size, 0));
+    expect(activation.freedBytes).toBe(0);
+    expect(activation.sites.reduce((n, s) => n + s.netBytes, 0)).toBe(activation.netBytes);
+    expect(groups.reduce((n, g) => n + g.netBytes, 0)).toBe(diff.netBytes);
+    expect(groups[0].role).toBe('activation');
+  });
+});
+
+describe('leak reasons by role', () => {
+  it('say that the eval pass kept outside no_grad leaks tensors saved for backward, and advise no_grad / detach', () => {
+    const { session, roles } = recorded();
+    const executions = sessionExecutions(session.manifest);
+    const plain = findLeaks(session.snapshots, executions);
+    const report = findLeaks(session.snapshots, executions, { roles: roles.map(r => r?.blocks ?? null) });
+    const evalPass = report.executions[4];
+    expect(evalPass.verdict).toBe('leak');
+    const byRole = evalPass.findings.filter(f => f.code === 'leak-role');
+    expect(byRole[0]).toEqual({ code: 'leak-role', role: 'activation', bytes: expect.any(Number) });
+    // the reasons by role account for the leaked bytes they name, no more
+    const named = byRole.reduce((n, f) => n + (f as { bytes: number }).bytes, 0);
+    expect(named).toBeLessThanOrEqual(evalPass.leakedBytes);
+    expect((byRole[0] as { bytes: number }).bytes).toBeGreaterThan(0.5 * evalPass.leakedBytes);
+    // the graph rule already advised no_grad: the role adds no second wording of it
+    expect(evalPass.fixes).toEqual(plain.executions[4].fixes);
+    expect(evalPass.fixes).toContainEqual({ code: 'no-grad' });
+    expect(findingText(byRole[0], k => `cell ${k}`)).toMatch(
+      /of it is tensors saved for backward by a live autograd graph$/
+    );
+    // roles add reasons, never change a verdict or its bytes
+    expect(report.executions.map(v => [v.verdict, v.leakedBytes])).toEqual(
+      plain.executions.map(v => [v.verdict, v.leakedBytes])
+    );
+    expect(plain.executions[4].findings.some(f => f.code === 'leak-role')).toBe(false);
+  });
+});
+
+describe('roles handed to the engine worker', () => {
+  it('come back as the same roles on the decoded snapshots, and the worker words the same leak reasons', () => {
+    const { session, roles } = recorded();
+    const executions = sessionExecutions(session.manifest);
+    const codes = session.snapshots.map((s, k) => roleCodes(s, roles[k]!.blocks!));
+    expect(codes[4].length).toBe(session.snapshots[4].blocks.length);
+    const back = blockRolesFromCodes(session.snapshots[4], codes[4]);
+    session.snapshots[4].blocks.forEach(b => expect(back.roleOf(b)).toBe(roles[4]!.blocks!.roleOf(b)));
+    const encoded = { ...encodeFrames(session.frames), snapshots: session.snapshots.map(encodeSnapshot) };
+    const { report } = rankLeaks({ key: 14, session: encoded, executions, roles: codes });
+    const direct = findLeaks(session.snapshots, executions, { roles: roles.map(r => r!.blocks) });
+    expect(report.executions[4].findings).toEqual(direct.executions[4].findings);
+    expect(report.executions[4].findings.some(f => f.code === 'leak-role')).toBe(true);
   });
 });

@@ -11,9 +11,12 @@
  * is the snapshots and the cells' sources; live, the kernel's holder analysis
  * (`IBlockHolders`, holders.ts) names the owner and refines the verdict. A leak
  * another cell freed is `fixed` (fixed.ts); rank.ts orders the verdicts.
+ * Where the kernel gave each block's role, a leak's reasons say what its
+ * memory is for (roles.ts).
  */
 import { IBlockHolders } from '../holders';
-import { Snapshot } from '../model';
+import { Block, Snapshot } from '../model';
+import { BlockRoles } from '../roles';
 import { IExecutionRetention, kernelPositions, retentionByExecution } from '../retention';
 import { Context } from './context';
 import { Finding } from './finding';
@@ -23,6 +26,7 @@ import { findGrowth } from './growth';
 import { applyHolders } from './holders';
 import { findOutputCache } from './outputCache';
 import { rank } from './rank';
+import { explainRoles } from './roles';
 import { findTraceback } from './traceback';
 import { ILeakExecution, LeakReport } from './types';
 
@@ -32,6 +36,8 @@ export interface IFindLeaksOptions {
   holders?: IBlockHolders;
   /** `retentionByExecution(snapshots, kernels)`, when the caller already has it (ranking again with holders). */
   retention?: readonly IExecutionRetention[];
+  /** Each snapshot's per-block roles (null where the kernel gave none), in the snapshots' order. */
+  roles?: readonly (BlockRoles | null)[];
 }
 
 /** Rank the executions of a session whose snapshots (one per execution) share one FrameTable. */
@@ -66,6 +72,15 @@ export function findLeaks(
   if (options.holders) {
     for (const f of current) {
       applyHolders(f, options.holders, context);
+    }
+  }
+  if (options.roles?.some(r => r !== null)) {
+    const roles = options.roles;
+    // A block's role: in the latest snapshot of its kernel that holds it, else its own execution's.
+    const holds = (k: number, b: Block) => roles[k]?.has(b) ?? false;
+    for (const f of findings) {
+      const last = f.retention.lastOfKernel;
+      explainRoles(f, b => (holds(last, b) ? roles[last] : holds(f.k, b) ? roles[f.k] : null));
     }
   }
   settleFixed(findings);

@@ -6,6 +6,7 @@
  */
 import { IBlockHolders } from '../holders';
 import { isAllocated, Snapshot } from '../model';
+import { BlockRoles, blockRolesFromCodes } from '../roles';
 import { IExecutionRetention, kernelPositions, retentionByExecution } from '../retention';
 import { findLeaks } from './find';
 import { decodeSession, IEncodedSession } from './transfer';
@@ -20,6 +21,8 @@ export interface IRankLeaksRequest {
   readonly executions: readonly ILeakExecution[];
   /** The kernel's holders for the latest snapshot. */
   readonly holders?: IBlockHolders;
+  /** With `session`: each snapshot's roles (engine/roles.ts `roleCodes`), null where the kernel gave none. */
+  readonly roles?: readonly (Uint8Array | null)[];
   /** How many of the latest snapshot's allocated blocks, largest first, to list for asking the kernel (0: none). */
   readonly queries?: number;
 }
@@ -32,20 +35,30 @@ export interface IRankLeaksResult {
 }
 
 /** The one session the worker keeps: the panel ranks one notebook at a time. */
-let kept: { key: number; snapshots: Snapshot[]; retention: IExecutionRetention[] } | null = null;
+let kept: {
+  key: number;
+  snapshots: Snapshot[];
+  retention: IExecutionRetention[];
+  roles: (BlockRoles | null)[];
+} | null = null;
 
 /** Rank a session's leaks; throws when asked to re-rank a session it no longer keeps. */
 export function rankLeaks(request: IRankLeaksRequest): IRankLeaksResult {
   if (request.session) {
     const snapshots = decodeSession(request.session);
     const kernels = kernelPositions(request.executions.map(e => e.kernelSession));
-    kept = { key: request.key, snapshots, retention: retentionByExecution(snapshots, kernels) };
+    const roles = snapshots.map((s, k) => {
+      const codes = request.roles?.[k];
+      return codes ? blockRolesFromCodes(s, codes) : null;
+    });
+    kept = { key: request.key, snapshots, retention: retentionByExecution(snapshots, kernels), roles };
   } else if (kept?.key !== request.key) {
     throw new Error(`rankLeaks: session ${request.key} is not kept; send it again`);
   }
   const report = findLeaks(kept!.snapshots, request.executions, {
     holders: request.holders,
-    retention: kept!.retention
+    retention: kept!.retention,
+    roles: kept!.roles
   });
   return {
     report,

@@ -3,6 +3,7 @@ import * as path from 'path';
 import { SnapshotStore } from '../../capture/store';
 import { readSnapshot } from '../../engine';
 import { DiffPanelModel, distinctFileNames, IFollowedNotebook, PanelSection } from '../model';
+import { runsOf } from '../../engine/__tests__/roleRuns';
 
 const REC = path.resolve(__dirname, '../../../test-data/recordings/eval_without_no_grad--python');
 const manifest = JSON.parse(fs.readFileSync(path.join(REC, 'manifest.json'), 'utf-8'));
@@ -231,5 +232,55 @@ describe('DiffPanelModel kernel sessions and reveal requests', () => {
     model.reveal('diff');
     model.reveal('leaks');
     expect(asked).toEqual(['diff', 'leaks']);
+  });
+});
+
+describe('DiffPanelModel by role', () => {
+  const ROLES_DIR = path.resolve(__dirname, '../../../test-data/roles/training_roles--python');
+  const rolesManifest = JSON.parse(fs.readFileSync(path.join(ROLES_DIR, 'manifest.json'), 'utf-8'));
+
+  /** The recorded training session as a replay kernel sends it: each cell with its block roles. */
+  function trainingNotebook(withRuns: boolean): IFollowedNotebook & { store: SnapshotStore } {
+    const store = new SnapshotStore();
+    rolesManifest.cells.forEach((cell: any, k: number) => {
+      const file = JSON.parse(fs.readFileSync(path.join(ROLES_DIR, cell.roles_file), 'utf-8'));
+      store.add({
+        cellId: `cell-${k}`,
+        executionCount: k + 1,
+        reason: 'cell',
+        seq: k + 1,
+        snapshot: readSnapshot(new Uint8Array(fs.readFileSync(path.join(ROLES_DIR, cell.snapshot_file))), store.frames),
+        devices: [],
+        error: null,
+        replay: 'training_roles--python',
+        roles: { ...cell.roles, ...(withRuns ? { blocks: runsOf(file) } : {}) }
+      });
+    });
+    return { title: 'roles.ipynb', store, cells: () => [] };
+  }
+
+  it("groups the selected cell's diff by role from the store's block roles, and an empty side has no blocks", () => {
+    const model = new DiffPanelModel();
+    model.setNotebook(trainingNotebook(true));
+    model.select(model.records[4]);
+    expect(model.canGroupByRole).toBe(true);
+    model.grouping = 'role';
+    const groups = model.roleGroups!;
+    expect(groups[0].role).toBe('activation');
+    expect(groups.reduce((n, g) => n + g.netBytes, 0)).toBe(model.diff!.netBytes);
+    // against an empty device every allocated block is born, with its role after the cell
+    model.compare({ kind: 'empty' }, { kind: 'record', record: model.records[4] });
+    const fromNothing = Object.fromEntries(model.roleGroups!.map(g => [g.role, g.bornBytes]));
+    const held = Object.entries(rolesManifest.cells[4].roles.bytes).filter(([, n]) => (n as number) > 0);
+    expect(fromNothing).toEqual(Object.fromEntries(held));
+  });
+
+  it('has no role groups when the kernel sent no block roles', () => {
+    const model = new DiffPanelModel();
+    model.setNotebook(trainingNotebook(false));
+    model.grouping = 'role';
+    expect(model.canGroupByRole).toBe(false);
+    expect(model.roleGroups).toBeNull();
+    expect(model.groups.length).toBeGreaterThan(0);
   });
 });

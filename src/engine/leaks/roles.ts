@@ -1,0 +1,54 @@
+/**
+ * What the leaked memory is for, from the kernel's roles: each leak gets a
+ * reason per role its evidence holds (`activation`: tensors saved for
+ * backward by a live autograd graph) and the advice that role calls for.
+ */
+import { LeakAdvice } from '../findings';
+import { Block } from '../model';
+import { BlockRoles, Role, ROLES } from '../roles';
+import { Finding } from './finding';
+
+/** The advice each role of leaked memory calls for; roles without one add none. */
+const ADVICE: Partial<Record<Role, (f: Finding) => LeakAdvice>> = {
+  activation: () => ({ code: 'no-grad-or-detach' }),
+  gradient: () => ({ code: 'zero-grad' }),
+  optimizer_state: () => ({ code: 'drop-optimizer' }),
+  output_cache: f => ({ code: 'silence-output', executionCount: f.execution.executionCount }),
+  traceback: () => ({ code: 'clear-traceback' })
+};
+
+/**
+ * Add a `leak-role` finding per role of a leaking execution's evidence,
+ * largest first (`unknown` left out: it says nothing), with its advice.
+ * `rolesOf` gives a block's roles: the latest snapshot of its kernel that
+ * has roles and still holds it, else the execution's own snapshot; null
+ * when neither has per-block roles.
+ */
+export function explainRoles(f: Finding, rolesOf: (block: Block) => BlockRoles | null): void {
+  if (!f.leaking) {
+    return;
+  }
+  const bytes = new Map<Role, number>();
+  for (const b of f.uniqueEvidence()) {
+    const roles = rolesOf(b);
+    if (roles) {
+      const role = roles.roleOf(b);
+      bytes.set(role, (bytes.get(role) ?? 0) + b.size);
+    }
+  }
+  const held = ROLES.filter(r => r !== 'unknown' && bytes.has(r)).sort((a, b) => bytes.get(b)! - bytes.get(a)!);
+  for (const role of held) {
+    f.findings.push({ code: 'leak-role', role, bytes: bytes.get(role)! });
+    const advice = ADVICE[role]?.(f);
+    if (advice && !(role === 'activation' && Private.saysNoGrad(f))) {
+      f.advice.set(JSON.stringify(advice), advice);
+    }
+  }
+}
+
+namespace Private {
+  /** Whether a rule already advised no_grad or detach (the graph rules): the role adds no second wording. */
+  export function saysNoGrad(f: Finding): boolean {
+    return [...f.advice.values()].some(a => ['no-grad', 'no-grad-or-detach', 'detach-hidden'].includes(a.code));
+  }
+}
