@@ -72,6 +72,7 @@ class SnapshotReader:
         self._allocations = None  # the allocator's count at the last read
         self._stacks_seen = 1  # the table's stacks already folded into _shared
         self._shared = None  # the outermost frame ids all stacks so far share, outermost first
+        self._cell_depths = {}  # distance of a cell's frame from the outer end -> stacks seen so
         self._anchor_depth = 0  # the anchor is frames[-k] (innermost first); 0: none yet
         self._stack_signatures = {}  # stack id -> (depth, innermost frame id, anchor frame id), at _anchor_depth
         self._signed_depth = None
@@ -183,24 +184,36 @@ class SnapshotReader:
         return sorted((k.segment for k in kept.values()), key=_segment_order), blocks, born, list(old_rows)
 
     def anchor_after(self):
-        """Picks the frame just inside the outermost frames every stack so far shares (a cell's line)."""
-        stacks = self.table.stacks
+        """How far from the outer end of a stack its cell's frame lies: the anchor is frames[-k].
+
+        IPython runs every cell from ``InteractiveShell.run_code``, so in the
+        stacks that pass through it the cell's frame is the one just inside it,
+        at the same distance from the outer end for every cell (the most
+        common distance wins: a callback or another path is not a cell). Where
+        no stack does (a plain script), the frame just inside the frames every
+        stack shares stands in.
+        """
+        stacks, frames = self.table.stacks, self.table.frames
         if len(stacks) != self._stacks_seen:
-            shared = self._shared
+            shared, counts = self._shared, self._cell_depths
             for stack in stacks[self._stacks_seen :]:
-                if stack:
-                    outer = stack[::-1]
-                    n = (
-                        0
-                        if shared is None
-                        else next(
-                            (k for k, (a, b) in enumerate(zip(shared, outer)) if a != b), min(len(shared), len(outer))
-                        )
-                    )
-                    shared = outer if shared is None else shared[:n]
-            self._stacks_seen = len(stacks)
-            if shared is not None:
-                self._shared, self._anchor_depth = shared, len(shared) + 1
+                if not stack:
+                    continue
+                runner = next((i for i, f in enumerate(stack) if _is_cell_runner(frames[f])), None)
+                if runner:  # the cell's frame is stack[runner - 1]
+                    depth = len(stack) - runner + 1
+                    counts[depth] = counts.get(depth, 0) + 1
+                outer = stack[::-1]
+                if shared is None:
+                    shared = outer
+                else:
+                    n = next((k for k, (a, b) in enumerate(zip(shared, outer)) if a != b), min(len(shared), len(outer)))
+                    shared = shared[:n]
+            self._stacks_seen, self._shared = len(stacks), shared
+            if counts:
+                self._anchor_depth = max(counts, key=counts.get)
+            elif shared is not None:
+                self._anchor_depth = len(shared) + 1
         return self._anchor_depth
 
     def _keys(self, old):
@@ -265,6 +278,11 @@ _NO_STACK = (0, -1, -1)
 _NO_ROW = (None, None, None, None, None, -1, None)
 _ADDRESS = operator.itemgetter(0)
 _ROW_STACK = operator.itemgetter(ROW_STACK)
+
+
+def _is_cell_runner(frame):
+    """IPython's ``InteractiveShell.run_code``, which runs each cell's code."""
+    return frame[2] == "run_code" and frame[0].endswith("interactiveshell.py")
 
 
 def _segment_order(segment):

@@ -8,6 +8,8 @@ through the same innermost frame from two cells, make temporaries, replace
 list items in place, and change nothing. Skipped without CUDA.
 """
 
+import gc
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -44,6 +46,7 @@ def test_the_log_holds_what_reading_every_block_holds(shell, monkeypatch):
     full_reads = []
     read_all = SnapshotReader._read_all
     monkeypatch.setattr(SnapshotReader, "_read_all", lambda self, *a: full_reads.append(1) or read_all(self, *a))
+    gc.collect()  # an earlier test's garbage, freed between a capture and the check, would differ from both
     install(shell)
     log = current(shell).log
     reads = []

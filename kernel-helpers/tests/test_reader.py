@@ -142,6 +142,21 @@ def test_another_cell_reusing_the_address_is_a_new_block():
     assert freed == []
 
 
+def test_a_block_from_another_path_does_not_hide_the_cells():
+    # a widget callback allocates outside any cell; the cells' frames are still told apart
+    reader = SnapshotReader(FrameTable())
+    callback = [dict(LIBRARY), {"filename": "/usr/lib/python3.12/asyncio/events.py", "line": 84, "name": "_run"}]
+    layout = {(0, SEGMENT): [(0, 512, ("a", 1, True)), (512, 512, ("a", 5))]}
+    raw = snapshot(layout)
+    raw["segments"].append(segment(8 * SEGMENT, [(0, 512, callback)]))
+    current = check(reader, raw, {}, 3)
+    layout[(0, SEGMENT)][0] = (0, 512, ("b", 2, True))  # freed, and the same size allocated there by cell b
+    raw = snapshot(layout)
+    raw["segments"].append(segment(8 * SEGMENT, [(0, 512, [dict(f) for f in callback])]))
+    _, _, born, freed = reader.read(raw, current, 4)
+    assert [r[1] for r in born] == [SEGMENT] and freed == []
+
+
 def test_a_segment_given_back_frees_its_blocks():
     reader = SnapshotReader(FrameTable())
     layout = {(0, SEGMENT): [(0, 512, ("a", 1))], (0, 4 * SEGMENT): [(0, 1024, ("a", 2))]}
