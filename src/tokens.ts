@@ -98,11 +98,14 @@ export interface IFollowedNotebook {
 /** The diff panel, for plugins that bring it snapshots (files). */
 export interface IDiffPanel {
   /**
-   * Open a snapshot file in the panel, as bytes or already parsed (its server
-   * path, when it has one, tells files of the same name apart); false, with a
-   * message shown there, when it cannot be read.
+   * Show a snapshot file in the panel, parsed in the engine worker (its
+   * server path, when it has one, tells files of the same name apart).
    */
-  addFile(name: string, source: Uint8Array | Snapshot, path?: string): boolean;
+  addFile(name: string, snapshot: Snapshot, path?: string): void;
+  /** Say in the panel that a file dropped there could not be read, and why (one line); all else stays. */
+  fileUnreadable(name: string, reason: string): void;
+  /** Files the user dropped on the panel, for the files plugin to open. */
+  readonly filesDropped: ISignal<unknown, readonly File[]>;
   /** Show the panel. */
   reveal(): void;
   /** The later snapshot of the panel's comparison, with a name for saving it. */

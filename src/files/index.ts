@@ -5,15 +5,17 @@
  * and, when it carries trace entries, its allocation timeline, and hands the
  * parsed snapshot to the diff panel, where it can be compared with other
  * files or with the notebook's snapshots. Closing the view frees the worker's
- * copy; the panel's copy goes when the file is closed there.
+ * copy; the panel's copy goes when the file is closed there. Files dropped on
+ * the panel take the same road (open.ts).
  */
 import { ABCWidgetFactory, Base64ModelFactory, DocumentRegistry, DocumentWidget } from '@jupyterlab/docregistry';
 import { Contents, ServerConnection } from '@jupyterlab/services';
 import { TranslationBundle } from '@jupyterlab/translation';
 import { Widget } from '@lumino/widgets';
-import { DeviceTotals, formatBytes, fromTransfer, SnapshotError } from '../engine';
+import { DeviceTotals, formatBytes } from '../engine';
 import { IDiffPanel, IEngineWorker } from '../tokens';
 import { fetchFileBytes } from './fetch';
+import { handToPanel, nextFileId, parseInWorker, unreadableReason } from './open';
 import { renderTimeline, TIMELINE_WIDTH } from './timelineview';
 
 /**
@@ -33,9 +35,6 @@ export class SnapshotBytesModelFactory extends Base64ModelFactory {
     return null;
   }
 }
-
-/** Ids the worker keeps parsed files under, one per view. */
-let lastFileId = 0;
 
 /** The main-area view of one snapshot file. */
 export class SnapshotFileView extends Widget {
@@ -81,10 +80,7 @@ export class SnapshotFileView extends Widget {
         return;
       }
       this._status.textContent = trans.__('Parsing %1 in the background…', formatBytes(bytes.length));
-      // The buffer moves to the worker: the page keeps no copy of the file.
-      opened = await worker.call('openSnapshotFile', { id: this._id, bytes, width: TIMELINE_WIDTH }, [
-        bytes.buffer as ArrayBuffer
-      ]);
+      opened = await parseInWorker(worker, bytes, { id: this._id, width: TIMELINE_WIDTH, keep: true });
       this._opened = true;
     } catch (reason) {
       if (this.isDisposed) {
@@ -94,10 +90,7 @@ export class SnapshotFileView extends Widget {
       const error = document.createElement('p');
       error.setAttribute('role', 'alert');
       error.className = 'jp-CudaMemdiffFile-error';
-      error.textContent = trans.__(
-        'Not a readable CUDA memory snapshot: %1',
-        reason instanceof SnapshotError ? reason.message : String(reason instanceof Error ? reason.message : reason)
-      );
+      error.textContent = trans.__('Not a readable CUDA memory snapshot: %1', unreadableReason(reason));
       this.node.appendChild(error);
       return;
     }
@@ -128,29 +121,15 @@ export class SnapshotFileView extends Widget {
       "The CUDA Memory panel now holds this snapshot: pick it there to compare it with other files or with a notebook's cells."
     );
     this.node.appendChild(note);
-    // Then the diff panel takes the file, after the first picture is painted
-    // and one step a task, so that none holds the page long: the blocks
-    // decoded into objects; the panel shown (the shell's layout); the file
-    // added, which the panel renders in slices.
+    // Then the diff panel takes the file, after the first picture is painted.
     await new Promise(resolve => requestAnimationFrame(() => setTimeout(resolve, 0)));
-    if (this.isDisposed) {
-      return;
+    if (!this.isDisposed) {
+      await handToPanel(panel, name, opened, path, () => !this.isDisposed);
     }
-    const snapshot = fromTransfer(opened.snapshot);
-    await Private.nextTask();
-    if (this.isDisposed) {
-      return;
-    }
-    panel.reveal();
-    await Private.nextTask();
-    if (this.isDisposed) {
-      return;
-    }
-    panel.addFile(name, snapshot, path);
   }
 
   private readonly _options: SnapshotFileView.IOptions;
-  private readonly _id = ++lastFileId;
+  private readonly _id = nextFileId();
   private readonly _status: HTMLElement;
   private _opened = false;
   private _removeTimeline: (() => void) | null = null;
@@ -223,9 +202,4 @@ export namespace SnapshotFileFactory {
   }
 }
 
-namespace Private {
-  /** Resolves in a task of its own, once the page has had its turn. */
-  export function nextTask(): Promise<void> {
-    return new Promise(resolve => setTimeout(resolve, 0));
-  }
-}
+export { openDroppedFiles } from './open';

@@ -29,6 +29,8 @@ export interface IPanelBodyProps {
   trans: TranslationBundle;
   onReveal: (location: ICellLocation) => void;
   onShowCell: (cellId: string) => void;
+  /** Files dropped on the panel: they go to the engine worker, as opened files do. */
+  onDropFiles: (files: readonly File[]) => void;
 }
 
 /** A record as the pickers and the chart name it: `[3] first line`, with its kernel after a restart. */
@@ -155,15 +157,6 @@ function EmptyState(props: { trans: TranslationBundle }): JSX.Element {
       </p>
     </div>
   );
-}
-
-/** Read dropped files into the model. */
-async function dropFiles(model: DiffPanelModel, event: React.DragEvent): Promise<void> {
-  event.preventDefault();
-  for (const file of Array.from(event.dataTransfer.files)) {
-    model.addFile(file.name, new Uint8Array(await file.arrayBuffer()));
-  }
-  model.reveal('diff');
 }
 
 /** Which sections are open. */
@@ -325,7 +318,10 @@ export function PanelBody(props: IPanelBodyProps): JSX.Element {
       role="region"
       aria-label={trans.__('CUDA memory diff content')}
       onDragOver={e => e.preventDefault()}
-      onDrop={e => void dropFiles(model, e)}
+      onDrop={e => {
+        e.preventDefault();
+        props.onDropFiles(Array.from(e.dataTransfer.files));
+      }}
     >
       <MomentSection model={model} trans={trans} onReveal={props.onReveal} show="oom" />
       <LeakView
@@ -345,7 +341,7 @@ export function PanelBody(props: IPanelBodyProps): JSX.Element {
       />
       {model.fileError ? (
         <p className="jp-CudaMemdiffPanel-error" role="alert">
-          {trans.__('Could not read %1', model.fileError)}
+          {trans.__('Not a readable CUDA memory snapshot: %1', model.fileError)}
         </p>
       ) : null}
       {!pair ? (

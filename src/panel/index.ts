@@ -5,6 +5,7 @@
 import { ReactWidget } from '@jupyterlab/apputils';
 import { ITranslator, nullTranslator } from '@jupyterlab/translation';
 import { SidePanel } from '@jupyterlab/ui-components';
+import { ISignal, Signal } from '@lumino/signaling';
 import { Panel } from '@lumino/widgets';
 import * as React from 'react';
 import { IEngineWorker, PANEL_ID } from '../tokens';
@@ -33,11 +34,19 @@ export class MemdiffPanel extends SidePanel {
     this.leaks = new LeakFinderModel(this.model, options.worker);
     const onReveal = options.onReveal ?? (() => undefined);
     const onShowCell = options.onShowCell ?? (() => undefined);
+    const onDropFiles = (files: readonly File[]) => this._filesDropped.emit(files);
     const body = ReactWidget.create(
       React.createElement(
         SectionBoundary,
         { trans },
-        React.createElement(PanelBody, { model: this.model, leaks: this.leaks, trans, onReveal, onShowCell })
+        React.createElement(PanelBody, {
+          model: this.model,
+          leaks: this.leaks,
+          trans,
+          onReveal,
+          onShowCell,
+          onDropFiles
+        })
       )
     );
     body.addClass('jp-CudaMemdiffPanel-body');
@@ -50,14 +59,22 @@ export class MemdiffPanel extends SidePanel {
   /** The leak finder's state for the notebook the panel follows. */
   readonly leaks: LeakFinderModel;
 
+  /** Files the user dropped on the panel (the files plugin opens them through the engine worker). */
+  get filesDropped(): ISignal<this, readonly File[]> {
+    return this._filesDropped;
+  }
+
   dispose(): void {
     if (this.isDisposed) {
       return;
     }
     this.leaks.dispose();
     this.model.dispose();
+    Signal.clearData(this);
     super.dispose();
   }
+
+  private readonly _filesDropped = new Signal<this, readonly File[]>(this);
 }
 
 /** A namespace for MemdiffPanel statics. */

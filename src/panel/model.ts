@@ -18,11 +18,9 @@ import {
   groupBySite,
   ICellSource,
   IRoleGroup,
-  readSnapshot,
   reframe,
   Snapshot,
-  SnapshotDiff,
-  SnapshotError
+  SnapshotDiff
 } from '../engine';
 
 // The followed notebook is part of the public contract; re-exported for the panel's users.
@@ -34,7 +32,7 @@ export interface ISnapshotFile {
   readonly name: string;
   /** Its path on the server; null for a file dropped on the panel. */
   readonly path: string | null;
-  /** The file parsed once, in a frame table of its own (no bytes are kept). */
+  /** Its blocks and segments, parsed once in the engine worker, in a frame table of their own (no bytes, no trace). */
   readonly snapshot: Snapshot;
 }
 
@@ -116,29 +114,24 @@ export class DiffPanelModel implements IDisposable {
   }
 
   /**
-   * Open a snapshot file and show it against an empty device: files opened
-   * earlier may be unrelated, so the user picks what to compare it with.
-   * Opening a path already open replaces that file. An unreadable file
-   * leaves everything as it was and sets fileError. Bytes are parsed here
-   * (a file dropped on the panel); the file viewer passes the snapshot its
-   * worker parsed.
+   * Show a snapshot file against an empty device: files opened earlier may be
+   * unrelated, so the user picks what to compare it with. Opening a path
+   * already open replaces that file. The snapshot comes parsed from the
+   * engine worker (opened or dropped alike); the panel never parses bytes.
    */
-  addFile(name: string, source: Uint8Array | Snapshot, path: string | null = null): ISnapshotFile | null {
-    let snapshot: Snapshot;
-    try {
-      // isView, not instanceof: bytes may come from another realm (a worker, a test runner).
-      snapshot = ArrayBuffer.isView(source) ? readSnapshot(source as Uint8Array) : (source as Snapshot);
-    } catch (reason) {
-      this._fileError = `${name}: ${reason instanceof SnapshotError ? reason.message : String(reason)}`;
-      this._changed.emit();
-      return null;
-    }
+  addFile(name: string, snapshot: Snapshot, path: string | null = null): ISnapshotFile {
     const file: ISnapshotFile = { name, path, snapshot };
     const same = path === null ? undefined : this._files.find(f => f.path === path);
     this._files = same ? this._files.map(f => (f === same ? file : f)) : [...this._files, file];
     this._fileError = null;
     this.compare(EMPTY, { kind: 'file', file });
     return file;
+  }
+
+  /** Note a file that could not be read, with its one-line reason; everything else stays as it was. */
+  fileUnreadable(name: string, reason: string): void {
+    this._fileError = `${name}: ${reason}`;
+    this._changed.emit();
   }
 
   /** Close an opened file; a comparison that showed it falls back to the default. */

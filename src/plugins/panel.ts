@@ -157,17 +157,17 @@ export const panelPlugin: JupyterFrontEndPlugin<IDiffPanel> = {
     });
 
     return {
-      addFile: (name, bytes, path) => {
-        let added = false;
+      addFile: (name, snapshot, path) => {
         // Not urgent, so a transition: React renders the file's diff and
         // segment map in slices that give the page a turn every few
         // milliseconds, instead of in one task as long as the whole render.
         React.startTransition(() => {
-          added = panel.model.addFile(name, bytes, path ?? null) !== null;
+          panel.model.addFile(name, snapshot, path ?? null);
           panel.model.reveal('diff');
         });
-        return added;
       },
+      fileUnreadable: (name, reason) => panel.model.fileUnreadable(name, reason),
+      filesDropped: panel.filesDropped,
       reveal: () => app.shell.activateById(panel.id),
       shownSnapshot: () => {
         const after = panel.model.comparison?.after;

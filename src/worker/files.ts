@@ -37,12 +37,22 @@ export interface IOpenedFile {
 
 /**
  * Parse snapshot bytes (pickle or JSON, plain or gzip) and keep the result
- * under `id`; the blocks' buffer moves to the page.
+ * under `id`; the blocks' buffer moves to the page. With `keep` false (a file
+ * dropped on the panel, which has no timeline to ask about) nothing is kept
+ * and no timeline is built.
  */
-export function openSnapshotFile(payload: { id: number; bytes: Uint8Array; width: number }): Transferring<IOpenedFile> {
+export function openSnapshotFile(payload: {
+  id: number;
+  bytes: Uint8Array;
+  width: number;
+  keep?: boolean;
+}): Transferring<IOpenedFile> {
   const snapshot = readSnapshot(payload.bytes);
-  const timeline = buildTimeline(snapshot);
-  opened.set(payload.id, { snapshot, timeline });
+  const keep = payload.keep ?? true;
+  const timeline = keep ? buildTimeline(snapshot) : null;
+  if (keep) {
+    opened.set(payload.id, { snapshot, timeline });
+  }
   const transfer = toTransfer(snapshot);
   return transferring(
     {

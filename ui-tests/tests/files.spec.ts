@@ -89,3 +89,89 @@ test.describe('snapshot file timeline', () => {
     await page.screenshot({ path: test.info().outputPath('timeline.png') });
   });
 });
+
+// Files dropped on the panel take the road of opened ones (parsed once in the
+// engine worker): the panel shows what the recording says, a broken file is
+// one line that leaves the rest in place, and a dropped file can be closed.
+test.describe('snapshot files dropped on the panel', () => {
+  const DROP_REC = path.join(ROOT, 'test-data', 'recordings', 'eval_without_no_grad--python');
+  const PANEL = '#cuda-memdiff-panel';
+
+  /** Drop server files on the panel as a person does from their desktop: a drop event carrying File objects. */
+  async function dropOnPanel(page: any, files: string[]): Promise<void> {
+    await page.evaluate(async (paths: string[]) => {
+      const base = window.jupyterapp.serviceManager.serverSettings.baseUrl;
+      const transfer = new DataTransfer();
+      for (const p of paths) {
+        const response = await fetch(`${base}files/${p}`, { cache: 'no-store' });
+        transfer.items.add(new File([await response.blob()], p.split('/').pop()!));
+      }
+      const target = document.querySelector('#cuda-memdiff-panel .jp-CudaMemdiffPanel-content')!;
+      target.dispatchEvent(new DragEvent('drop', { dataTransfer: transfer, bubbles: true, cancelable: true }));
+    }, files);
+  }
+
+  test('show the diff the recording holds, name a broken file in one line, and close', async ({ page, tmpPath }) => {
+    test.setTimeout(120000);
+    const manifest = JSON.parse(fs.readFileSync(path.join(DROP_REC, 'manifest.json'), 'utf-8'));
+    const allocated = (k: number): number => manifest.cells[k].after.allocated;
+    const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MiB`;
+    for (const name of ['cell01.pickle.gz', 'cell02.pickle.gz']) {
+      await page.contents.uploadFile(path.join(DROP_REC, name), `${tmpPath}/${name}`);
+    }
+    await page.contents.uploadContent('not a pickle', 'text', `${tmpPath}/notes.pickle`);
+    await page.evaluate(() => window.jupyterapp.commands.execute('cuda-memdiff:open-panel'));
+    const panel = page.locator(PANEL);
+    await expect(panel.locator('.jp-CudaMemdiffPanel-content')).toBeVisible();
+
+    // What the page posts to the engine worker: each dropped file's bytes go there, moved (one transferred buffer).
+    await page.evaluate(() => {
+      const w = window as any;
+      w.__posted = [];
+      const post = Worker.prototype.postMessage;
+      Worker.prototype.postMessage = function (message: any, transfer?: any) {
+        w.__posted.push([message?.op, message?.payload?.bytes?.byteLength ?? null, transfer?.length ?? 0]);
+        return post.call(this, message, transfer);
+      };
+    });
+    await dropOnPanel(page, [`${tmpPath}/cell01.pickle.gz`, `${tmpPath}/cell02.pickle.gz`]);
+    // The later file, against an empty device: what the recording says cell 2 left allocated.
+    const status = panel.getByRole('status');
+    await expect(status).toHaveText(
+      new RegExp(`^Born ${mib(allocated(2))} in \\d+ blocks, .*net \\+${mib(allocated(2))}$`),
+      {
+        timeout: 60000
+      }
+    );
+    await expect(status).toBeInViewport();
+    await expect(panel.locator('[data-cuda-memdiff-side="after"]')).toHaveValue('f1');
+    const sizes = ['cell01.pickle.gz', 'cell02.pickle.gz'].map(n => fs.statSync(path.join(DROP_REC, n)).size);
+    expect(await page.evaluate(() => (window as any).__posted)).toEqual(
+      sizes.map(size => ['openSnapshotFile', size, 1])
+    );
+    // The first as Before: what cell 2 added to cell 1, the graphs `preds` keeps.
+    await panel.locator('[data-cuda-memdiff-side="before"]').selectOption('f0');
+    await expect(status).toHaveText(
+      `Born ${mib(allocated(2) - allocated(1))} in 26 blocks, freed 0 B in 0 blocks, net +${mib(allocated(2) - allocated(1))}`
+    );
+    await expect(panel.locator('[data-cuda-memdiff-site]').first()).toHaveAttribute(
+      'data-cuda-memdiff-site',
+      /3447429980\.py:3$/
+    );
+
+    // A broken file: one line naming it, and the comparison shown stays.
+    await dropOnPanel(page, [`${tmpPath}/notes.pickle`]);
+    const alert = panel.getByRole('alert');
+    await expect(alert).toHaveText(/^Not a readable CUDA memory snapshot: notes\.pickle: not a snapshot[^\n]*$/);
+    await expect(alert).toBeVisible();
+    await expect(status).toHaveText(new RegExp(`net \\+${mib(allocated(2) - allocated(1))}$`));
+    await expect(panel.locator('.jp-CudaMemdiffFiles li')).toHaveCount(2);
+
+    // Dropped files close as opened ones do; with none left, the panel says what it will show.
+    for (const name of ['cell02.pickle.gz', 'cell01.pickle.gz']) {
+      await panel.getByRole('button', { name: `Close ${name}` }).click();
+    }
+    await expect(panel.locator('.jp-CudaMemdiffFiles li')).toHaveCount(0);
+    await expect(panel.locator('.jp-CudaMemdiffPanel-empty')).toContainText('No GPU memory snapshots yet');
+  });
+});

@@ -7,6 +7,9 @@ import { runsOf } from '../../engine/__tests__/roleRuns';
 
 const REC = path.resolve(__dirname, '../../../test-data/recordings/eval_without_no_grad--python');
 const manifest = JSON.parse(fs.readFileSync(path.join(REC, 'manifest.json'), 'utf-8'));
+/** Cell `k`'s recorded snapshot, parsed as the engine worker hands it over (a frame table of its own). */
+const parsed = (k: number) =>
+  readSnapshot(new Uint8Array(fs.readFileSync(path.join(REC, manifest.cells[k].snapshot_file))));
 
 function notebookWith(count: number): IFollowedNotebook & { store: SnapshotStore } {
   const store = new SnapshotStore();
@@ -92,8 +95,7 @@ describe('DiffPanelModel', () => {
   it("compares any two snapshots: the notebook's and opened files", () => {
     const model = new DiffPanelModel();
     model.setNotebook(notebookWith(3));
-    const bytes = (k: number) => new Uint8Array(fs.readFileSync(path.join(REC, manifest.cells[k].snapshot_file)));
-    const file = model.addFile('cell04.pickle.gz', bytes(4))!;
+    const file = model.addFile('cell04.pickle.gz', parsed(4));
     expect(model.isCustomComparison).toBe(true);
     expect(model.diff!.netBytes).toBe(manifest.cells[4].after.allocated);
     // the file against the notebook's cell [3]: same memory, graphs rebuilt at new places
@@ -107,11 +109,15 @@ describe('DiffPanelModel', () => {
   it('keeps everything as it was when a file cannot be read', () => {
     const model = new DiffPanelModel();
     model.setNotebook(notebookWith(2));
+    const kept = model.addFile('cell04.pickle.gz', parsed(4));
     const diff = model.diff;
-    expect(model.addFile('notes.txt', new TextEncoder().encode('hello'))).toBeNull();
-    expect(model.fileError).toMatch(/^notes\.txt: not a snapshot/);
-    expect(model.files).toEqual([]);
+    model.fileUnreadable('notes.txt', 'not a snapshot');
+    expect(model.fileError).toBe('notes.txt: not a snapshot');
+    expect(model.files).toEqual([kept]);
     expect(model.diff).toBe(diff);
+    // the next file read clears the message
+    model.addFile('cell03.pickle.gz', parsed(3));
+    expect(model.fileError).toBeNull();
   });
 
   it('regroups when all frames are shown, and empties without a notebook', () => {
@@ -151,12 +157,10 @@ describe('DiffPanelModel devices', () => {
 });
 
 describe('DiffPanelModel files', () => {
-  const bytes = (k: number) => new Uint8Array(fs.readFileSync(path.join(REC, manifest.cells[k].snapshot_file)));
-
   it('shows a new file against an empty device, not against an unrelated earlier file', () => {
     const model = new DiffPanelModel();
-    const first = model.addFile('cell01.pickle.gz', bytes(1), 'runs/a/cell01.pickle.gz')!;
-    const second = model.addFile('cell02.pickle.gz', bytes(2), 'runs/a/cell02.pickle.gz')!;
+    const first = model.addFile('cell01.pickle.gz', parsed(1), 'runs/a/cell01.pickle.gz');
+    const second = model.addFile('cell02.pickle.gz', parsed(2), 'runs/a/cell02.pickle.gz');
     expect(model.comparison).toEqual({ before: { kind: 'empty' }, after: { kind: 'file', file: second } });
     expect(model.diff!.netBytes).toBe(manifest.cells[2].after.allocated);
     // the user picks what to compare it with
@@ -166,22 +170,22 @@ describe('DiffPanelModel files', () => {
 
   it('tells files of one name apart by their folders, and reopening a path replaces it', () => {
     const model = new DiffPanelModel();
-    const a = model.addFile('cell01.pickle.gz', bytes(1), 'runs/a/cell01.pickle.gz')!;
-    const b = model.addFile('cell01.pickle.gz', bytes(2), 'runs/b/cell01.pickle.gz')!;
-    const c = model.addFile('cell03.pickle.gz', bytes(3), 'runs/b/cell03.pickle.gz')!;
+    const a = model.addFile('cell01.pickle.gz', parsed(1), 'runs/a/cell01.pickle.gz');
+    const b = model.addFile('cell01.pickle.gz', parsed(2), 'runs/b/cell01.pickle.gz');
+    const c = model.addFile('cell03.pickle.gz', parsed(3), 'runs/b/cell03.pickle.gz');
     expect([a, b, c].map(f => model.fileLabel(f))).toEqual([
       'a/cell01.pickle.gz',
       'b/cell01.pickle.gz',
       'cell03.pickle.gz'
     ]);
-    const again = model.addFile('cell01.pickle.gz', bytes(4), 'runs/a/cell01.pickle.gz')!;
+    const again = model.addFile('cell01.pickle.gz', parsed(4), 'runs/a/cell01.pickle.gz');
     expect(model.files).toEqual([again, b, c]);
   });
 
   it('closes a file; a comparison that showed it falls back', () => {
     const model = new DiffPanelModel();
-    const a = model.addFile('cell01.pickle.gz', bytes(1), 'a/cell01.pickle.gz')!;
-    const b = model.addFile('cell02.pickle.gz', bytes(2), 'a/cell02.pickle.gz')!;
+    const a = model.addFile('cell01.pickle.gz', parsed(1), 'a/cell01.pickle.gz');
+    const b = model.addFile('cell02.pickle.gz', parsed(2), 'a/cell02.pickle.gz');
     model.removeFile(b);
     expect(model.files).toEqual([a]);
     expect(model.comparison).toEqual({ before: { kind: 'empty' }, after: { kind: 'file', file: a } });
@@ -190,7 +194,7 @@ describe('DiffPanelModel files', () => {
 
     // with a notebook, closing the shown file goes back to the selected cell
     model.setNotebook(notebookWith(3));
-    const f = model.addFile('cell04.pickle.gz', bytes(4))!;
+    const f = model.addFile('cell04.pickle.gz', parsed(4));
     expect(model.isCustomComparison).toBe(true);
     model.removeFile(f);
     expect(model.isCustomComparison).toBe(false);

@@ -5,6 +5,8 @@
 // of the two cells' own recorded pickles.
 import * as path from 'path';
 import { deserialize, serialize } from 'v8';
+import { MessageChannel } from 'worker_threads';
+import { gunzipSync } from 'zlib';
 import {
   buildTimeline,
   diffSnapshots,
@@ -13,13 +15,15 @@ import {
   groupBySite,
   readSnapshot,
   reframe,
+  SnapshotError,
   timelineSeries,
   toTransfer,
   totalBytes
 } from '../../engine';
 import { manifestOf, readBytes, RECORDINGS } from '../../engine/__tests__/data';
 import { timelineGeometry } from '../../files/timelineview';
-import { closeSnapshotFile, describeMoment, diffMoments, openSnapshotFile } from '../files';
+import { closeSnapshotFile, describeMoment, diffMoments, IOpenedFile, openSnapshotFile } from '../files';
+import { errorOf, failure } from '../wire';
 
 const DIR = path.join(RECORDINGS, 'clean_training--python');
 const file = (name: string) => readBytes(path.join(DIR, name));
@@ -100,5 +104,77 @@ describe('moving a snapshot between the worker and the page', () => {
     expect(groupBySite(viaTransfer).map(g => [g.frameId, g.netBytes])).toEqual(
       groupBySite(direct).map(g => [g.frameId, g.netBytes])
     );
+  });
+});
+
+describe('a file dropped on the panel', () => {
+  // The real many_blocks cell03 recording as the plain pickle users drop (44.7 MB, 40,501 blocks).
+  const MANY = path.join(RECORDINGS, 'many_blocks--python');
+  const manyCell = manifestOf('many_blocks--python').cells[3] as any;
+
+  /** Post `value` over a real MessagePort, as the page and the worker do: a structured clone that moves `transfer`. */
+  async function across<T>(value: T, transfer: ArrayBuffer[]): Promise<T> {
+    const { port1, port2 } = new MessageChannel();
+    const received = new Promise<T>(resolve => port2.once('message', resolve));
+    port1.postMessage(value, transfer);
+    const out = await received;
+    port1.close();
+    return out;
+  }
+
+  /** Drop `bytes` as the page does: they cross to the worker, and the result back, moved rather than copied. */
+  async function drop(bytes: Uint8Array, id: number): Promise<IOpenedFile> {
+    const payload = await across({ id, bytes, width: 0, keep: false }, [bytes.buffer as ArrayBuffer]);
+    const { value, buffers } = openSnapshotFile(payload);
+    return across(value, [...buffers]);
+  }
+
+  it('moves the bytes to the worker, parses them there once and keeps nothing there', async () => {
+    const bytes = new Uint8Array(gunzipSync(readBytes(path.join(MANY, 'cell03.pickle.gz'))));
+    expect(bytes.length).toBeGreaterThan(44e6);
+    const opened = await drop(bytes, 101);
+    // Transferred, not copied: the page's buffer is detached.
+    expect(bytes.byteLength).toBe(0);
+    // What the panel shows is what the recording says the cell left on the device.
+    const snapshot = fromTransfer(opened.snapshot);
+    expect(snapshot.blocks.length).toBe(manyCell.blocks);
+    expect(snapshot.segments.length).toBe(manyCell.segments);
+    expect(totalBytes(snapshot, 'allocatedBytes')).toBe(manyCell.after.allocated);
+    expect(totalBytes(snapshot, 'reservedBytes')).toBe(manyCell.after.reserved);
+    expect(opened.traceEntries).toBe(manyCell.trace_entries);
+    // No timeline built and no parse kept: the panel has no timeline to ask about.
+    expect(opened.timeline).toBeNull();
+    expect(closeSnapshotFile({ id: 101 })).toBe(false);
+    expect(() => describeMoment({ id: 101, moment: 0 })).toThrow(/not open/);
+  });
+
+  it('gives the same blocks as opening the file from the browser, whose parse the worker keeps', async () => {
+    const dropped = await drop(file('cell04.pickle.gz'), 102);
+    const { value: opened } = openSnapshotFile({ id: 103, bytes: file('cell04.pickle.gz'), width: 800 });
+    expect(fromTransfer(dropped.snapshot).blocks).toEqual(fromTransfer(opened.snapshot).blocks);
+    expect(closeSnapshotFile({ id: 103 })).toBe(true);
+  });
+
+  it('refuses broken and hostile files with one line, as opened files are refused', async () => {
+    const real = file('cell04.pickle.gz');
+    // A 400 KB integer (it once hung the reader) and a real pickle cut short.
+    const long = new Uint8Array(6 + 400_000 + 1);
+    long.set([0x80, 0x02, 0x8b]);
+    new DataView(long.buffer).setUint32(3, 400_000, true);
+    long[long.length - 1] = 0x2e;
+    const cut = new Uint8Array(gunzipSync(real)).slice(0, 100_000);
+    for (const [bytes, reason] of [
+      [long, /--max-int-bytes/],
+      [cut, /./],
+      [new TextEncoder().encode('not a pickle'), /^not a snapshot/]
+    ] as const) {
+      const thrown = await drop(bytes, 104).catch((e: unknown) => e);
+      // It crosses back to the page as the worker sends it, still a SnapshotError.
+      const onPage = errorOf(failure(104, thrown) as { name: string; message: string });
+      expect(onPage).toBeInstanceOf(SnapshotError);
+      expect(onPage.message).toMatch(reason);
+      expect(onPage.message).not.toContain('\n');
+      expect(closeSnapshotFile({ id: 104 })).toBe(false);
+    }
   });
 });

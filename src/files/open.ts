@@ -1,0 +1,95 @@
+/**
+ * The one road a snapshot file takes to the diff panel, whether it was
+ * opened from the file browser or dropped on the panel: its bytes move (not
+ * copied) to the engine worker, which parses them once under the engine's
+ * decode budget; the page gets the blocks as one array of numbers and hands
+ * them to the panel a step a task, so no step holds the page long.
+ */
+import { fromTransfer, SnapshotError } from '../engine';
+import { IDiffPanel, IEngineWorker } from '../tokens';
+import type { IOpenedFile } from '../worker/files';
+
+/** Ids the worker keeps parsed files under, one per opening. */
+let lastFileId = 0;
+
+/** A new id for a file the worker is to parse. */
+export function nextFileId(): number {
+  return ++lastFileId;
+}
+
+/**
+ * Parse `bytes` in the engine worker; their buffer moves there, so the page
+ * keeps no copy of the file. With `keep` (an opened file's view asks about
+ * its timeline) the worker keeps the parse under `id` until
+ * `closeSnapshotFile`; without it, the worker keeps nothing.
+ */
+export function parseInWorker(
+  worker: IEngineWorker,
+  bytes: Uint8Array,
+  options: { id: number; width: number; keep: boolean }
+): Promise<IOpenedFile> {
+  return worker.call('openSnapshotFile', { ...options, bytes }, [bytes.buffer as ArrayBuffer]);
+}
+
+/**
+ * Give a parsed file to the diff panel, one step a task: the blocks decoded
+ * into objects; the panel shown (the shell's layout); the file added, which
+ * the panel renders in slices. False when `alive` says the opening was
+ * abandoned (its view closed) between steps.
+ */
+export async function handToPanel(
+  panel: IDiffPanel,
+  name: string,
+  opened: IOpenedFile,
+  path: string | null,
+  alive: () => boolean = () => true
+): Promise<boolean> {
+  const snapshot = fromTransfer(opened.snapshot);
+  await Private.nextTask();
+  if (!alive()) {
+    return false;
+  }
+  panel.reveal();
+  await Private.nextTask();
+  if (!alive()) {
+    return false;
+  }
+  panel.addFile(name, snapshot, path ?? undefined);
+  return true;
+}
+
+/** Why a file could not be read, in one line (the budget's refusals say which limit and how to raise it). */
+export function unreadableReason(reason: unknown): string {
+  if (reason instanceof SnapshotError || reason instanceof Error) {
+    return reason.message;
+  }
+  return String(reason);
+}
+
+/**
+ * Open files dropped on the panel, one after the other, as opened files are
+ * opened: a file that cannot be read is named in the panel with its reason,
+ * and what the panel already shows stays.
+ */
+export async function openDroppedFiles(
+  files: readonly File[],
+  panel: IDiffPanel,
+  worker: IEngineWorker
+): Promise<void> {
+  for (const file of files) {
+    try {
+      const bytes = new Uint8Array(await file.arrayBuffer());
+      const opened = await parseInWorker(worker, bytes, { id: nextFileId(), width: 0, keep: false });
+      await handToPanel(panel, file.name, opened, null);
+    } catch (reason) {
+      panel.fileUnreadable(file.name, unreadableReason(reason));
+    }
+  }
+}
+
+namespace Private {
+  /** Resolves in a task of its own, once the page has had its turn. */
+  export function nextTask(): Promise<void> {
+    return new Promise(resolve => setTimeout(resolve, 0));
+  }
+}
