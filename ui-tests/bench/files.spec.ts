@@ -130,6 +130,8 @@ async function openInPanel(page: any, serverPath: string, trace: string | null =
   );
   await expect(page.locator('.jp-CudaMemdiffFile-error')).toHaveCount(0);
   await settle(page);
+  // The figures count only when the panel shows the file's segment map too.
+  await expect(page.locator('#cuda-memdiff-panel .jp-CudaMemdiffSegments-block').first()).toBeAttached();
   if (process.env.BENCH_DEBUG) {
     // Each run: first picture, and the long tasks as [start, duration] in ms from the open.
     // eslint-disable-next-line no-console
