@@ -75,15 +75,13 @@ def read_state(raw, table):
     ids = {}  # stack ids by the frame dicts' identities, for this one snapshot (see _SnapshotStacks)
     for seg in raw_segments:
         segments.append(read_segment(seg, table, ids, blocks)[0])
-    segments.sort(key=_SEGMENT_ORDER)
+    segments.sort(key=segment_order)
     return segments, blocks
 
 
-def _segment_order(segment):
+def segment_order(segment):
+    """Segments sort by device, then address."""
     return segment[0], segment[1]
-
-
-_SEGMENT_ORDER = _segment_order
 
 
 def read_segment(seg, table, ids, blocks):

@@ -13,7 +13,8 @@ read before each snapshot, the reader knows how much can have changed:
   or state: only those blocks are read (each block costs one tuple made in C);
 - more allocations than new blocks (temporaries, or a block freed and
   allocated again at the same address, maybe from another line): a block's
-  stack may have changed where nothing else did, so every block is read.
+  stack may have changed where nothing else did, so each block's stack is
+  checked (_StackCheck) and the blocks whose stack changed are read too.
 
 Without a count (a replayed session, an OOM snapshot, a torch without the
 counter) or after a snapshot the log did not keep, every block is read.
@@ -23,7 +24,7 @@ import collections
 import itertools
 import operator
 
-from .compact import ROW_STACK, STATE_CODES, read_blocks, read_segment, read_segment_tuple
+from .compact import ROW_STACK, STATE_CODES, read_blocks, read_segment, read_segment_tuple, segment_order
 
 _BLOCKS = operator.itemgetter("blocks")
 _LAYOUT = operator.itemgetter("address", "size", "requested_size", "state")
@@ -72,7 +73,7 @@ class SnapshotReader:
         self._allocations = None  # the allocator's count at the last read
         self._stacks_seen = 1  # the table's stacks already folded into _shared
         self._shared = None  # the outermost frame ids all stacks so far share, outermost first
-        self._cell_depths = {}  # distance of a cell's frame from the outer end -> stacks seen so
+        self._cell_depths = {}  # distance of a cell's frame from the outer end -> how many stacks had it
         self._anchor_depth = 0  # the anchor is frames[-k] (innermost first); 0: none yet
         self._stack_signatures = {}  # stack id -> (depth, innermost frame id, anchor frame id), at _anchor_depth
         self._signed_depth = None
@@ -108,7 +109,7 @@ class SnapshotReader:
                     kept[_segment_key(seg)] = _Kept(_segment_meta(seg), list(map(_LAYOUT, seg["blocks"])), segment)
                 except (KeyError, TypeError, AttributeError):  # no layout to compare the next one with
                     kept = None
-        segments.sort(key=_segment_order)
+        segments.sort(key=segment_order)
         born = [row for key, row in blocks.items() if current.get(key) != row]
         freed = [key for key in current if key not in blocks]
         if kept is None or len(kept) != len(raw_segments):
@@ -134,7 +135,7 @@ class SnapshotReader:
         gone = [old for key, old in before.items() if key not in kept and key not in changed_keys]
         if not changed and not gone:
             self._segments = kept
-            return sorted((k.segment for k in kept.values()), key=_segment_order), current, [], []
+            return sorted((k.segment for k in kept.values()), key=segment_order), current, [], []
         # Each changed segment: its layout tuples, which of them are new, and the old ones that went.
         plans, new_blocks = [], 0
         for key, seg, meta, old in changed:
@@ -181,7 +182,7 @@ class SnapshotReader:
             if key not in kept:  # the same blocks
                 kept[key] = _Kept(meta, old.layout, old.segment)
         self._segments, self._made = kept, blocks
-        return sorted((k.segment for k in kept.values()), key=_segment_order), blocks, born, list(old_rows)
+        return sorted((k.segment for k in kept.values()), key=segment_order), blocks, born, list(old_rows)
 
     def anchor_after(self):
         """How far from the outer end of a stack its cell's frame lies: the anchor is frames[-k].
@@ -283,7 +284,3 @@ _ROW_STACK = operator.itemgetter(ROW_STACK)
 def _is_cell_runner(frame):
     """IPython's ``InteractiveShell.run_code``, which runs each cell's code."""
     return frame[2] == "run_code" and frame[0].endswith("interactiveshell.py")
-
-
-def _segment_order(segment):
-    return segment[0], segment[1]
