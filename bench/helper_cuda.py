@@ -13,7 +13,7 @@ bytes sent; the same with the blocks allocated 24 frames deeper, as a
 notebook cell's are; the same with traces on (the ``includeTraces`` setting: the
 cell's allocation history travels too). Then the cost of allocation history
 on a GPU-bound and a CPU-bound training step. ``--profile`` adds the
-helper's own hot spots at 100,000 blocks.
+helper's own hot spots at 100,000 blocks (``--profile=10000`` at 10,000).
 """
 
 import cProfile
@@ -49,13 +49,20 @@ class SizeComm:
 
 
 def helper_cell(log, frontends, traces=False):
-    with collector_paused():  # as capture.py takes it
+    with collector_paused():  # as capture.py takes it: until the raw snapshot is gone
         allocations = torch_probe.allocation_count()
         raw = torch_probe.raw_snapshot(include_traces=traces)
-    entry = log.add(
-        raw, allocations, reason="cell", cell_id="c", execution_count=1, error=None, devices=torch_probe.device_stats()
-    )
-    frontends.publish(entry)
+        entry = log.add(
+            raw,
+            allocations,
+            reason="cell",
+            cell_id="c",
+            execution_count=1,
+            error=None,
+            devices=torch_probe.device_stats(),
+        )
+        frontends.publish(entry)
+        del raw
 
 
 def capture_ms(cell, capture, bare, runs=RUNS):
@@ -81,7 +88,7 @@ def capture_costs(profile=False):
         for n in sizes:
             keep = nested(depth, lambda n=n: [torch.empty(256, device="cuda") for _ in range(n)])
             for traces in trace_modes:
-                capture_case(n, depth, keep, traces, profile and n == 100_000 and not traces)
+                capture_case(n, depth, keep, traces, profile == n and not traces)
             keep.clear()  # free the blocks before the next size
             torch.cuda.empty_cache()
 
@@ -139,13 +146,13 @@ def capture_case(n, depth, keep, traces, profile):
     if profile:
         prof = cProfile.Profile()
         prof.enable()
-        for _ in range(3):
+        for _ in range(max(3, 300_000 // n)):
             replace_300_with_temporaries()
             capture()
         prof.disable()
         text = io.StringIO()
-        pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(8)
-        print("\n".join(line for line in text.getvalue().splitlines() if line.strip())[:2500])
+        pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(14)
+        print("\n".join(line for line in text.getvalue().splitlines() if line.strip())[:3500])
 
 
 def step_ms(model, opt, x, runs=50):
@@ -208,7 +215,8 @@ def main():
         f"first snapshot with a live block (paid once, on a background thread by the helper): "
         f"{(time.perf_counter() - t) * 1000:.0f} ms"
     )
-    capture_costs(profile="--profile" in sys.argv)
+    profile = [arg.partition("=")[2] or "100000" for arg in sys.argv if arg.startswith("--profile")]
+    capture_costs(profile=int(profile[0]) if profile else None)
     if "--no-history-cost" not in sys.argv:
         history_costs()
 

@@ -3,18 +3,23 @@
 Reading a block in Python costs about 1-2 µs (its fields, its stack, a row),
 while torch's own snapshot costs about 1 µs a block, so reading every block
 after every cell more than doubled a cell's capture. The allocator counts its
-allocations (``memory_stats()['allocation.all.allocated']``); with that count
-read before each snapshot, the reader knows how much can have changed:
+allocations per device and pool (``memory_stats()['allocation.small_pool.allocated']``
+and ``large_pool``); with those counts read before each snapshot, the reader
+knows how much can have changed in each pool:
 
-- no allocation since the last snapshot: blocks can only have been freed, and
-  a free changes its segment's allocated, active or requested bytes, so a
-  segment whose totals are the same is the same (no block is looked at);
-- allocations, each one a block that is new by address, size, requested size
-  or state: only those blocks are read (each block costs one tuple made in C);
-- more allocations than new blocks (temporaries, or a block freed and
-  allocated again at the same address, maybe from another line): a block's
-  stack may have changed where nothing else did, so each block's stack is
-  checked (_StackCheck) and the blocks whose stack changed are read too.
+- no allocation in a pool since the last snapshot: its blocks can only have
+  been freed, and a free changes its segment's allocated, active or requested
+  bytes, so a segment whose totals are the same is the same (no block is
+  looked at);
+- allocations, each one a block that is new by size, requested size or state
+  (torch lists a segment's blocks back to back, so sizes give addresses): only
+  those blocks are read; each segment costs three lists made in C, compared
+  with the ones kept;
+- more allocations than new blocks in a pool (temporaries, or a block freed
+  and allocated again at the same address, maybe from another line): a
+  block's stack may have changed where nothing else did, so the pool's blocks
+  get a stack check (_StackCheck) and the blocks whose stack changed are read
+  too.
 
 Without a count (a replayed session, an OOM snapshot, a torch without the
 counter) or after a snapshot the log did not keep, every block is read.
@@ -26,14 +31,25 @@ import operator
 
 from .compact import ROW_STACK, STATE_CODES, read_blocks, read_segment, read_segment_tuple, segment_order
 
-_BLOCKS = operator.itemgetter("blocks")
 _LAYOUT = operator.itemgetter("address", "size", "requested_size", "state")
+_SIZE = operator.itemgetter("size")
+_REQUESTED = operator.itemgetter("requested_size")
+_STATE_NAME = operator.itemgetter("state")
 _STATE = operator.itemgetter(3)
 _FRAMES = operator.itemgetter("frames")
 
 
 def _segment_key(seg):
     return seg.get("device", 0), seg["address"]
+
+
+def _pool(seg):
+    """The allocator's count a segment's allocations go to: its device's small or large pool."""
+    return int(seg.get("device", 0)), seg["segment_type"]
+
+
+def _one_pool(seg):
+    return None
 
 
 def _segment_meta(seg):
@@ -50,17 +66,32 @@ def _segment_meta(seg):
     )
 
 
+def _columns(raw_blocks):
+    """Sizes, requested sizes and states of a segment's blocks: three lists made in C, no tuple per block."""
+    return list(map(_SIZE, raw_blocks)), list(map(_REQUESTED, raw_blocks)), list(map(_STATE_NAME, raw_blocks))
+
+
 class _Kept:
-    """One segment as last read: its meta, its blocks' layout tuples, its segment tuple."""
+    """One segment as last read: its meta, its blocks' columns, its segment tuple, its blocks' stack marks
+    (_StackCheck.marks; None until a stack check made them) and its layout tuples (made when needed)."""
 
-    __slots__ = ("meta", "layout", "segment")
+    __slots__ = ("meta", "columns", "segment", "marks", "_layout")
 
-    def __init__(self, meta, layout, segment):
-        self.meta, self.layout, self.segment = meta, layout, segment
+    def __init__(self, meta, columns, segment, marks=None, layout=None):
+        self.meta, self.columns, self.segment, self.marks, self._layout = meta, columns, segment, marks, layout
+
+    def layout(self):
+        """(address, size, requested size, state) of each block, the blocks lying back to back."""
+        if self._layout is None:
+            sizes, requested, states = self.columns
+            addresses = itertools.accumulate(sizes[:-1], initial=self.segment[1])
+            self._layout = list(zip(addresses, sizes, requested, states))
+        return self._layout
 
 
-# A changed segment: which of its layout tuples are new (fresh), and the old ones that went.
-_Plan = collections.namedtuple("_Plan", "key seg meta layout fresh went")
+# A changed segment: its layout tuples (None: the old ones), which of them are new (fresh; None: none),
+# the old ones that went, its stack marks.
+_Plan = collections.namedtuple("_Plan", "key seg meta pool columns layout fresh went marks")
 
 
 class SnapshotReader:
@@ -70,28 +101,29 @@ class SnapshotReader:
         self.table = table
         self._made = None  # the block table the last read returned
         self._segments = {}  # (device, address) -> _Kept
-        self._allocations = None  # the allocator's count at the last read
+        self._allocations = None  # the allocator's counts at the last read
         self._stacks_seen = 1  # the table's stacks already folded into _shared
         self._shared = None  # the outermost frame ids all stacks so far share, outermost first
         self._cell_depths = {}  # distance of a cell's frame from the outer end -> how many stacks had it
         self._anchor_depth = 0  # the anchor is frames[-k] (innermost first); 0: none yet
-        self._stack_signatures = {}  # stack id -> (depth, innermost frame id, anchor frame id), at _anchor_depth
-        self._signed_depth = None
+        self.signatures = _Signatures(table)
 
     def read(self, raw, current, allocations=None):
         """(segments, blocks, born rows, freed keys) of ``raw`` against ``current``, the log's last table.
 
-        ``allocations``: the allocator's count of allocations so far, summed
-        over devices, read just before ``raw`` was taken; None when unknown.
+        ``allocations``: the allocator's counts of allocations so far, read
+        just before ``raw`` was taken: {(device, "small" or "large"): count}
+        (torch_probe.allocation_count), or one count for all; None when unknown.
         """
         raw_segments = raw["segments"] if isinstance(raw, dict) else raw
-        last, since = self._allocations, None
-        if allocations is not None and last is not None and current is self._made and self._made is not None:
-            since = allocations - last
+        since = None
+        if current is self._made and self._made is not None:
+            since = _since(allocations, self._allocations)
         result = None
-        if since is not None and since >= 0:
+        if since is not None:
             try:
-                result = self._read_changed(raw_segments, current, since)
+                pool = _one_pool if isinstance(allocations, int) else _pool
+                result = self._read_changed(raw_segments, current, since, pool)
             except (KeyError, TypeError, AttributeError):  # a torch before 2.1, or a hand-made snapshot
                 result = None
         if result is None:
@@ -106,7 +138,9 @@ class SnapshotReader:
             segments.append(segment)
             if kept is not None:
                 try:
-                    kept[_segment_key(seg)] = _Kept(_segment_meta(seg), list(map(_LAYOUT, seg["blocks"])), segment)
+                    raw_blocks = seg["blocks"]
+                    layout = list(map(_LAYOUT, raw_blocks))
+                    kept[_segment_key(seg)] = _Kept(_segment_meta(seg), _columns(raw_blocks), segment, None, layout)
                 except (KeyError, TypeError, AttributeError):  # no layout to compare the next one with
                     kept = None
         segments.sort(key=segment_order)
@@ -118,56 +152,65 @@ class SnapshotReader:
             self._segments, self._made = kept, blocks
         return segments, blocks, born, freed
 
-    def _read_changed(self, raw_segments, current, since):
+    def _read_changed(self, raw_segments, current, since, pool_of):
         before = self._segments
         kept, changed = {}, []
         for seg in raw_segments:
             key = _segment_key(seg)
             old = before.get(key)
             meta = _segment_meta(seg)
-            if since == 0 and old is not None and old.meta == meta:
+            pool = pool_of(seg)
+            allocated = since.get(pool)
+            if allocated is None:
+                return None  # a pool the counts do not cover
+            if allocated == 0 and old is not None and old.meta == meta:
                 kept[key] = old
             else:
-                changed.append((key, seg, meta, old))
-        changed_keys = {key for key, _, _, _ in changed}
+                changed.append((key, seg, meta, old, pool))
+        changed_keys = {key for key, _, _, _, _ in changed}
         if len(kept) + len(changed_keys) != len(raw_segments):
             return None  # one segment listed twice
         gone = [old for key, old in before.items() if key not in kept and key not in changed_keys]
         if not changed and not gone:
             self._segments = kept
             return sorted((k.segment for k in kept.values()), key=segment_order), current, [], []
-        # Each changed segment: its layout tuples, which of them are new, and the old ones that went.
-        plans, new_blocks = [], 0
-        for key, seg, meta, old in changed:
-            layout = list(map(_LAYOUT, seg["blocks"]))
-            old_layout = old.layout if old is not None else []
-            if layout == old_layout:
-                plans.append(_Plan(key, seg, meta, layout, [False] * len(layout), []))
+        # Each changed segment: which of its blocks are new, and the old ones that went.
+        plans, new_blocks = [], dict.fromkeys(since, 0)
+        for key, seg, meta, old, pool in changed:
+            raw_blocks = seg["blocks"]
+            columns = _columns(raw_blocks)
+            if old is not None and columns == old.columns:
+                plans.append(_Plan(key, seg, meta, pool, columns, None, None, [], old.marks))
                 continue
+            layout = list(map(_LAYOUT, raw_blocks))
+            old_layout = old.layout() if old is not None else []
             was, now = set(old_layout), set(layout)
             fresh = list(map(operator.not_, map(was.__contains__, layout)))
-            new_blocks += sum(map(STATE_CODES.__contains__, map(_STATE, itertools.compress(layout, fresh))))
+            new_blocks[pool] += sum(map(STATE_CODES.__contains__, map(_STATE, itertools.compress(layout, fresh))))
             went = list(itertools.filterfalse(now.__contains__, old_layout))
-            plans.append(_Plan(key, seg, meta, layout, fresh, went))
-        if new_blocks != since:
+            plans.append(_Plan(key, seg, meta, pool, columns, layout, fresh, went, None))
+        doubtful = {pool for pool, count in since.items() if new_blocks[pool] != count}
+        if doubtful:
             # More allocations than new blocks: some landed where a block of the same layout was
             # freed, maybe from other code. Read again each block whose stack is not its row's.
             stacks = _StackCheck(self, current)
-            plans = [plan._replace(fresh=stacks.read_again(plan)) for plan in plans]
-        plans = [plan for plan in plans if plan.went or any(plan.fresh) or before.get(plan.key) is None]
+            plans = [stacks.read_again(p, before.get(p.key)) if p.pool in doubtful else p for p in plans]
         blocks = dict(current)
         old_rows = {}  # rows taken out; those not read again were freed
         for old in gone:
-            for block in self._keys(old):
+            for block in _keys(old):
                 old_rows[block] = blocks.pop(block)
+        born, ids = [], {}
         for plan in plans:
             device = int(plan.seg.get("device", 0))
             for item in plan.went:
                 if item[3] in STATE_CODES:
                     old_rows[(device, item[0])] = blocks.pop((device, item[0]))
-        born, ids = [], {}
         for plan in plans:
             old, seg = before.get(plan.key), plan.seg
+            if old is not None and not plan.went and not (plan.fresh and any(plan.fresh)):
+                kept[plan.key] = _Kept(plan.meta, plan.columns, old.segment, plan.marks, old._layout)  # the same blocks
+                continue
             device, seg_address = int(seg.get("device", 0)), int(seg["address"])
             raw_blocks = itertools.compress(seg["blocks"], plan.fresh) if old is not None else seg["blocks"]
             for block in read_blocks(raw_blocks, device, seg_address, self.table, ids, blocks):
@@ -177,10 +220,8 @@ class SnapshotReader:
                     born.append(row)
             same_segment = old is not None and old.meta[:4] == plan.meta[:4]
             segment = old.segment if same_segment else read_segment_tuple(seg, self.table)
-            kept[plan.key] = _Kept(plan.meta, plan.layout, segment)
-        for key, _, meta, old in changed:
-            if key not in kept:  # the same blocks
-                kept[key] = _Kept(meta, old.layout, old.segment)
+            layout = plan.layout if plan.layout is not None else old._layout
+            kept[plan.key] = _Kept(plan.meta, plan.columns, segment, plan.marks, layout)
         self._segments, self._made = kept, blocks
         return sorted((k.segment for k in kept.values()), key=segment_order), blocks, born, list(old_rows)
 
@@ -217,65 +258,120 @@ class SnapshotReader:
                 self._anchor_depth = len(shared) + 1
         return self._anchor_depth
 
-    def _keys(self, old):
-        device = old.segment[0]
-        return [(device, item[0]) for item in old.layout if item[3] in STATE_CODES]
+
+def _keys(old):
+    """The keys of a kept segment's allocated blocks."""
+    device = old.segment[0]
+    return [(device, item[0]) for item in old.layout() if item[3] in STATE_CODES]
+
+
+def _since(now, last):
+    """Allocations per pool between two counts; None when either is unknown, they differ in pools, or one went back."""
+    if now is None or last is None:
+        return None
+    if isinstance(now, int) and isinstance(last, int):
+        since = {None: now - last}
+    elif isinstance(now, dict) and isinstance(last, dict) and now.keys() == last.keys():
+        since = {pool: now[pool] - last[pool] for pool in now}
+    else:
+        return None
+    return since if all(count >= 0 for count in since.values()) else None
+
+
+class _Signatures:
+    """Each stack's (depth, anchor frame id) at one anchor distance, kept while the distance stays the same."""
+
+    def __init__(self, table):
+        self.table = table
+        self.k = None
+        self._by_stack = {}
+
+    def at(self, k):
+        """(the lookup by stack id, whether marks made at the previous distance still hold)."""
+        same = self.k == k
+        if not same:
+            self.k, self._by_stack = k, {-1: _NO_STACK}
+        by_stack, stacks = self._by_stack, self.table.stacks
+        for sid in range(len(by_stack) - 1, len(stacks)):
+            stack = stacks[sid]
+            depth = len(stack)
+            by_stack[sid] = (depth, stack[depth - k] if k and depth >= k else -1)
+        return by_stack.__getitem__, same
 
 
 class _StackCheck:
-    """Whether each block's stack is still its row's, told by the stack's depth, innermost frame and anchor.
+    """Whether each block's stack is still its row's, told by the stack's depth and its anchor frame.
 
-    The anchor is the frame just inside the frames every stack shares: for code
-    run from a notebook, the cell's line. Torch makes new frame dicts for each
-    snapshot but shares one dict per distinct frame within it, so the few
-    distinct dicts are named by content once and each block costs calls made in C.
+    The anchor is the cell's frame (see SnapshotReader.anchor_after): a block
+    allocated again by another cell or line has another anchor, one allocated
+    on another path (the autograd thread's empty stack) another depth. Torch
+    makes new frame dicts for each snapshot but shares one dict per distinct
+    frame within it, so the few distinct dicts are named by content once and
+    each block costs a few calls made in C. A segment's marks (each block's
+    depth; the anchor frame id of each block with a stack) are kept with it,
+    so the next cell compares two lists, not each block with its row.
     """
 
     def __init__(self, reader, current):
         self.table, self.current = reader.table, current
-        k = reader.anchor_after()
-        self.anchor = operator.itemgetter(slice(-k, -k + 1 if k > 1 else None)) if k else _NOTHING
-        signed = reader._stack_signatures
-        if reader._signed_depth != k:
-            signed.clear()
-            reader._signed_depth = k
-            signed[-1] = _NO_STACK
-        for sid in range(len(signed) - 1, len(self.table.stacks)):
-            stack = self.table.stacks[sid]
-            depth = len(stack)
-            signed[sid] = (depth, stack[0] if stack else -1, stack[depth - k] if k and depth >= k else -1)
-        self.expected = signed.__getitem__
-        self.frame_ids = {}  # id of a frame dict in this snapshot -> frame id
+        self.k = k = reader.anchor_after()
+        self.anchor = operator.itemgetter(-k) if k else None
+        self.expected, self.marks_valid = reader.signatures.at(k)
+        self.frame_ids = {id(None): -1}  # id of a frame dict in this snapshot -> frame id
 
-    def read_again(self, plan):
-        """plan.fresh, plus the blocks whose stack changed under the same layout."""
-        if not any(map(operator.not_, plan.fresh)):
-            return plan.fresh
-        device = int(plan.seg.get("device", 0))
-        frames = list(map(_FRAMES, plan.seg["blocks"]))
-        innermost = list(map(next, map(iter, frames), itertools.repeat(None)))
-        anchors = list(map(next, map(iter, map(self.anchor, frames)), itertools.repeat(None)))
-        actual = zip(map(len, frames), self._frame_ids(innermost), self._frame_ids(anchors))
-        keys = zip(itertools.repeat(device), map(_ADDRESS, plan.layout))
-        rows = map(self.current.get, keys, itertools.repeat(_NO_ROW))
-        expected = map(self.expected, map(_ROW_STACK, rows))
-        return list(map(operator.or_, plan.fresh, map(operator.ne, actual, expected)))
+    def marks(self, raw_blocks):
+        """(depth of each block's stack, anchor frame id of each block with a stack, -1 where it is too short)."""
+        frames = list(map(_FRAMES, raw_blocks))
+        depths = list(map(len, frames))
+        if self.anchor is None:
+            return depths, ()
+        try:
+            anchors = list(map(self.anchor, itertools.compress(frames, depths)))
+        except IndexError:  # a stack shorter than the anchor's distance: not a cell's
+            k = self.k
+            anchors = [f[-k] if len(f) >= k else None for f in itertools.compress(frames, depths)]
+        return depths, self._frame_ids(anchors)
+
+    def read_again(self, plan, old):
+        """plan with ``fresh`` also set for the blocks whose stack changed under the same layout, and its marks."""
+        marks = self.marks(plan.seg["blocks"])
+        if plan.fresh is not None and all(plan.fresh):
+            return plan._replace(marks=marks)
+        if self.marks_valid and plan.layout is None and old.marks is not None:
+            if old.marks == marks:
+                return plan._replace(marks=marks)
+            changed = map(operator.ne, self._signatures(marks), self._signatures(old.marks))
+        else:  # no marks kept for these blocks: each one against its row's stack
+            device = int(plan.seg.get("device", 0))
+            layout = plan.layout if plan.layout is not None else old.layout()
+            keys = zip(itertools.repeat(device), map(_ADDRESS, layout))
+            rows = map(self.current.get, keys, itertools.repeat(_NO_ROW))
+            changed = map(operator.ne, self._signatures(marks), map(self.expected, map(_ROW_STACK, rows)))
+        fresh = plan.fresh if plan.fresh is not None else itertools.repeat(False)
+        return plan._replace(fresh=list(map(operator.or_, fresh, changed)), marks=marks)
+
+    def _signatures(self, marks):
+        """(depth, anchor frame id or -1) of each block: a loop in Python, only where a segment's marks differ."""
+        depths, anchors = marks
+        if self.anchor is None:
+            return [(d, -1) for d in depths]
+        anchor = iter(anchors)
+        return [(d, next(anchor)) if d else (0, -1) for d in depths]
 
     def _frame_ids(self, frames):
-        """The frame id of each frame dict (or -1 for None); the few dicts not seen yet are named by content."""
+        """The frame id of each frame dict; the few dicts not seen yet are named by content."""
         known = self.frame_ids
         ids = list(map(id, frames))
-        named = list(map(known.get, ids))
-        if None in named:
+        try:
+            return list(map(known.__getitem__, ids))
+        except KeyError:
             for frame_id, frame in dict(zip(ids, frames)).items():
                 if frame_id not in known:
-                    known[frame_id] = -1 if frame is None else self.table.frame_id(frame)
-            named = list(map(known.__getitem__, ids))
-        return named
+                    known[frame_id] = self.table.frame_id(frame)
+            return list(map(known.__getitem__, ids))
 
 
-_NOTHING = operator.itemgetter(slice(0, 0))
-_NO_STACK = (0, -1, -1)
+_NO_STACK = (0, -1)
 _NO_ROW = (None, None, None, None, None, -1, None)
 _ADDRESS = operator.itemgetter(0)
 _ROW_STACK = operator.itemgetter(ROW_STACK)

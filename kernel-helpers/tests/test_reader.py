@@ -118,7 +118,7 @@ def test_allocations_that_made_new_blocks_read_only_those():
 
 def test_temporaries_alone_read_no_block_whose_stack_is_the_same():
     # a cell that computed and kept nothing: allocations, no new block; each block's stack is checked
-    # by its depth, innermost frame and the cell's frame, not read again
+    # by its depth and the cell's frame, not read again
     reader = SnapshotReader(FrameTable())
     layout = {(0, SEGMENT): [(0, 512, ("a", 1, True)), (512, 512, ("b", 2))]}
     current = check(reader, snapshot(layout), {}, 2)
@@ -127,6 +127,24 @@ def test_temporaries_alone_read_no_block_whose_stack_is_the_same():
     raw["segments"][0]["blocks"][0]["frames"][2] = middle  # neither the innermost frame nor the cell's
     _, blocks, born, freed = reader.read(raw, current, 7)
     assert blocks == current and born == [] and freed == []
+
+
+def test_temporaries_in_one_pool_leave_the_other_pools_unread():
+    # a forward pass's large temporaries: the small pool's segments (and the other device's) are not looked at
+    reader = SnapshotReader(FrameTable())
+    raw = snapshot({(0, SEGMENT): [(0, 512, ("a", 1))], (0, 8 * SEGMENT): [(0, 2**20, ("a", 2))]})
+    raw["segments"][1]["segment_type"] = "large"
+    counts = {(0, "small"): 1, (0, "large"): 1}
+    current = check(reader, raw, {}, dict(counts))
+    again = copy.deepcopy(raw)
+    for blk in again["segments"][0]["blocks"]:
+        blk["state"] = "this block is not looked at"
+    counts[(0, "large")] += 5
+    _, blocks, born, freed = reader.read(again, current, dict(counts))
+    assert blocks == current and born == [] and freed == []
+    counts[(0, "small")] += 1  # now the small pool had one too: its blocks are looked at (and seen as not allocated)
+    _, _, born, freed = reader.read(again, blocks, dict(counts))
+    assert born == [] and freed == [(0, SEGMENT)]
 
 
 def test_another_cell_reusing_the_address_is_a_new_block():
@@ -189,9 +207,11 @@ def test_a_torch_without_block_addresses_is_read_whole():
 
 @pytest.mark.parametrize("seed", range(16))
 def test_any_run_of_cells_gives_what_reading_every_block_gives(seed):
+    # odd seeds count allocations per device and pool, as torch_probe.allocation_count does; even ones in one sum
     rnd = random.Random(seed)
     reader = SnapshotReader(FrameTable())
-    layout, current, allocations = {}, {}, 0
+    layout, current = {}, {}
+    by_pool = {(0, "small"): 0, (0, "large"): 0, (1, "small"): 0, (1, "large"): 0}
     for _ in range(40):
         cell = f"c{rnd.randrange(4)}"
         for _ in range(rnd.randrange(0, 6)):
@@ -202,9 +222,10 @@ def test_any_run_of_cells_gives_what_reading_every_block_gives(seed):
             elif move < 0.15:  # empty_cache gives one back
                 layout.pop(rnd.choice(list(layout)))
             elif move < 0.2:  # a temporary: allocated and freed inside the cell
-                allocations += 1
+                by_pool[(rnd.randrange(2), "small")] += 1
             else:
-                blocks = layout[rnd.choice(list(layout))]
+                key = rnd.choice(list(layout))
+                blocks = layout[key]
                 slot = rnd.randrange(8)
                 at = [k for k, b in enumerate(blocks) if b[0] == slot * 4096]
                 who = None if rnd.random() < 0.2 else (cell, rnd.randrange(1, 4), rnd.random() < 0.5)
@@ -212,11 +233,12 @@ def test_any_run_of_cells_gives_what_reading_every_block_gives(seed):
                     blocks.pop(at[0])  # freed
                 elif at:
                     blocks[at[0]] = (slot * 4096, rnd.choice((512, 1024)), who)  # freed and allocated again
-                    allocations += 1
+                    by_pool[(key[0], "small")] += 1
                 else:
                     blocks.append((slot * 4096, rnd.choice((512, 1024)), who))
                     blocks.sort()
-                    allocations += 1
+                    by_pool[(key[0], "small")] += 1
+        allocations = dict(by_pool) if seed % 2 else sum(by_pool.values())
         known = None if rnd.random() < 0.1 else allocations
         current = check(reader, snapshot(layout), current, known)
 
