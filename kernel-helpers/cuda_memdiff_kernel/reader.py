@@ -340,6 +340,13 @@ class _StackCheck:
         if self.marks_valid and plan.layout is None and old.marks is not None:
             if old.marks == marks:
                 return plan._replace(marks=marks)
+            depths, anchors = marks
+            if depths == old.marks[0]:  # the same blocks have stacks: anchors line up, compared in C
+                fresh = list(plan.fresh) if plan.fresh is not None else [False] * len(depths)
+                with_stack = itertools.compress(itertools.count(), depths)
+                for i in itertools.compress(with_stack, map(operator.ne, anchors, old.marks[1])):
+                    fresh[i] = True
+                return plan._replace(fresh=fresh, marks=marks)
             changed = map(operator.ne, self._signatures(marks), self._signatures(old.marks))
         else:  # no marks kept for these blocks: each one against its row's stack
             device = int(plan.seg.get("device", 0))
