@@ -139,8 +139,9 @@ class SnapshotReader:
             if kept is not None:
                 try:
                     raw_blocks = seg["blocks"]
-                    layout = list(map(_LAYOUT, raw_blocks))
-                    kept[_segment_key(seg)] = _Kept(_segment_meta(seg), _columns(raw_blocks), segment, None, layout)
+                    if raw_blocks and "address" not in raw_blocks[0]:
+                        raise KeyError("address")  # a torch before 2.1: blocks may not lie back to back
+                    kept[_segment_key(seg)] = _Kept(_segment_meta(seg), _columns(raw_blocks), segment)
                 except (KeyError, TypeError, AttributeError):  # no layout to compare the next one with
                     kept = None
         segments.sort(key=segment_order)
