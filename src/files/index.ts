@@ -102,11 +102,7 @@ export class SnapshotFileView extends Widget {
       void worker.call('closeSnapshotFile', { id: this._id });
       return;
     }
-    this._status.textContent = trans.__(
-      '%1 blocks, %2 trace entries',
-      opened.snapshot.blocks.length,
-      opened.traceEntries
-    );
+    this._status.textContent = trans.__('%1 blocks, %2 trace entries', opened.blockCount, opened.traceEntries);
     this.node.appendChild(totalsTable(opened.snapshot.totals, trans));
     if (opened.timeline) {
       const id = this._id;
