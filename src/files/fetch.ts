@@ -8,7 +8,7 @@
  * No JupyterLab imports: this module is bundled into the worker. The page
  * builds the request (request.ts), with the headers that authorise it.
  */
-import { checkSize, DEFAULT_DECODE_LIMITS, SnapshotError } from '../engine';
+import { checkSize, DEFAULT_DECODE_LIMITS, GrowingBytes, LimitError, SnapshotError } from '../engine';
 
 /** What the worker needs to read a file: its URL and the headers that authorise the request. */
 export interface IFileRequest {
@@ -68,8 +68,7 @@ export async function readFileBytes(
   }
   // One buffer of the announced size (none announced, or a compressed
   // response: it grows); chunks are copied in as they arrive.
-  let out = new Uint8Array(Math.min(total ?? 1 << 20, maxBytes));
-  let read = 0;
+  const out = new GrowingBytes(total ?? 1 << 20, maxBytes);
   let reported = 0;
   const reader = response.body!.getReader();
   try {
@@ -78,26 +77,21 @@ export async function readFileBytes(
       if (done) {
         break;
       }
-      checkSize(read + value.length, maxBytes);
-      if (read + value.length > out.length) {
-        const grown = new Uint8Array(Math.min(maxBytes, Math.max(out.length * 2, read + value.length)));
-        grown.set(out.subarray(0, read));
-        out = grown;
+      if (!out.push(value)) {
+        throw new LimitError('maxBytes', `${request.path} holds more bytes`, maxBytes);
       }
-      out.set(value, read);
-      read += value.length;
       const now = Date.now();
       if (now - reported >= PROGRESS_MS) {
         reported = now;
-        progress({ read, total });
+        progress({ read: out.length, total });
       }
     }
   } catch (reason) {
     void reader.cancel().catch(() => undefined);
     throw reason instanceof SnapshotError ? reason : Private.failure(request, reason, options.signal);
   }
-  progress({ read, total });
-  return read === out.length ? out : out.slice(0, read);
+  progress({ read: out.length, total });
+  return out.bytes();
 }
 
 namespace Private {

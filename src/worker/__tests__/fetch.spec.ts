@@ -56,6 +56,10 @@ beforeAll(async () => {
       // Says it is 3 GiB: refused before a byte of it is read.
       res.writeHead(200, { 'Content-Length': String(3 * 2 ** 30) });
       res.write(new Uint8Array(CHUNK));
+    } else if (url.pathname === '/lab/files/runs/endless.pickle') {
+      // No size announced, and more bytes than allowed: refused once they pass the limit.
+      res.writeHead(200, { 'Content-Type': 'application/octet-stream' });
+      const timer = setInterval(() => (res.destroyed ? clearInterval(timer) : res.write(new Uint8Array(CHUNK))), 5);
     } else {
       res.writeHead(404, 'Not Found').end();
     }
@@ -145,6 +149,12 @@ describe('fetchSnapshotFile in the engine worker', () => {
       /^the snapshot is 3,221,225,472 bytes, over the decode limit --max-bytes [\d,]+; if the file is real, raise it with --max-bytes N or CUDA_MEMDIFF_MAX_BYTES=N$/
     );
     expect(Date.now() - started).toBeLessThan(5000);
+  });
+
+  it('refuses a file that passes the limit while it arrives, with no size announced', async () => {
+    await expect(readFileBytes(await request('endless.pickle'), { maxBytes: 10_000 })).rejects.toThrow(
+      /^runs\/endless\.pickle holds more bytes, over the decode limit --max-bytes 10,000; if the file is real, raise it/
+    );
   });
 
   it("reaches the caller's onProgress through the engine client, in-process where no worker runs", async () => {
