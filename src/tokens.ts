@@ -8,7 +8,7 @@ import { ISignal } from '@lumino/signaling';
 import type { BlockQuery } from './capture/protocol';
 import type { CellRecord, ICellNote, IHelperState } from './capture/store';
 import type { BlockRoles, FrameTable, ICellSource, IHolderAnswer, IOomReport, IPeakAnatomy, Snapshot } from './engine';
-import type { EngineOp, EnginePayload, EngineResult } from './worker/handlers';
+import type { EngineOp, EnginePayload, EngineProgress, EngineResult } from './worker/handlers';
 
 /** The npm package name, the prefix of every plugin id. */
 export const PACKAGE_NAME = 'jupyterlab-cuda-memdiff';
@@ -104,7 +104,7 @@ export interface IDiffPanel {
   addFile(name: string, snapshot: Snapshot, path?: string): void;
   /** Say in the panel that a file dropped there could not be read, and why (one line); all else stays. */
   fileUnreadable(name: string, reason: string): void;
-  /** Files the user dropped on the panel, for the files plugin to open. */
+  /** Files the user dropped on the panel (the panel plugin opens them through the engine worker). */
   readonly filesDropped: ISignal<unknown, readonly File[]>;
   /** Show the panel. */
   reveal(): void;
@@ -139,11 +139,12 @@ export const SNAPSHOT_FILE_TYPE = 'cuda-memdiff-snapshot';
  * main thread; see src/worker/handlers.ts for the operations.
  */
 export interface IEngineWorker {
-  /** Run `op`; `transfer` lists buffers in the payload to move, not copy. */
+  /** Run `op`; `transfer` lists buffers in the payload to move, not copy; `onProgress` gets its progress reports. */
   call<K extends EngineOp>(
     op: K,
     payload: EnginePayload<K>,
-    transfer?: readonly ArrayBuffer[]
+    transfer?: readonly ArrayBuffer[],
+    onProgress?: (progress: EngineProgress<K>) => void
   ): Promise<EngineResult<K>>;
   /** Whether the operations run in a worker rather than on the page. */
   readonly inWorker: boolean;

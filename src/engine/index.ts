@@ -3,6 +3,7 @@
  * CLI, the panel and the badges.
  */
 export * from './budget';
+export * from './bytes';
 export * from './cells';
 export * from './diff';
 export * from './errors';

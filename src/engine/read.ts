@@ -6,6 +6,7 @@
  */
 import { Gunzip } from 'fflate';
 import { DEFAULT_DECODE_LIMITS, IDecodeLimits, LimitError } from './budget';
+import { GrowingBytes } from './bytes';
 import { SnapshotError } from './errors';
 import { PyValue, unpickle } from './pickle';
 
@@ -72,28 +73,19 @@ function gunzipWithin(bytes: Uint8Array, maxBytes: number): Uint8Array {
   const n = bytes.length;
   const declared =
     n >= 18 ? (bytes[n - 4] | (bytes[n - 3] << 8) | (bytes[n - 2] << 16) | (bytes[n - 1] << 24)) >>> 0 : 0;
-  let out = new Uint8Array(Math.min(Math.max(declared, 1 << 16), maxBytes));
-  let length = 0;
+  const out = new GrowingBytes(Math.max(declared, 1 << 16), maxBytes);
   let stop: 'over' | 'not a snapshot' | null = null;
   const gunzip = new Gunzip(chunk => {
     if (stop !== null || chunk.length === 0) {
       return;
     }
-    if (length === 0 && !canStartSnapshot(chunk)) {
+    if (out.length === 0 && !canStartSnapshot(chunk)) {
       stop = 'not a snapshot';
       return;
     }
-    if (length + chunk.length > maxBytes) {
+    if (!out.push(chunk)) {
       stop = 'over';
-      return;
     }
-    if (length + chunk.length > out.length) {
-      const grown = new Uint8Array(Math.min(maxBytes, Math.max(out.length * 2, length + chunk.length)));
-      grown.set(out.subarray(0, length));
-      out = grown;
-    }
-    out.set(chunk, length);
-    length += chunk.length;
   });
   try {
     for (let at = 0; at < n && stop === null;) {
@@ -110,7 +102,7 @@ function gunzipWithin(bytes: Uint8Array, maxBytes: number): Uint8Array {
   if (stop === 'not a snapshot') {
     throw new SnapshotError(NOT_A_SNAPSHOT);
   }
-  return out.subarray(0, length);
+  return out.bytes();
 }
 
 const NOT_A_SNAPSHOT = 'not a snapshot: expected a pickle (protocol 2 to 5), JSON, or either gzipped';

@@ -1,55 +1,106 @@
 /**
- * A file's bytes from the server's raw file endpoint (`/files/<path>`),
- * read from the response body as a stream. The contents API would send the
- * bytes as base64 inside one JSON string, which breaks past what one
- * JavaScript string can hold (a 408 MB pickle); raw bytes have no such limit.
+ * A file's bytes from the server's raw file endpoint (`/files/<path>`), read
+ * as a stream. The engine worker runs this (worker/files.ts), so the page
+ * never holds a big file's bytes: streaming 1 GB on the page cost it a
+ * 179 ms garbage collection. Raw bytes, not the contents API, whose base64
+ * inside one JSON string breaks past what one JavaScript string can hold.
+ *
+ * No JupyterLab imports: this module is bundled into the worker. The page
+ * builds the request (request.ts), with the headers that authorise it.
  */
-import { URLExt } from '@jupyterlab/coreutils';
-import { ServerConnection } from '@jupyterlab/services';
+import { checkSize, DEFAULT_DECODE_LIMITS, GrowingBytes, LimitError, SnapshotError } from '../engine';
 
-/** Longest stretch of reading before the page gets a turn. */
-const YIELD_MS = 30;
+/** What the worker needs to read a file: its URL and the headers that authorise the request. */
+export interface IFileRequest {
+  /** The file's path on the server, for messages (never the URL, which may carry a token). */
+  readonly path: string;
+  readonly url: string;
+  readonly headers: Readonly<Record<string, string>>;
+}
 
-/** Read `path` (relative to the server root) as bytes; `progress` gets bytes read and the total when known. */
-export async function fetchFileBytes(
-  path: string,
-  settings: ServerConnection.ISettings,
-  progress: (read: number, total: number | null) => void = () => undefined
+/** How far reading has got: bytes read, and the total when the server said it. */
+export interface IReadProgress {
+  readonly read: number;
+  readonly total: number | null;
+}
+
+/** Least time between two progress reports, so 1 GB in 64 KiB chunks is not 16,000 messages. */
+const PROGRESS_MS = 100;
+
+/**
+ * Read the file `request` names into one buffer. Refuses a file over the
+ * decode budget's byte limit as soon as it passes it (no file that big can be
+ * decoded), an HTTP error in one line, and stops when `signal` aborts.
+ */
+export async function readFileBytes(
+  request: IFileRequest,
+  options: {
+    signal?: AbortSignal;
+    maxBytes?: number;
+    progress?: (progress: IReadProgress) => void;
+  } = {}
 ): Promise<Uint8Array> {
-  const url = URLExt.join(settings.baseUrl, 'files', URLExt.encodeParts(path));
-  const response = await ServerConnection.makeRequest(url, { method: 'GET', cache: 'no-store' }, settings);
+  const maxBytes = options.maxBytes ?? DEFAULT_DECODE_LIMITS.maxBytes;
+  const progress = options.progress ?? (() => undefined);
+  let response: Response;
+  try {
+    response = await fetch(request.url, {
+      method: 'GET',
+      headers: { ...request.headers },
+      cache: 'no-store',
+      credentials: 'same-origin',
+      signal: options.signal
+    });
+  } catch (reason) {
+    throw Private.failure(request, reason, options.signal);
+  }
   if (!response.ok) {
-    throw new Error(`the server answered ${response.status} ${response.statusText} for ${path}`);
+    throw new Error(
+      response.status === 404
+        ? `${request.path} is not on the server (HTTP 404)`
+        : `the server answered ${response.status} ${response.statusText} for ${request.path}`.trimEnd()
+    );
   }
   const length = Number(response.headers.get('Content-Length'));
   const total = Number.isSafeInteger(length) && length > 0 ? length : null;
-  if (!response.body) {
-    return new Uint8Array(await response.arrayBuffer());
+  if (total !== null) {
+    checkSize(total, maxBytes);
   }
-  // One buffer of the announced size; chunks are copied in as they arrive.
-  let out = new Uint8Array(total ?? 1 << 20);
-  let read = 0;
-  const reader = response.body.getReader();
-  let slice = performance.now();
-  for (;;) {
-    // Buffered chunks resolve as microtasks, which never yield: give the
-    // page a turn every few milliseconds so reading 400 MB is no frozen page.
-    if (performance.now() - slice > YIELD_MS) {
-      await new Promise(resolve => setTimeout(resolve, 0));
-      slice = performance.now();
+  // One buffer of the announced size (none announced, or a compressed
+  // response: it grows); chunks are copied in as they arrive.
+  const out = new GrowingBytes(total ?? 1 << 20, maxBytes);
+  let reported = 0;
+  const reader = response.body!.getReader();
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) {
+        break;
+      }
+      if (!out.push(value)) {
+        throw new LimitError('maxBytes', `${request.path} holds more bytes`, maxBytes);
+      }
+      const now = Date.now();
+      if (now - reported >= PROGRESS_MS) {
+        reported = now;
+        progress({ read: out.length, total });
+      }
     }
-    const { done, value } = await reader.read();
-    if (done) {
-      break;
-    }
-    if (read + value.length > out.length) {
-      const grown = new Uint8Array(Math.max(out.length * 2, read + value.length));
-      grown.set(out.subarray(0, read));
-      out = grown;
-    }
-    out.set(value, read);
-    read += value.length;
-    progress(read, total);
+  } catch (reason) {
+    void reader.cancel().catch(() => undefined);
+    throw reason instanceof SnapshotError ? reason : Private.failure(request, reason, options.signal);
   }
-  return read === out.length ? out : out.slice(0, read);
+  progress({ read: out.length, total });
+  return out.bytes();
+}
+
+namespace Private {
+  /** One line for a request that failed before or while its body arrived. */
+  export function failure(request: IFileRequest, reason: unknown, signal?: AbortSignal): Error {
+    if (signal?.aborted) {
+      return new Error(`reading ${request.path} was cancelled`);
+    }
+    const message = reason instanceof Error ? reason.message : String(reason);
+    return new Error(`could not read ${request.path} from the server: ${message}`);
+  }
 }

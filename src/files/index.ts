@@ -1,7 +1,7 @@
 /**
  * Snapshot files in the main area: "Open With > CUDA Memory Snapshot" on a
- * pickle from torch.cuda.memory._dump_snapshot() streams its bytes from the
- * server, has the engine worker parse them once, shows its totals per device
+ * pickle from torch.cuda.memory._dump_snapshot() has the engine worker
+ * stream its bytes from the server and parse them once, shows its totals per device
  * and, when it carries trace entries, its allocation timeline, and hands the
  * parsed snapshot to the diff panel, where it can be compared with other
  * files or with the notebook's snapshots. Closing the view frees the worker's
@@ -14,8 +14,8 @@ import { TranslationBundle } from '@jupyterlab/translation';
 import { Widget } from '@lumino/widgets';
 import { DeviceTotals, formatBytes } from '../engine';
 import { IDiffPanel, IEngineWorker } from '../tokens';
-import { fetchFileBytes } from './fetch';
-import { handToPanel, nextFileId, parseInWorker, unreadableReason } from './open';
+import { fetchInWorker, handToPanel, nextFileId, unreadableReason } from './open';
+import { fileRequest } from './request';
 import { renderTimeline, TIMELINE_WIDTH } from './timelineview';
 
 /**
@@ -59,8 +59,8 @@ export class SnapshotFileView extends Widget {
       return;
     }
     this._removeTimeline?.();
-    if (this._opened) {
-      // The worker drops its parsed copy (and the trace): closing the view frees it.
+    if (this._started) {
+      // The worker stops reading, or drops its parsed copy (and the trace): closing the view frees it.
       void this._options.worker.call('closeSnapshotFile', { id: this._id });
     }
     super.dispose();
@@ -70,18 +70,22 @@ export class SnapshotFileView extends Widget {
     const { trans, worker, panel } = this._options;
     let opened;
     try {
-      const bytes = await fetchFileBytes(path, this._options.serverSettings, (read, total) => {
-        this._status.textContent =
-          total === null
-            ? trans.__('Reading %1…', formatBytes(read))
-            : trans.__('Reading %1 of %2…', formatBytes(read), formatBytes(total));
-      });
+      const request = await fileRequest(path, this._options.serverSettings);
       if (this.isDisposed) {
         return;
       }
-      this._status.textContent = trans.__('Parsing %1 in the background…', formatBytes(bytes.length));
-      opened = await parseInWorker(worker, bytes, { id: this._id, width: TIMELINE_WIDTH, keep: true });
-      this._opened = true;
+      this._started = true;
+      opened = await fetchInWorker(worker, request, { id: this._id, width: TIMELINE_WIDTH }, p => {
+        if (this.isDisposed) {
+          return;
+        }
+        this._status.textContent =
+          p.phase === 'parsing'
+            ? trans.__('Parsing %1 in the background…', formatBytes(p.read))
+            : p.total === null
+              ? trans.__('Reading %1…', formatBytes(p.read))
+              : trans.__('Reading %1 of %2…', formatBytes(p.read), formatBytes(p.total));
+      });
     } catch (reason) {
       if (this.isDisposed) {
         return;
@@ -98,11 +102,7 @@ export class SnapshotFileView extends Widget {
       void worker.call('closeSnapshotFile', { id: this._id });
       return;
     }
-    this._status.textContent = trans.__(
-      '%1 blocks, %2 trace entries',
-      opened.snapshot.blocks.length,
-      opened.traceEntries
-    );
+    this._status.textContent = trans.__('%1 blocks, %2 trace entries', opened.blockCount, opened.traceEntries);
     this.node.appendChild(totalsTable(opened.snapshot.totals, trans));
     if (opened.timeline) {
       const id = this._id;
@@ -131,7 +131,8 @@ export class SnapshotFileView extends Widget {
   private readonly _options: SnapshotFileView.IOptions;
   private readonly _id = nextFileId();
   private readonly _status: HTMLElement;
-  private _opened = false;
+  /** Whether the worker was asked to open the file (so it must be told when the view closes). */
+  private _started = false;
   private _removeTimeline: (() => void) | null = null;
 }
 
@@ -201,5 +202,3 @@ export namespace SnapshotFileFactory {
     view: SnapshotFileView.IOptions;
   }
 }
-
-export { openDroppedFiles } from './open';

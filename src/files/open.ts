@@ -1,13 +1,16 @@
 /**
  * The one road a snapshot file takes to the diff panel, whether it was
- * opened from the file browser or dropped on the panel: its bytes move (not
- * copied) to the engine worker, which parses them once under the engine's
- * decode budget; the page gets the blocks as one array of numbers and hands
- * them to the panel a step a task, so no step holds the page long.
+ * opened from the file browser or dropped on the panel: the engine worker
+ * reads an opened file from the server itself (the page never holds its
+ * bytes), a dropped file's bytes move (not copied) to it, and it parses them
+ * once under the engine's decode budget; the page gets the blocks as one
+ * array of numbers and hands them to the panel a step a task, so no step
+ * holds the page long.
  */
 import { fromTransfer, SnapshotError } from '../engine';
 import { IDiffPanel, IEngineWorker } from '../tokens';
-import type { IOpenedFile } from '../worker/files';
+import type { IOpenedFile, OpeningProgress } from '../worker/files';
+import type { IFileRequest } from './fetch';
 
 /** Ids the worker keeps parsed files under, one per opening. */
 let lastFileId = 0;
@@ -29,6 +32,21 @@ export function parseInWorker(
   options: { id: number; width: number; keep: boolean }
 ): Promise<IOpenedFile> {
   return worker.call('openSnapshotFile', { ...options, bytes }, [bytes.buffer as ArrayBuffer]);
+}
+
+/**
+ * Have the engine worker read the file `request` names from the server and
+ * parse it, kept under `id` until `closeSnapshotFile` (which also stops the
+ * reading); `progress` hears how far it has got. Where no worker runs (Node,
+ * jest, a browser that refused it) the same operation reads on the page.
+ */
+export function fetchInWorker(
+  worker: IEngineWorker,
+  request: IFileRequest,
+  options: { id: number; width: number },
+  progress: (value: OpeningProgress) => void
+): Promise<IOpenedFile> {
+  return worker.call('fetchSnapshotFile', { ...options, request }, [], progress);
 }
 
 /**

@@ -100,7 +100,16 @@ export function renderTimeline(
   area.setAttribute('class', 'jp-CudaMemdiffTimeline-area');
   area.setAttribute('d', g.path);
   svg.appendChild(area);
+  // One line per pixel column at most: a long history has thousands of
+  // boundaries (2,500 in the 1 GB bench file), which drawn one by one made the
+  // first picture's task 100-180 ms; lines closer than a pixel look the same.
+  let lastColumn = -Infinity;
   series.boundaries.forEach((b, k) => {
+    const column = Math.round(g.x(b));
+    if (column === lastColumn) {
+      return;
+    }
+    lastColumn = column;
     const line = vertical(g.x(b), 'jp-CudaMemdiffTimeline-boundary');
     line.dataset.boundary = String(k);
     line.dataset.moment = String(b - 1);

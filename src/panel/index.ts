@@ -59,7 +59,7 @@ export class MemdiffPanel extends SidePanel {
   /** The leak finder's state for the notebook the panel follows. */
   readonly leaks: LeakFinderModel;
 
-  /** Files the user dropped on the panel (the files plugin opens them through the engine worker). */
+  /** Files the user dropped on the panel (the panel plugin opens them through the engine worker). */
   get filesDropped(): ISignal<this, readonly File[]> {
     return this._filesDropped;
   }

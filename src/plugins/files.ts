@@ -1,11 +1,12 @@
 /**
  * The files plugin: registers the snapshot file type (.pickle, .pkl, and
  * their .gz forms) and the "CUDA Memory Snapshot" viewer that opens them
- * into the diff panel, and opens the files dropped on the panel the same way.
+ * into the diff panel. (Files dropped on the panel take the same road, wired
+ * by the panel plugin, so dropping works without this plugin.)
  */
 import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { ITranslator, nullTranslator } from '@jupyterlab/translation';
-import { openDroppedFiles, SnapshotBytesModelFactory, SnapshotFileFactory } from '../files';
+import { SnapshotBytesModelFactory, SnapshotFileFactory } from '../files';
 import { memoryIcon } from '../panel/icon';
 import { IDiffPanel, IEngineWorker, PACKAGE_NAME, SNAPSHOT_FILE_TYPE } from '../tokens';
 
@@ -43,7 +44,5 @@ export const filesPlugin: JupyterFrontEndPlugin<void> = {
         view: { panel, worker, serverSettings: app.serviceManager.serverSettings, trans }
       })
     );
-    // Files dropped on the panel take the opened files' road: parsed in the worker, once.
-    panel.filesDropped.connect((_, files) => void openDroppedFiles(files, panel, worker));
   }
 };

@@ -10,11 +10,13 @@ import { CommandToolbarButton, ICommandPalette } from '@jupyterlab/apputils';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { ITranslator, nullTranslator } from '@jupyterlab/translation';
 import * as React from 'react';
+import { openDroppedFiles } from '../files/open';
 import { MemdiffPanel } from '../panel';
 import { highlightCell } from '../leaks/highlight';
 import { leakIcon, memoryIcon } from '../panel/icon';
 import { IFollowedNotebook } from '../panel/model';
 import { CommandIDs, ICaptureRegistry, IDiffPanel, IEngineWorker, PACKAGE_NAME } from '../tokens';
+import { EngineWorker } from '../worker/client';
 
 /** Rank among right-side panels: after the debugger and property inspector. */
 const PANEL_RANK = 900;
@@ -156,7 +158,7 @@ export const panelPlugin: JupyterFrontEndPlugin<IDiffPanel> = {
       }
     });
 
-    return {
+    const diffPanel: IDiffPanel = {
       addFile: (name, snapshot, path) => {
         // Not urgent, so a transition: React renders the file's diff and
         // segment map in slices that give the page a turn every few
@@ -183,5 +185,11 @@ export const panelPlugin: JupyterFrontEndPlugin<IDiffPanel> = {
         return { name, snapshot: panel.model.snapshotOf(after) };
       }
     };
+    // Files dropped on the panel open here, not in the files plugin: the drop
+    // is the panel's own (its empty state invites it) and needs only the
+    // engine, so it still works when the files plugin is disabled.
+    const engine = worker ?? new EngineWorker();
+    panel.filesDropped.connect((_, files) => void openDroppedFiles(files, diffPanel, engine));
+    return diffPanel;
   }
 };

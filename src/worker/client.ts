@@ -5,12 +5,13 @@
  * every caller has one code path and the results are the same.
  */
 import { IDisposable } from '@lumino/disposable';
-import { EngineOp, EnginePayload, EngineResult, handlers, Transferring } from './handlers';
-import { errorOf, IWorkerRequest, WorkerReply } from './wire';
+import { EngineOp, EnginePayload, EngineProgress, EngineResult, handlers, Transferring } from './handlers';
+import { errorOf, IWorkerRequest, WorkerMessage } from './wire';
 
 interface IPending {
   resolve(value: unknown): void;
   reject(reason: Error): void;
+  progress(value: unknown): void;
 }
 
 export class EngineWorker implements IDisposable {
@@ -36,24 +37,30 @@ export class EngineWorker implements IDisposable {
 
   /**
    * Run `op` on `payload`; `transfer` lists buffers in the payload to move
-   * rather than copy (the caller must not use them afterwards).
+   * rather than copy (the caller must not use them afterwards); `onProgress`
+   * gets the operation's progress reports while it runs.
    */
   call<K extends EngineOp>(
     op: K,
     payload: EnginePayload<K>,
-    transfer: readonly ArrayBuffer[] = []
+    transfer: readonly ArrayBuffer[] = [],
+    onProgress: (progress: EngineProgress<K>) => void = () => undefined
   ): Promise<EngineResult<K>> {
     if (this._isDisposed) {
       return Promise.reject(new Error('the engine worker was disposed'));
     }
     const worker = this._started();
     if (!worker) {
-      return this._inProcess(op, payload);
+      return this._inProcess(op, payload, onProgress);
     }
     const id = ++this._lastId;
     const request: IWorkerRequest = { id, op, payload };
     return new Promise<EngineResult<K>>((resolve, reject) => {
-      this._pending.set(id, { resolve: resolve as (value: unknown) => void, reject });
+      this._pending.set(id, {
+        resolve: resolve as (value: unknown) => void,
+        reject,
+        progress: onProgress as (value: unknown) => void
+      });
       worker.postMessage(request, [...transfer]);
     });
   }
@@ -75,7 +82,7 @@ export class EngineWorker implements IDisposable {
       this._spawn = null;
       try {
         const worker = spawn();
-        worker.onmessage = event => this._settle(event.data as WorkerReply);
+        worker.onmessage = event => this._settle(event.data as WorkerMessage);
         // Errors inside handlers come back as replies; this one means the
         // worker itself died or never loaded: fail what waits, then work on
         // the page rather than leave the user with nothing.
@@ -94,18 +101,29 @@ export class EngineWorker implements IDisposable {
     return this._worker;
   }
 
-  private async _inProcess<K extends EngineOp>(op: K, payload: EnginePayload<K>): Promise<EngineResult<K>> {
+  private async _inProcess<K extends EngineOp>(
+    op: K,
+    payload: EnginePayload<K>,
+    onProgress: (progress: EngineProgress<K>) => void
+  ): Promise<EngineResult<K>> {
     // A macrotask first, like a worker round trip, so callers that render a
     // "working" state get to paint it before the work starts.
     await new Promise(resolve => setTimeout(resolve, 0));
-    const handler = handlers[op] as (payload: EnginePayload<K>) => unknown;
-    const result = await handler(payload);
+    const handler = handlers[op] as (
+      payload: EnginePayload<K>,
+      report: (progress: EngineProgress<K>) => void
+    ) => unknown;
+    const result = await handler(payload, onProgress);
     return (result instanceof Transferring ? result.value : result) as EngineResult<K>;
   }
 
-  private _settle(reply: WorkerReply): void {
+  private _settle(reply: WorkerMessage): void {
     const pending = this._pending.get(reply.id);
     if (!pending) {
+      return;
+    }
+    if ('progress' in reply) {
+      pending.progress(reply.progress);
       return;
     }
     this._pending.delete(reply.id);

@@ -1,6 +1,8 @@
 /**
- * The engine worker's operations on snapshot files: parse a file once and
- * keep it (by the id the page gave it) until the page closes it; answer the
+ * The engine worker's operations on snapshot files: read a file from the
+ * server and parse it once (the page never holds its bytes), or parse bytes
+ * the page moved here (a dropped file), and keep the parse (by the id the
+ * page gave it) until the page closes it; answer the
  * timeline's questions (what happened at a moment, what changed between two
  * moments) from the trace, which never leaves the worker.
  */
@@ -21,15 +23,21 @@ import {
   totalBytes,
   visibleStack
 } from '../engine';
+import { IFileRequest, IReadProgress, readFileBytes } from '../files/fetch';
 import { Transferring, transferring } from './wire';
 
 /** Parsed files by the page's id; a closed file is dropped, so its memory can be freed. */
 const opened = new Map<number, { snapshot: Snapshot; timeline: ITimeline | null }>();
 
+/** Files being read, by the page's id: closing one stops its reading. */
+const reading = new Map<number, AbortController>();
+
 /** What the page gets back from opening a file. */
 export interface IOpenedFile {
   /** Blocks, segments and totals (the trace stays here). */
   readonly snapshot: ISnapshotTransfer;
+  /** Blocks in the file (the transfer's block array holds several numbers per block). */
+  readonly blockCount: number;
   readonly traceEntries: number;
   /** The timeline to draw; null when the file carries no allocation events. */
   readonly timeline: ITimelineSeries | null;
@@ -57,6 +65,7 @@ export function openSnapshotFile(payload: {
   return transferring(
     {
       snapshot: transfer,
+      blockCount: snapshot.blocks.length,
       traceEntries: snapshot.traces.length,
       timeline: timeline ? timelineSeries(timeline, payload.width) : null
     },
@@ -64,9 +73,39 @@ export function openSnapshotFile(payload: {
   );
 }
 
-/** Forget a file; true when it was open. */
+/** How far opening a file from the server has got: reading (bytes so far, total when known), then parsing. */
+export type OpeningProgress = IReadProgress & { readonly phase: 'reading' | 'parsing' };
+
+/**
+ * Read the file `request` names from the server, reporting progress, then
+ * open it as `openSnapshotFile` does (kept under `id`). Closing `id` while it
+ * is read stops the reading.
+ */
+export async function fetchSnapshotFile(
+  payload: { id: number; request: IFileRequest; width: number },
+  progress: (value: OpeningProgress) => void = () => undefined
+): Promise<Transferring<IOpenedFile>> {
+  const abort = new AbortController();
+  reading.set(payload.id, abort);
+  let bytes: Uint8Array;
+  try {
+    bytes = await readFileBytes(payload.request, {
+      signal: abort.signal,
+      progress: p => progress({ ...p, phase: 'reading' })
+    });
+  } finally {
+    reading.delete(payload.id);
+  }
+  progress({ read: bytes.length, total: bytes.length, phase: 'parsing' });
+  return openSnapshotFile({ id: payload.id, bytes, width: payload.width, keep: true });
+}
+
+/** Forget a file, or stop reading it; true when it was open or being read. */
 export function closeSnapshotFile(payload: { id: number }): boolean {
-  return opened.delete(payload.id);
+  const read = reading.get(payload.id);
+  read?.abort();
+  reading.delete(payload.id);
+  return opened.delete(payload.id) || read !== undefined;
 }
 
 /** One moment of the timeline, as the hover shows it. */

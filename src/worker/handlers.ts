@@ -5,7 +5,8 @@
  * worker, EngineWorker runs them in-process, the same code either way.
  *
  * A handler takes one structured-cloneable payload and returns a value (or a
- * promise of one). To hand back large binary data without a copy, return
+ * promise of one); a long one may take a second parameter, a function it
+ * calls with progress reports, which reach the caller's `onProgress`. To hand back large binary data without a copy, return
  * `transferring(value, buffers)`. A handler may keep state in its own module
  * (for example parsed files by id): in the browser that state lives in the
  * worker and only what the handler returns crosses to the page, which is how
@@ -16,7 +17,7 @@
  */
 
 import { rankLeaks } from '../engine/leaks/op';
-import { closeSnapshotFile, describeMoment, diffMoments, openSnapshotFile } from './files';
+import { closeSnapshotFile, describeMoment, diffMoments, fetchSnapshotFile, openSnapshotFile } from './files';
 import { closeRanks, compareLoadedRanks, loadRanks } from './ranks';
 import { Transferring } from './wire';
 
@@ -36,6 +37,7 @@ export const handlers = {
   compareRanks: compareLoadedRanks,
   closeRanks,
   openSnapshotFile,
+  fetchSnapshotFile,
   closeSnapshotFile,
   describeMoment,
   diffMoments
@@ -46,6 +48,9 @@ export type EngineOp = keyof typeof handlers;
 /** What an operation takes. */
 export type EnginePayload<K extends EngineOp> =
   Parameters<(typeof handlers)[K]> extends [infer P, ...unknown[]] ? P : void;
+/** What an operation reports while it works (never, for most). */
+export type EngineProgress<K extends EngineOp> =
+  Parameters<(typeof handlers)[K]> extends [unknown, ((progress: infer R) => void)?, ...unknown[]] ? R : never;
 /** What an operation gives back, once any Transferring wrapper is taken off. */
 export type EngineResult<K extends EngineOp> =
   Awaited<ReturnType<(typeof handlers)[K]>> extends Transferring<infer T>

@@ -17,6 +17,15 @@ export type WorkerReply =
   | { readonly id: number; readonly ok: true; readonly value: unknown }
   | { readonly id: number; readonly ok: false; readonly name: string; readonly message: string };
 
+/** Worker to page, while request `id` runs: how far it has got (a handler's progress report). */
+export interface IWorkerProgress {
+  readonly id: number;
+  readonly progress: unknown;
+}
+
+/** Anything the worker posts: a progress report or the final reply. */
+export type WorkerMessage = IWorkerProgress | WorkerReply;
+
 /** A handler's result that moves these buffers to the page instead of copying them. */
 export class Transferring<T> {
   constructor(

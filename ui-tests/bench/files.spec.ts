@@ -22,6 +22,9 @@ import { OPEN_MARK, reportTrace, TRACE_CATEGORIES } from './profile';
 // bench/make_large.py --history (BENCH_FILES_MB, default 100,408). They are
 // written into the server's root folder directly: uploading a 408 MB file
 // through the contents API would be the very base64-in-JSON path that breaks.
+// BENCH_FILES_CACHE=DIR keeps them there between sessions (hard-linked into
+// the server's folder), so a 1 GB file is generated once for several sessions.
+// Files over 200 MB get one run a session unless BENCH_RUNS is set.
 //
 // MemoryViz is not part of this repository and torch's wheel does not ship
 // it (torch.cuda._memory_viz loads it from a CDN); set MEMORYVIZ_JS to a copy
@@ -35,6 +38,8 @@ const FACTORY = 'CUDA Memory Snapshot';
 const RUNS = Number(process.env.BENCH_RUNS || 3);
 const SIZES = (process.env.BENCH_FILES_MB || '100,408').split(',').map(Number);
 const VIZ_ORIGIN = 'http://memoryviz.bench';
+/** A folder that keeps the generated files between sessions (BENCH_FILES_CACHE); none: made and deleted each time. */
+const CACHE = process.env.BENCH_FILES_CACHE || null;
 
 interface IFigures {
   ms: number;
@@ -281,10 +286,21 @@ for (const [label, make] of CASES) {
     const name = 'bench.pickle';
     const onDisk = path.join(root, tmpPath, name);
     fs.mkdirSync(path.dirname(onDisk), { recursive: true });
-    make(onDisk);
+    const cached = CACHE && path.join(CACHE, `${label.split(' (')[0].replace(/\W+/g, '-')}.pickle`);
+    if (cached) {
+      // Generating 1 GB takes minutes: make it once, then link it in for each session.
+      if (!fs.existsSync(cached)) {
+        fs.mkdirSync(CACHE!, { recursive: true });
+        make(`${cached}.part`);
+        fs.renameSync(`${cached}.part`, cached);
+      }
+      fs.linkSync(cached, onDisk);
+    } else {
+      make(onDisk);
+    }
     const size = fs.statSync(onDisk).size;
     const ours: IFigures[] = [];
-    const runs = size > 200e6 ? 1 : RUNS;
+    const runs = size > 200e6 && !process.env.BENCH_RUNS ? 1 : RUNS;
     const profiles = process.env.BENCH_PROFILE;
     if (profiles) {
       // A first opening, traced, as a user's first one is (a fresh page):

@@ -2,6 +2,7 @@ import { expect, test } from '@jupyterlab/galata';
 import { execFileSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
+import { gunzipSync } from 'zlib';
 
 // The timeline of a snapshot file that carries trace entries, as the user sees
 // it: the drawn line ends at the height of what the recording says the last
@@ -90,6 +91,104 @@ test.describe('snapshot file timeline', () => {
   });
 });
 
+// A large real recording opened from the file browser: the engine worker
+// reads it from the server (the page never holds its bytes) and the user
+// sees how far reading has got, then the parse, then the file's figures,
+// which are what the recording's manifest says. The network is slowed so the
+// progress stays on screen long enough for a person to read it.
+test.describe('opening a large snapshot file', () => {
+  const BIG_REC = path.join(ROOT, 'test-data', 'recordings', 'many_blocks--python');
+
+  test('shows reading progress, then the figures the recording holds', async ({ page, tmpPath }) => {
+    test.setTimeout(180000);
+    const manifest = JSON.parse(fs.readFileSync(path.join(BIG_REC, 'manifest.json'), 'utf-8'));
+    const cell = manifest.cells[3];
+    const after = cell.after;
+    // The plain pickle (44.7 MB), written into the server's folder as a user's file is.
+    const root: string = await page.evaluate(
+      () => JSON.parse(document.getElementById('jupyter-config-data')!.textContent!).serverRoot
+    );
+    const bytes = gunzipSync(fs.readFileSync(path.join(BIG_REC, 'cell03.pickle.gz')));
+    fs.writeFileSync(path.join(root, tmpPath, 'many_blocks.pickle'), bytes);
+    const mb = (n: number) => `${(n / 2 ** 20).toFixed(1)} MiB`;
+    const gib = (n: number) => `${(n / 2 ** 30).toFixed(2)} GiB`;
+
+    // Every status line the view shows, in order; and what the page posts to the worker.
+    await page.evaluate(() => {
+      const w = window as any;
+      w.__statuses = [];
+      new MutationObserver(() => {
+        for (const e of document.querySelectorAll('.jp-CudaMemdiffFile-status')) {
+          const text = e.textContent ?? '';
+          if (text && w.__statuses[w.__statuses.length - 1] !== text) {
+            w.__statuses.push(text);
+          }
+        }
+      }).observe(document.body, { subtree: true, childList: true, characterData: true });
+      w.__posted = [];
+      const post = Worker.prototype.postMessage;
+      Worker.prototype.postMessage = function (message: any, transfer?: any) {
+        w.__posted.push([message?.op, message?.payload?.bytes?.byteLength ?? null, message?.payload?.request?.path]);
+        return post.call(this, message, transfer);
+      };
+    });
+    // About 10 s of reading at 4 MiB/s, for the page and its worker alike.
+    // (Galata's page is a proxy; CDP wants the page itself.)
+    const cdp = await page.context().newCDPSession(page.context().pages()[0]);
+    await cdp.send('Network.emulateNetworkConditions', {
+      offline: false,
+      latency: 0,
+      downloadThroughput: 4 * 2 ** 20,
+      uploadThroughput: -1
+    });
+    await page.filebrowser.openDirectory(tmpPath);
+    await page.locator('.jp-DirListing-item', { hasText: 'many_blocks.pickle' }).dblclick();
+    const view = page.locator('.jp-CudaMemdiffFile', { has: page.locator('h2', { hasText: 'many_blocks.pickle' }) });
+    const status = view.locator('.jp-CudaMemdiffFile-status');
+    await expect(status).toHaveText(new RegExp(`^Reading [\\d.]+ (KiB|MiB) of ${mb(bytes.length)}…$`), {
+      timeout: 60000
+    });
+    await expect(status).toBeInViewport();
+    await page.screenshot({ path: test.info().outputPath('reading.png') });
+    await expect(status).toHaveText(`${cell.blocks} blocks, ${cell.trace_entries} trace entries`, {
+      timeout: 120000
+    });
+    await cdp.send('Network.emulateNetworkConditions', {
+      offline: false,
+      latency: 0,
+      downloadThroughput: -1,
+      uploadThroughput: -1
+    });
+    // The figures: what the recording says cell 3 left allocated and reserved.
+    const row = view.locator('.jp-CudaMemdiffFile-totals tbody tr');
+    await expect(row).toHaveCount(1);
+    await expect(row.locator('td')).toHaveText([
+      'cuda:0',
+      gib(after.allocated),
+      gib(after.reserved),
+      /./,
+      /./,
+      String(after.memory_stats['allocation.all.current'])
+    ]);
+    await expect(row).toBeInViewport();
+    // The user saw the reading grow, then the parse, in that order.
+    const statuses: string[] = await page.evaluate(() => (window as any).__statuses);
+    const reading = statuses.filter(t => t.startsWith('Reading '));
+    expect(reading.length).toBeGreaterThan(3);
+    const parsing = statuses.indexOf(`Parsing ${mb(bytes.length)} in the background…`);
+    expect(parsing).toBeGreaterThan(statuses.indexOf(reading[reading.length - 1]));
+    // The worker read the file itself: the page posted its path, never its bytes.
+    const posted: [string, number | null, string | undefined][] = await page.evaluate(() => (window as any).__posted);
+    expect(posted.filter(([op]) => op === 'fetchSnapshotFile')).toEqual([
+      ['fetchSnapshotFile', null, `${tmpPath}/many_blocks.pickle`]
+    ]);
+    expect(posted.filter(([, size]) => size !== null)).toEqual([]);
+    // And the panel holds it.
+    await expect(page.locator('#cuda-memdiff-panel .jp-CudaMemdiffFiles-name')).toHaveText(['many_blocks.pickle']);
+    await page.screenshot({ path: test.info().outputPath('opened.png') });
+  });
+});
+
 // Files dropped on the panel take the road of opened ones (parsed once in the
 // engine worker): the panel shows what the recording says, a broken file is
 // one line that leaves the rest in place, and a dropped file can be closed.
@@ -173,5 +272,55 @@ test.describe('snapshot files dropped on the panel', () => {
     }
     await expect(panel.locator('.jp-CudaMemdiffFiles li')).toHaveCount(0);
     await expect(panel.locator('.jp-CudaMemdiffPanel-empty')).toContainText('No GPU memory snapshots yet');
+  });
+
+  // The drop is the panel's own: with the files plugin disabled (JupyterLab's
+  // plugin manager, or disabledExtensions in the page config, as here), a
+  // dropped file still opens, where before the drop did nothing and said nothing.
+  test('open with the files plugin disabled', async ({ page, tmpPath }) => {
+    test.setTimeout(120000);
+    const FILES_PLUGIN = 'jupyterlab-cuda-memdiff:files';
+    const manifest = JSON.parse(fs.readFileSync(path.join(DROP_REC, 'manifest.json'), 'utf-8'));
+    const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MiB`;
+    await page.contents.uploadFile(path.join(DROP_REC, 'cell02.pickle.gz'), `${tmpPath}/cell02.pickle.gz`);
+    // The lab page as a server with the plugin in disabledExtensions serves it.
+    await page.route('**/*', async (route: any) => {
+      if (route.request().resourceType() !== 'document') {
+        await route.fallback();
+        return;
+      }
+      const response = await route.fetch();
+      const html = (await response.text()).replace(
+        /(<script id="jupyter-config-data" type="application\/json">)([\s\S]*?)(<\/script>)/,
+        (_: string, open: string, json: string, close: string) => {
+          const config = JSON.parse(json);
+          config.disabledExtensions = [...(config.disabledExtensions ?? []), FILES_PLUGIN];
+          return open + JSON.stringify(config) + close;
+        }
+      );
+      await route.fulfill({ response, body: html });
+    });
+    await page.evaluate(() => location.reload());
+    await page.waitForFunction(() => (window as any).jupyterapp, null, { timeout: 60000 });
+    await page.evaluate(() => window.jupyterapp.restored);
+    await page.waitForFunction(
+      () => (window as any).jupyterapp?.isPluginActivated?.('jupyterlab-cuda-memdiff:panel'),
+      null,
+      {
+        timeout: 60000
+      }
+    );
+    expect(await page.evaluate((id: string) => window.jupyterapp.hasPlugin(id), FILES_PLUGIN)).toBe(false);
+    await page.evaluate(() => window.jupyterapp.commands.execute('cuda-memdiff:open-panel'));
+    const panel = page.locator(PANEL);
+    await expect(panel.locator('.jp-CudaMemdiffPanel-content')).toBeVisible();
+    await dropOnPanel(page, [`${tmpPath}/cell02.pickle.gz`]);
+    const allocated = manifest.cells[2].after.allocated;
+    await expect(panel.getByRole('status')).toHaveText(
+      new RegExp(`^Born ${mib(allocated)} in \\d+ blocks, .*net \\+${mib(allocated)}$`),
+      { timeout: 60000 }
+    );
+    await expect(panel.getByRole('status')).toBeInViewport();
+    await expect(panel.locator('.jp-CudaMemdiffFiles-name')).toHaveText(['cell02.pickle.gz']);
   });
 });
