@@ -339,10 +339,12 @@ class CellCapture:
         self._publish(self.replay.snapshot(recorded["snapshot_file"]), fields, block_roles)
 
     def _publish(self, raw, fields, block_roles=None, allocations=None):
+        before = self.log.current
         entry = self.log.add(raw, allocations=allocations, **fields)
         if fields["reason"] == "cell" and self.replay is None:
-            # What each live block is for (roles.py): one additive field of the cell's snapshot message.
-            roles = self.roles.after_cell(self.shell, self.log.current)
+            # What each live block is for (roles.py): one additive field of the cell's snapshot message;
+            # the blocks the capture saw born and freed spare the pass reading the whole table.
+            roles = self.roles.after_cell(self.shell, self.log.current, (before, entry.born, entry.freed))
             if roles is not None:
                 entry.fields["roles"] = roles
         elif block_roles is not None:  # a recorded cell's roles file, sent as the live pass sends its roles

@@ -12,21 +12,24 @@ saved is a parameter). A block no tensor reached is a library workspace when
 its size is one cuBLAS gives its workspaces, else ``unknown``.
 
 Bounded in time: a pass that runs out of budget stops walking, calls what it
-did not reach ``unknown`` and says ``partial``. A cell that changed neither
-the blocks nor the user's names reuses the previous answer.
+did not reach ``unknown`` and says ``partial``. Incremental: each cell keeps
+the roles of the blocks it did not touch whose holders did not change, and a
+list of tensors that holds the same tensor objects as last cell, none of
+their blocks born or freed since, is not walked again (RolePass says what
+that cannot see and how it is caught).
 """
 
-import bisect
 import itertools
 import operator
 import os
 import re
-import sys
 import time
 import warnings
 
 from . import protocol, torch_probe
-from .compact import ROW_REQUESTED, ROW_SIZE, ROW_STATE
+from .block_index import BlockIndex
+from .compact import ROW_DEVICE, ROW_REQUESTED, ROW_SIZE, ROW_STATE
+from .log import collector_paused
 from .walk import (
     BUFFER,
     GRADIENT,
@@ -41,7 +44,6 @@ from .walk import (
     VARIABLE,
     Budget,
     ObjectWalk,
-    user_names,
 )
 
 ROLES = tuple(protocol.ROLES)
@@ -72,13 +74,33 @@ _ROLE_OF_KIND = {
 
 DEFAULT_BUDGET_S = 0.25
 _REPEATS = re.compile(r"([a-z])\1+")  # a run of one role letter
+_CODES = protocol.ROLE_CODES
+_ROLE_OF_CODE = {code: role for role, code in enumerate(_CODES)}
 _CHUNK = 1024  # tensors of a list looked at between two looks at the clock
-_ADDRESS, _SIZE, _STATE = operator.itemgetter(1), operator.itemgetter(ROW_SIZE), operator.itemgetter(ROW_STATE)
+_UNIT_MIN = 32  # a shorter list is walked each cell: checking it costs about what walking it does
+_AFFECTED_MAX = 4096  # beyond this many blocks to give a role again (and a quarter of all), give all afresh
+_SIZE = operator.itemgetter(ROW_SIZE)
 _REQUIRES_GRAD = operator.attrgetter("requires_grad")
+_DATA_PTR = operator.methodcaller("data_ptr")
 # cuBLAS's workspace config when CUBLAS_WORKSPACE_CONFIG is unset (":KiB:count" pairs), by GPU generation.
 _CUBLAS_DEFAULT = ":4096:2:16:8"
 _CUBLAS_DEFAULT_SM90 = ":4096:8"
 _CUBLASLT_DEFAULT_KIB = 1024
+
+
+class _Unit:
+    """A list or tuple of tensors as a walk found it, reused while it holds the same tensor objects.
+
+    ``addresses``: the blocks its tensors that need no gradient lie in;
+    ``graded``: the positions of those that do (their gradient or graph is
+    walked again each cell: backward changes it without changing the list).
+    Only ids are kept, never the tensors: the pass must keep nothing alive.
+    """
+
+    __slots__ = ("ids", "addresses", "graded")
+
+    def __init__(self, ids, addresses, graded):
+        self.ids, self.addresses, self.graded = ids, addresses, graded
 
 
 class _RoleWalk(ObjectWalk):
@@ -87,21 +109,29 @@ class _RoleWalk(ObjectWalk):
     Blocks are known by address alone: CUDA's unified addressing gives each
     device its own addresses, so no device lookup per tensor is needed, and
     an integer hashes for free where a (device, address) tuple does not.
+    Lists and tuples of many tensors become units (``units``); the rest of
+    what the walk meets goes into ``found``.
     """
 
     paths = False
 
-    def __init__(self, torch, blocks, rows, budget_s):
+    def __init__(self, torch, index, budget_s, last_units, touched):
         super().__init__(torch, budget_s)
         self.graph_seen = {}  # one graph reached from two names is walked once
         self.optimizer_params = True
-        self.blocks = blocks
-        self.rows = rows  # address -> block row
+        self.index = index
+        self.rows = index.rows  # address -> block row
         self.found = [set() for _ in ROLES]
-        self._starts = None
+        self.units = {}  # (id, role) -> _Unit, the units this walk reached
+        self.reused_units = 0
+        self.partial = False  # the budget ran out before the walk ended
+        # The last walk's units, reusable unless one of their blocks was born or freed since (``touched``).
+        self._last_units, self._touched = last_units, touched
 
     # The hot path, for the lists of thousands of tensors notebooks keep: a
-    # chunk at a time, each step one C call over the chunk.
+    # list whose tensors are the same objects as last cell, in blocks that
+    # neither were born nor freed since, is not walked again; a new one is
+    # walked a chunk at a time, each step one C call over the chunk.
     def value(self, obj, kind, path, depth=0, via=None):
         if type(obj) is not list and type(obj) is not tuple:
             super().value(obj, kind, path, depth, via)
@@ -112,27 +142,55 @@ class _RoleWalk(ObjectWalk):
         self.seen[id(obj)] = obj
         if kind == VARIABLE and id(obj) in self.hook_lists:
             kind, via = HOOK, self.hook_lists[id(obj)]
-        tensor_type, found, rows = self.torch.Tensor, self.found[_ROLE_OF_KIND[kind]], self.rows
-        for start in range(0, min(len(obj), MAX_ITEMS), _CHUNK):
+        items = obj if len(obj) <= MAX_ITEMS else obj[:MAX_ITEMS]
+        if len(items) < _UNIT_MIN:
+            self._items(items, kind, depth, via, None)
+            return
+        key, ids = (id(obj), _ROLE_OF_KIND[kind]), list(map(id, items))
+        unit = self._last_units.get(key)
+        if unit is not None and unit.ids == ids and unit.addresses.isdisjoint(self._touched):
+            self.reused_units += 1
+            for i in unit.graded:
+                self.tensor(items[i], kind, None)
+        else:
+            unit = self._items(items, kind, depth, via, ids)
+        if unit is not None:
+            self.units[key] = unit
+
+    def _items(self, items, kind, depth, via, ids):
+        """Walk a list's items; a _Unit of them when ``ids`` are given and they are all tensors, else None."""
+        tensor_type, rows = self.torch.Tensor, self.rows
+        addresses, graded, whole = set(), [], ids is not None
+        for start in range(0, len(items), _CHUNK):
             if time.perf_counter() > self.deadline:
                 raise Budget()
-            chunk = obj[start : start + _CHUNK]
+            chunk = items[start : start + _CHUNK]
             tensors = [item for item in chunk if isinstance(item, tensor_type)]
             if len(tensors) < len(chunk):
+                whole = False
                 for item in chunk:
                     if not isinstance(item, tensor_type):
                         self.value(item, kind, None, depth + 1, via)
             flags = list(map(_REQUIRES_GRAD, tensors))
             if any(flags):  # a gradient or a graph to follow
+                if whole:
+                    graded += itertools.compress(range(start, start + len(chunk)), flags)
                 for t in itertools.compress(tensors, flags):
                     self.tensor(t, kind, None)
-            addresses = {t.data_ptr() for t in tensors}
-            missing = addresses.difference(rows)  # looks each up in the dict; never copies it
-            found |= addresses - missing
+                tensors = list(itertools.compress(tensors, map(operator.not_, flags)))
+            pointers = set(map(_DATA_PTR, tensors))
+            missing = pointers.difference(rows)  # looks each up in the dict; never copies it
+            addresses |= pointers - missing
             if missing:  # views that do not start their storage: the slow way
                 for t in tensors:
                     if t.data_ptr() in missing:
-                        self.record(t, kind, None)
+                        address = self.block_of(t)
+                        if address is not None:
+                            addresses.add(address)
+        if not whole:
+            self.found[_ROLE_OF_KIND[kind]] |= addresses
+            return None
+        return _Unit(ids, addresses, graded)
 
     def tensor(self, t, kind, path, via=None):
         self.record(t, kind, path)
@@ -147,105 +205,191 @@ class _RoleWalk(ObjectWalk):
                 self.graph(t.grad_fn, path)
 
     def record(self, tensor, kind, path, via=None):
-        try:
-            address = tensor.data_ptr()
-            if address not in self.rows:  # a view that does not start its storage, or a storage inside a block
-                address = self._containing(tensor.get_device(), tensor.untyped_storage().data_ptr())
-        except Exception:  # sparse, meta, or freed storage
-            return
+        address = self.block_of(tensor)
         if address is not None:
             self.found[_ROLE_OF_KIND[kind]].add(address)
 
-    def _containing(self, device, address):
-        """The block a storage lies inside when it does not start one (rare: built on the first miss)."""
-        if self._starts is None:
-            self._starts = sorted(self.blocks)
-        i = bisect.bisect_right(self._starts, (device, address)) - 1
-        if i < 0:
+    def block_of(self, tensor):
+        """The address of the block a tensor's storage lies in, or None (not on a device, or no block)."""
+        try:
+            address = tensor.data_ptr()
+            if address not in self.rows:  # a view that does not start its storage, or a storage inside a block
+                address = self.index.containing(tensor.get_device(), tensor.untyped_storage().data_ptr())
+        except Exception:  # sparse, meta, or freed storage
             return None
-        key = self._starts[i]
-        if key[0] != device or address >= key[1] + self.blocks[key][ROW_SIZE]:
-            return None
-        return key[1]
+        return address
 
 
 class RolePass:
-    """The role pass of one kernel: runs after each cell and remembers its last answer for reuse."""
+    """The role pass of one kernel: runs after each cell and keeps what it found for the next one.
+
+    Between two cells it keeps its answer (each block's role), the units it
+    walked, and what the rest of the walk found; a cell then costs the walk
+    of what is not a reused unit (modules, optimizers, graphs, small values),
+    and a new role for each block the cell touched or whose holders changed.
+
+    What a reused unit cannot see is a tensor that stayed the same object
+    but changed storage (``set_``, ``.data =``) or started to need a
+    gradient. When its new block is born and nothing reached it, the pass
+    walks again without reuse (``_lost``); only a storage swapped for one
+    that already lived, with no block born or freed, goes unseen until the
+    list changes.
+    """
 
     def __init__(self, budget_s=DEFAULT_BUDGET_S):
         self.budget_s = budget_s
-        self._last = None  # (fingerprint, rows by address, keys, addresses by role, answer)
-        self._keys, self._roles = [], [set() for _ in ROLES]
         self._workspace_sizes = None
+        self._forget()
 
-    def run(self, shell, blocks):
+    def _forget(self):
+        self._index = BlockIndex()
+        self._code_of = None  # address -> role letter (protocol.ROLE_CODES), of the last complete answer
+        self._totals = [0] * len(ROLES)
+        self._found = [set() for _ in ROLES]  # what the last walk found outside units
+        self._units = {}
+        self._runs = None
+        self._last_by_block = None  # the answer of a partial pass, kept after the state is dropped
+
+    def run(self, shell, blocks, changes=None):
         """Roles of ``blocks`` ({(device, address): block row}, compact.py) after a cell: a JSON-safe summary.
 
-        ``{"bytes": {role: bytes}, "partial", "elapsed_ms", "reused"}``;
+        ``{"bytes": {role: bytes}, "partial", "elapsed_ms", "reused", "blocks"}``;
         ``self.by_block`` keeps {(device, address): role index} of the answer.
+        ``changes``: (the table ``blocks`` was read against, born rows, freed
+        keys) from the log; without them the tables are compared.
         """
         started = time.perf_counter()
         torch = torch_probe.torch_module()
-        if any(map(_STATE, blocks.values())):  # pending frees are not allocated: they have no role
-            blocks = {key: row for key, row in blocks.items() if row[ROW_STATE] == 0}
-        keys = list(blocks)
-        rows = dict(zip(map(_ADDRESS, keys), blocks.values()))
-        fingerprint = _fingerprint(shell)
-        last = self._last
-        if last is not None and last[0] == fingerprint and last[1] == rows:
-            self._keys, self._roles, answer = last[2], last[3], dict(last[4])
-            answer.update(reused=True, elapsed_ms=_ms(started))
-            return answer
-        partial = False
-        walk = _RoleWalk(torch, blocks, rows, self.budget_s) if torch is not None else None
-        if walk is not None:
-            try:
-                with warnings.catch_warnings():  # a deprecated attribute read must not print into the user's cell
-                    warnings.simplefilter("ignore")
-                    walk.walk_roots(shell)
-            except Budget:
-                partial = True
-        found = walk.found if walk is not None else [set() for _ in ROLES]
-        # Where several things keep a block, the first role wins; what nothing reached is a workspace or unknown.
-        assigned, totals = set(), [0] * len(ROLES)
-        for role in range(WORKSPACE_ROLE):
-            found[role] -= assigned
-            assigned |= found[role]
-        unknown = found[UNKNOWN_ROLE] = rows.keys() - assigned
-        if not partial and unknown:
-            workspace = self.workspace_sizes(torch)
-            found[WORKSPACE_ROLE] = {a for a in unknown if rows[a][ROW_REQUESTED] in workspace}
-            unknown -= found[WORKSPACE_ROLE]
-        role_of = {}
-        for role, addresses in enumerate(found):
-            totals[role] = sum(map(_SIZE, map(rows.__getitem__, addresses)))
-            role_of.update(dict.fromkeys(addresses, role))
-        answer = {"bytes": dict(zip(ROLES, totals)), "partial": partial}
-        # Each block's role for the panel's diff and segment map, in (device, address) order; on one
-        # device that is address order, and sorting integers costs half what sorting tuples does.
-        one_device = not keys or all(key[0] == keys[0][0] for key in keys)
-        order = sorted(rows) if one_device else [key[1] for key in sorted(keys)]
-        answer["blocks"] = block_runs(map(role_of.__getitem__, order))
-        answer.update(elapsed_ms=_ms(started), reused=False)
-        self._keys, self._roles = keys, found
-        # A partial answer is not worth keeping: the next cell tries again.
-        self._last = None if partial else (fingerprint, rows, keys, found, answer)
+        with collector_paused():  # thousands of sets and tuples: no full collection in the middle
+            touched = self._index.update(blocks, changes)
+            walk = self._walk(torch, shell, touched if self._code_of is not None else None)
+            partial = walk is not None and walk.partial
+            if walk is not None and not partial and walk.reused_units and self._lost(walk, touched, torch):
+                walk = self._walk(torch, shell, None)  # a reused unit may hide the tensor: walk everything again
+                partial = walk.partial
+            changed = self._assign(torch, walk, touched, partial)
+            if changed or self._runs is None or touched:
+                self._runs = _letter_runs("".join(map(self._code_of.__getitem__, self._index.order)))
+        answer = {"bytes": dict(zip(ROLES, self._totals)), "partial": partial, "blocks": self._runs}
+        answer.update(elapsed_ms=_ms(started), reused=not changed and not touched)
+        self._last_by_block = None
+        if partial:  # a partial answer is not worth building on: the next cell starts again
+            by_block = self.by_block
+            self._forget()
+            self._last_by_block = by_block
         return answer
+
+    def _walk(self, torch, shell, touched):
+        """The walk of the user's roots, reusing the last units unless ``touched`` is None; None without torch."""
+        if torch is None:
+            return None
+        walk = _RoleWalk(torch, self._index, self.budget_s, self._units if touched is not None else {}, touched)
+        try:
+            with warnings.catch_warnings():  # a deprecated attribute read must not print into the user's cell
+                warnings.simplefilter("ignore")
+                walk.walk_roots(shell)
+        except Budget:
+            walk.partial = True
+        return walk
+
+    def _lost(self, walk, touched, torch):
+        """Whether a block born this cell was reached by nothing: a reused unit may hold it.
+
+        The one change a unit cannot see is a tensor of the same object whose
+        storage moved or which now needs a gradient; its new block is born, so
+        a born block nothing reached calls for a walk without reuse.
+        """
+        rows = self._index.rows
+        lost = touched & rows.keys()
+        for addresses in itertools.chain(walk.found, (unit.addresses for unit in walk.units.values())):
+            lost -= addresses  # iterates the smaller side
+        workspace = self.workspace_sizes(torch)
+        return any(rows[a][ROW_REQUESTED] not in workspace for a in lost)
+
+    def _assign(self, torch, walk, touched, partial):
+        """Give each block its role (the first in ROLES that reached it); whether any block's role changed."""
+        found = walk.found if walk is not None else [set() for _ in ROLES]
+        units = walk.units if walk is not None else {}
+        by_role = [[addresses] for addresses in found]
+        for (_, role), unit in units.items():
+            by_role[role].append(unit.addresses)
+        rows = self._index.rows
+        affected = None
+        if self._code_of is not None and not partial and touched is not None:
+            affected = set(touched)
+            for role in range(WORKSPACE_ROLE):
+                affected |= found[role] ^ self._found[role]
+            for key, unit in self._units.items():
+                now = units.get(key)
+                if now is not unit:
+                    affected |= unit.addresses if now is None else unit.addresses ^ now.addresses
+            for key, unit in units.items():
+                if key not in self._units:
+                    affected |= unit.addresses
+            if len(affected) > _AFFECTED_MAX and len(affected) > len(rows) // 4:
+                affected = None  # most blocks: set operations over all of them are cheaper than one by one
+        workspace = self.workspace_sizes(torch) if not partial else ()
+        self._found, self._units = found, units
+        if affected is None:
+            self._assign_all(by_role, workspace)
+            return True
+        return self._assign_some(affected, by_role, workspace)
+
+    def _assign_all(self, by_role, workspace):
+        rows = self._index.rows
+        assigned, code_of, by_code = set(), {}, [set() for _ in ROLES]
+        for role in range(WORKSPACE_ROLE):
+            addresses = by_code[role] = set().union(*by_role[role]) - assigned
+            assigned |= addresses
+        rest = rows.keys() - assigned
+        by_code[WORKSPACE_ROLE] = {a for a in rest if rows[a][ROW_REQUESTED] in workspace} if workspace else set()
+        by_code[UNKNOWN_ROLE] = rest - by_code[WORKSPACE_ROLE]
+        # The bytes of the largest role are what the others leave: a sum in table order, not a lookup a block.
+        largest = max(range(len(ROLES)), key=lambda role: len(by_code[role]))
+        totals = [0 if role == largest else sum(map(_SIZE, map(rows.__getitem__, a))) for role, a in enumerate(by_code)]
+        totals[largest] = sum(map(_SIZE, rows.values())) - sum(totals)
+        for role, addresses in enumerate(by_code):
+            code_of.update(dict.fromkeys(addresses, _CODES[role]))
+        self._code_of, self._totals = code_of, totals
+
+    def _assign_some(self, affected, by_role, workspace):
+        rows, index, code_of, totals = self._index.rows, self._index, self._code_of, self._totals
+        remaining, new_role = affected & rows.keys(), {}
+        for role in range(WORKSPACE_ROLE):
+            hit = set()
+            for addresses in by_role[role]:
+                hit |= remaining & addresses  # iterates the smaller side
+            remaining -= hit
+            new_role.update(dict.fromkeys(hit, role))
+        for address in remaining:
+            new_role[address] = WORKSPACE_ROLE if rows[address][ROW_REQUESTED] in workspace else UNKNOWN_ROLE
+        changed = False
+        for address in affected:
+            old = code_of.pop(address, None)
+            if old is not None:
+                old = _ROLE_OF_CODE[old]
+                totals[old] -= index.old_size(address)
+            role = new_role.get(address)
+            if role is not None:
+                code_of[address] = _CODES[role]
+                totals[role] += rows[address][ROW_SIZE]
+            changed = changed or role != old or address in index.replaced
+        return changed
 
     @property
     def by_block(self):
         """{(device, address): role index} of the last answer (built when asked: the live path needs none)."""
-        role_of = {}
-        for role, addresses in enumerate(self._roles):
-            role_of.update(dict.fromkeys(addresses, role))
-        return {key: role_of[key[1]] for key in self._keys}
+        if self._code_of is None:
+            return self._last_by_block or {}
+        code_of = self._code_of
+        return {(row[ROW_DEVICE], a): _ROLE_OF_CODE[code_of[a]] for a, row in self._index.rows.items()}
 
-    def after_cell(self, shell, blocks):
+    def after_cell(self, shell, blocks, changes=None):
         """The cell's roles for its snapshot message, or None when the pass failed (the snapshot goes anyway)."""
         try:
-            return self.run(shell, blocks)
+            return self.run(shell, blocks, changes)
         except Exception:
-            self._last = None
+            self._forget()
             return None
 
     def workspace_sizes(self, torch):
@@ -268,7 +412,10 @@ def block_runs(roles_in_order):
     role each, 40 KB when every block differs from its neighbour
     (tests/test_role_wire.py measures both against a whole snapshot).
     """
-    letters = "".join(map(protocol.ROLE_CODES.__getitem__, roles_in_order))
+    return _letter_runs("".join(map(_CODES.__getitem__, roles_in_order)))
+
+
+def _letter_runs(letters):
     return {"count": len(letters), "runs": _REPEATS.sub(lambda m: f"{len(m.group())}{m.group(1)}", letters)}
 
 
@@ -308,14 +455,6 @@ def stamp_categories(raw, by_block):
                 trace[i]["category"] = ROLES[role]
                 stamped += 1
     return stamped
-
-
-def _fingerprint(shell):
-    """What the roots name: with the same blocks, a cell that changed none of it keeps the last answer."""
-    names = tuple((name, id(value)) for name, value in user_names(shell))
-    out = shell.user_ns.get("Out", {})
-    cache = tuple((k, id(v)) for k, v in list(out.items())) if isinstance(out, dict) else ()
-    return names, cache, id(getattr(sys, "last_traceback", None))
 
 
 def _workspace_sizes(torch):

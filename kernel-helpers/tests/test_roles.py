@@ -138,15 +138,18 @@ def _tracebacks(tb):
         tb = tb.tb_next
 
 
-def test_an_unchanged_cell_reuses_the_answer_and_a_changed_one_does_not(shell):
+def test_a_cell_that_changes_no_role_reuses_the_answer_and_one_that_does_not_does_not(shell):
     shell.run_cell("import torch\na = torch.ones(10)")
     blocks = blocks_of([shell.user_ns["a"]])
     rp = RolePass()
     first = rp.run(shell, blocks)
     again = rp.run(shell, blocks)
     assert again["reused"] and again["bytes"] == first["bytes"]
-    shell.run_cell("b = a")  # a new name for the same tensor: the roots changed
-    assert not rp.run(shell, blocks)["reused"]
+    shell.run_cell("b = a")  # a new name for the same tensor: no block changes role
+    assert rp.run(shell, blocks)["reused"]
+    shell.run_cell("m = torch.nn.Module()\nm.register_buffer('kept', a)")  # the same block, now a buffer
+    changed = rp.run(shell, blocks)
+    assert not changed["reused"] and changed["bytes"]["buffer"] == first["bytes"]["user"] > 0
 
 
 def test_a_spent_budget_gives_a_partial_answer(shell):

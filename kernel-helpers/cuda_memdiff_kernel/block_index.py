@@ -1,0 +1,130 @@
+"""The allocated blocks by address, kept in step with the log's block table for the role pass.
+
+The role pass joins tensors to blocks by address, after every cell. Reading
+the whole table again each cell (40,000 rows) cost more than the walk
+itself; a capture already says which blocks were born and freed, so the
+index follows those changes and tells the pass which addresses they
+touched. Without them (a replayed or recorded table, a capture the pass did
+not see) it compares the tables row by row.
+"""
+
+import bisect
+import itertools
+import operator
+
+from .compact import ROW_ADDRESS, ROW_DEVICE, ROW_SIZE, ROW_STATE
+
+_ADDRESS = operator.itemgetter(ROW_ADDRESS)
+_DEVICE = operator.itemgetter(ROW_DEVICE)
+_STATE = operator.itemgetter(ROW_STATE)
+
+
+class BlockIndex:
+    """{address: block row} of the allocated blocks (no pending frees), and their wire order."""
+
+    def __init__(self):
+        self.table = None  # the block table last followed
+        self.rows = {}
+        self.replaced = {}  # address -> the row it had before the last update (changed or freed)
+        self._starts = None  # addresses, sorted
+        self._order = None  # addresses in (device, address) order
+        self._devices = set()
+
+    def update(self, blocks, changes=None):
+        """Follow ``blocks`` ({(device, address): row}); the set of addresses whose block changed.
+
+        ``changes``: (the table ``blocks`` was read against, born rows, freed
+        keys), as the log's entry gives them; used when that table is the one
+        followed last, else the two tables are compared.
+        """
+        self.replaced = {}
+        if changes is not None and self.table is not None and changes[0] is self.table:
+            _, born, freed = changes
+            touched = self._apply(born, freed)
+        else:
+            touched = self._compare(blocks)
+        self.table = blocks
+        return touched
+
+    def _apply(self, born, freed):
+        rows, replaced = self.rows, self.replaced
+        touched, gone, added = set(), set(), []
+        for key in freed:
+            address = key[1]
+            row = rows.pop(address, None)
+            if row is not None:
+                replaced[address] = row
+                gone.add(address)
+            touched.add(address)
+        for row in born:
+            address = row[ROW_ADDRESS]
+            old = rows.pop(address, None)
+            if old is not None:
+                replaced[address] = old
+            if row[ROW_STATE] == 0:  # pending frees are not allocated
+                rows[address] = row
+                self._devices.add(row[ROW_DEVICE])
+                if old is None:
+                    added.append(address)
+            elif old is not None:
+                gone.add(address)
+            touched.add(address)
+        if self._starts is not None and (gone or added):
+            # The sorted addresses less the gone plus the new: one sorted run and a short one, merged in C.
+            starts = list(itertools.filterfalse(gone.__contains__, self._starts)) if gone else self._starts[:]
+            starts += added
+            starts.sort()
+            self._starts, self._order = starts, None
+        return touched
+
+    def _compare(self, blocks):
+        values = list(blocks.values())
+        if any(map(_STATE, values)):  # pending frees are not allocated
+            values = [row for row in values if row[ROW_STATE] == 0]
+        new = dict(zip(map(_ADDRESS, values), values))
+        old = self.rows
+        if old:
+            get = old.get
+            touched = new.keys() ^ old.keys()
+            touched.update(a for a, row in new.items() if get(a, row) != row)
+            self.replaced = {a: old[a] for a in touched if a in old}
+        else:
+            touched = set(new)
+        self.rows = new
+        self._devices = set(map(_DEVICE, values))
+        if touched:
+            self._starts = self._order = None
+        return touched
+
+    @property
+    def order(self):
+        """The addresses in (device, address) order: the order the frontend keeps a snapshot's blocks in."""
+        if self._order is None:
+            if len(self._devices) > 1:
+                self._order = [a for _, a in sorted(zip(map(_DEVICE, self.rows.values()), self.rows))]
+            else:
+                self._order = self.starts
+        return self._order
+
+    @property
+    def starts(self):
+        """The addresses, sorted (built when first wanted after a change)."""
+        if self._starts is None:
+            self._starts = sorted(self.rows)
+        return self._starts
+
+    def containing(self, device, address):
+        """The address of the block ``address`` lies inside on ``device``, or None."""
+        starts = self.starts
+        i = bisect.bisect_right(starts, address) - 1
+        if i < 0:
+            return None
+        row = self.rows[starts[i]]
+        if row[ROW_DEVICE] != device or address >= row[ROW_ADDRESS] + row[ROW_SIZE]:
+            return None
+        return row[ROW_ADDRESS]
+
+    def old_size(self, address):
+        """The size the block at ``address`` had in the last answer."""
+        row = self.replaced.get(address) or self.rows[address]
+        return row[ROW_SIZE]
