@@ -35,7 +35,9 @@ def live_storages():
                 saved = getattr(fn, name)
             except Exception:
                 continue
-            tensors += [t for t in (saved if isinstance(saved, (list, tuple)) else (saved,)) if isinstance(t, torch.Tensor)]
+            tensors += [
+                t for t in (saved if isinstance(saved, (list, tuple)) else (saved,)) if isinstance(t, torch.Tensor)
+            ]
         stack += [child for child, _ in fn.next_functions]
     table = {}
     for t in tensors:
