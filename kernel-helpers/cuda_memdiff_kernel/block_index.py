@@ -9,7 +9,6 @@ not see) it compares the tables row by row.
 """
 
 import bisect
-import itertools
 import operator
 
 from .compact import ROW_ADDRESS, ROW_DEVICE, ROW_SIZE, ROW_STATE
@@ -26,6 +25,9 @@ class BlockIndex:
         self.table = None  # the block table last followed
         self.rows = {}
         self.replaced = {}  # address -> the row it had before the last update (changed or freed)
+        # How the last update changed ``starts``: () not at all; a list of (start, stop, inserts): the old
+        # starts[start:stop], then ``inserts`` new addresses, and so on; None: not known (read afresh).
+        self.edit = None
         self._starts = None  # addresses, sorted
         self._order = None  # addresses in (device, address) order
         self._devices = set()
@@ -37,7 +39,7 @@ class BlockIndex:
         keys), as the log's entry gives them; used when that table is the one
         followed last, else the two tables are compared.
         """
-        self.replaced = {}
+        self.replaced, self.edit = {}, None
         if changes is not None and self.table is not None and changes[0] is self.table:
             _, born, freed = changes
             touched = self._apply(born, freed)
@@ -48,13 +50,13 @@ class BlockIndex:
 
     def _apply(self, born, freed):
         rows, replaced = self.rows, self.replaced
-        touched, gone, added = set(), set(), []
+        touched, gone, added = set(), [], []
         for key in freed:
             address = key[1]
             row = rows.pop(address, None)
             if row is not None:
                 replaced[address] = row
-                gone.add(address)
+                gone.append(address)
             touched.add(address)
         for row in born:
             address = row[ROW_ADDRESS]
@@ -67,15 +69,54 @@ class BlockIndex:
                 if old is None:
                     added.append(address)
             elif old is not None:
-                gone.add(address)
+                gone.append(address)
             touched.add(address)
-        if self._starts is not None and (gone or added):
-            # The sorted addresses less the gone plus the new: one sorted run and a short one, merged in C.
-            starts = list(itertools.filterfalse(gone.__contains__, self._starts)) if gone else self._starts[:]
-            starts += added
-            starts.sort()
-            self._starts, self._order = starts, None
+        if not gone and not added:
+            self.edit = ()
+        elif self._starts is not None:
+            self._splice(gone, added)
         return touched
+
+    def _splice(self, gone, added):
+        """``starts`` less ``gone`` plus ``added``: a bisection per change and slices copied in C, not a sort."""
+        starts = self._starts
+        # At one position, new addresses (0) go before the old one that goes (1), in address order.
+        events = [(bisect.bisect_left(starts, a), 1, a) for a in gone]
+        events += [(bisect.bisect_left(starts, a), 0, a) for a in added]
+        events.sort()
+        new, edit, done = [], [], 0
+        for position, goes, address in events:
+            new += starts[done:position]
+            if goes:
+                edit.append((done, position, 0))
+                done = position + 1
+            else:
+                new.append(address)
+                edit.append((done, position, 1))
+                done = position
+        new += starts[done:]
+        edit.append((done, len(starts), 0))
+        self._starts, self._order, self.edit = new, None, edit
+
+    def follow(self, marks, fill):
+        """``marks`` (a bytearray, one byte per address in the old ``starts``) as the last update moved them.
+
+        The new addresses get ``fill``; None when the update's edit is not known.
+        """
+        if self.edit is None:
+            return None
+        if not self.edit:
+            return marks
+        out = bytearray()
+        for start, stop, inserts in self.edit:
+            out += marks[start:stop]
+            out += fill * inserts
+        return out
+
+    @property
+    def one_device(self):
+        """All blocks on one device: ``order`` is ``starts``."""
+        return len(self._devices) <= 1
 
     def _compare(self, blocks):
         values = list(blocks.values())
@@ -100,7 +141,7 @@ class BlockIndex:
     def order(self):
         """The addresses in (device, address) order: the order the frontend keeps a snapshot's blocks in."""
         if self._order is None:
-            if len(self._devices) > 1:
+            if not self.one_device:
                 self._order = [a for _, a in sorted(zip(map(_DEVICE, self.rows.values()), self.rows))]
             else:
                 self._order = self.starts

@@ -19,6 +19,7 @@ their blocks born or freed since, is not walked again (RolePass says what
 that cannot see and how it is caught).
 """
 
+import bisect
 import itertools
 import operator
 import os
@@ -44,6 +45,8 @@ from .walk import (
     VARIABLE,
     Budget,
     ObjectWalk,
+    holds_no_tensor,
+    saved_tensor_names,
 )
 
 ROLES = tuple(protocol.ROLES)
@@ -204,6 +207,40 @@ class _RoleWalk(ObjectWalk):
             elif t.grad_fn is not None:
                 self.graph(t.grad_fn, path)
 
+    def graph(self, node, path):
+        """ObjectWalk.graph for roles: no paths, and no look at saved attributes that never hold tensors."""
+        visited, stack, tensor_type = self.graph_seen, [node], self.torch.Tensor
+        found, rows = self.found[ACTIVATION_ROLE], self.rows
+        while stack:
+            fn = stack.pop()
+            if id(fn) in visited:
+                continue
+            visited[id(fn)] = fn  # held until the walk ends: node objects are made afresh on each access
+            self.tick()
+            names, spent = saved_tensor_names(fn), None
+            for name in names:
+                try:
+                    saved = getattr(fn, name)
+                except Exception:  # freed by backward
+                    continue
+                if isinstance(saved, tensor_type):
+                    address = saved.data_ptr()
+                    if address in rows:
+                        found.add(address)
+                    else:
+                        self.record(saved, GRAPH, None)
+                elif holds_no_tensor(saved):
+                    spent = [*(spent or ()), name]
+                elif isinstance(saved, (list, tuple)):
+                    for t in saved:
+                        if isinstance(t, tensor_type):
+                            self.record(t, GRAPH, None)
+            for name in spent or ():
+                names.remove(name)
+            for child, _ in fn.next_functions:
+                if child is not None and type(child).__name__ != "AccumulateGrad":
+                    stack.append(child)
+
     def record(self, tensor, kind, path, via=None):
         address = self.block_of(tensor)
         if address is not None:
@@ -248,7 +285,22 @@ class RolePass:
         self._found = [set() for _ in ROLES]  # what the last walk found outside units
         self._units = {}
         self._runs = None
+        self._marks = None  # bytearray: each block's role letter in the index's order (blocks on one device)
         self._last_by_block = None  # the answer of a partial pass, kept after the state is dropped
+
+    def _letters(self, recoded):
+        """Each block's role letter in wire order; only the blocks in ``recoded`` looked up (None: all)."""
+        index, code_of = self._index, self._code_of
+        marks = index.follow(self._marks, b"?") if recoded is not None and self._marks is not None else None
+        if marks is None or not index.one_device:
+            letters = "".join(map(code_of.__getitem__, index.order))
+            self._marks = bytearray(letters, "ascii") if index.one_device else None
+            return letters
+        starts = index.starts
+        for address in recoded:
+            marks[bisect.bisect_left(starts, address)] = ord(code_of[address])
+        self._marks = marks
+        return marks.decode("ascii")
 
     def run(self, shell, blocks, changes=None):
         """Roles of ``blocks`` ({(device, address): block row}, compact.py) after a cell: a JSON-safe summary.
@@ -267,9 +319,10 @@ class RolePass:
             if walk is not None and not partial and walk.reused_units and self._lost(walk, touched, torch):
                 walk = self._walk(torch, shell, None)  # a reused unit may hide the tensor: walk everything again
                 partial = walk.partial
-            changed = self._assign(torch, walk, touched, partial)
+            recoded = self._assign(torch, walk, touched, partial)
+            changed = recoded is None or bool(recoded)
             if changed or self._runs is None or touched:
-                self._runs = _letter_runs("".join(map(self._code_of.__getitem__, self._index.order)))
+                self._runs = _letter_runs(self._letters(recoded))
         answer = {"bytes": dict(zip(ROLES, self._totals)), "partial": partial, "blocks": self._runs}
         answer.update(elapsed_ms=_ms(started), reused=not changed and not touched)
         self._last_by_block = None
@@ -307,7 +360,11 @@ class RolePass:
         return any(rows[a][ROW_REQUESTED] not in workspace for a in lost)
 
     def _assign(self, torch, walk, touched, partial):
-        """Give each block its role (the first in ROLES that reached it); whether any block's role changed."""
+        """Give each block its role (the first in ROLES that reached it).
+
+        Returns the addresses of the allocated blocks whose letter is new or
+        changed, or None when every block was given its role afresh.
+        """
         found = walk.found if walk is not None else [set() for _ in ROLES]
         units = walk.units if walk is not None else {}
         by_role = [[addresses] for addresses in found]
@@ -332,7 +389,7 @@ class RolePass:
         self._found, self._units = found, units
         if affected is None:
             self._assign_all(by_role, workspace)
-            return True
+            return None
         return self._assign_some(affected, by_role, workspace)
 
     def _assign_all(self, by_role, workspace):
@@ -363,18 +420,18 @@ class RolePass:
             new_role.update(dict.fromkeys(hit, role))
         for address in remaining:
             new_role[address] = WORKSPACE_ROLE if rows[address][ROW_REQUESTED] in workspace else UNKNOWN_ROLE
-        changed = False
+        recoded = set()
         for address in affected:
             old = code_of.pop(address, None)
             if old is not None:
-                old = _ROLE_OF_CODE[old]
-                totals[old] -= index.old_size(address)
+                totals[_ROLE_OF_CODE[old]] -= index.old_size(address)
             role = new_role.get(address)
             if role is not None:
-                code_of[address] = _CODES[role]
+                code = code_of[address] = _CODES[role]
                 totals[role] += rows[address][ROW_SIZE]
-            changed = changed or role != old or address in index.replaced
-        return changed
+                if code != old:
+                    recoded.add(address)
+        return recoded
 
     @property
     def by_block(self):

@@ -24,6 +24,7 @@ MAX_DEPTH = 4  # containers inside containers inside a global
 MAX_ITEMS = 100_000  # elements looked at per container
 _IPYTHON_NAMES = frozenset({"In", "Out", "exit", "quit", "get_ipython", "_ih", "_oh", "_dh", "_sh"})
 _SCALARS = (str, bytes, int, float, bool, type(None), type)
+_NUMBERS = (str, int, float, bool)
 # Packages whose frames only carry the user's code: their locals are plumbing.
 _PLUMBING = frozenset(
     {
@@ -45,6 +46,7 @@ _PLUMBING = frozenset(
 )
 # Per autograd node type, the names of its saved-tensor attributes: dir() is slow, the types are few.
 _SAVED_NAMES = {}
+_SAVED_TENSOR_NAMES = {}  # the same, less those seen to hold no tensor
 
 
 class Budget(Exception):
@@ -214,6 +216,26 @@ def saved_names(fn):
     if names is None:
         names = _SAVED_NAMES[type(fn)] = tuple(n for n in dir(fn) if n.startswith("_saved_"))
     return names
+
+
+def saved_tensor_names(fn):
+    """The ``_saved_*`` names of an autograd node that may hold tensors: a list per node type.
+
+    Half of a node's saved attributes are sizes, strides and flags, and
+    reading one makes a Python object; a walk that reads such a value
+    removes its name from the list (``holds_no_tensor``), once per type.
+    """
+    names = _SAVED_TENSOR_NAMES.get(type(fn))
+    if names is None:
+        names = _SAVED_TENSOR_NAMES[type(fn)] = list(saved_names(fn))
+    return names
+
+
+def holds_no_tensor(value):
+    """A saved value of a kind that never holds a tensor: a number, a string, sizes (a tensor or None may)."""
+    if isinstance(value, (list, tuple)):
+        return bool(value) and isinstance(value[0], _NUMBERS)
+    return isinstance(value, _NUMBERS)
 
 
 def is_user_function(frame, shell):
