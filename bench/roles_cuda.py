@@ -73,20 +73,21 @@ def main():
         changes = []
 
         def capture():  # as capture.py's _capture_live and _publish take a cell, less the role pass
-            with collector_paused():
+            with collector_paused():  # until the raw snapshot is gone, as capture.py keeps it
                 allocations = torch_probe.allocation_count()
                 raw = torch_probe.raw_snapshot(include_traces=False)
-            before = log.current
-            entry = log.add(
-                raw,
-                allocations,
-                reason="cell",
-                cell_id="c",
-                execution_count=1,
-                error=None,
-                devices=torch_probe.device_stats(),
-            )
-            frontends.publish(entry)
+                before = log.current
+                entry = log.add(
+                    raw,
+                    allocations,
+                    reason="cell",
+                    cell_id="c",
+                    execution_count=1,
+                    error=None,
+                    devices=torch_probe.device_stats(),
+                )
+                frontends.publish(entry)
+                del raw
             changes[:] = [(before, entry.born, entry.freed)]
 
         def change_300_blocks():  # the user's list of 300 tensors, replaced
