@@ -23,9 +23,9 @@ import time
 import torch
 from cuda_memdiff_kernel import torch_probe
 from cuda_memdiff_kernel.channel import Frontends
-from cuda_memdiff_kernel.log import SnapshotLog, collector_paused
+from cuda_memdiff_kernel.log import SnapshotLog
 from cuda_memdiff_kernel.roles import RolePass
-from helper_cuda import SizeComm  # bench/ is the script's folder, so on sys.path
+from helper_cuda import SizeComm, helper_cell  # bench/ is the script's folder, so on sys.path
 from IPython.core.interactiveshell import InteractiveShell
 
 RUNS = 5
@@ -72,22 +72,10 @@ def main():
         kept = RolePass()
         changes = []
 
-        def capture():  # as capture.py's _capture_live and _publish take a cell, less the role pass
-            with collector_paused():  # until the raw snapshot is gone, as capture.py keeps it
-                allocations = torch_probe.allocation_count()
-                raw = torch_probe.raw_snapshot(include_traces=False)
-                before = log.current
-                entry = log.add(
-                    raw,
-                    allocations,
-                    reason="cell",
-                    cell_id="c",
-                    execution_count=1,
-                    error=None,
-                    devices=torch_probe.device_stats(),
-                )
-                frontends.publish(entry)
-                del raw
+        def capture():  # as capture.py takes a cell (helper_cell), less the role pass
+            before = log.current
+            helper_cell(log, frontends)
+            entry = log.entries[-1]
             changes[:] = [(before, entry.born, entry.freed)]
 
         def change_300_blocks():  # the user's list of 300 tensors, replaced
