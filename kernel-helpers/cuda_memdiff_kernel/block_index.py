@@ -75,6 +75,8 @@ class BlockIndex:
             self.edit = ()
         elif self._starts is not None:
             self._splice(gone, added)
+        else:
+            self._order = None
         return touched
 
     def _splice(self, gone, added):

@@ -174,3 +174,39 @@ def test_a_list_only_the_output_cache_holds_changed_in_place(cells):
     assert cells.role(ns["z"]) == "output_cache" and cells.role(ns["keep7"]) == "user"
     cells.run("w = torch.zeros(64)\nOut[max(Out)][9].set_(w.untyped_storage())\npass")  # the old storage is freed
     assert cells.role(ns["w"]) == "output_cache"
+
+
+def test_the_block_index_follows_a_captures_changes_as_a_fresh_read_would():
+    """Born and freed rows, a row changed in place, a pending free, a second device: order, starts and marks."""
+    from cuda_memdiff_kernel.block_index import BlockIndex
+
+    def row(device, address, size=512, state=0):
+        return (device, address, size, size, state, 0, address)
+
+    before = {(0, a): row(0, a) for a in range(0, 512 * 40, 512)}
+    index = BlockIndex()
+    index.update(before)
+    marks = bytearray(b"x" * len(index.order))
+    after = dict(before)
+    for a in (512 * 3, 512 * 17, 512 * 39):
+        del after[(0, a)]
+    after[(0, 512 * 5)] = row(0, 512 * 5, size=1024)  # the same address, another block
+    after[(0, 512 * 8)] = row(0, 512 * 8, state=1)  # now a pending free: not allocated
+    after[(0, 512 * 100)] = row(0, 512 * 100)
+    after[(0, 512 * 3 + 256)] = row(0, 512 * 3 + 256, size=256)
+    born = [r for k, r in after.items() if before.get(k) != r]
+    freed = [k for k in before if k not in after]
+    touched = index.update(after, (before, born, freed))
+    fresh = BlockIndex()
+    fresh.update(after)
+    assert index.rows == fresh.rows and index.starts == fresh.starts == fresh.order == index.order
+    assert touched == {512 * 3, 512 * 17, 512 * 39, 512 * 5, 512 * 8, 512 * 100, 512 * 3 + 256}
+    moved = index.follow(marks, b"?")
+    assert len(moved) == len(index.order)
+    assert {a for a, m in zip(index.order, moved) if m == ord("?")} == {512 * 100, 512 * 3 + 256}
+    assert index.old_size(512 * 5) == 512 and index.rows[512 * 5][2] == 1024
+    # a block on a second device at a lower address: device order first
+    later = dict(after)
+    later[(1, 64)] = row(1, 64)
+    index.update(later, (after, [later[(1, 64)]], []))
+    assert index.order[-1] == 64 and index.starts[:2] == [0, 64] and not index.one_device
