@@ -10,7 +10,7 @@
 import { fromTransfer, SnapshotError } from '../engine';
 import { IDiffPanel, IEngineWorker } from '../tokens';
 import type { IOpenedFile, OpeningProgress } from '../worker/files';
-import type { IFileRequest } from './fetch';
+import type { IFileRequest } from '../worker/fetch';
 
 /** Ids the worker keeps parsed files under, one per opening. */
 let lastFileId = 0;

@@ -8,7 +8,7 @@
  */
 import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
-import type { IFileRequest } from './fetch';
+import type { IFileRequest } from '../worker/fetch';
 
 /** The request for `path` (relative to the server root) at the raw file endpoint. */
 export async function fileRequest(path: string, settings: ServerConnection.ISettings): Promise<IFileRequest> {

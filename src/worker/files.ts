@@ -23,7 +23,7 @@ import {
   totalBytes,
   visibleStack
 } from '../engine';
-import { IFileRequest, IReadProgress, readFileBytes } from '../files/fetch';
+import { IFileRequest, IReadProgress, readFileBytes } from './fetch';
 import { Transferring, transferring } from './wire';
 
 /** Parsed files by the page's id; a closed file is dropped, so its memory can be freed. */

@@ -11,7 +11,7 @@ import * as path from 'path';
 import { ServerConnection } from '@jupyterlab/services';
 import { readSnapshot, toTransfer, totalBytes } from '../../engine';
 import { readBytes, RECORDINGS } from '../../engine/__tests__/data';
-import { IFileRequest, readFileBytes } from '../../files/fetch';
+import { IFileRequest, readFileBytes } from '../fetch';
 import { fileRequest } from '../../files/request';
 import { EngineWorker } from '../client';
 import { closeSnapshotFile, fetchSnapshotFile, OpeningProgress } from '../files';

@@ -1,12 +1,12 @@
 /**
  * A file's bytes from the server's raw file endpoint (`/files/<path>`), read
- * as a stream. The engine worker runs this (worker/files.ts), so the page
+ * as a stream. The engine worker runs this (files.ts), so the page
  * never holds a big file's bytes: streaming 1 GB on the page cost it a
  * 179 ms garbage collection. Raw bytes, not the contents API, whose base64
  * inside one JSON string breaks past what one JavaScript string can hold.
  *
  * No JupyterLab imports: this module is bundled into the worker. The page
- * builds the request (request.ts), with the headers that authorise it.
+ * builds the request (files/request.ts), with the headers that authorise it.
  */
 import { checkSize, DEFAULT_DECODE_LIMITS, GrowingBytes, LimitError, SnapshotError } from '../engine';
 
