@@ -50,8 +50,7 @@ class SizeComm:
 
 def helper_cell(log, frontends, traces=False):
     with collector_paused():  # as capture.py takes it: until the raw snapshot is gone
-        allocations = torch_probe.allocation_count()
-        raw = torch_probe.raw_snapshot(include_traces=traces)
+        allocations, raw = torch_probe.counted_snapshot(include_traces=traces)
         entry = log.add(
             raw,
             allocations,

@@ -268,8 +268,7 @@ class CellCapture:
         # The collector stays off until the raw snapshot is gone: turned on while it lives, its first
         # collection would walk every block's dict (40 ms at 100,000 blocks on an H200) to find nothing.
         with collector_paused():
-            allocations = torch_probe.allocation_count(torch)  # before the snapshot: see reader.py
-            raw = torch_probe.raw_snapshot(self.settings["include_traces"], torch)
+            allocations, raw = torch_probe.counted_snapshot(self.settings["include_traces"], torch)  # see reader.py
             fields.update(reason="cell", devices=devices, before=before, peak=self._cell_peak(devices))
             fields["capture_ms"] = round((time.perf_counter() - started) * 1000, 3)
             self._publish(raw, fields, allocations=allocations)

@@ -36,6 +36,7 @@ _SIZE = operator.itemgetter("size")
 _REQUESTED = operator.itemgetter("requested_size")
 _STATE_NAME = operator.itemgetter("state")
 _STATE = operator.itemgetter(3)
+_ALLOCATED = "active_allocated"
 _FRAMES = operator.itemgetter("frames")
 
 
@@ -112,8 +113,9 @@ class SnapshotReader:
         """(segments, blocks, born rows, freed keys) of ``raw`` against ``current``, the log's last table.
 
         ``allocations``: the allocator's counts of allocations so far, read
-        just before ``raw`` was taken: {(device, "small" or "large"): count}
-        (torch_probe.allocation_count), or one count for all; None when unknown.
+        just before ``raw`` was taken: {(device, "small" or "large"): count or
+        (count, offset)} (torch_probe.counted_snapshot), or one count for all;
+        None when unknown.
         """
         raw_segments = raw["segments"] if isinstance(raw, dict) else raw
         since = None
@@ -187,7 +189,9 @@ class SnapshotReader:
             old_layout = old.layout() if old is not None else []
             was, now = set(old_layout), set(layout)
             fresh = list(map(operator.not_, map(was.__contains__, layout)))
-            new_blocks[pool] += sum(map(STATE_CODES.__contains__, map(_STATE, itertools.compress(layout, fresh))))
+            # Only an allocation makes a block allocated; one that went pending (freed on another stream) is new
+            # by state with no allocation behind it.
+            new_blocks[pool] += list(map(_STATE, itertools.compress(layout, fresh))).count(_ALLOCATED)
             went = list(itertools.filterfalse(now.__contains__, old_layout))
             plans.append(_Plan(key, seg, meta, pool, columns, layout, fresh, went, None))
         doubtful = {pool for pool, count in since.items() if new_blocks[pool] != count}
@@ -209,8 +213,13 @@ class SnapshotReader:
                     old_rows[(device, item[0])] = blocks.pop((device, item[0]))
         for plan in plans:
             old, seg = before.get(plan.key), plan.seg
+            # The segment itself may have been given back and made again at its address (by another cell, on
+            # another stream): its tuple is read again, one per segment.
+            segment = read_segment_tuple(seg, self.table)
+            if old is not None and old.segment == segment:
+                segment = old.segment
             if old is not None and not plan.went and not (plan.fresh and any(plan.fresh)):
-                kept[plan.key] = _Kept(plan.meta, plan.columns, old.segment, plan.marks, old._layout)  # the same blocks
+                kept[plan.key] = _Kept(plan.meta, plan.columns, segment, plan.marks, old._layout)  # the same blocks
                 continue
             device, seg_address = int(seg.get("device", 0)), int(seg["address"])
             raw_blocks = itertools.compress(seg["blocks"], plan.fresh) if old is not None else seg["blocks"]
@@ -219,8 +228,6 @@ class SnapshotReader:
                 previous = old_rows.pop(block, None)
                 if row != (current.get(block) if previous is None else previous):
                     born.append(row)
-            same_segment = old is not None and old.meta[:4] == plan.meta[:4]
-            segment = old.segment if same_segment else read_segment_tuple(seg, self.table)
             layout = plan.layout if plan.layout is not None else old._layout
             kept[plan.key] = _Kept(plan.meta, plan.columns, segment, plan.marks, layout)
         self._segments, self._made = kept, blocks
@@ -259,6 +266,10 @@ class SnapshotReader:
                 self._anchor_depth = len(shared) + 1
         return self._anchor_depth
 
+    def cells_seen(self):
+        """Whether any stack so far came from IPython's run_code (as of the last anchor_after)."""
+        return bool(self._cell_depths)
+
 
 def _keys(old):
     """The keys of a kept segment's allocated blocks."""
@@ -267,37 +278,51 @@ def _keys(old):
 
 
 def _since(now, last):
-    """Allocations per pool between two counts; None when either is unknown, they differ in pools, or one went back."""
+    """Allocations per pool between two counts; None when either is unknown, they differ in pools, or one went back.
+
+    A pool's count is a number, or (allocations, offset) as torch_probe.allocation_count gives it: the offset
+    moves only when the user resets torch's counters, and then nothing can be told from the counts.
+    """
     if now is None or last is None:
         return None
     if isinstance(now, int) and isinstance(last, int):
         since = {None: now - last}
     elif isinstance(now, dict) and isinstance(last, dict) and now.keys() == last.keys():
-        since = {pool: now[pool] - last[pool] for pool in now}
+        since = {}
+        for pool, count in now.items():
+            before = last[pool]
+            if isinstance(count, tuple) or isinstance(before, tuple):
+                if not (isinstance(count, tuple) and isinstance(before, tuple)) or count[1] != before[1]:
+                    return None
+                count, before = count[0], before[0]
+            since[pool] = count - before
     else:
         return None
     return since if all(count >= 0 for count in since.values()) else None
 
 
 class _Signatures:
-    """Each stack's (depth, anchor frame id) at one anchor distance, kept while the distance stays the same."""
+    """Each stack's mark (as _StackCheck.marks makes a block's) under one way of marking, kept while it holds."""
 
     def __init__(self, table):
         self.table = table
-        self.k = None
+        self.way = None
         self._by_stack = {}
 
-    def at(self, k):
-        """(the lookup by stack id, whether marks made at the previous distance still hold)."""
-        same = self.k == k
-        if not same:
-            self.k, self._by_stack = k, {-1: _NO_STACK}
-        by_stack, stacks = self._by_stack, self.table.stacks
+    def at(self, way):
+        """The lookup by stack id of the marks ``way`` ((anchor distance, cells told apart)) gives."""
+        if self.way != way:
+            self.way, self._by_stack = way, {-1: _NO_STACK}
+        k, cells = way
+        by_stack, stacks, frames = self._by_stack, self.table.stacks, self.table.frames
         for sid in range(len(by_stack) - 1, len(stacks)):
             stack = stacks[sid]
             depth = len(stack)
-            by_stack[sid] = (depth, stack[depth - k] if k and depth >= k else -1)
-        return by_stack.__getitem__, same
+            anchor = stack[depth - k] if k and depth >= k else -1
+            if cells and k and depth and (anchor < 0 or not _is_cell_frame(frames[anchor])):
+                anchor = (anchor, stack[0])
+            by_stack[sid] = (depth, anchor)
+        return by_stack.__getitem__
 
 
 class _StackCheck:
@@ -305,43 +330,68 @@ class _StackCheck:
 
     The anchor is the cell's frame (see SnapshotReader.anchor_after): a block
     allocated again by another cell or line has another anchor, one allocated
-    on another path (the autograd thread's empty stack) another depth. Torch
-    makes new frame dicts for each snapshot but shares one dict per distinct
-    frame within it, so the few distinct dicts are named by content once and
-    each block costs a few calls made in C. A segment's marks (each block's
-    depth; the anchor frame id of each block with a stack) are kept with it,
-    so the next cell compares two lists, not each block with its row.
+    on another path (the autograd thread's empty stack) another depth. In a
+    kernel, a stack that does not come from a cell (a widget's callback, a
+    thread) has no cell frame there: its innermost frame is compared too.
+    Torch makes new frame dicts for each snapshot but shares one dict per
+    distinct frame within it, so the few distinct dicts are named by content
+    once and each block costs a few calls made in C. A segment's marks (each
+    block's depth; the anchor of each block with a stack; the way they were
+    made) are kept with it, so the next cell compares two lists, not each
+    block with its row.
     """
 
     def __init__(self, reader, current):
         self.table, self.current = reader.table, current
         self.k = k = reader.anchor_after()
+        self.cells = bool(reader.cells_seen())  # IPython's run_code in the stacks: cell frames are told apart
+        self.way = (k, self.cells)
         self.anchor = operator.itemgetter(-k) if k else None
-        self.expected, self.marks_valid = reader.signatures.at(k)
+        self.expected = reader.signatures.at(self.way)
         self.frame_ids = {id(None): -1}  # id of a frame dict in this snapshot -> frame id
+        self._cell_frame = {-1: False}  # frame id -> whether it is a cell's code
 
     def marks(self, raw_blocks):
-        """(depth of each block's stack, anchor frame id of each block with a stack, -1 where it is too short)."""
+        """(each block's stack depth, the anchor of each block with a stack, the way they were made).
+
+        An anchor is the frame id at the anchor's distance (-1 where the stack
+        is shorter); with cells told apart, one that is no cell's frame is
+        (that id, the innermost frame's id).
+        """
         frames = list(map(_FRAMES, raw_blocks))
         depths = list(map(len, frames))
         if self.anchor is None:
-            return depths, ()
+            return depths, (), self.way
+        deep = list(itertools.compress(frames, depths))
         try:
-            anchors = list(map(self.anchor, itertools.compress(frames, depths)))
+            dicts = list(map(self.anchor, deep))
         except IndexError:  # a stack shorter than the anchor's distance: not a cell's
             k = self.k
-            anchors = [f[-k] if len(f) >= k else None for f in itertools.compress(frames, depths)]
-        return depths, self._frame_ids(anchors)
+            dicts = [f[-k] if len(f) >= k else None for f in deep]
+        anchors = self._frame_ids(dicts)
+        if self.cells:
+            odd = {a for a in set(anchors) if not self._is_cell(a)}
+            if odd:
+                at = list(itertools.compress(itertools.count(), map(odd.__contains__, anchors)))
+                for i, inner in zip(at, self._frame_ids([deep[i][0] for i in at])):
+                    anchors[i] = (anchors[i], inner)
+        return depths, anchors, self.way
+
+    def _is_cell(self, frame_id):
+        known = self._cell_frame.get(frame_id)
+        if known is None:
+            known = self._cell_frame[frame_id] = _is_cell_frame(self.table.frames[frame_id])
+        return known
 
     def read_again(self, plan, old):
         """plan with ``fresh`` also set for the blocks whose stack changed under the same layout, and its marks."""
         marks = self.marks(plan.seg["blocks"])
         if plan.fresh is not None and all(plan.fresh):
             return plan._replace(marks=marks)
-        if self.marks_valid and plan.layout is None and old.marks is not None:
+        if plan.layout is None and old.marks is not None and old.marks[2] == self.way:
             if old.marks == marks:
                 return plan._replace(marks=marks)
-            depths, anchors = marks
+            depths, anchors, _ = marks
             if depths == old.marks[0]:  # the same blocks have stacks: anchors line up, compared in C
                 fresh = list(plan.fresh) if plan.fresh is not None else [False] * len(depths)
                 with_stack = itertools.compress(itertools.count(), depths)
@@ -360,7 +410,7 @@ class _StackCheck:
 
     def _signatures(self, marks):
         """(depth, anchor frame id or -1) of each block: a loop in Python, only where a segment's marks differ."""
-        depths, anchors = marks
+        depths, anchors, _ = marks
         if self.anchor is None:
             return [(d, -1) for d in depths]
         anchor = iter(anchors)
@@ -383,6 +433,11 @@ _NO_STACK = (0, -1)
 _NO_ROW = (None, None, None, None, None, -1, None)
 _ADDRESS = operator.itemgetter(0)
 _ROW_STACK = operator.itemgetter(ROW_STACK)
+
+
+def _is_cell_frame(frame):
+    """Whether a frame (filename, line, name) is a cell's own code: what IPython's run_code executes is a module."""
+    return frame[2] == "<module>"
 
 
 def _is_cell_runner(frame):

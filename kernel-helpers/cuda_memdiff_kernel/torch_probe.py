@@ -206,18 +206,31 @@ def device_stats(torch=None):
 
 
 def allocation_count(torch=None):
-    """How many allocations the caching allocator has made, {(device, "small" or "large"): count} for the
-    devices in use (a segment's ``segment_type`` names its pool); None where unknown."""
+    """How many allocations the caching allocator has made, for the devices in use:
+    {(device, "small" or "large"): (allocations, offset)} (a segment's ``segment_type`` names its pool; the
+    offset, live blocks less allocations plus frees, moves only when the user resets torch's counters); None
+    where unknown."""
     torch = torch or loaded_torch()
     try:
         counts = {}
         for device in _used_devices(torch):
             allocation = _counters(torch, device)["allocation"]
             for pool in ("small", "large"):
-                counts[(device, pool)] = int(allocation[f"{pool}_pool"]["allocated"])
+                stat = allocation[f"{pool}_pool"]
+                allocated = int(stat["allocated"])
+                counts[(device, pool)] = (allocated, int(stat["current"]) - allocated + int(stat["freed"]))
         return counts
     except Exception:  # a torch or allocator without the counters: every block is read
         return None
+
+
+def counted_snapshot(include_traces=False, torch=None):
+    """(allocation counts, raw snapshot): the counts read just before the snapshot, None when they moved
+    while it was taken (another thread allocating: then they would not say what the snapshot holds)."""
+    torch = torch or loaded_torch()
+    before = allocation_count(torch)
+    raw = raw_snapshot(include_traces, torch)
+    return (before if before is not None and allocation_count(torch) == before else None), raw
 
 
 def reset_peaks(torch=None):

@@ -253,3 +253,109 @@ def test_the_log_sends_the_same_changes_as_before():
     layout[(0, SEGMENT)] = []
     entry = log.add(snapshot(layout), 3, reason="cell")
     assert entry.born == [] and sorted(entry.freed) == [(0, SEGMENT), (0, SEGMENT + 1024)]
+
+
+# Found by review: each of these read a table a full read would not give.
+
+
+def test_a_block_gone_pending_does_not_hide_a_reuse():
+    # x freed while recorded on a side stream (new by state, no allocation behind it) and, in the same pool,
+    # y from another cell lands where a block of the same size was freed (an allocation, new by nothing)
+    reader = SnapshotReader(FrameTable())
+    layout = {(0, SEGMENT): [(0, 512, ("a", 1)), (4096, 512, ("a", 2))]}
+    current = check(reader, snapshot(layout), {}, {(0, "small"): 2, (0, "large"): 0})
+    layout[(0, SEGMENT)][1] = (4096, 512, ("b", 7))
+    raw = snapshot(layout)
+    raw["segments"][0]["blocks"][0]["state"] = "active_pending_free"
+    check(reader, raw, current, {(0, "small"): 3, (0, "large"): 0})
+
+
+def test_a_segment_made_again_at_its_address_is_read_again():
+    # torch.cuda.empty_cache(), then the same line allocates on another stream, or another cell at that address
+    reader = SnapshotReader(FrameTable())
+    layout = {(0, SEGMENT): [(0, 512, ("a", 1))]}
+    raw = snapshot(layout)
+    raw["segments"][0]["frames"] = stack("a", 1)
+    current = check(reader, raw, {}, 1)
+    raw = snapshot(layout)
+    raw["segments"][0]["stream"] = 7
+    raw["segments"][0]["frames"] = stack("a", 1)
+    current = check(reader, raw, current, 2)
+    raw = snapshot({(0, SEGMENT): [(0, 512, ("b", 1))]})
+    raw["segments"][0]["stream"] = 7
+    raw["segments"][0]["frames"] = stack("b", 1)
+    check(reader, raw, current, 3)
+
+
+def callback(line):
+    """A widget's callback: no run_code frame, and an event loop's frame at the cells' anchor distance."""
+    return [
+        {"filename": "/tmp/ipykernel_1/cb.py", "line": line, "name": "on_click"},
+        {"filename": "/usr/lib/python3.12/asyncio/events.py", "line": 84, "name": "_run"},
+        {"filename": "/usr/lib/python3.12/asyncio/base_events.py", "line": 1936, "name": "_run_once"},
+        {"filename": "/usr/lib/python3.12/asyncio/base_events.py", "line": 608, "name": "run_forever"},
+        {"filename": "/usr/lib/python3/site-packages/ipykernel/kernelapp.py", "line": 739, "name": "start"},
+    ]
+
+
+def test_two_callbacks_of_the_same_depth_are_told_apart():
+    reader = SnapshotReader(FrameTable())
+    raw = snapshot({(0, SEGMENT): [(0, 512, ("a", 1)), (512, 512, ("a", 2))]})
+    raw["segments"].append(segment(8 * SEGMENT, [(0, 512, callback(10))]))
+    current = check(reader, raw, {}, 3)
+    raw = snapshot({(0, SEGMENT): [(0, 512, ("a", 1)), (512, 512, ("a", 2))]})
+    raw["segments"].append(segment(8 * SEGMENT, [(0, 512, callback(20))]))
+    check(reader, raw, current, 4)
+
+
+TORNADO = {"filename": "/usr/lib/python3/site-packages/tornado/platform/asyncio.py", "line": 205, "name": "start"}
+
+
+def deeper_cell(name, line):
+    """A cell's stack with one more outer frame: its cell frame lies one further from the outer end."""
+    frames = [{"filename": f"/tmp/ipykernel_1/{name}.py", "line": line, "name": "<module>"}, *KERNEL, TORNADO]
+    return [dict(f) for f in frames]
+
+
+def test_marks_kept_from_an_anchor_distance_two_changes_ago_are_not_trusted():
+    reader = SnapshotReader(FrameTable())
+    counts = {(0, "small"): 1, (0, "large"): 1}
+
+    def with_large(raw, frames):
+        seg = segment(16 * SEGMENT, [(0, 2**20, frames)])
+        seg["segment_type"] = "large"
+        raw["segments"].append(seg)
+        return raw
+
+    def through_library():
+        return [dict(LIBRARY)] + stack("a", 1)
+
+    small = [(0, 512, ("a", 2))]
+    current = check(reader, with_large(snapshot({(0, SEGMENT): small}), through_library()), {}, dict(counts))
+    counts[(0, "large")] += 1  # a large temporary: the large pool's marks are made at this distance
+    current = check(reader, with_large(snapshot({(0, SEGMENT): small}), through_library()), current, dict(counts))
+    # many blocks from deeper cell stacks: the most common distance moves by one
+    raw = snapshot({(0, SEGMENT): small + [(4096 * (i + 1), 512, ("tmp", i)) for i in range(6)]})
+    for i, blk in enumerate(raw["segments"][0]["blocks"][2::2]):
+        blk["frames"] = deeper_cell("c", 10 + i)
+    counts[(0, "small")] += 6
+    current = check(reader, with_large(raw, through_library()), current, dict(counts))
+    counts[(0, "small")] += 1  # a small temporary: a check at the new distance; the large pool keeps its marks
+    raw = copy.deepcopy(raw)
+    current = check(reader, raw, current, dict(counts))
+    assert reader.anchor_after() == 5
+    # the large block freed, and cell a's line 1, run the deeper way, allocates the same size there
+    raw = copy.deepcopy(raw)
+    raw["segments"][1]["blocks"][0]["frames"] = deeper_cell("a", 1)
+    counts[(0, "large")] += 1
+    check(reader, raw, current, dict(counts))
+
+
+def test_counters_reset_by_the_user_are_not_trusted():
+    # torch.cuda.reset_accumulated_memory_stats() in a cell, then `del x; y = torch.empty(same size)`:
+    # allocations 1 again, but the offset (live blocks less allocations plus frees) moved from 0 to 1
+    reader = SnapshotReader(FrameTable())
+    layout = {(0, SEGMENT): [(0, 512, ("a", 1))]}
+    current = check(reader, snapshot(layout), {}, {(0, "small"): (1, 0), (0, "large"): (0, 0)})
+    layout[(0, SEGMENT)][0] = (0, 512, ("b", 1))
+    check(reader, snapshot(layout), current, {(0, "small"): (1, 1), (0, "large"): (0, 0)})
