@@ -344,7 +344,7 @@ class _StackCheck:
     def __init__(self, reader, current):
         self.table, self.current = reader.table, current
         self.k = k = reader.anchor_after()
-        self.cells = bool(reader.cells_seen())  # IPython's run_code in the stacks: cell frames are told apart
+        self.cells = reader.cells_seen()  # IPython's run_code in the stacks: cell frames are told apart
         self.way = (k, self.cells)
         self.anchor = operator.itemgetter(-k) if k else None
         self.expected = reader.signatures.at(self.way)
@@ -409,7 +409,7 @@ class _StackCheck:
         return plan._replace(fresh=list(map(operator.or_, fresh, changed)), marks=marks)
 
     def _signatures(self, marks):
-        """(depth, anchor frame id or -1) of each block: a loop in Python, only where a segment's marks differ."""
+        """(depth, anchor) of each block, as _Signatures gives a row's: a loop in Python, only where marks differ."""
         depths, anchors, _ = marks
         if self.anchor is None:
             return [(d, -1) for d in depths]

@@ -45,8 +45,6 @@ from .walk import (
     VARIABLE,
     Budget,
     ObjectWalk,
-    holds_no_tensor,
-    saved_tensor_names,
 )
 
 ROLES = tuple(protocol.ROLES)
@@ -207,39 +205,13 @@ class _RoleWalk(ObjectWalk):
             elif t.grad_fn is not None:
                 self.graph(t.grad_fn, path)
 
-    def graph(self, node, path):
-        """ObjectWalk.graph for roles: no paths, and no look at saved attributes that never hold tensors."""
-        visited, stack, tensor_type = self.graph_seen, [node], self.torch.Tensor
-        found, rows = self.found[ACTIVATION_ROLE], self.rows
-        while stack:
-            fn = stack.pop()
-            if id(fn) in visited:
-                continue
-            visited[id(fn)] = fn  # held until the walk ends: node objects are made afresh on each access
-            self.tick()
-            names, spent = saved_tensor_names(fn), None
-            for name in names:
-                try:
-                    saved = getattr(fn, name)
-                except Exception:  # freed by backward
-                    continue
-                if isinstance(saved, tensor_type):
-                    address = saved.data_ptr()
-                    if address in rows:
-                        found.add(address)
-                    else:
-                        self.record(saved, GRAPH, None)
-                elif holds_no_tensor(saved):
-                    spent = [*(spent or ()), name]
-                elif isinstance(saved, (list, tuple)):
-                    for t in saved:
-                        if isinstance(t, tensor_type):
-                            self.record(t, GRAPH, None)
-            for name in spent or ():
-                names.remove(name)
-            for child, _ in fn.next_functions:
-                if child is not None and type(child).__name__ != "AccumulateGrad":
-                    stack.append(child)
+    def saved_tensor(self, tensor, path):
+        """ObjectWalk.graph's saved tensors, without paths: most start a block, a dict lookup away."""
+        address = tensor.data_ptr()
+        if address in self.rows:
+            self.found[ACTIVATION_ROLE].add(address)
+        else:
+            self.record(tensor, GRAPH, None)
 
     def record(self, tensor, kind, path, via=None):
         address = self.block_of(tensor)

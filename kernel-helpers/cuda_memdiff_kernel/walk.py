@@ -162,17 +162,29 @@ class ObjectWalk:
             if fn is None or id(fn) in visited:
                 continue
             visited[id(fn)] = fn
-            for name in saved_names(fn):
+            names, spent = saved_tensor_names(fn), None
+            for name in names:
                 try:
                     saved = getattr(fn, name)
-                except Exception:  # freed by backward, or not a tensor
+                except Exception:  # freed by backward
                     continue
-                for t in saved if isinstance(saved, (list, tuple)) else (saved,):
-                    if isinstance(t, tensor_type):
-                        self.record(t, GRAPH, path)
+                if isinstance(saved, tensor_type):
+                    self.saved_tensor(saved, path)
+                elif holds_no_tensor(saved):
+                    spent = [*(spent or ()), name]
+                elif isinstance(saved, (list, tuple)):
+                    for t in saved:
+                        if isinstance(t, tensor_type):
+                            self.saved_tensor(t, path)
+            for name in spent or ():
+                names.remove(name)
             for child, _ in getattr(fn, "next_functions", ()):
                 if child is not None and type(child).__name__ != "AccumulateGrad":
                     stack.append(child)
+
+    def saved_tensor(self, tensor, path):
+        """A tensor an autograd graph saved for backward."""
+        self.record(tensor, GRAPH, path)
 
     def module(self, module, path):
         for name, p in module.named_parameters(recurse=True):
