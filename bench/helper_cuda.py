@@ -13,7 +13,8 @@ bytes sent; the same with the blocks allocated 24 frames deeper, as a
 notebook cell's are; the same with traces on (the ``includeTraces`` setting: the
 cell's allocation history travels too). Then the cost of allocation history
 on a GPU-bound and a CPU-bound training step. ``--profile`` adds the
-helper's own hot spots at 100,000 blocks (``--profile=10000`` at 10,000).
+helper's own hot spots at 100,000 blocks (``--profile=10000`` at 10,000);
+``--sizes=10000,40000`` measures only those numbers of live blocks.
 """
 
 import cProfile
@@ -82,9 +83,11 @@ def nested(depth, fn):
     return fn() if depth == 0 else nested(depth - 1, fn)
 
 
-def capture_costs(profile=False):
+def capture_costs(profile=False, only=None):
     for depth, sizes, trace_modes in ((0, (10_000, 40_000, 100_000), (False, True)), (24, (10_000, 100_000), (False,))):
         for n in sizes:
+            if only and n not in only:
+                continue
             keep = nested(depth, lambda n=n: [torch.empty(256, device="cuda") for _ in range(n)])
             for traces in trace_modes:
                 capture_case(n, depth, keep, traces, profile == n and not traces)
@@ -215,7 +218,9 @@ def main():
         f"{(time.perf_counter() - t) * 1000:.0f} ms"
     )
     profile = [arg.partition("=")[2] or "100000" for arg in sys.argv if arg.startswith("--profile")]
-    capture_costs(profile=int(profile[0]) if profile else None)
+    sizes = [arg.partition("=")[2] for arg in sys.argv if arg.startswith("--sizes=")]
+    only = {int(n) for n in sizes[0].split(",")} if sizes else None
+    capture_costs(profile=int(profile[0]) if profile else None, only=only)
     if "--no-history-cost" not in sys.argv:
         history_costs()
 

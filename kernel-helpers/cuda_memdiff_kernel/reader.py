@@ -90,9 +90,56 @@ class _Kept:
         return self._layout
 
 
-# A changed segment: its layout tuples (None: the old ones), which of them are new (fresh; None: none),
-# the old ones that went, its stack marks.
-_Plan = collections.namedtuple("_Plan", "key seg meta pool columns layout fresh went marks")
+# A changed segment: the indices of its blocks to read (fresh; None: all, a new segment), the old layout tuples
+# that went, the span its layout changed in ((start, new end, old end); None: it did not), its stack marks.
+_Plan = collections.namedtuple("_Plan", "key seg meta pool columns fresh went changed marks")
+
+
+def _changed_layout(key, seg, meta, pool, columns, old, marks):
+    """(plan, allocations it shows) for a segment whose columns differ from the kept ones.
+
+    Only the span between the longest common start and end is compared by
+    layout tuple: a cell changes a few blocks of a segment of thousands. The
+    blocks around it lie at the same addresses (the sizes before them, and
+    after them up to the segment's end, are the same).
+    """
+    start, new_end, old_end = _changed_span(columns, old.columns)
+    address = old.segment[1] + sum(columns[0][:start])
+    now = _layout_span(columns, start, new_end, address)
+    was = _layout_span(old.columns, start, old_end, address)
+    was_set, now_set = set(was), set(now)
+    fresh = list(itertools.compress(range(start, new_end), map(operator.not_, map(was_set.__contains__, now))))
+    went = list(itertools.filterfalse(now_set.__contains__, was))
+    # Only an allocation makes a block allocated; one that went pending (freed on another stream) is new
+    # by state with no allocation behind it.
+    allocated = list(map(columns[2].__getitem__, fresh)).count(_ALLOCATED)
+    return _Plan(key, seg, meta, pool, columns, fresh, went, (start, new_end, old_end), marks), allocated
+
+
+def _changed_span(now, was):
+    """(start, end in now, end in was): the blocks outside [start, end) are the same in both column sets."""
+    n, m = len(now[0]), len(was[0])
+    start = _common(now, was, min(n, m), lambda column, k: column[:k], iter)
+    end = _common(now, was, min(n, m) - start, lambda column, k: column[len(column) - k :], reversed)
+    return start, n - end, m - end
+
+
+def _common(now, was, limit, part, order):
+    """How many blocks, at most ``limit``, in the given order (iter: from the start; reversed: from the end) have
+    the same columns. States first (an allocation or a free changes one): a lazy pass in C to the first
+    difference; each other column is compared as one slice in C, and scanned only where that slice differs."""
+    for k, (a, b) in enumerate(zip(reversed(now), reversed(was))):
+        if k and part(a, limit) == part(b, limit):
+            continue
+        differs = itertools.compress(itertools.count(), map(operator.ne, itertools.islice(order(a), limit), order(b)))
+        limit = next(differs, limit)
+    return limit
+
+
+def _layout_span(columns, start, end, address):
+    """Layout tuples of blocks [start, end), the first at ``address``."""
+    sizes, requested, states = (column[start:end] for column in columns)
+    return list(zip(itertools.accumulate(sizes[:-1], initial=address), sizes, requested, states))
 
 
 class SnapshotReader:
@@ -114,8 +161,8 @@ class SnapshotReader:
 
         ``allocations``: the allocator's counts of allocations so far, read
         just before ``raw`` was taken: {(device, "small" or "large"): count or
-        (count, offset)} (torch_probe.counted_snapshot), or one count for all;
-        None when unknown.
+        (count, offset) or (count, offset, frees)} (torch_probe.counted_snapshot),
+        or one count for all; None when unknown.
         """
         raw_segments = raw["segments"] if isinstance(raw, dict) else raw
         since = None
@@ -125,7 +172,8 @@ class SnapshotReader:
         if since is not None:
             try:
                 pool = _one_pool if isinstance(allocations, int) else _pool
-                result = self._read_changed(raw_segments, current, since, pool)
+                frees = _frees(allocations, self._allocations)
+                result = self._read_changed(raw_segments, current, since, frees, pool)
             except (KeyError, TypeError, AttributeError):  # a torch before 2.1, or a hand-made snapshot
                 result = None
         if result is None:
@@ -155,7 +203,7 @@ class SnapshotReader:
             self._segments, self._made = kept, blocks
         return segments, blocks, born, freed
 
-    def _read_changed(self, raw_segments, current, since, pool_of):
+    def _read_changed(self, raw_segments, current, since, frees, pool_of):
         before = self._segments
         kept, changed = {}, []
         for seg in raw_segments:
@@ -177,29 +225,32 @@ class SnapshotReader:
         if not changed and not gone:
             self._segments = kept
             return sorted((k.segment for k in kept.values()), key=segment_order), current, [], []
-        # Each changed segment: which of its blocks are new, and the old ones that went.
+        # Each changed segment: which of its blocks are new, the old ones that went, and its blocks' stack
+        # marks. In a pool where blocks were freed and others allocated, the marks are made at once, while the
+        # segment's block dicts are fresh in the CPU's cache (a pass over them costs several times more once
+        # they are not): a block may have been allocated again where one was freed. Without a free, none was.
+        stacks = _StackCheck(self, current)
         plans, new_blocks = [], dict.fromkeys(since, 0)
         for key, seg, meta, old, pool in changed:
             raw_blocks = seg["blocks"]
             columns = _columns(raw_blocks)
-            if old is not None and columns == old.columns:
-                plans.append(_Plan(key, seg, meta, pool, columns, None, None, [], old.marks))
-                continue
-            layout = list(map(_LAYOUT, raw_blocks))
-            old_layout = old.layout() if old is not None else []
-            was, now = set(old_layout), set(layout)
-            fresh = list(map(operator.not_, map(was.__contains__, layout)))
-            # Only an allocation makes a block allocated; one that went pending (freed on another stream) is new
-            # by state with no allocation behind it.
-            new_blocks[pool] += list(map(_STATE, itertools.compress(layout, fresh))).count(_ALLOCATED)
-            went = list(itertools.filterfalse(now.__contains__, old_layout))
-            plans.append(_Plan(key, seg, meta, pool, columns, layout, fresh, went, None))
+            marks = stacks.marks(raw_blocks) if since[pool] and frees.get(pool) != 0 else None
+            if old is None:  # a new segment: every block is read
+                plans.append(_Plan(key, seg, meta, pool, columns, None, [], None, marks))
+                new_blocks[pool] += columns[2].count(_ALLOCATED)
+            elif columns == old.columns:
+                plans.append(_Plan(key, seg, meta, pool, columns, [], [], None, marks))
+            else:
+                plan, allocated = _changed_layout(key, seg, meta, pool, columns, old, marks)
+                plans.append(plan)
+                new_blocks[pool] += allocated
         doubtful = {pool for pool, count in since.items() if new_blocks[pool] != count}
-        if doubtful:
-            # More allocations than new blocks: some landed where a block of the same layout was
-            # freed, maybe from other code. Read again each block whose stack is not its row's.
-            stacks = _StackCheck(self, current)
-            plans = [stacks.read_again(p, before.get(p.key)) if p.pool in doubtful else p for p in plans]
+        # More allocations than new blocks: some landed where a block of the same layout was freed, maybe from
+        # other code. Read again each block whose stack is not its row's.
+        plans = [
+            stacks.read_again(p, before.get(p.key)) if p.pool in doubtful else stacks.kept(p, before.get(p.key))
+            for p in plans
+        ]
         blocks = dict(current)
         old_rows = {}  # rows taken out; those not read again were freed
         for old in gone:
@@ -218,17 +269,17 @@ class SnapshotReader:
             segment = read_segment_tuple(seg, self.table)
             if old is not None and old.segment == segment:
                 segment = old.segment
-            if old is not None and not plan.went and not (plan.fresh and any(plan.fresh)):
-                kept[plan.key] = _Kept(plan.meta, plan.columns, segment, plan.marks, old._layout)  # the same blocks
+            if old is not None and not plan.went and not plan.fresh:  # the same blocks
+                kept[plan.key] = _Kept(plan.meta, plan.columns, segment, plan.marks, old._layout)
                 continue
             device, seg_address = int(seg.get("device", 0)), int(seg["address"])
-            raw_blocks = itertools.compress(seg["blocks"], plan.fresh) if old is not None else seg["blocks"]
+            raw_blocks = seg["blocks"] if plan.fresh is None else map(seg["blocks"].__getitem__, plan.fresh)
             for block in read_blocks(raw_blocks, device, seg_address, self.table, ids, blocks):
                 row = blocks[block]
                 previous = old_rows.pop(block, None)
                 if row != (current.get(block) if previous is None else previous):
                     born.append(row)
-            layout = plan.layout if plan.layout is not None else old._layout
+            layout = old._layout if plan.changed is None and old is not None else None  # made again when needed
             kept[plan.key] = _Kept(plan.meta, plan.columns, segment, plan.marks, layout)
         self._segments, self._made = kept, blocks
         return sorted((k.segment for k in kept.values()), key=segment_order), blocks, born, list(old_rows)
@@ -299,6 +350,18 @@ def _since(now, last):
     else:
         return None
     return since if all(count >= 0 for count in since.values()) else None
+
+
+def _frees(now, last):
+    """Frees per pool between two counts that carry them ((allocations, offset, frees)); None where unknown."""
+    if not (isinstance(now, dict) and isinstance(last, dict)):
+        return {}
+    frees = {}
+    for pool, count in now.items():
+        before = last.get(pool)
+        if isinstance(count, tuple) and isinstance(before, tuple) and len(count) > 2 and len(before) > 2:
+            frees[pool] = count[2] - before[2]
+    return frees
 
 
 class _Signatures:
@@ -384,37 +447,63 @@ class _StackCheck:
         return known
 
     def read_again(self, plan, old):
-        """plan with ``fresh`` also set for the blocks whose stack changed under the same layout, and its marks."""
-        marks = self.marks(plan.seg["blocks"])
-        if plan.fresh is not None and all(plan.fresh):
-            return plan._replace(marks=marks)
-        if plan.layout is None and old.marks is not None and old.marks[2] == self.way:
-            if old.marks == marks:
-                return plan._replace(marks=marks)
-            depths, anchors, _ = marks
-            if depths == old.marks[0]:  # the same blocks have stacks: anchors line up, compared in C
-                fresh = list(plan.fresh) if plan.fresh is not None else [False] * len(depths)
-                with_stack = itertools.compress(itertools.count(), depths)
-                for i in itertools.compress(with_stack, map(operator.ne, anchors, old.marks[1])):
-                    fresh[i] = True
-                return plan._replace(fresh=fresh, marks=marks)
-            changed = map(operator.ne, self._signatures(marks), self._signatures(old.marks))
+        """plan with ``fresh`` also naming the blocks whose stack changed under the same layout."""
+        if plan.marks is None:
+            plan = plan._replace(marks=self.marks(plan.seg["blocks"]))
+        marks = plan.marks
+        if plan.fresh is None:  # a new segment: every block is read
+            return plan
+        n = len(marks[0])
+        if old.marks is not None and old.marks[2] == self.way:
+            if plan.changed is None:
+                if old.marks == marks:
+                    return plan
+                changed = _changed_marks(marks, old.marks, 0, n, 0)
+            else:  # the common start and end against the kept marks; the span between against the rows
+                start, end, old_end = plan.changed
+                changed = _changed_marks(marks, old.marks, 0, start, 0)
+                changed += _changed_marks(marks, old.marks, end, n, old_end)
+                changed += self._against_rows(plan, marks, range(start, end))
         else:  # no marks kept for these blocks: each one against its row's stack
-            device = int(plan.seg.get("device", 0))
-            layout = plan.layout if plan.layout is not None else old.layout()
-            keys = zip(itertools.repeat(device), map(_ADDRESS, layout))
-            rows = map(self.current.get, keys, itertools.repeat(_NO_ROW))
-            changed = map(operator.ne, self._signatures(marks), map(self.expected, map(_ROW_STACK, rows)))
-        fresh = plan.fresh if plan.fresh is not None else itertools.repeat(False)
-        return plan._replace(fresh=list(map(operator.or_, fresh, changed)), marks=marks)
+            changed = self._against_rows(plan, marks, range(n))
+        return plan._replace(fresh=sorted(set(plan.fresh).union(changed))) if changed else plan
 
-    def _signatures(self, marks):
-        """(depth, anchor) of each block, as _Signatures gives a row's: a loop in Python, only where marks differ."""
-        depths, anchors, _ = marks
-        if self.anchor is None:
-            return [(d, -1) for d in depths]
-        anchor = iter(anchors)
-        return [(d, next(anchor)) if d else (0, -1) for d in depths]
+    def kept(self, plan, old):
+        """plan with marks where its pool's blocks kept their stacks: a changed segment's kept ones around the
+        span that changed, and the span's own (the blocks outside it were neither freed nor allocated)."""
+        if plan.marks is not None or old is None:
+            return plan
+        if plan.changed is None:  # the same layout: the same blocks
+            return plan._replace(marks=old.marks)
+        if old.marks is None or old.marks[2] != self.way:
+            return plan
+        start, end, old_end = plan.changed
+        depths, anchors, way = old.marks
+        middle = self.marks(plan.seg["blocks"][start:end])
+        n = len(depths)
+        head = start - depths[:start].count(0)
+        tail = (n - old_end) - depths[old_end:].count(0)
+        if way[0]:  # an anchor distance: anchors for the blocks with a stack
+            anchors = anchors[:head] + middle[1] + anchors[len(anchors) - tail :]
+        return plan._replace(marks=(depths[:start] + middle[0] + depths[old_end:], anchors, way))
+
+    def _against_rows(self, plan, marks, span):
+        """The blocks of ``span`` (not fresh) whose stack mark is not their row's: a loop in Python."""
+        if not span:
+            return []
+        seg = plan.seg
+        device = int(seg.get("device", 0))
+        sizes = plan.columns[0]
+        address = int(seg["address"]) + sum(sizes[: span[0]])
+        addresses = itertools.accumulate(sizes[span[0] : span[-1]], initial=address)
+        rows = map(self.current.get, zip(itertools.repeat(device), addresses), itertools.repeat(_NO_ROW))
+        expected = map(self.expected, map(_ROW_STACK, rows))
+        fresh = set(plan.fresh)
+        return [
+            i
+            for i, now, then in zip(span, _signatures(marks, span.start, span.stop), expected)
+            if now != then and i not in fresh
+        ]
 
     def _frame_ids(self, frames):
         """The frame id of each frame dict; the few dicts not seen yet are named by content."""
@@ -423,10 +512,43 @@ class _StackCheck:
         try:
             return list(map(known.__getitem__, ids))
         except KeyError:
-            for frame_id, frame in dict(zip(ids, frames)).items():
-                if frame_id not in known:
-                    known[frame_id] = self.table.frame_id(frame)
+            for frame_id in set(ids).difference(known):
+                known[frame_id] = self.table.frame_id(frames[ids.index(frame_id)])
             return list(map(known.__getitem__, ids))
+
+
+def _changed_marks(now, was, start, end, was_start):
+    """Indices in [start, end) whose mark in ``now`` differs from the one at the same offset from ``was_start``
+    in ``was``; the span must start or end its segment (anchors are kept only for blocks with a stack)."""
+    if start == end:
+        return []
+    depths, was_depths = now[0][start:end], was[0][was_start : was_start + end - start]
+    if depths == was_depths:  # the same blocks have stacks: anchors line up, compared in C
+        with_stack = len(depths) - depths.count(0)
+        anchors, was_anchors = _anchor_span(now, start, with_stack), _anchor_span(was, was_start, with_stack)
+        if anchors == was_anchors:
+            return []
+        at = list(itertools.compress(range(start, end), depths))
+        return list(map(at.__getitem__, itertools.compress(itertools.count(), map(operator.ne, anchors, was_anchors))))
+    changed = map(operator.ne, _signatures(now, start, end), _signatures(was, was_start, was_start + end - start))
+    return list(itertools.compress(range(start, end), changed))
+
+
+def _anchor_span(marks, start, count):
+    """The anchors of ``count`` blocks with a stack from block ``start``, which is 0 or ends them at the last."""
+    anchors = marks[1]
+    if not anchors:  # no anchor distance: depths alone
+        return anchors
+    return anchors[:count] if start == 0 else anchors[len(anchors) - count :]
+
+
+def _signatures(marks, start, end):
+    """(depth, anchor) of blocks [start, end), as _Signatures gives a row's: a loop in Python."""
+    depths, anchors, (k, _) = marks
+    if not k:
+        return [(d, -1) for d in depths[start:end]]
+    anchor = iter(anchors[start - depths[:start].count(0) :])
+    return [(d, next(anchor)) if d else (0, -1) for d in depths[start:end]]
 
 
 _NO_STACK = (0, -1)

@@ -207,8 +207,8 @@ def device_stats(torch=None):
 
 def allocation_count(torch=None):
     """How many allocations the caching allocator has made, for the devices in use:
-    {(device, "small" or "large"): (allocations, offset)} (a segment's ``segment_type`` names its pool; the
-    offset, live blocks less allocations plus frees, moves only when the user resets torch's counters); None
+    {(device, "small" or "large"): (allocations, offset, frees)} (a segment's ``segment_type`` names its pool;
+    the offset, live blocks less allocations plus frees, moves only when the user resets torch's counters); None
     where unknown."""
     torch = torch or loaded_torch()
     try:
@@ -217,8 +217,8 @@ def allocation_count(torch=None):
             allocation = _counters(torch, device)["allocation"]
             for pool in ("small", "large"):
                 stat = allocation[f"{pool}_pool"]
-                allocated = int(stat["allocated"])
-                counts[(device, pool)] = (allocated, int(stat["current"]) - allocated + int(stat["freed"]))
+                allocated, freed = int(stat["allocated"]), int(stat["freed"])
+                counts[(device, pool)] = (allocated, int(stat["current"]) - allocated + freed, freed)
         return counts
     except Exception:  # a torch or allocator without the counters: every block is read
         return None
