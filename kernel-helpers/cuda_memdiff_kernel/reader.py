@@ -411,7 +411,9 @@ class _StackCheck:
         self.way = (k, self.cells)
         self.anchor = operator.itemgetter(-k) if k else None
         self.expected = reader.signatures.at(self.way)
-        self.frame_ids = {id(None): -1}  # id of a frame dict in this snapshot -> frame id
+        self.anchor_ids = {id(None): -1}  # id of an anchor's frame dict in this snapshot -> frame id
+        self.frame_ids = {}  # the same for innermost frames
+        self.odd = False  # whether an anchor that is no cell's frame was seen in this snapshot
         self._cell_frame = {-1: False}  # frame id -> whether it is a cell's code
 
     def marks(self, raw_blocks):
@@ -431,12 +433,13 @@ class _StackCheck:
         except IndexError:  # a stack shorter than the anchor's distance: not a cell's
             k = self.k
             dicts = [f[-k] if len(f) >= k else None for f in deep]
-        anchors = self._frame_ids(dicts)
-        if self.cells:
+            self.odd = True
+        anchors = self._frame_ids(dicts, self.anchor_ids)
+        if self.cells and self.odd:  # else every anchor is a cell's frame: no pass to look
             odd = {a for a in set(anchors) if not self._is_cell(a)}
             if odd:
                 at = list(itertools.compress(itertools.count(), map(odd.__contains__, anchors)))
-                for i, inner in zip(at, self._frame_ids([deep[i][0] for i in at])):
+                for i, inner in zip(at, self._frame_ids([deep[i][0] for i in at], self.frame_ids)):
                     anchors[i] = (anchors[i], inner)
         return depths, anchors, self.way
 
@@ -505,15 +508,17 @@ class _StackCheck:
             if now != then and i not in fresh
         ]
 
-    def _frame_ids(self, frames):
-        """The frame id of each frame dict; the few dicts not seen yet are named by content."""
-        known = self.frame_ids
+    def _frame_ids(self, frames, known):
+        """The frame id of each frame dict; the few dicts not seen yet are named by content (and an anchor
+        that is no cell's frame noted)."""
         ids = list(map(id, frames))
         try:
             return list(map(known.__getitem__, ids))
         except KeyError:
-            for frame_id in set(ids).difference(known):
-                known[frame_id] = self.table.frame_id(frames[ids.index(frame_id)])
+            for dict_id in set(ids).difference(known):
+                frame_id = known[dict_id] = self.table.frame_id(frames[ids.index(dict_id)])
+                if known is self.anchor_ids and not self._is_cell(frame_id):
+                    self.odd = True
             return list(map(known.__getitem__, ids))
 
 

@@ -313,9 +313,10 @@ def test_two_callbacks_of_the_same_depth_are_told_apart():
     raw = snapshot({(0, SEGMENT): [(0, 512, ("a", 1)), (512, 512, ("a", 2))]})
     raw["segments"].append(segment(8 * SEGMENT, [(0, 512, callback(10))]))
     current = check(reader, raw, {}, 3)
-    raw = snapshot({(0, SEGMENT): [(0, 512, ("a", 1)), (512, 512, ("a", 2))]})
-    raw["segments"].append(segment(8 * SEGMENT, [(0, 512, callback(20))]))
-    check(reader, raw, current, 4)
+    for count, line in ((4, 20), (5, 30), (6, 40)):  # against the rows, then against the marks kept
+        raw = snapshot({(0, SEGMENT): [(0, 512, ("a", 1)), (512, 512, ("a", 2))]})
+        raw["segments"].append(segment(8 * SEGMENT, [(0, 512, callback(line))]))
+        current = check(reader, raw, current, count)
 
 
 TORNADO = {"filename": "/usr/lib/python3/site-packages/tornado/platform/asyncio.py", "line": 205, "name": "start"}
