@@ -76,10 +76,11 @@ class _Kept:
     """One segment as last read: its meta, its blocks' columns, its segment tuple, its blocks' stack marks
     (_StackCheck.marks; None until a stack check made them) and its layout tuples (made when needed)."""
 
-    __slots__ = ("meta", "columns", "segment", "marks", "_layout")
+    __slots__ = ("meta", "columns", "segment", "marks", "_layout", "firsts")
 
-    def __init__(self, meta, columns, segment, marks=None, layout=None):
+    def __init__(self, meta, columns, segment, marks=None, layout=None, firsts=None):
         self.meta, self.columns, self.segment, self.marks, self._layout = meta, columns, segment, marks, layout
+        self.firsts = firsts  # _StackCheck._unchanged's {anchor: its first index}; False: not to be used
 
     def layout(self):
         """(address, size, requested size, state) of each block, the blocks lying back to back."""
@@ -234,7 +235,7 @@ class SnapshotReader:
         for key, seg, meta, old, pool in changed:
             raw_blocks = seg["blocks"]
             columns = _columns(raw_blocks)
-            marks = stacks.marks(raw_blocks) if since[pool] and frees.get(pool) != 0 else None
+            marks = stacks.marks(raw_blocks, old) if since[pool] and frees.get(pool) != 0 else None
             if old is None:  # a new segment: every block is read
                 plans.append(_Plan(key, seg, meta, pool, columns, None, [], None, marks))
                 new_blocks[pool] += columns[2].count(_ALLOCATED)
@@ -270,7 +271,8 @@ class SnapshotReader:
             if old is not None and old.segment == segment:
                 segment = old.segment
             if old is not None and not plan.went and not plan.fresh:  # the same blocks
-                kept[plan.key] = _Kept(plan.meta, plan.columns, segment, plan.marks, old._layout)
+                firsts = old.firsts if plan.marks is old.marks else None
+                kept[plan.key] = _Kept(plan.meta, plan.columns, segment, plan.marks, old._layout, firsts)
                 continue
             device, seg_address = int(seg.get("device", 0)), int(seg["address"])
             raw_blocks = seg["blocks"] if plan.fresh is None else map(seg["blocks"].__getitem__, plan.fresh)
@@ -416,8 +418,9 @@ class _StackCheck:
         self.odd = False  # whether an anchor that is no cell's frame was seen in this snapshot
         self._cell_frame = {-1: False}  # frame id -> whether it is a cell's code
 
-    def marks(self, raw_blocks):
-        """(each block's stack depth, the anchor of each block with a stack, the way they were made).
+    def marks(self, raw_blocks, old=None):
+        """(each block's stack depth, the anchor of each block with a stack, the way they were made);
+        ``old.marks`` itself where they are the same as the kept segment ``old``'s.
 
         An anchor is the frame id at the anchor's distance (-1 where the stack
         is shorter); with cells told apart, one that is no cell's frame is
@@ -434,6 +437,9 @@ class _StackCheck:
             k = self.k
             dicts = [f[-k] if len(f) >= k else None for f in deep]
             self.odd = True
+        else:
+            if old is not None and self._unchanged(old, depths, dicts):
+                return old.marks
         anchors = self._frame_ids(dicts, self.anchor_ids)
         if self.cells and self.odd:  # else every anchor is a cell's frame: no pass to look
             odd = {a for a in set(anchors) if not self._is_cell(a)}
@@ -442,6 +448,37 @@ class _StackCheck:
                 for i, inner in zip(at, self._frame_ids([deep[i][0] for i in at], self.frame_ids)):
                     anchors[i] = (anchors[i], inner)
         return depths, anchors, self.way
+
+    def _unchanged(self, old, depths, dicts):
+        """Whether a segment's anchor frame dicts are the frames of its kept marks, told without naming each one.
+
+        The kept anchors name a few distinct frames. Each is named in this
+        snapshot by the dict at its first place; the kept anchors, each put
+        for its dict, must then be the same objects as this snapshot's, one
+        comparison of two lists in C (torch shares one dict per distinct
+        frame). Kept anchors that are no cell's frame, or none, are compared
+        the long way.
+        """
+        marks = old.marks
+        if marks is None or marks[2] != self.way or marks[0] != depths or old.firsts is False:
+            return False
+        anchors = marks[1]
+        if old.firsts is None:
+            distinct = set(anchors)
+            if not all(type(a) is int and a >= 0 for a in distinct):
+                old.firsts = False
+                return False
+            old.firsts = {a: anchors.index(a) for a in distinct}
+        known, by_frame = self.anchor_ids, {}
+        for frame_id, at in old.firsts.items():
+            candidate = dicts[at]
+            named = known.get(id(candidate))
+            if named is None:
+                named = self._frame_ids([candidate], known)[0]
+            if named != frame_id:
+                return False
+            by_frame[frame_id] = candidate
+        return list(map(by_frame.__getitem__, anchors)) == dicts
 
     def _is_cell(self, frame_id):
         known = self._cell_frame.get(frame_id)
