@@ -104,7 +104,7 @@ def _changed_layout(key, seg, meta, pool, columns, old, marks):
     blocks around it lie at the same addresses (the sizes before them, and
     after them up to the segment's end, are the same).
     """
-    start, new_end, old_end = _changed_span(columns, old.columns)
+    start, new_end, old_end = _changed_span(columns, old.columns, meta[0] == old.meta[0])
     address = old.segment[1] + sum(columns[0][:start])
     now = _layout_span(columns, start, new_end, address)
     was = _layout_span(old.columns, start, old_end, address)
@@ -117,11 +117,14 @@ def _changed_layout(key, seg, meta, pool, columns, old, marks):
     return _Plan(key, seg, meta, pool, columns, fresh, went, (start, new_end, old_end), marks), allocated
 
 
-def _changed_span(now, was):
+def _changed_span(now, was, same_total=True):
     """(start, end in now, end in was): the blocks outside [start, end) are the same in both column sets."""
     n, m = len(now[0]), len(was[0])
     start = _common(now, was, min(n, m), lambda column, k: column[:k], iter)
-    end = _common(now, was, min(n, m) - start, lambda column, k: column[len(column) - k :], reversed)
+    # a common end lies at the same addresses only in a segment of the same size (an expandable one grows)
+    end = (
+        _common(now, was, min(n, m) - start, lambda column, k: column[len(column) - k :], reversed) if same_total else 0
+    )
     return start, n - end, m - end
 
 
@@ -384,8 +387,8 @@ class _Signatures:
             stack = stacks[sid]
             depth = len(stack)
             anchor = stack[depth - k] if k and depth >= k else -1
-            if cells and k and depth and (anchor < 0 or not _is_cell_frame(frames[anchor])):
-                anchor = (anchor, stack[0])
+            if k and depth and (anchor < 0 or (cells and not _is_cell_frame(frames[anchor]))):
+                anchor = (anchor, tuple(stack))
             by_stack[sid] = (depth, anchor)
         return by_stack.__getitem__
 
@@ -397,7 +400,9 @@ class _StackCheck:
     allocated again by another cell or line has another anchor, one allocated
     on another path (the autograd thread's empty stack) another depth. In a
     kernel, a stack that does not come from a cell (a widget's callback, a
-    thread) has no cell frame there: its innermost frame is compared too.
+    thread) has no cell frame there, and a stack shorter than the anchor's
+    distance has no anchor: those are compared whole (a library frame can be
+    both the innermost and at the anchor's distance, so less would not do).
     Torch makes new frame dicts for each snapshot but shares one dict per
     distinct frame within it, so the few distinct dicts are named by content
     once and each block costs a few calls made in C. A segment's marks (each
@@ -414,17 +419,17 @@ class _StackCheck:
         self.anchor = operator.itemgetter(-k) if k else None
         self.expected = reader.signatures.at(self.way)
         self.anchor_ids = {id(None): -1}  # id of an anchor's frame dict in this snapshot -> frame id
-        self.frame_ids = {}  # the same for innermost frames
-        self.odd = False  # whether an anchor that is no cell's frame was seen in this snapshot
+        self.frame_ids = {}  # the same for the frames of stacks compared whole
+        self.odd = False  # whether this snapshot has an anchor that is no cell's frame (in a kernel), or none
         self._cell_frame = {-1: False}  # frame id -> whether it is a cell's code
 
     def marks(self, raw_blocks, old=None):
         """(each block's stack depth, the anchor of each block with a stack, the way they were made);
         ``old.marks`` itself where they are the same as the kept segment ``old``'s.
 
-        An anchor is the frame id at the anchor's distance (-1 where the stack
-        is shorter); with cells told apart, one that is no cell's frame is
-        (that id, the innermost frame's id).
+        An anchor is the frame id at the anchor's distance; where the stack is
+        shorter, or (with cells told apart) that frame is no cell's, it is
+        (that id or -1, the ids of the whole stack).
         """
         frames = list(map(_FRAMES, raw_blocks))
         depths = list(map(len, frames))
@@ -441,12 +446,12 @@ class _StackCheck:
             if old is not None and self._unchanged(old, depths, dicts):
                 return old.marks
         anchors = self._frame_ids(dicts, self.anchor_ids)
-        if self.cells and self.odd:  # else every anchor is a cell's frame: no pass to look
-            odd = {a for a in set(anchors) if not self._is_cell(a)}
+        if self.odd:  # else every anchor is a cell's frame: no pass to look
+            odd = {a for a in set(anchors) if a == -1 or (self.cells and not self._is_cell(a))}
             if odd:
                 at = list(itertools.compress(itertools.count(), map(odd.__contains__, anchors)))
-                for i, inner in zip(at, self._frame_ids([deep[i][0] for i in at], self.frame_ids)):
-                    anchors[i] = (anchors[i], inner)
+                for i in at:  # the whole stack: a library frame can be both innermost and at the anchor distance
+                    anchors[i] = (anchors[i], tuple(self._frame_ids(deep[i], self.frame_ids)))
         return depths, anchors, self.way
 
     def _unchanged(self, old, depths, dicts):
@@ -554,7 +559,7 @@ class _StackCheck:
         except KeyError:
             for dict_id in set(ids).difference(known):
                 frame_id = known[dict_id] = self.table.frame_id(frames[ids.index(dict_id)])
-                if known is self.anchor_ids and not self._is_cell(frame_id):
+                if known is self.anchor_ids and self.cells and not self._is_cell(frame_id):
                     self.odd = True
             return list(map(known.__getitem__, ids))
 

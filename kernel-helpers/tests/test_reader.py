@@ -370,3 +370,124 @@ def test_counters_reset_by_the_user_are_not_trusted():
     current = check(reader, snapshot(layout), {}, {(0, "small"): (1, 0), (0, "large"): (0, 0)})
     layout[(0, SEGMENT)][0] = (0, 512, ("b", 1))
     check(reader, snapshot(layout), current, {(0, "small"): (1, 1), (0, "large"): (0, 0)})
+
+
+# Found by a second review.
+
+
+def _block(address, size, frames, requested=None, state="active_allocated"):
+    return {
+        "address": address,
+        "size": size,
+        "requested_size": size if requested is None else requested,
+        "state": state if frames is not None else "inactive",
+        "frames": frames or [],
+    }
+
+
+def _segment(address, blocks, segment_type="large"):
+    """blocks: [(size, frames or None for free space)], back to back from ``address``."""
+    out, cursor = [], address
+    for size, frames in blocks:
+        out.append(_block(cursor, size, frames))
+        cursor += size
+    live = [b for b in out if b["state"] != "inactive"]
+    return {
+        "device": 0,
+        "address": address,
+        "total_size": cursor - address,
+        "stream": 0,
+        "segment_type": segment_type,
+        "segment_pool_id": (0, 0),
+        "allocated_size": sum(b["size"] for b in live),
+        "active_size": sum(b["size"] for b in live),
+        "requested_size": sum(b["requested_size"] for b in live),
+        "frames": [],
+        "blocks": out,
+    }
+
+
+MB2 = 2**21
+
+
+# F1 (new in 42198c8): the common end of a segment whose size changed is taken as lying at the same addresses.
+# torch reports an expandable segment (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True) as one segment per
+# mapped range: when a cell's allocation does not fit, the segment grows at its end, at the same address.
+
+
+def test_an_expandable_segment_that_grew_is_not_read_by_its_common_end():
+    # cell a: x = 2 MiB, y = 4 MiB; cell b: del x; z = 4 MiB (does not fit where x was: the segment grows)
+    reader = SnapshotReader(FrameTable())
+    base = 64 * MB2
+    counts = {(0, "small"): (0, 0, 0), (0, "large"): (2, 0, 0)}
+    raw = {"segments": [_segment(base, [(MB2, stack("a", 1)), (2 * MB2, stack("a", 2))])], "device_traces": []}
+    current = check(reader, raw, {}, counts)
+    raw = {
+        "segments": [_segment(base, [(MB2, None), (2 * MB2, stack("a", 2)), (2 * MB2, stack("b", 1))])],
+        "device_traces": [],
+    }
+    # z (at base + 6 MiB) is the block the user wants to see; the reader takes it for y (at base + 2 MiB)
+    check(reader, raw, current, {(0, "small"): (0, 0, 0), (0, "large"): (3, 0, 1)})
+
+
+def test_an_expandable_segment_growing_by_one_more_of_the_same_size_is_seen():
+    # each cell appends one more 4 MiB tensor to a list, and frees a small one made earlier in the segment
+    reader = SnapshotReader(FrameTable())
+    base = 64 * MB2
+    blocks = [(MB2, stack("a", 1)), (2 * MB2, stack("a", 2))]
+    raw = {"segments": [_segment(base, blocks)], "device_traces": []}
+    current = check(reader, raw, {}, 2)
+    blocks = [(MB2, None), (2 * MB2, stack("a", 2)), (2 * MB2, stack("a", 2))]
+    check(reader, {"segments": [_segment(base, blocks)], "device_traces": []}, current, 3)
+
+
+# F2 (older than this change: _Signatures and marks): two callbacks that call the same library function from
+# different lines have the same depth, the same frame at the anchor distance and the same innermost frame.
+
+
+def test_two_callbacks_through_the_same_library_call_are_told_apart():
+    reader = SnapshotReader(FrameTable())
+
+    def through_library(line):
+        return [dict(LIBRARY)] + callback(line)
+
+    raw = snapshot({(0, SEGMENT): [(0, 512, ("a", 1)), (512, 512, ("a", 2))]})
+    raw["segments"].append(segment(8 * SEGMENT, [(0, 512, through_library(10))]))
+    current = check(reader, raw, {}, 3)
+    raw = snapshot({(0, SEGMENT): [(0, 512, ("a", 1)), (512, 512, ("a", 2))]})
+    raw["segments"].append(segment(8 * SEGMENT, [(0, 512, through_library(20))]))  # freed; the other line's
+    check(reader, raw, current, 4)
+
+
+# F3 (older than this change: anchor_after): where most cell stacks have their cell frame one further out, the
+# anchor of a cell stack at the usual depth that went through a library is the library's frame.
+
+
+def test_cells_of_the_lesser_depth_through_a_library_are_told_apart():
+    reader = SnapshotReader(FrameTable())
+    layout = [(0, 512, ("a", 1, True))] + [(4096 * (i + 1), 512, ("tmp", i)) for i in range(6)]
+    raw = snapshot({(0, SEGMENT): layout})
+    for i, blk in enumerate(raw["segments"][0]["blocks"][2::2]):
+        blk["frames"] = deeper_cell("c", 10 + i)  # most stacks: the cell frame 5 from the outer end
+    current = check(reader, raw, {}, 7)
+    assert reader.anchor_after() == 5
+    raw = snapshot({(0, SEGMENT): [(0, 512, ("b", 2, True))] + layout[1:]})  # another cell, another line
+    for i, blk in enumerate(raw["segments"][0]["blocks"][2::2]):
+        blk["frames"] = deeper_cell("c", 10 + i)
+    check(reader, raw, current, 8)
+
+
+# F4 (older than this change: anchor_after with one stack seen): before any stack came through run_code, the
+# anchor is the frame just inside the frames all stacks share; with one stack seen, that is past its end, so
+# every stack of that depth has no anchor (-1) and only depths are compared (a plain script's first cells, or
+# a kernel whose first blocks came from a callback).
+
+
+def test_a_second_stack_of_the_first_ones_depth_is_told_apart():
+    reader = SnapshotReader(FrameTable())
+    raw = snapshot({(0, SEGMENT): []})
+    raw["segments"][0] = segment(SEGMENT, [(0, 512, callback(10))])
+    current = check(reader, raw, {}, 1)
+    raw = snapshot({(0, SEGMENT): []})
+    raw["segments"][0] = segment(SEGMENT, [(0, 512, callback(20))])  # freed; another line's, same size
+    check(reader, raw, current, 2)
