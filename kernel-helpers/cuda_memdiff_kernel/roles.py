@@ -26,10 +26,12 @@ import os
 import re
 import time
 import warnings
+import weakref
 
 from . import protocol, torch_probe
 from .block_index import BlockIndex
 from .compact import ROW_DEVICE, ROW_REQUESTED, ROW_SIZE, ROW_STATE
+from .item_ids import item_ids
 from .log import collector_paused
 from .walk import (
     BUFFER,
@@ -45,6 +47,7 @@ from .walk import (
     VARIABLE,
     Budget,
     ObjectWalk,
+    saved_tensor_names,
 )
 
 ROLES = tuple(protocol.ROLES)
@@ -79,6 +82,7 @@ _CODES = protocol.ROLE_CODES
 _ROLE_OF_CODE = {code: role for role, code in enumerate(_CODES)}
 _CHUNK = 1024  # tensors of a list looked at between two looks at the clock
 _UNIT_MIN = 32  # a shorter list is walked each cell: checking it costs about what walking it does
+_PROBE_NODES = 8  # nodes looked at, nearest the root first, for one whose saved tensor tells backward ran
 _AFFECTED_MAX = 4096  # beyond this many blocks to give a role again (and a quarter of all), give all afresh
 _SIZE = operator.itemgetter(ROW_SIZE)
 _REQUIRES_GRAD = operator.attrgetter("requires_grad")
@@ -104,6 +108,24 @@ class _Unit:
         self.ids, self.addresses, self.graded = ids, addresses, graded
 
 
+class _Graph:
+    """The blocks an autograd graph saved tensors in, as a walk found them from a tensor it keeps.
+
+    Reused while the same tensor object (``tensor``, a weak reference: the
+    pass must keep nothing alive) has the same root node (``token``), none
+    of the blocks was born or freed since, and the saved tensor ``probe``
+    points at still reads: a graph only changes when backward frees what
+    it saved, and that runs through the root node first. ``probe``: the
+    next_functions indices from the root to a node, and the name of a
+    saved tensor of that node.
+    """
+
+    __slots__ = ("tensor", "token", "addresses", "probe")
+
+    def __init__(self, tensor, token, addresses, probe):
+        self.tensor, self.token, self.addresses, self.probe = tensor, token, addresses, probe
+
+
 class _RoleWalk(ObjectWalk):
     """Meets tensors from the user's roots; collects, per role, the addresses of the blocks it met in that role.
 
@@ -116,15 +138,20 @@ class _RoleWalk(ObjectWalk):
 
     paths = False
 
-    def __init__(self, torch, index, budget_s, last_units, touched):
+    def __init__(self, torch, index, budget_s, last_units, touched, last_graphs=None):
         super().__init__(torch, budget_s)
-        self.graph_seen = {}  # one graph reached from two names is walked once
+        # Each tensor's graph is walked whole (no nodes shared between roots): a graph reused alone must be complete.
+        self.graph_seen = None
         self.optimizer_params = True
         self.index = index
         self.rows = index.rows  # address -> block row
         self.found = [set() for _ in ROLES]
         self.units = {}  # (id, role) -> _Unit, the units this walk reached
-        self.reused_units = 0
+        self.graphs = {}  # id of a tensor -> _Graph, the graphs this walk reached
+        self.reused_units = self.reused_graphs = 0
+        self._saved = None  # the addresses the graph being walked saved tensors in
+        self._unresolved = False  # a tensor it saved lies in no block
+        self._last_graphs = last_graphs or {}
         self.partial = False  # the budget ran out before the walk ended
         # The last walk's units, reusable unless one of their blocks was born or freed since (``touched``).
         self._last_units, self._touched = last_units, touched
@@ -147,7 +174,7 @@ class _RoleWalk(ObjectWalk):
         if len(items) < _UNIT_MIN:
             self._items(items, kind, depth, via, None)
             return
-        key, ids = (id(obj), _ROLE_OF_KIND[kind]), list(map(id, items))
+        key, ids = (id(obj), _ROLE_OF_KIND[kind]), item_ids(items)
         unit = self._last_units.get(key)
         if unit is not None and unit.ids == ids and unit.addresses.isdisjoint(self._touched):
             self.reused_units += 1
@@ -202,16 +229,45 @@ class _RoleWalk(ObjectWalk):
             if t.is_leaf:
                 if t.grad is not None:
                     self.record(t.grad, GRADIENT, None)
-            elif t.grad_fn is not None:
-                self.graph(t.grad_fn, path)
+            else:
+                fn = t.grad_fn
+                if fn is not None:
+                    self._graph_of(t, fn)
+
+    def _graph_of(self, t, fn):
+        """The blocks ``t``'s graph saved tensors in, reused from the last walk when it cannot have changed."""
+        token = _node_token(fn)
+        graph = self._last_graphs.get(id(t))
+        if (
+            graph is not None
+            and token is not None
+            and graph.token == token
+            and graph.tensor() is t
+            and graph.addresses.isdisjoint(self._touched)
+            and _probe_reads(fn, graph.probe)
+        ):
+            self.reused_graphs += 1
+        else:
+            self._saved, self._unresolved = set(), False
+            self.graph(fn, None)
+            graph, self._saved = _Graph(weakref.ref(t), token, self._saved, None), None
+            # A saved tensor in no block may lie in one a later table has: such a graph is walked each cell.
+            graph.probe = _probe(fn, self.torch.Tensor) if token is not None and not self._unresolved else None
+            if graph.probe is None:
+                self.found[ACTIVATION_ROLE] |= graph.addresses
+                return
+        self.graphs[id(t)] = graph
+        self.found[ACTIVATION_ROLE] |= graph.addresses
 
     def saved_tensor(self, tensor, path):
         """ObjectWalk.graph's saved tensors, without paths: most start a block, a dict lookup away."""
         address = tensor.data_ptr()
-        if address in self.rows:
-            self.found[ACTIVATION_ROLE].add(address)
-        else:
-            self.record(tensor, GRAPH, None)
+        if address not in self.rows:
+            address = self.block_of(tensor)
+            if address is None:
+                self._unresolved = True
+                return
+        self._saved.add(address)
 
     def record(self, tensor, kind, path, via=None):
         address = self.block_of(tensor)
@@ -256,6 +312,7 @@ class RolePass:
         self._totals = [0] * len(ROLES)
         self._found = [set() for _ in ROLES]  # what the last walk found outside units
         self._units = {}
+        self._graphs = {}
         self._runs = None
         self._marks = None  # bytearray: each block's role letter in the index's order (blocks on one device)
         self._last_by_block = None  # the answer of a partial pass, kept after the state is dropped
@@ -288,7 +345,8 @@ class RolePass:
             touched = self._index.update(blocks, changes)
             walk = self._walk(torch, shell, touched if self._code_of is not None else None)
             partial = walk is not None and walk.partial
-            if walk is not None and not partial and walk.reused_units and self._lost(walk, touched, torch):
+            reused = walk is not None and (walk.reused_units or walk.reused_graphs)
+            if reused and not partial and self._lost(walk, touched, torch):
                 walk = self._walk(torch, shell, None)  # a reused unit may hide the tensor: walk everything again
                 partial = walk.partial
             recoded = self._assign(torch, walk, touched, partial)
@@ -308,7 +366,15 @@ class RolePass:
         """The walk of the user's roots, reusing the last units unless ``touched`` is None; None without torch."""
         if torch is None:
             return None
-        walk = _RoleWalk(torch, self._index, self.budget_s, self._units if touched is not None else {}, touched)
+        reuse = touched is not None
+        walk = _RoleWalk(
+            torch,
+            self._index,
+            self.budget_s,
+            self._units if reuse else {},
+            touched,
+            self._graphs if reuse else None,
+        )
         try:
             with warnings.catch_warnings():  # a deprecated attribute read must not print into the user's cell
                 warnings.simplefilter("ignore")
@@ -359,6 +425,7 @@ class RolePass:
                 affected = None  # most blocks: set operations over all of them are cheaper than one by one
         workspace = self.workspace_sizes(torch) if not partial else ()
         self._found, self._units = found, units
+        self._graphs = walk.graphs if walk is not None and not partial else {}
         if affected is None:
             self._assign_all(by_role, workspace)
             return None
@@ -484,6 +551,45 @@ def stamp_categories(raw, by_block):
                 trace[i]["category"] = ROLES[role]
                 stamped += 1
     return stamped
+
+
+def _node_token(fn):
+    """What tells an autograd node from any other a tensor may get: its type and its sequence number, or None."""
+    try:
+        return type(fn), fn._sequence_nr()
+    except Exception:  # a node type without one: its graph is walked each cell
+        return None
+
+
+def _probe(root, tensor_type):
+    """(indices from ``root``, name) of a saved tensor near the root, or None when none is readable."""
+    queue = [(root, ())]
+    for fn, path in queue:
+        for name in saved_tensor_names(fn):
+            try:
+                if isinstance(getattr(fn, name), tensor_type):
+                    return path, name
+            except Exception:  # freed by backward
+                return None
+        if len(queue) < _PROBE_NODES:
+            children = getattr(fn, "next_functions", ())
+            queue += [(child, (*path, i)) for i, (child, _) in enumerate(children) if child is not None]
+        if len(queue) > _PROBE_NODES:
+            del queue[_PROBE_NODES:]
+    return None
+
+
+def _probe_reads(root, probe):
+    """Whether the saved tensor ``probe`` names still reads: backward with retain_graph=False frees it."""
+    path, name = probe
+    fn = root
+    try:
+        for i in path:
+            fn = fn.next_functions[i][0]
+        getattr(fn, name)
+    except Exception:
+        return False
+    return True
 
 
 def _workspace_sizes(torch):

@@ -210,3 +210,45 @@ def test_the_block_index_follows_a_captures_changes_as_a_fresh_read_would():
     later[(1, 64)] = row(1, 64)
     index.update(later, (after, [later[(1, 64)]], []))
     assert index.order[-1] == 64 and index.starts[:2] == [0, 64] and not index.one_device
+
+
+# Graph reuse: a kept output's autograd graph is not walked again while it cannot have changed.
+
+
+def test_backward_through_a_kept_graph_frees_what_it_saved_though_no_block_goes(cells):
+    """Only the probe sees this: x and the weight outlive the graph, and the gradient born is reached."""
+    ns = cells.shell.user_ns
+    cells.run("x = torch.randn(8, 64)\ny = model(x)")
+    assert cells.role(ns["x"]) == "activation"
+    cells.run("pass")  # the graph is reused
+    cells.run("y.sum().backward()")
+    assert cells.role(ns["x"]) == "user"
+
+
+def test_a_kept_output_changed_in_place_saves_another_named_tensor(cells):
+    """The root node changes (the token) while no block is born or freed."""
+    ns = cells.shell.user_ns
+    cells.run("a = torch.randn(8, 64, requires_grad=True)\nb = torch.randn(8, 64)\ny = model(torch.randn(8, 64))")
+    assert cells.role(ns["b"]) == "user"
+    cells.run("y.addcmul_(a, b)")  # saves b for a's gradient
+    assert cells.role(ns["b"]) == "activation"
+
+
+def test_a_graph_two_names_share_stays_whole_when_one_name_goes(cells):
+    """Each name's graph is kept whole: the one left must still reach what the shared part saved."""
+    ns = cells.shell.user_ns
+    cells.run("x = torch.randn(8, 64)\nh = model(x)\nout = h.relu()")
+    cells.run("pass")
+    cells.run("del h")
+    assert cells.role(ns["x"]) == "activation"
+
+
+def test_item_ids_tell_lists_apart_by_the_objects_they_hold():
+    from cuda_memdiff_kernel.item_ids import item_ids
+
+    a, b = torch.zeros(1), torch.zeros(1)
+    items = [a, b] * 20
+    assert item_ids(items) == item_ids(list(items)) == item_ids(tuple(items))
+    swapped = list(items)
+    swapped[7] = a
+    assert item_ids(swapped) != item_ids(items) and item_ids([]) == item_ids(())
