@@ -20,6 +20,7 @@ that cannot see and how it is caught).
 """
 
 import bisect
+import collections
 import itertools
 import operator
 import os
@@ -80,12 +81,14 @@ DEFAULT_BUDGET_S = 0.25
 _REPEATS = re.compile(r"([a-z])\1+")  # a run of one role letter
 _CODES = protocol.ROLE_CODES
 _ROLE_OF_CODE = {code: role for role, code in enumerate(_CODES)}
+_BYTE_OF_CODE = {code: ord(code) for code in _CODES}
 _CHUNK = 1024  # tensors of a list looked at between two looks at the clock
 _UNIT_MIN = 32  # a shorter list is walked each cell: checking it costs about what walking it does
 _PROBE_NODES = 8  # nodes looked at, nearest the root first, for one whose saved tensor tells backward ran
 _AFFECTED_MAX = 4096  # beyond this many blocks to give a role again (and a quarter of all), give all afresh
 _SIZE = operator.itemgetter(ROW_SIZE)
 _REQUIRES_GRAD = operator.attrgetter("requires_grad")
+_GRAD = operator.attrgetter("grad")
 _DATA_PTR = operator.methodcaller("data_ptr")
 # cuBLAS's workspace config when CUBLAS_WORKSPACE_CONFIG is unset (":KiB:count" pairs), by GPU generation.
 _CUBLAS_DEFAULT = ":4096:2:16:8"
@@ -187,7 +190,7 @@ class _RoleWalk(ObjectWalk):
 
     def _items(self, items, kind, depth, via, ids):
         """Walk a list's items; a _Unit of them when ``ids`` are given and they are all tensors, else None."""
-        tensor_type, rows = self.torch.Tensor, self.rows
+        tensor_type = self.torch.Tensor
         addresses, graded, whole = set(), [], ids is not None
         for start in range(0, len(items), _CHUNK):
             if time.perf_counter() > self.deadline:
@@ -206,15 +209,7 @@ class _RoleWalk(ObjectWalk):
                 for t in itertools.compress(tensors, flags):
                     self.tensor(t, kind, None)
                 tensors = list(itertools.compress(tensors, map(operator.not_, flags)))
-            pointers = set(map(_DATA_PTR, tensors))
-            missing = pointers.difference(rows)  # looks each up in the dict; never copies it
-            addresses |= pointers - missing
-            if missing:  # views that do not start their storage: the slow way
-                for t in tensors:
-                    if t.data_ptr() in missing:
-                        address = self.block_of(t)
-                        if address is not None:
-                            addresses.add(address)
+            self._blocks(tensors, addresses)
         if not whole:
             self.found[_ROLE_OF_KIND[kind]] |= addresses
             return None
@@ -269,6 +264,61 @@ class _RoleWalk(ObjectWalk):
                 return
         self._saved.add(address)
 
+    def _blocks(self, tensors, into):
+        """Add the addresses of the blocks ``tensors`` lie in to the set ``into``: a few C calls over all of them."""
+        try:
+            pointers = set(map(_DATA_PTR, tensors))
+        except Exception:  # a tensor without one storage (sparse): each the slow way
+            pointers = missing = None
+        else:
+            missing = pointers.difference(self.rows)  # looks each up in the dict; never copies it
+            into |= pointers - missing
+            if not missing:
+                return
+        for t in tensors:  # views that do not start their storage: the slow way
+            if missing is None or t.data_ptr() in missing:
+                address = self.block_of(t)
+                if address is not None:
+                    into.add(address)
+
+    def _spend(self, steps):
+        self.steps += steps
+        if time.perf_counter() > self.deadline:
+            raise Budget()
+
+    def module(self, module, path):
+        """A module's parameters, their gradients and its buffers, as ``named_parameters``/``named_buffers`` list them.
+
+        Its modules are gathered from their ``_modules`` dicts and each kind
+        of tensor is joined to blocks in a few C calls: the modules' own
+        generators build a name string for each of them.
+        """
+        modules, stack, met = [], [module], set()
+        while stack:
+            m = stack.pop()
+            if id(m) not in met:
+                met.add(id(m))
+                modules.append(m)
+                stack += [child for child in m._modules.values() if child is not None]
+        params = [p for m in modules for p in m._parameters.values() if p is not None]
+        buffers = [b for m in modules for b in m._buffers.values() if b is not None]
+        self._spend(len(modules) + len(params) + len(buffers))
+        self._parameters(params)
+        self._blocks(buffers, self.found[BUFFER_ROLE])
+
+    def _parameters(self, params):
+        self._blocks(params, self.found[PARAMETER_ROLE])
+        self._blocks([g for g in map(_GRAD, params) if g is not None], self.found[GRADIENT_ROLE])
+
+    def optimizer(self, opt, path):
+        """The parameters an optimizer's groups name, their gradients, and its state's tensors."""
+        tensor_type = self.torch.Tensor
+        params = [p for group in opt.param_groups for p in group.get("params", ()) if isinstance(p, tensor_type)]
+        state = [t for values in opt.state.values() for t in values.values() if isinstance(t, tensor_type)]
+        self._spend(len(params) + len(state))
+        self._parameters(params)
+        self._blocks(state, self.found[OPTIMIZER_ROLE])
+
     def record(self, tensor, kind, path, via=None):
         address = self.block_of(tensor)
         if address is not None:
@@ -309,6 +359,7 @@ class RolePass:
     def _forget(self):
         self._index = BlockIndex()
         self._code_of = None  # address -> role letter (protocol.ROLE_CODES), of the last complete answer
+        self._by_code = None  # per role, the addresses of its blocks in that answer
         self._totals = [0] * len(ROLES)
         self._found = [set() for _ in ROLES]  # what the last walk found outside units
         self._units = {}
@@ -325,9 +376,10 @@ class RolePass:
             letters = "".join(map(code_of.__getitem__, index.order))
             self._marks = bytearray(letters, "ascii") if index.one_device else None
             return letters
-        starts = index.starts
-        for address in recoded:
-            marks[bisect.bisect_left(starts, address)] = ord(code_of[address])
+        # One C call a step: the positions of the recoded blocks, their letters, each set in ``marks``.
+        positions = map(bisect.bisect_left, itertools.repeat(index.starts), recoded)
+        letters = map(_BYTE_OF_CODE.__getitem__, map(code_of.__getitem__, recoded))
+        collections.deque(map(marks.__setitem__, positions, letters), 0)
         self._marks = marks
         return marks.decode("ascii")
 
@@ -446,30 +498,40 @@ class RolePass:
         totals[largest] = sum(map(_SIZE, rows.values())) - sum(totals)
         for role, addresses in enumerate(by_code):
             code_of.update(dict.fromkeys(addresses, _CODES[role]))
-        self._code_of, self._totals = code_of, totals
+        self._code_of, self._by_code, self._totals = code_of, by_code, totals
 
     def _assign_some(self, affected, by_role, workspace):
-        rows, index, code_of, totals = self._index.rows, self._index, self._code_of, self._totals
-        remaining, new_role = affected & rows.keys(), {}
+        """Roles afresh for the ``affected`` addresses alone: set operations per role, no step per block in Python."""
+        rows, replaced, code_of, by_code, totals = (
+            self._index.rows,
+            self._index.replaced,
+            self._code_of,
+            self._by_code,
+            self._totals,
+        )
+        remaining, hits = affected & rows.keys(), []
         for role in range(WORKSPACE_ROLE):
             hit = set()
             for addresses in by_role[role]:
                 hit |= remaining & addresses  # iterates the smaller side
             remaining -= hit
-            new_role.update(dict.fromkeys(hit, role))
-        for address in remaining:
-            new_role[address] = WORKSPACE_ROLE if rows[address][ROW_REQUESTED] in workspace else UNKNOWN_ROLE
+            hits.append(hit)
+        spare = {a for a in remaining if rows[a][ROW_REQUESTED] in workspace} if workspace and remaining else set()
+        hits += [spare, remaining - spare]
+        collections.deque(map(code_of.pop, affected.difference(rows), itertools.repeat(None)), 0)  # freed blocks
         recoded = set()
-        for address in affected:
-            old = code_of.pop(address, None)
-            if old is not None:
-                totals[_ROLE_OF_CODE[old]] -= index.old_size(address)
-            role = new_role.get(address)
-            if role is not None:
-                code = code_of[address] = _CODES[role]
-                totals[role] += rows[address][ROW_SIZE]
-                if code != old:
-                    recoded.add(address)
+        for role, hit in enumerate(hits):
+            members = by_code[role]
+            old = members & affected  # iterates the smaller side
+            if old:  # what the last answer counted, at the size the block had then
+                totals[role] -= sum(map(_SIZE, map(replaced.get, old, map(rows.get, old))))
+                members -= old
+            if hit:
+                totals[role] += sum(map(_SIZE, map(rows.__getitem__, hit)))
+                members |= hit
+                new = hit - old
+                code_of.update(dict.fromkeys(new, _CODES[role]))
+                recoded |= new
         return recoded
 
     @property
