@@ -9,6 +9,7 @@ not see) it compares the tables row by row.
 """
 
 import bisect
+import itertools
 import operator
 
 from .compact import ROW_ADDRESS, ROW_DEVICE, ROW_SIZE, ROW_STATE
@@ -16,6 +17,7 @@ from .compact import ROW_ADDRESS, ROW_DEVICE, ROW_SIZE, ROW_STATE
 _ADDRESS = operator.itemgetter(ROW_ADDRESS)
 _DEVICE = operator.itemgetter(ROW_DEVICE)
 _STATE = operator.itemgetter(ROW_STATE)
+_KEY_ADDRESS = operator.itemgetter(1)  # of a (device, address) key
 
 
 class BlockIndex:
@@ -49,28 +51,31 @@ class BlockIndex:
         return touched
 
     def _apply(self, born, freed):
+        """Follow a capture's born rows and freed keys: a few C calls over each list, a loop only for pending frees."""
         rows, replaced = self.rows, self.replaced
-        touched, gone, added = set(), [], []
-        for key in freed:
-            address = key[1]
-            row = rows.pop(address, None)
-            if row is not None:
-                replaced[address] = row
-                gone.append(address)
-            touched.add(address)
-        for row in born:
-            address = row[ROW_ADDRESS]
-            old = rows.pop(address, None)
-            if old is not None:
-                replaced[address] = old
-            if row[ROW_STATE] == 0:  # pending frees are not allocated
-                rows[address] = row
-                self._devices.add(row[ROW_DEVICE])
-                if old is None:
-                    added.append(address)
-            elif old is not None:
-                gone.append(address)
-            touched.add(address)
+        freed_at = list(map(_KEY_ADDRESS, freed))
+        old = list(map(rows.pop, freed_at, itertools.repeat(None)))
+        gone = list(itertools.compress(freed_at, old))  # rows are non-empty tuples: only a missing one is false
+        replaced.update(zip(gone, filter(None, old)))
+        born_at = list(map(_ADDRESS, born))
+        touched = set(freed_at)
+        touched.update(born_at)
+        old = list(map(rows.pop, born_at, itertools.repeat(None)))
+        replaced.update(zip(itertools.compress(born_at, old), filter(None, old)))
+        if any(map(_STATE, born)):  # pending frees are not allocated: row by row
+            added = []
+            for address, row, before in zip(born_at, born, old):
+                if row[ROW_STATE] == 0:
+                    rows[address] = row
+                    self._devices.add(row[ROW_DEVICE])
+                    if before is None:
+                        added.append(address)
+                elif before is not None:
+                    gone.append(address)
+        else:
+            rows.update(zip(born_at, born))
+            self._devices.update(map(_DEVICE, born))
+            added = list(itertools.compress(born_at, map(operator.not_, old)))
         if not gone and not added:
             self.edit = ()
         elif self._starts is not None:
