@@ -266,6 +266,9 @@ class _RoleWalk(ObjectWalk):
                 return
         self._saved.add(address)
 
+    def note_hooks(self, module, path):
+        """Nothing: what a module's hooks keep is the user's (HOOK), as what a name keeps is (VARIABLE)."""
+
     def _blocks(self, tensors, into):
         """Add the addresses of the blocks ``tensors`` lie in to the set ``into``: a few C calls over all of them."""
         try:
@@ -331,7 +334,10 @@ class _RoleWalk(ObjectWalk):
         try:
             address = tensor.data_ptr()
             if address not in self.rows:  # a view that does not start its storage, or a storage inside a block
-                address = self.index.containing(tensor.get_device(), tensor.untyped_storage().data_ptr())
+                device = tensor.get_device()
+                if not self.index.has_device(device):  # an optimizer's step count on the CPU, say
+                    return None
+                address = self.index.containing(device, tensor.untyped_storage().data_ptr())
         except Exception:  # sparse, meta, or freed storage
             return None
         return address
