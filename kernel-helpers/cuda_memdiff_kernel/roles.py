@@ -379,12 +379,15 @@ class RolePass:
     def _letters(self, recoded):
         """Each block's role letter in wire order; only the blocks in ``recoded`` looked up (None: all)."""
         index, code_of = self._index, self._code_of
-        marks = index.follow(self._marks, b"?") if recoded is not None and self._marks is not None else None
+        marks = None
+        if recoded is not None and self._marks is not None:
+            marks = index.follow(self._marks, lambda addresses: "".join(map(code_of.__getitem__, addresses)).encode())
         if marks is None or not index.one_device:
             letters = "".join(map(code_of.__getitem__, index.order))
             self._marks = bytearray(letters, "ascii") if index.one_device else None
             return letters
-        # One C call a step: the positions of the recoded blocks, their letters, each set in ``marks``.
+        # The blocks the update inserted have their letters; the others recoded are set one C call a step.
+        recoded = recoded.difference(index.inserted)
         positions = map(bisect.bisect_left, itertools.repeat(index.starts), recoded)
         letters = map(_BYTE_OF_CODE.__getitem__, map(code_of.__getitem__, recoded))
         collections.deque(map(marks.__setitem__, positions, letters), 0)
