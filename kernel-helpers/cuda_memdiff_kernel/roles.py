@@ -13,10 +13,12 @@ its size is one cuBLAS gives its workspaces, else ``unknown``.
 
 Bounded in time: a pass that runs out of budget stops walking, calls what it
 did not reach ``unknown`` and says ``partial``. Incremental: each cell keeps
-the roles of the blocks it did not touch whose holders did not change, and a
+the roles of the blocks it did not touch whose holders did not change; a
 list of tensors that holds the same tensor objects as last cell, none of
-their blocks born or freed since, is not walked again (RolePass says what
-that cannot see and how it is caught).
+their blocks born or freed since, is not walked again, nor is the autograd
+graph of a tensor that keeps the same root node, none of its saved blocks
+born or freed and a saved tensor near its root still readable (RolePass
+says what that cannot see and how it is caught).
 """
 
 import bisect
@@ -91,6 +93,7 @@ _AFFECTED_MAX = 4096  # beyond this many blocks to give a role again (and a quar
 _SIZE = operator.itemgetter(ROW_SIZE)
 _REQUIRES_GRAD = operator.attrgetter("requires_grad")
 _GRAD = operator.attrgetter("grad")
+_GET_DEVICE = operator.methodcaller("get_device")
 _DATA_PTR = operator.methodcaller("data_ptr")
 # cuBLAS's workspace config when CUBLAS_WORKSPACE_CONFIG is unset (":KiB:count" pairs), by GPU generation.
 _CUBLAS_DEFAULT = ":4096:2:16:8"
@@ -280,11 +283,13 @@ class _RoleWalk(ObjectWalk):
             into |= pointers - missing
             if not missing:
                 return
-        for t in tensors:  # views that do not start their storage: the slow way
-            if missing is None or t.data_ptr() in missing:
-                address = self.block_of(t)
-                if address is not None:
-                    into.add(address)
+        if missing is not None:  # views that do not start their storage, tensors on no device with blocks
+            tensors = list(itertools.compress(tensors, map(missing.__contains__, map(_DATA_PTR, tensors))))
+            tensors = itertools.compress(tensors, map(self.index.has_device, map(_GET_DEVICE, tensors)))
+        for t in tensors:  # the slow way
+            address = self.block_of(t)
+            if address is not None:
+                into.add(address)
 
     def _spend(self, steps):
         self.steps += steps
@@ -346,10 +351,11 @@ class _RoleWalk(ObjectWalk):
 class RolePass:
     """The role pass of one kernel: runs after each cell and keeps what it found for the next one.
 
-    Between two cells it keeps its answer (each block's role), the units it
-    walked, and what the rest of the walk found; a cell then costs the walk
-    of what is not a reused unit (modules, optimizers, graphs, small values),
-    and a new role for each block the cell touched or whose holders changed.
+    Between two cells it keeps its answer (each block's role), the units and
+    graphs it walked, and what the rest of the walk found; a cell then costs
+    the walk of what is not reused (modules, optimizers, small values, new
+    lists and graphs), and a new role for each block the cell touched or
+    whose holders changed.
 
     What a reused unit cannot see is a tensor that stayed the same object
     but changed storage (``set_``, ``.data =``) or started to need a
@@ -357,6 +363,17 @@ class RolePass:
     walks again without reuse (``_lost``); only a storage swapped for one
     that already lived, with no block born or freed, goes unseen until the
     list changes.
+
+    A reused graph (``_Graph``) sees backward free what the graph saved by
+    the probe, a saved tensor next to the root, which backward through the
+    root frees first; and an in-place op on the kept tensor by its new root
+    node. It cannot see backward run from inside the graph, not through its
+    root, that freed only tensors other holders keep alive (each freed one
+    frees a block, and a block freed calls for a new walk), nor a tensor it
+    saved changed in place since (which breaks that graph's backward): that
+    block stays ``activation``, which it is (the graph still holds it),
+    where a pass from nothing, which cannot read such a tensor, calls it by
+    its other holder.
     """
 
     def __init__(self, budget_s=DEFAULT_BUDGET_S):
