@@ -22,12 +22,12 @@ def item_ids(items):
     return reader(items) if reader is not None else list(map(id, items))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _readers():
     """{list: reader, tuple: reader} of the pointer arrays, or None where the layout does not hold."""
     if sys.implementation.name != "cpython" or not getattr(sys, "_is_gil_enabled", lambda: True)():
         return None
-    import ctypes  # first used after a cell, not when the helper is installed
+    import ctypes  # noqa: PLC0415 - first used after a cell, not when the helper is installed
 
     pointer = ctypes.sizeof(ctypes.c_void_p)
     # A PyVarObject's header: reference count, type, size; a tuple's items follow it, a list points to its own.
