@@ -200,8 +200,3 @@ class BlockIndex:
         if row[ROW_DEVICE] != device or address >= row[ROW_ADDRESS] + row[ROW_SIZE]:
             return None
         return row[ROW_ADDRESS]
-
-    def old_size(self, address):
-        """The size the block at ``address`` had in the last answer."""
-        row = self.replaced.get(address) or self.rows[address]
-        return row[ROW_SIZE]

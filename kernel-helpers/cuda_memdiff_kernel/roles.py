@@ -368,8 +368,9 @@ class RolePass:
     the probe, a saved tensor next to the root, which backward through the
     root frees first; and an in-place op on the kept tensor by its new root
     node. It cannot see backward run from inside the graph, not through its
-    root, that freed only tensors other holders keep alive (each freed one
-    frees a block, and a block freed calls for a new walk), nor a tensor it
+    root, that freed only tensors other holders keep alive (a freed tensor
+    nothing else keeps frees its block, and a block freed calls for a new
+    walk), nor a tensor it
     saved changed in place since (which breaks that graph's backward): that
     block stays ``activation``, which it is (the graph still holds it),
     where a pass from nothing, which cannot read such a tensor, calls it by
@@ -427,7 +428,7 @@ class RolePass:
             partial = walk is not None and walk.partial
             reused = walk is not None and (walk.reused_units or walk.reused_graphs)
             if reused and not partial and self._lost(walk, touched, torch):
-                walk = self._walk(torch, shell, None)  # a reused unit may hide the tensor: walk everything again
+                walk = self._walk(torch, shell, None)  # something reused may hide the tensor: walk everything again
                 partial = walk.partial
             recoded = self._assign(torch, walk, touched, partial)
             changed = recoded is None or bool(recoded)
@@ -443,7 +444,7 @@ class RolePass:
         return answer
 
     def _walk(self, torch, shell, touched):
-        """The walk of the user's roots, reusing the last units unless ``touched`` is None; None without torch."""
+        """The walk of the user's roots (the last units and graphs reused unless ``touched`` is None), or None."""
         if torch is None:
             return None
         reuse = touched is not None

@@ -204,7 +204,7 @@ def test_the_block_index_follows_a_captures_changes_as_a_fresh_read_would():
     moved = index.follow(marks, lambda added: b"?" * len(added))
     assert len(moved) == len(index.order)
     assert {a for a, m in zip(index.order, moved) if m == ord("?")} == {512 * 100, 512 * 3 + 256}
-    assert index.old_size(512 * 5) == 512 and index.rows[512 * 5][2] == 1024
+    assert index.replaced[512 * 5][2] == 512 and index.rows[512 * 5][2] == 1024
     # a block on a second device at a lower address: device order first
     later = dict(after)
     later[(1, 64)] = row(1, 64)
