@@ -13,23 +13,28 @@ its size is one cuBLAS gives its workspaces, else ``unknown``.
 
 Bounded in time: a pass that runs out of budget stops walking, calls what it
 did not reach ``unknown`` and says ``partial``. Incremental: each cell keeps
-the roles of the blocks it did not touch whose holders did not change, and a
+the roles of the blocks it did not touch whose holders did not change; a
 list of tensors that holds the same tensor objects as last cell, none of
-their blocks born or freed since, is not walked again (RolePass says what
-that cannot see and how it is caught).
+their blocks born or freed since, is not walked again, nor is the autograd
+graph of a tensor that keeps the same root node, none of its saved blocks
+born or freed and a saved tensor near its root still readable (RolePass
+says what that cannot see and how it is caught).
 """
 
 import bisect
+import collections
 import itertools
 import operator
 import os
 import re
 import time
 import warnings
+import weakref
 
 from . import protocol, torch_probe
 from .block_index import BlockIndex
 from .compact import ROW_DEVICE, ROW_REQUESTED, ROW_SIZE, ROW_STATE
+from .item_ids import item_ids
 from .log import collector_paused
 from .walk import (
     BUFFER,
@@ -45,6 +50,7 @@ from .walk import (
     VARIABLE,
     Budget,
     ObjectWalk,
+    saved_tensor_names,
 )
 
 ROLES = tuple(protocol.ROLES)
@@ -74,14 +80,20 @@ _ROLE_OF_KIND = {
 }
 
 DEFAULT_BUDGET_S = 0.25
-_REPEATS = re.compile(r"([a-z])\1+")  # a run of one role letter
 _CODES = protocol.ROLE_CODES
+# A run of one role letter: one alternative per letter, each a tight loop in the regex engine (a backreference,
+# ``([a-z])\1+``, steps through its general matcher at each letter: 15 times slower over 40,000 letters).
+_REPEATS = re.compile("|".join(f"{code}{code}+" for code in _CODES))
 _ROLE_OF_CODE = {code: role for role, code in enumerate(_CODES)}
+_BYTE_OF_CODE = {code: ord(code) for code in _CODES}
 _CHUNK = 1024  # tensors of a list looked at between two looks at the clock
 _UNIT_MIN = 32  # a shorter list is walked each cell: checking it costs about what walking it does
+_PROBE_NODES = 8  # nodes looked at, nearest the root first, for one whose saved tensor tells backward ran
 _AFFECTED_MAX = 4096  # beyond this many blocks to give a role again (and a quarter of all), give all afresh
 _SIZE = operator.itemgetter(ROW_SIZE)
 _REQUIRES_GRAD = operator.attrgetter("requires_grad")
+_GRAD = operator.attrgetter("grad")
+_GET_DEVICE = operator.methodcaller("get_device")
 _DATA_PTR = operator.methodcaller("data_ptr")
 # cuBLAS's workspace config when CUBLAS_WORKSPACE_CONFIG is unset (":KiB:count" pairs), by GPU generation.
 _CUBLAS_DEFAULT = ":4096:2:16:8"
@@ -104,6 +116,24 @@ class _Unit:
         self.ids, self.addresses, self.graded = ids, addresses, graded
 
 
+class _Graph:
+    """The blocks an autograd graph saved tensors in, as a walk found them from a tensor it keeps.
+
+    Reused while the same tensor object (``tensor``, a weak reference: the
+    pass must keep nothing alive) has the same root node (``token``), none
+    of the blocks was born or freed since, and the saved tensor ``probe``
+    points at still reads: a graph only changes when backward frees what
+    it saved, and that runs through the root node first. ``probe``: the
+    next_functions indices from the root to a node, and the name of a
+    saved tensor of that node.
+    """
+
+    __slots__ = ("tensor", "token", "addresses", "probe")
+
+    def __init__(self, tensor, token, addresses, probe):
+        self.tensor, self.token, self.addresses, self.probe = tensor, token, addresses, probe
+
+
 class _RoleWalk(ObjectWalk):
     """Meets tensors from the user's roots; collects, per role, the addresses of the blocks it met in that role.
 
@@ -116,15 +146,20 @@ class _RoleWalk(ObjectWalk):
 
     paths = False
 
-    def __init__(self, torch, index, budget_s, last_units, touched):
+    def __init__(self, torch, index, budget_s, last_units, touched, last_graphs=None):
         super().__init__(torch, budget_s)
-        self.graph_seen = {}  # one graph reached from two names is walked once
+        # Each tensor's graph is walked whole (no nodes shared between roots): a graph reused alone must be complete.
+        self.graph_seen = None
         self.optimizer_params = True
         self.index = index
         self.rows = index.rows  # address -> block row
         self.found = [set() for _ in ROLES]
         self.units = {}  # (id, role) -> _Unit, the units this walk reached
-        self.reused_units = 0
+        self.graphs = {}  # id of a tensor -> _Graph, the graphs this walk reached
+        self.reused_units = self.reused_graphs = 0
+        self._saved = None  # the addresses the graph being walked saved tensors in
+        self._unresolved = False  # a tensor it saved lies in no block
+        self._last_graphs = last_graphs or {}
         self.partial = False  # the budget ran out before the walk ended
         # The last walk's units, reusable unless one of their blocks was born or freed since (``touched``).
         self._last_units, self._touched = last_units, touched
@@ -147,7 +182,7 @@ class _RoleWalk(ObjectWalk):
         if len(items) < _UNIT_MIN:
             self._items(items, kind, depth, via, None)
             return
-        key, ids = (id(obj), _ROLE_OF_KIND[kind]), list(map(id, items))
+        key, ids = (id(obj), _ROLE_OF_KIND[kind]), item_ids(items)
         unit = self._last_units.get(key)
         if unit is not None and unit.ids == ids and unit.addresses.isdisjoint(self._touched):
             self.reused_units += 1
@@ -160,7 +195,7 @@ class _RoleWalk(ObjectWalk):
 
     def _items(self, items, kind, depth, via, ids):
         """Walk a list's items; a _Unit of them when ``ids`` are given and they are all tensors, else None."""
-        tensor_type, rows = self.torch.Tensor, self.rows
+        tensor_type = self.torch.Tensor
         addresses, graded, whole = set(), [], ids is not None
         for start in range(0, len(items), _CHUNK):
             if time.perf_counter() > self.deadline:
@@ -179,15 +214,7 @@ class _RoleWalk(ObjectWalk):
                 for t in itertools.compress(tensors, flags):
                     self.tensor(t, kind, None)
                 tensors = list(itertools.compress(tensors, map(operator.not_, flags)))
-            pointers = set(map(_DATA_PTR, tensors))
-            missing = pointers.difference(rows)  # looks each up in the dict; never copies it
-            addresses |= pointers - missing
-            if missing:  # views that do not start their storage: the slow way
-                for t in tensors:
-                    if t.data_ptr() in missing:
-                        address = self.block_of(t)
-                        if address is not None:
-                            addresses.add(address)
+            self._blocks(tensors, addresses)
         if not whole:
             self.found[_ROLE_OF_KIND[kind]] |= addresses
             return None
@@ -202,16 +229,105 @@ class _RoleWalk(ObjectWalk):
             if t.is_leaf:
                 if t.grad is not None:
                     self.record(t.grad, GRADIENT, None)
-            elif t.grad_fn is not None:
-                self.graph(t.grad_fn, path)
+            else:
+                fn = t.grad_fn
+                if fn is not None:
+                    self._graph_of(t, fn)
+
+    def _graph_of(self, t, fn):
+        """The blocks ``t``'s graph saved tensors in, reused from the last walk when it cannot have changed."""
+        token = _node_token(fn)
+        graph = self._last_graphs.get(id(t))
+        if (
+            graph is not None
+            and token is not None
+            and graph.token == token
+            and graph.tensor() is t
+            and graph.addresses.isdisjoint(self._touched)
+            and _probe_reads(fn, graph.probe)
+        ):
+            self.reused_graphs += 1
+        else:
+            self._saved, self._unresolved = set(), False
+            self.graph(fn, None)
+            graph, self._saved = _Graph(weakref.ref(t), token, self._saved, None), None
+            # A saved tensor in no block may lie in one a later table has: such a graph is walked each cell.
+            graph.probe = _probe(fn, self.torch.Tensor) if token is not None and not self._unresolved else None
+            if graph.probe is None:
+                self.found[ACTIVATION_ROLE] |= graph.addresses
+                return
+        self.graphs[id(t)] = graph
+        self.found[ACTIVATION_ROLE] |= graph.addresses
 
     def saved_tensor(self, tensor, path):
         """ObjectWalk.graph's saved tensors, without paths: most start a block, a dict lookup away."""
         address = tensor.data_ptr()
-        if address in self.rows:
-            self.found[ACTIVATION_ROLE].add(address)
+        if address not in self.rows:
+            address = self.block_of(tensor)
+            if address is None:
+                self._unresolved = True
+                return
+        self._saved.add(address)
+
+    def note_hooks(self, module, path):
+        """Nothing: what a module's hooks keep is the user's (HOOK), as what a name keeps is (VARIABLE)."""
+
+    def _blocks(self, tensors, into):
+        """Add the addresses of the blocks ``tensors`` lie in to the set ``into``: a few C calls over all of them."""
+        try:
+            pointers = set(map(_DATA_PTR, tensors))
+        except Exception:  # a tensor without one storage (sparse): each the slow way
+            pointers = missing = None
         else:
-            self.record(tensor, GRAPH, None)
+            missing = pointers.difference(self.rows)  # looks each up in the dict; never copies it
+            into |= pointers - missing
+            if not missing:
+                return
+        if missing is not None:  # views that do not start their storage, tensors on no device with blocks
+            tensors = list(itertools.compress(tensors, map(missing.__contains__, map(_DATA_PTR, tensors))))
+            tensors = itertools.compress(tensors, map(self.index.has_device, map(_GET_DEVICE, tensors)))
+        for t in tensors:  # the slow way
+            address = self.block_of(t)
+            if address is not None:
+                into.add(address)
+
+    def _spend(self, steps):
+        self.steps += steps
+        if time.perf_counter() > self.deadline:
+            raise Budget()
+
+    def module(self, module, path):
+        """A module's parameters, their gradients and its buffers, as ``named_parameters``/``named_buffers`` list them.
+
+        Its modules are gathered from their ``_modules`` dicts and each kind
+        of tensor is joined to blocks in a few C calls: the modules' own
+        generators build a name string for each of them.
+        """
+        modules, stack, met = [], [module], set()
+        while stack:
+            m = stack.pop()
+            if id(m) not in met:
+                met.add(id(m))
+                modules.append(m)
+                stack += [child for child in m._modules.values() if child is not None]
+        params = [p for m in modules for p in m._parameters.values() if p is not None]
+        buffers = [b for m in modules for b in m._buffers.values() if b is not None]
+        self._spend(len(modules) + len(params) + len(buffers))
+        self._parameters(params)
+        self._blocks(buffers, self.found[BUFFER_ROLE])
+
+    def _parameters(self, params):
+        self._blocks(params, self.found[PARAMETER_ROLE])
+        self._blocks([g for g in map(_GRAD, params) if g is not None], self.found[GRADIENT_ROLE])
+
+    def optimizer(self, opt, path):
+        """The parameters an optimizer's groups name, their gradients, and its state's tensors."""
+        tensor_type = self.torch.Tensor
+        params = [p for group in opt.param_groups for p in group.get("params", ()) if isinstance(p, tensor_type)]
+        state = [t for values in opt.state.values() for t in values.values() if isinstance(t, tensor_type)]
+        self._spend(len(params) + len(state))
+        self._parameters(params)
+        self._blocks(state, self.found[OPTIMIZER_ROLE])
 
     def record(self, tensor, kind, path, via=None):
         address = self.block_of(tensor)
@@ -223,7 +339,10 @@ class _RoleWalk(ObjectWalk):
         try:
             address = tensor.data_ptr()
             if address not in self.rows:  # a view that does not start its storage, or a storage inside a block
-                address = self.index.containing(tensor.get_device(), tensor.untyped_storage().data_ptr())
+                device = tensor.get_device()
+                if not self.index.has_device(device):  # an optimizer's step count on the CPU, say
+                    return None
+                address = self.index.containing(device, tensor.untyped_storage().data_ptr())
         except Exception:  # sparse, meta, or freed storage
             return None
         return address
@@ -232,10 +351,11 @@ class _RoleWalk(ObjectWalk):
 class RolePass:
     """The role pass of one kernel: runs after each cell and keeps what it found for the next one.
 
-    Between two cells it keeps its answer (each block's role), the units it
-    walked, and what the rest of the walk found; a cell then costs the walk
-    of what is not a reused unit (modules, optimizers, graphs, small values),
-    and a new role for each block the cell touched or whose holders changed.
+    Between two cells it keeps its answer (each block's role), the units and
+    graphs it walked, and what the rest of the walk found; a cell then costs
+    the walk of what is not reused (modules, optimizers, small values, new
+    lists and graphs), and a new role for each block the cell touched or
+    whose holders changed.
 
     What a reused unit cannot see is a tensor that stayed the same object
     but changed storage (``set_``, ``.data =``) or started to need a
@@ -243,6 +363,18 @@ class RolePass:
     walks again without reuse (``_lost``); only a storage swapped for one
     that already lived, with no block born or freed, goes unseen until the
     list changes.
+
+    A reused graph (``_Graph``) sees backward free what the graph saved by
+    the probe, a saved tensor next to the root, which backward through the
+    root frees first; and an in-place op on the kept tensor by its new root
+    node. It cannot see backward run from inside the graph, not through its
+    root, that freed only tensors other holders keep alive (a freed tensor
+    nothing else keeps frees its block, and a block freed calls for a new
+    walk), nor a tensor it
+    saved changed in place since (which breaks that graph's backward): that
+    block stays ``activation``, which it is (the graph still holds it),
+    where a pass from nothing, which cannot read such a tensor, calls it by
+    its other holder.
     """
 
     def __init__(self, budget_s=DEFAULT_BUDGET_S):
@@ -253,9 +385,11 @@ class RolePass:
     def _forget(self):
         self._index = BlockIndex()
         self._code_of = None  # address -> role letter (protocol.ROLE_CODES), of the last complete answer
+        self._by_code = None  # per role, the addresses of its blocks in that answer
         self._totals = [0] * len(ROLES)
         self._found = [set() for _ in ROLES]  # what the last walk found outside units
         self._units = {}
+        self._graphs = {}
         self._runs = None
         self._marks = None  # bytearray: each block's role letter in the index's order (blocks on one device)
         self._last_by_block = None  # the answer of a partial pass, kept after the state is dropped
@@ -263,14 +397,18 @@ class RolePass:
     def _letters(self, recoded):
         """Each block's role letter in wire order; only the blocks in ``recoded`` looked up (None: all)."""
         index, code_of = self._index, self._code_of
-        marks = index.follow(self._marks, b"?") if recoded is not None and self._marks is not None else None
+        marks = None
+        if recoded is not None and self._marks is not None:
+            marks = index.follow(self._marks, lambda addresses: "".join(map(code_of.__getitem__, addresses)).encode())
         if marks is None or not index.one_device:
             letters = "".join(map(code_of.__getitem__, index.order))
             self._marks = bytearray(letters, "ascii") if index.one_device else None
             return letters
-        starts = index.starts
-        for address in recoded:
-            marks[bisect.bisect_left(starts, address)] = ord(code_of[address])
+        # The blocks the update inserted have their letters; the others recoded are set one C call a step.
+        recoded = recoded.difference(index.inserted)
+        positions = map(bisect.bisect_left, itertools.repeat(index.starts), recoded)
+        letters = map(_BYTE_OF_CODE.__getitem__, map(code_of.__getitem__, recoded))
+        collections.deque(map(marks.__setitem__, positions, letters), 0)
         self._marks = marks
         return marks.decode("ascii")
 
@@ -288,8 +426,9 @@ class RolePass:
             touched = self._index.update(blocks, changes)
             walk = self._walk(torch, shell, touched if self._code_of is not None else None)
             partial = walk is not None and walk.partial
-            if walk is not None and not partial and walk.reused_units and self._lost(walk, touched, torch):
-                walk = self._walk(torch, shell, None)  # a reused unit may hide the tensor: walk everything again
+            reused = walk is not None and (walk.reused_units or walk.reused_graphs)
+            if reused and not partial and self._lost(walk, touched, torch):
+                walk = self._walk(torch, shell, None)  # something reused may hide the tensor: walk everything again
                 partial = walk.partial
             recoded = self._assign(torch, walk, touched, partial)
             changed = recoded is None or bool(recoded)
@@ -305,10 +444,18 @@ class RolePass:
         return answer
 
     def _walk(self, torch, shell, touched):
-        """The walk of the user's roots, reusing the last units unless ``touched`` is None; None without torch."""
+        """The walk of the user's roots (the last units and graphs reused unless ``touched`` is None), or None."""
         if torch is None:
             return None
-        walk = _RoleWalk(torch, self._index, self.budget_s, self._units if touched is not None else {}, touched)
+        reuse = touched is not None
+        walk = _RoleWalk(
+            torch,
+            self._index,
+            self.budget_s,
+            self._units if reuse else {},
+            touched,
+            self._graphs if reuse else None,
+        )
         try:
             with warnings.catch_warnings():  # a deprecated attribute read must not print into the user's cell
                 warnings.simplefilter("ignore")
@@ -359,6 +506,7 @@ class RolePass:
                 affected = None  # most blocks: set operations over all of them are cheaper than one by one
         workspace = self.workspace_sizes(torch) if not partial else ()
         self._found, self._units = found, units
+        self._graphs = walk.graphs if walk is not None and not partial else {}
         if affected is None:
             self._assign_all(by_role, workspace)
             return None
@@ -379,30 +527,40 @@ class RolePass:
         totals[largest] = sum(map(_SIZE, rows.values())) - sum(totals)
         for role, addresses in enumerate(by_code):
             code_of.update(dict.fromkeys(addresses, _CODES[role]))
-        self._code_of, self._totals = code_of, totals
+        self._code_of, self._by_code, self._totals = code_of, by_code, totals
 
     def _assign_some(self, affected, by_role, workspace):
-        rows, index, code_of, totals = self._index.rows, self._index, self._code_of, self._totals
-        remaining, new_role = affected & rows.keys(), {}
+        """Roles afresh for the ``affected`` addresses alone: set operations per role, no step per block in Python."""
+        rows, replaced, code_of, by_code, totals = (
+            self._index.rows,
+            self._index.replaced,
+            self._code_of,
+            self._by_code,
+            self._totals,
+        )
+        remaining, hits = affected & rows.keys(), []
         for role in range(WORKSPACE_ROLE):
             hit = set()
             for addresses in by_role[role]:
                 hit |= remaining & addresses  # iterates the smaller side
             remaining -= hit
-            new_role.update(dict.fromkeys(hit, role))
-        for address in remaining:
-            new_role[address] = WORKSPACE_ROLE if rows[address][ROW_REQUESTED] in workspace else UNKNOWN_ROLE
+            hits.append(hit)
+        spare = {a for a in remaining if rows[a][ROW_REQUESTED] in workspace} if workspace and remaining else set()
+        hits += [spare, remaining - spare]
+        collections.deque(map(code_of.pop, affected.difference(rows), itertools.repeat(None)), 0)  # freed blocks
         recoded = set()
-        for address in affected:
-            old = code_of.pop(address, None)
-            if old is not None:
-                totals[_ROLE_OF_CODE[old]] -= index.old_size(address)
-            role = new_role.get(address)
-            if role is not None:
-                code = code_of[address] = _CODES[role]
-                totals[role] += rows[address][ROW_SIZE]
-                if code != old:
-                    recoded.add(address)
+        for role, hit in enumerate(hits):
+            members = by_code[role]
+            old = members & affected  # iterates the smaller side
+            if old:  # what the last answer counted, at the size the block had then
+                totals[role] -= sum(map(_SIZE, map(replaced.get, old, map(rows.get, old))))
+                members -= old
+            if hit:
+                totals[role] += sum(map(_SIZE, map(rows.__getitem__, hit)))
+                members |= hit
+                new = hit - old
+                code_of.update(dict.fromkeys(new, _CODES[role]))
+                recoded |= new
         return recoded
 
     @property
@@ -445,7 +603,7 @@ def block_runs(roles_in_order):
 
 
 def _letter_runs(letters):
-    return {"count": len(letters), "runs": _REPEATS.sub(lambda m: f"{len(m.group())}{m.group(1)}", letters)}
+    return {"count": len(letters), "runs": _REPEATS.sub(lambda m: f"{len(m.group())}{m.group()[0]}", letters)}
 
 
 def allocated_keys(blocks):
@@ -484,6 +642,45 @@ def stamp_categories(raw, by_block):
                 trace[i]["category"] = ROLES[role]
                 stamped += 1
     return stamped
+
+
+def _node_token(fn):
+    """What tells an autograd node from any other a tensor may get: its type and its sequence number, or None."""
+    try:
+        return type(fn), fn._sequence_nr()
+    except Exception:  # a node type without one: its graph is walked each cell
+        return None
+
+
+def _probe(root, tensor_type):
+    """(indices from ``root``, name) of a saved tensor near the root, or None when none is readable."""
+    queue = [(root, ())]
+    for fn, path in queue:
+        for name in saved_tensor_names(fn):
+            try:
+                if isinstance(getattr(fn, name), tensor_type):
+                    return path, name
+            except Exception:  # freed by backward
+                return None
+        if len(queue) < _PROBE_NODES:
+            children = getattr(fn, "next_functions", ())
+            queue += [(child, (*path, i)) for i, (child, _) in enumerate(children) if child is not None]
+        if len(queue) > _PROBE_NODES:
+            del queue[_PROBE_NODES:]
+    return None
+
+
+def _probe_reads(root, probe):
+    """Whether the saved tensor ``probe`` names still reads: backward with retain_graph=False frees it."""
+    path, name = probe
+    fn = root
+    try:
+        for i in path:
+            fn = fn.next_functions[i][0]
+        getattr(fn, name)
+    except Exception:
+        return False
+    return True
 
 
 def _workspace_sizes(torch):

@@ -201,12 +201,54 @@ def test_the_block_index_follows_a_captures_changes_as_a_fresh_read_would():
     fresh.update(after)
     assert index.rows == fresh.rows and index.starts == fresh.starts == fresh.order == index.order
     assert touched == {512 * 3, 512 * 17, 512 * 39, 512 * 5, 512 * 8, 512 * 100, 512 * 3 + 256}
-    moved = index.follow(marks, b"?")
+    moved = index.follow(marks, lambda added: b"?" * len(added))
     assert len(moved) == len(index.order)
     assert {a for a, m in zip(index.order, moved) if m == ord("?")} == {512 * 100, 512 * 3 + 256}
-    assert index.old_size(512 * 5) == 512 and index.rows[512 * 5][2] == 1024
+    assert index.replaced[512 * 5][2] == 512 and index.rows[512 * 5][2] == 1024
     # a block on a second device at a lower address: device order first
     later = dict(after)
     later[(1, 64)] = row(1, 64)
     index.update(later, (after, [later[(1, 64)]], []))
-    assert index.order[-1] == 64 and index.starts[:2] == [0, 64] and not index.one_device
+    assert index.order[-1] == 64 and list(index.starts[:2]) == [0, 64] and not index.one_device
+
+
+# Graph reuse: a kept output's autograd graph is not walked again while it cannot have changed.
+
+
+def test_backward_through_a_kept_graph_frees_what_it_saved_though_no_block_goes(cells):
+    """Only the probe sees this: x and the weight outlive the graph, and the gradient born is reached."""
+    ns = cells.shell.user_ns
+    cells.run("x = torch.randn(8, 64)\ny = model(x)")
+    assert cells.role(ns["x"]) == "activation"
+    cells.run("pass")  # the graph is reused
+    cells.run("y.sum().backward()")
+    assert cells.role(ns["x"]) == "user"
+
+
+def test_a_kept_output_changed_in_place_saves_another_named_tensor(cells):
+    """The root node changes for one of its own type (only the token tells) while no block is born or freed."""
+    ns = cells.shell.user_ns
+    cells.run("w = torch.randn(8, 64, requires_grad=True)\nb = torch.randn(8, 64)\ny = torch.randn(8, 64) * w")
+    assert cells.role(ns["b"]) == "user"
+    cells.run("y.mul_(b)")  # a new MulBackward0 saves b for y's gradient
+    assert cells.role(ns["b"]) == "activation"
+
+
+def test_a_graph_two_names_share_stays_whole_when_one_name_goes(cells):
+    """Each name's graph is kept whole: the one left must still reach what the shared part saved."""
+    ns = cells.shell.user_ns
+    cells.run("x = torch.randn(8, 64)\nh = model(x)\nout = h.relu()")
+    cells.run("pass")
+    cells.run("del h")
+    assert cells.role(ns["x"]) == "activation"
+
+
+def test_item_ids_tell_lists_apart_by_the_objects_they_hold():
+    from cuda_memdiff_kernel.item_ids import item_ids
+
+    a, b = torch.zeros(1), torch.zeros(1)
+    items = [a, b] * 20
+    assert item_ids(items) == item_ids(list(items)) == item_ids(tuple(items))
+    swapped = list(items)
+    swapped[7] = a
+    assert item_ids(swapped) != item_ids(items) and item_ids([]) == item_ids(())
