@@ -31,11 +31,9 @@ import operator
 
 from .compact import ROW_STACK, STATE_CODES, read_blocks, read_segment, read_segment_tuple, segment_order
 
-_LAYOUT = operator.itemgetter("address", "size", "requested_size", "state")
 _SIZE = operator.itemgetter("size")
 _REQUESTED = operator.itemgetter("requested_size")
 _STATE_NAME = operator.itemgetter("state")
-_STATE = operator.itemgetter(3)
 _ALLOCATED = "active_allocated"
 _FRAMES = operator.itemgetter("frames")
 
@@ -85,9 +83,7 @@ class _Kept:
     def layout(self):
         """(address, size, requested size, state) of each block, the blocks lying back to back."""
         if self._layout is None:
-            sizes, requested, states = self.columns
-            addresses = itertools.accumulate(sizes[:-1], initial=self.segment[1])
-            self._layout = list(zip(addresses, sizes, requested, states))
+            self._layout = _layout_span(self.columns, 0, len(self.columns[0]), self.segment[1])
         return self._layout
 
 
@@ -117,7 +113,7 @@ def _changed_layout(key, seg, meta, pool, columns, old, marks):
     return _Plan(key, seg, meta, pool, columns, fresh, went, (start, new_end, old_end), marks), allocated
 
 
-def _changed_span(now, was, same_total=True):
+def _changed_span(now, was, same_total):
     """(start, end in now, end in was): the blocks outside [start, end) are the same in both column sets."""
     n, m = len(now[0]), len(was[0])
     start = _common(now, was, min(n, m), lambda column, k: column[:k], iter)
@@ -336,8 +332,8 @@ def _keys(old):
 def _since(now, last):
     """Allocations per pool between two counts; None when either is unknown, they differ in pools, or one went back.
 
-    A pool's count is a number, or (allocations, offset) as torch_probe.allocation_count gives it: the offset
-    moves only when the user resets torch's counters, and then nothing can be told from the counts.
+    A pool's count is a number, or (allocations, offset[, frees]) as torch_probe.allocation_count gives it: the
+    offset moves only when the user resets torch's counters, and then nothing can be told from the counts.
     """
     if now is None or last is None:
         return None
@@ -600,7 +596,6 @@ def _signatures(marks, start, end):
 
 _NO_STACK = (0, -1)
 _NO_ROW = (None, None, None, None, None, -1, None)
-_ADDRESS = operator.itemgetter(0)
 _ROW_STACK = operator.itemgetter(ROW_STACK)
 
 
