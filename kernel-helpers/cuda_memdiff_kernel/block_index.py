@@ -109,21 +109,14 @@ class BlockIndex:
             )
             if stop > start
         ]
-        staying = array.array(_ADDRESS_TYPE)
-        for start, stop in kept:
-            staying += starts[start:stop]
+        staying = _kept_slices(starts, kept)
         added = sorted(added)
         positions = map(bisect.bisect_left, itertools.repeat(staying), added)
         inserts = [
             (position, array.array(_ADDRESS_TYPE, map(_SECOND, group)))
             for position, group in itertools.groupby(zip(positions, added), _FIRST)
         ]
-        new, done = array.array(_ADDRESS_TYPE), 0
-        for position, addresses in inserts:
-            new += staying[done:position]
-            new += addresses
-            done = position
-        new += staying[done:]
+        new = _with_inserts(staying, inserts, lambda addresses: addresses)
         self._starts, self._order, self.edit, self.inserted = new, None, (kept, inserts), frozenset(added)
 
     def follow(self, marks, letters_of):
@@ -136,14 +129,7 @@ class BlockIndex:
         if not self.edit:
             return marks
         kept, inserts = self.edit
-        staying = bytearray().join(marks[start:stop] for start, stop in kept)
-        out, done = bytearray(), 0
-        for position, addresses in inserts:
-            out += staying[done:position]
-            out += letters_of(addresses)
-            done = position
-        out += staying[done:]
-        return out
+        return _with_inserts(_kept_slices(marks, kept), inserts, letters_of)
 
     @property
     def one_device(self):
@@ -200,3 +186,22 @@ class BlockIndex:
         if row[ROW_DEVICE] != device or address >= row[ROW_ADDRESS] + row[ROW_SIZE]:
             return None
         return row[ROW_ADDRESS]
+
+
+def _kept_slices(items, kept):
+    """The (start, stop) slices ``kept`` of ``items`` (an array or a bytearray), one after another."""
+    out = items[:0]
+    for start, stop in kept:
+        out += items[start:stop]
+    return out
+
+
+def _with_inserts(staying, inserts, fill):
+    """``staying`` with ``fill(addresses)`` put in at each (position in ``staying``, addresses) of ``inserts``."""
+    out, done = staying[:0], 0
+    for position, addresses in inserts:
+        out += staying[done:position]
+        out += fill(addresses)
+        done = position
+    out += staying[done:]
+    return out
