@@ -30,7 +30,7 @@ def free(address, size):
     return {"address": address, "size": size, "requested_size": 0, "state": "inactive", "frames": []}
 
 
-def segment(address, blocks, device=0):
+def segment(address, blocks, device=0, total=SEGMENT, segment_type="small"):
     """blocks: [(offset, size, stack or None for inactive)]; the rest of the segment is free."""
     out, cursor = [], address
     for offset, size, frames in blocks:
@@ -41,14 +41,14 @@ def segment(address, blocks, device=0):
             {"address": address + offset, "size": size, "requested_size": size, "state": state, "frames": frames or []}
         )
         cursor = address + offset + size
-    if cursor < address + SEGMENT:
-        out.append(free(cursor, address + SEGMENT - cursor))
+    if cursor < address + total:
+        out.append(free(cursor, address + total - cursor))
     return {
         "device": device,
         "address": address,
-        "total_size": SEGMENT,
+        "total_size": total,
         "stream": 0,
-        "segment_type": "small",
+        "segment_type": segment_type,
         "segment_pool_id": (0, 0),
         "frames": [],
         "blocks": out,
@@ -375,73 +375,37 @@ def test_counters_reset_by_the_user_are_not_trusted():
 # Found by a second review.
 
 
-def _block(address, size, frames, requested=None, state="active_allocated"):
-    return {
-        "address": address,
-        "size": size,
-        "requested_size": size if requested is None else requested,
-        "state": state if frames is not None else "inactive",
-        "frames": frames or [],
-    }
-
-
-def _segment(address, blocks, segment_type="large"):
-    """blocks: [(size, frames or None for free space)], back to back from ``address``."""
-    out, cursor = [], address
-    for size, frames in blocks:
-        out.append(_block(cursor, size, frames))
-        cursor += size
-    live = [b for b in out if b["state"] != "inactive"]
-    return {
-        "device": 0,
-        "address": address,
-        "total_size": cursor - address,
-        "stream": 0,
-        "segment_type": segment_type,
-        "segment_pool_id": (0, 0),
-        "allocated_size": sum(b["size"] for b in live),
-        "active_size": sum(b["size"] for b in live),
-        "requested_size": sum(b["requested_size"] for b in live),
-        "frames": [],
-        "blocks": out,
-    }
-
-
 MB2 = 2**21
 
 
-# F1 (new in 42198c8): the common end of a segment whose size changed is taken as lying at the same addresses.
 # torch reports an expandable segment (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True) as one segment per
-# mapped range: when a cell's allocation does not fit, the segment grows at its end, at the same address.
+# mapped range: when a cell's allocation does not fit, the segment grows at its end, at the same address, so
+# the blocks at its end are not where the old ones at its end were.
+
+
+def large(blocks, total):
+    """A snapshot of one large segment of ``total`` bytes: blocks [(offset, size, stack or None)]."""
+    return {"segments": [segment(64 * MB2, blocks, total=total, segment_type="large")], "device_traces": []}
 
 
 def test_an_expandable_segment_that_grew_is_not_read_by_its_common_end():
     # cell a: x = 2 MiB, y = 4 MiB; cell b: del x; z = 4 MiB (does not fit where x was: the segment grows)
     reader = SnapshotReader(FrameTable())
-    base = 64 * MB2
     counts = {(0, "small"): (0, 0, 0), (0, "large"): (2, 0, 0)}
-    raw = {"segments": [_segment(base, [(MB2, stack("a", 1)), (2 * MB2, stack("a", 2))])], "device_traces": []}
-    current = check(reader, raw, {}, counts)
-    raw = {
-        "segments": [_segment(base, [(MB2, None), (2 * MB2, stack("a", 2)), (2 * MB2, stack("b", 1))])],
-        "device_traces": [],
-    }
-    # z (at base + 6 MiB) is the block the user wants to see; the reader takes it for y (at base + 2 MiB)
+    current = check(reader, large([(0, MB2, stack("a", 1)), (MB2, 2 * MB2, stack("a", 2))], 3 * MB2), {}, counts)
+    # z (at 6 MiB) is the block the user wants to see; read by the common end, it would be taken for y (at 2 MiB)
+    raw = large([(MB2, 2 * MB2, stack("a", 2)), (3 * MB2, 2 * MB2, stack("b", 1))], 5 * MB2)
     check(reader, raw, current, {(0, "small"): (0, 0, 0), (0, "large"): (3, 0, 1)})
 
 
 def test_an_expandable_segment_growing_by_one_more_of_the_same_size_is_seen():
     # each cell appends one more 4 MiB tensor to a list, and frees a small one made earlier in the segment
     reader = SnapshotReader(FrameTable())
-    base = 64 * MB2
-    blocks = [(MB2, stack("a", 1)), (2 * MB2, stack("a", 2))]
-    raw = {"segments": [_segment(base, blocks)], "device_traces": []}
-    current = check(reader, raw, {}, 2)
-    blocks = [(MB2, None), (2 * MB2, stack("a", 2)), (2 * MB2, stack("a", 2))]
-    check(reader, {"segments": [_segment(base, blocks)], "device_traces": []}, current, 3)
+    current = check(reader, large([(0, MB2, stack("a", 1)), (MB2, 2 * MB2, stack("a", 2))], 3 * MB2), {}, 2)
+    check(reader, large([(MB2, 2 * MB2, stack("a", 2)), (3 * MB2, 2 * MB2, stack("a", 2))], 5 * MB2), current, 3)
 
 
-# F2 (older than this change: _Signatures and marks): two callbacks that call the same library function from
+# Two callbacks that call the same library function from
 # different lines have the same depth, the same frame at the anchor distance and the same innermost frame.
 
 
@@ -459,7 +423,7 @@ def test_two_callbacks_through_the_same_library_call_are_told_apart():
     check(reader, raw, current, 4)
 
 
-# F3 (older than this change: anchor_after): where most cell stacks have their cell frame one further out, the
+# Where most cell stacks have their cell frame one further out, the
 # anchor of a cell stack at the usual depth that went through a library is the library's frame.
 
 
@@ -477,7 +441,7 @@ def test_cells_of_the_lesser_depth_through_a_library_are_told_apart():
     check(reader, raw, current, 8)
 
 
-# F4 (older than this change: anchor_after with one stack seen): before any stack came through run_code, the
+# Before any stack came through run_code, the
 # anchor is the frame just inside the frames all stacks share; with one stack seen, that is past its end, so
 # every stack of that depth has no anchor (-1) and only depths are compared (a plain script's first cells, or
 # a kernel whose first blocks came from a callback).
