@@ -6,6 +6,7 @@ or an old release answers with a status, never an error in the user's cell.
 (The recorder, a tool the user runs on purpose, may import torch itself.)
 """
 
+import functools
 import inspect
 import sys
 import threading
@@ -99,9 +100,15 @@ def _snapshot_without_traces(torch):
     # torch 2.11+ can skip the trace ring buffer, which dominates cost once
     # history is long (52 ms against 1.2 ms after 36,000 entries on an H200).
     snap = torch.cuda.memory.memory_snapshot
-    if "include_traces" in inspect.signature(snap).parameters:
+    if _takes_include_traces(snap):
         return {"segments": snap(include_traces=False), "device_traces": []}
     return None
+
+
+@functools.lru_cache(maxsize=4)
+def _takes_include_traces(snap):
+    """Whether torch's memory_snapshot takes include_traces (asked once: inspect costs tens of µs a call)."""
+    return "include_traces" in inspect.signature(snap).parameters
 
 
 def raw_snapshot(include_traces=False, torch=None):
