@@ -22,6 +22,7 @@ import time
 
 import torch
 from cuda_memdiff_kernel import torch_probe
+from cuda_memdiff_kernel.block_index import Changes
 from cuda_memdiff_kernel.channel import Frontends
 from cuda_memdiff_kernel.log import SnapshotLog
 from cuda_memdiff_kernel.roles import RolePass
@@ -73,10 +74,10 @@ def main():
         changes = []
 
         def capture():  # as capture.py takes a cell (helper_cell), less the role pass
-            before = log.current
+            before = log.version
             helper_cell(log, frontends)
             entry = log.entries[-1]
-            changes[:] = [(before, entry.born, entry.freed)]
+            changes[:] = [Changes(before, entry.born, entry.freed, log.version)]
 
         def change_300_blocks():  # the user's list of 300 tensors, replaced
             shell.user_ns["churn"] = [torch.empty(512, device="cuda") for _ in range(300)]
@@ -100,7 +101,7 @@ def main():
             fresh["answer"] = RolePass().run(shell, log.current)
 
         fresh_ms = median_ms(from_nothing)
-        same_ms = median_ms(lambda: kept.run(shell, log.current, (log.current, [], [])))
+        same_ms = median_ms(lambda: kept.run(shell, log.current, Changes(log.version, [], [], log.version)))
         answer = answers[-1]
         agree = answer["bytes"] == fresh["answer"]["bytes"] and answer["blocks"] == fresh["answer"]["blocks"]
         mib = {k: round(v / 2**20, 1) for k, v in answer["bytes"].items() if v}

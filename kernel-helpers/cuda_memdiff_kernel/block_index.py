@@ -10,6 +10,7 @@ not see) it compares the tables row by row.
 
 import array
 import bisect
+import collections
 import itertools
 import operator
 
@@ -23,12 +24,16 @@ _ADDRESS_TYPE = "Q"  # unsigned 64-bit: a device address
 _FIRST = operator.itemgetter(0)
 _SECOND = operator.itemgetter(1)
 
+# What a capture changed in the log's block table: the version it started from, the born rows, the freed keys,
+# the version it made. The log changes one table in place, so a version (SnapshotLog.version) names its state.
+Changes = collections.namedtuple("Changes", "since born freed version")
+
 
 class BlockIndex:
     """{address: block row} of the allocated blocks (no pending frees), and their wire order."""
 
     def __init__(self):
-        self.table = None  # the block table last followed
+        self.version = None  # the version of the log's table last followed (None: not known)
         self.rows = {}
         self.replaced = {}  # address -> the row it had before the last update (changed or freed)
         # How the last update changed ``starts``: () not at all; None: not known (read afresh); else (kept,
@@ -45,17 +50,15 @@ class BlockIndex:
     def update(self, blocks, changes=None):
         """Follow ``blocks`` ({(device, address): row}); the set of addresses whose block changed.
 
-        ``changes``: (the table ``blocks`` was read against, born rows, freed
-        keys), as the log's entry gives them; used when that table is the one
-        followed last, else the two tables are compared.
+        ``changes``: Changes, as the log's entry gives them; used when they
+        start from the version followed last, else the rows are compared.
         """
         self.replaced, self.edit, self.inserted = {}, None, frozenset()
-        if changes is not None and self.table is not None and changes[0] is self.table:
-            _, born, freed = changes
-            touched = self._apply(born, freed)
+        if changes is not None and self.version is not None and changes.since == self.version:
+            touched = self._apply(changes.born, changes.freed)
         else:
             touched = self._compare(blocks)
-        self.table = blocks
+        self.version = None if changes is None else changes.version
         return touched
 
     def _apply(self, born, freed):

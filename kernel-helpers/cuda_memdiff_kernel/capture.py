@@ -16,6 +16,7 @@ import time
 import traceback
 
 from . import holders, process, protocol, torch_probe
+from .block_index import Changes
 from .channel import Frontends
 from .log import SnapshotLog, collector_paused
 from .replay import replay_from_environment
@@ -338,12 +339,13 @@ class CellCapture:
         self._publish(self.replay.snapshot(recorded["snapshot_file"]), fields, block_roles)
 
     def _publish(self, raw, fields, block_roles=None, allocations=None):
-        before = self.log.current
+        before = self.log.version
         entry = self.log.add(raw, allocations=allocations, **fields)
         if fields["reason"] == "cell" and self.replay is None:
             # What each live block is for (roles.py): one additive field of the cell's snapshot message;
             # the blocks the capture saw born and freed spare the pass reading the whole table.
-            roles = self.roles.after_cell(self.shell, self.log.current, (before, entry.born, entry.freed))
+            changes = Changes(before, entry.born, entry.freed, self.log.version)
+            roles = self.roles.after_cell(self.shell, self.log.current, changes)
             if roles is not None:
                 entry.fields["roles"] = roles
         elif block_roles is not None:  # a recorded cell's roles file, sent as the live pass sends its roles

@@ -43,7 +43,12 @@ def collector_paused():
 
 
 class _State(collections.namedtuple("_State", "entries base current rows")):
-    """Replaced whole on each change, so an interrupt leaves the old or the new state, never half."""
+    """Replaced whole on each change, so an interrupt leaves the old or the new state, never half.
+
+    ``current``, the newest table, is the one object changed in place (a copy
+    of 100,000 rows costs several ms a cell); an add that is interrupted puts
+    its rows back (SnapshotReader.undo).
+    """
 
 
 class SnapshotLog:
@@ -71,8 +76,15 @@ class SnapshotLog:
 
     @property
     def current(self):
-        """The block table at the newest snapshot."""
+        """The block table at the newest snapshot: the same dict from one snapshot to the next, changed in place
+        (``version`` tells its states apart)."""
         return self._state.current
+
+    @property
+    def version(self):
+        """Which snapshot ``current`` is at: the newest entry's seq (None before the first)."""
+        entries = self._state.entries
+        return entries[-1].seq if entries else None
 
     def add(self, raw, allocations=None, **fields):
         """Keep a raw snapshot with its message fields; returns the new entry.
@@ -81,19 +93,26 @@ class SnapshotLog:
         ``raw`` was taken (torch_probe.allocation_count); it spares reading
         blocks that cannot have changed (reader.py).
         """
-        state = self._state
-        with collector_paused():
-            segments, blocks, born, freed = self._reader.read(raw, state.current, allocations)
-            history = self._history(raw)
-        prev = state.entries[-1].seq if state.entries else None
-        entry = Entry(self._next_seq, prev, fields, segments, born, freed, history)
-        traced = len(history[0]["device"]) if history else 0
-        if state.entries:
-            new = _State(state.entries + (entry,), state.base, blocks, state.rows + len(born) + len(freed) + traced)
-        else:
-            new = _State((entry,), blocks, blocks, len(blocks) + traced)
-        new, dropped = self._trim(new)
-        self._state, self._next_seq = new, self._next_seq + 1
+        state, new = self._state, None
+        try:
+            with collector_paused():
+                segments, blocks, born, freed = self._reader.read(raw, state.current, allocations)
+                history = self._history(raw)
+            prev = state.entries[-1].seq if state.entries else None
+            entry = Entry(self._next_seq, prev, fields, segments, born, freed, history)
+            traced = len(history[0]["device"]) if history else 0
+            if state.entries:
+                rows = state.rows + len(born) + len(freed) + traced
+                new = _State(state.entries + (entry,), state.base, blocks, rows)
+            else:  # the base is a copy: the reader changes the newest table in place
+                new = _State((entry,), dict(blocks), blocks, len(blocks) + traced)
+            new, dropped = self._trim(new)
+            self._next_seq += 1
+            self._state = new
+        except BaseException:
+            if self._state is not new:
+                self._reader.undo(state.current)
+            raise
         self.dropped += dropped
         return entry
 

@@ -29,7 +29,16 @@ import collections
 import itertools
 import operator
 
-from .compact import ROW_STACK, STATE_CODES, read_blocks, read_segment, read_segment_tuple, segment_order
+from .compact import (
+    ROW_ADDRESS,
+    ROW_DEVICE,
+    ROW_STACK,
+    STATE_CODES,
+    read_blocks,
+    read_segment,
+    read_segment_tuple,
+    segment_order,
+)
 
 _SIZE = operator.itemgetter("size")
 _REQUESTED = operator.itemgetter("requested_size")
@@ -74,11 +83,11 @@ class _Kept:
     """One segment as last read: its meta, its blocks' columns, its segment tuple, its blocks' stack marks
     (_StackCheck.marks; None until a stack check made them) and its layout tuples (made when needed)."""
 
-    __slots__ = ("meta", "columns", "segment", "marks", "_layout", "firsts")
+    __slots__ = ("meta", "columns", "segment", "marks", "_layout", "runs")
 
-    def __init__(self, meta, columns, segment, marks=None, layout=None, firsts=None):
+    def __init__(self, meta, columns, segment, marks=None, layout=None, runs=None):
         self.meta, self.columns, self.segment, self.marks, self._layout = meta, columns, segment, marks, layout
-        self.firsts = firsts  # _StackCheck._unchanged's {anchor: its first index}; False: not to be used
+        self.runs = runs  # _anchor_runs of the marks, made when _StackCheck._unchanged first needs them
 
     def layout(self):
         """(address, size, requested size, state) of each block, the blocks lying back to back."""
@@ -110,6 +119,9 @@ def _changed_layout(key, seg, meta, pool, columns, old, marks):
     # Only an allocation makes a block allocated; one that went pending (freed on another stream) is new
     # by state with no allocation behind it.
     allocated = list(map(columns[2].__getitem__, fresh)).count(_ALLOCATED)
+    # The kept lists' numbers around the span stay (the same values): freeing them, thousands a segment, cost
+    # more than the splice.
+    columns = tuple(o[:start] + c[start:new_end] + o[old_end:] for c, o in zip(columns, old.columns))
     return _Plan(key, seg, meta, pool, columns, fresh, went, (start, new_end, old_end), marks), allocated
 
 
@@ -147,7 +159,8 @@ class SnapshotReader:
 
     def __init__(self, table):
         self.table = table
-        self._made = None  # the block table the last read returned
+        self._made = None  # the block table the last read returned (the log's, changed in place since)
+        self._undo = None  # {key: row or _GONE} of the rows the last read changed in the table it was given
         self._segments = {}  # (device, address) -> _Kept
         self._allocations = None  # the allocator's counts at the last read
         self._stacks_seen = 1  # the table's stacks already folded into _shared
@@ -163,8 +176,13 @@ class SnapshotReader:
         just before ``raw`` was taken: {(device, "small" or "large"): count or
         (count, offset) or (count, offset, frees)} (torch_probe.counted_snapshot),
         or one count for all; None when unknown.
+
+        ``blocks`` is ``current`` itself, changed in place, where ``current``
+        is the table this reader returned last (a copy of 100,000 rows costs
+        several ms a cell); else a new table. undo() puts ``current`` back.
         """
         raw_segments = raw["segments"] if isinstance(raw, dict) else raw
+        self._undo = None
         since = None
         if current is self._made and self._made is not None:
             since = _since(allocations, self._allocations)
@@ -180,6 +198,18 @@ class SnapshotReader:
             result = self._read_all(raw_segments, current)
         self._allocations = allocations if self._made is not None else None
         return result
+
+    def undo(self, current):
+        """Put back the rows the last read changed in ``current`` (the log could not keep its snapshot: an
+        interrupt); the next read reads every block."""
+        undo, self._undo = self._undo, None
+        if undo:
+            for key, row in undo.items():
+                if row is _GONE:
+                    current.pop(key, None)
+                else:
+                    current[key] = row
+        self._segments, self._made, self._allocations = {}, None, None
 
     def _read_all(self, raw_segments, current):
         segments, blocks, kept, ids = [], {}, {}, {}
@@ -238,8 +268,8 @@ class SnapshotReader:
             if old is None:  # a new segment: every block is read
                 plans.append(_Plan(key, seg, meta, pool, columns, None, [], None, marks))
                 new_blocks[pool] += columns[2].count(_ALLOCATED)
-            elif columns == old.columns:
-                plans.append(_Plan(key, seg, meta, pool, columns, [], [], None, marks))
+            elif columns == old.columns:  # the kept lists stay: this snapshot's go with it, freed as a bare one's
+                plans.append(_Plan(key, seg, meta, pool, old.columns, [], [], None, marks))
             else:
                 plan, allocated = _changed_layout(key, seg, meta, pool, columns, old, marks)
                 plans.append(plan)
@@ -251,17 +281,15 @@ class SnapshotReader:
             stacks.read_again(p, before.get(p.key)) if p.pool in doubtful else stacks.kept(p, before.get(p.key))
             for p in plans
         ]
-        blocks = dict(current)
-        old_rows = {}  # rows taken out; those not read again were freed
+        went = {}  # keys of the rows whose blocks went; those not read again were freed
         for old in gone:
-            for block in _keys(old):
-                old_rows[block] = blocks.pop(block)
-        born, ids = [], {}
+            went.update(dict.fromkeys(_keys(old)))
         for plan in plans:
             device = int(plan.seg.get("device", 0))
-            for item in plan.went:
-                if item[3] in STATE_CODES:
-                    old_rows[(device, item[0])] = blocks.pop((device, item[0]))
+            went.update(dict.fromkeys((device, item[0]) for item in plan.went if item[3] in STATE_CODES))
+        if not all(map(current.__contains__, went)):
+            return None  # a table that is not this layout's: read every block
+        born, ids, rows = [], {}, {}
         for plan in plans:
             old, seg = before.get(plan.key), plan.seg
             # The segment itself may have been given back and made again at its address (by another cell, on
@@ -270,20 +298,26 @@ class SnapshotReader:
             if old is not None and old.segment == segment:
                 segment = old.segment
             if old is not None and not plan.went and not plan.fresh:  # the same blocks
-                firsts = old.firsts if plan.marks is old.marks else None
-                kept[plan.key] = _Kept(plan.meta, plan.columns, segment, plan.marks, old._layout, firsts)
+                runs = old.runs if plan.marks is old.marks else None
+                kept[plan.key] = _Kept(plan.meta, plan.columns, segment, plan.marks, old._layout, runs)
                 continue
             device, seg_address = int(seg.get("device", 0)), int(seg["address"])
             raw_blocks = seg["blocks"] if plan.fresh is None else map(seg["blocks"].__getitem__, plan.fresh)
-            for block in read_blocks(raw_blocks, device, seg_address, self.table, ids, blocks):
-                row = blocks[block]
-                previous = old_rows.pop(block, None)
-                if row != (current.get(block) if previous is None else previous):
+            for block in read_blocks(raw_blocks, device, seg_address, self.table, ids, rows):
+                went.pop(block, None)
+                row = rows[block]
+                if row != current.get(block):
                     born.append(row)
             layout = old._layout if plan.changed is None and old is not None else None  # made again when needed
             kept[plan.key] = _Kept(plan.meta, plan.columns, segment, plan.marks, layout)
-        self._segments, self._made = kept, blocks
-        return sorted((k.segment for k in kept.values()), key=segment_order), blocks, born, list(old_rows)
+        freed = list(went)
+        born_keys = list(map(_ROW_KEY, born))
+        self._undo = dict(zip(born_keys, map(current.get, born_keys, itertools.repeat(_GONE))))
+        self._undo.update(zip(freed, map(current.__getitem__, freed)))
+        collections.deque(map(current.__delitem__, freed), 0)
+        current.update(zip(born_keys, born))
+        self._segments, self._made = kept, current
+        return sorted((k.segment for k in kept.values()), key=segment_order), current, born, freed
 
     def anchor_after(self):
         """How far from the outer end of a stack its cell's frame lies: the anchor is frames[-k].
@@ -431,7 +465,7 @@ class _StackCheck:
         depths = list(map(len, frames))
         if self.anchor is None:
             return depths, (), self.way
-        deep = list(itertools.compress(frames, depths))
+        deep = list(filter(None, frames))
         try:
             dicts = list(map(self.anchor, deep))
         except IndexError:  # a stack shorter than the anchor's distance: not a cell's
@@ -453,33 +487,42 @@ class _StackCheck:
     def _unchanged(self, old, depths, dicts):
         """Whether a segment's anchor frame dicts are the frames of its kept marks, told without naming each one.
 
-        The kept anchors name a few distinct frames. Each is named in this
-        snapshot by the dict at its first place; the kept anchors, each put
-        for its dict, must then be the same objects as this snapshot's, one
-        comparison of two lists in C (torch shares one dict per distinct
-        frame). Kept anchors that are no cell's frame, or none, are compared
-        the long way.
+        The kept anchors come in runs (a line's blocks lie side by side) of a
+        few distinct frames. Each run's first dict is named; the rest of the
+        run must be that dict (torch shares one dict per distinct frame),
+        counted in C. Where runs are short, each distinct frame is named by
+        its first dict and the kept anchors, each put for its dict, are
+        compared with this snapshot's as one list. Kept anchors that are no
+        cell's frame, or none, are compared the long way.
         """
         marks = old.marks
-        if marks is None or marks[2] != self.way or marks[0] != depths or old.firsts is False:
+        if marks is None or marks[2] != self.way or marks[0] != depths:
             return False
-        anchors = marks[1]
-        if old.firsts is None:
-            distinct = set(anchors)
-            if not all(type(a) is int and a >= 0 for a in distinct):
-                old.firsts = False
+        if old.runs is None:
+            old.runs = _anchor_runs(marks[1])
+        if old.runs is False:
+            return False
+        runs, firsts = old.runs
+        if len(runs) * _SHORT_RUN > len(dicts):  # many short runs: one lookup per block, in C
+            by_frame = {}
+            for frame_id, at in firsts.items():
+                by_frame[frame_id] = candidate = dicts[at]
+                if self._anchor_id(candidate) != frame_id:
+                    return False
+            return list(map(by_frame.__getitem__, marks[1])) == dicts
+        for frame_id, start, stop in runs:
+            candidate = dicts[start]
+            if self._anchor_id(candidate) != frame_id:
                 return False
-            old.firsts = {a: anchors.index(a) for a in distinct}
-        known, by_frame = self.anchor_ids, {}
-        for frame_id, at in old.firsts.items():
-            candidate = dicts[at]
-            named = known.get(id(candidate))
-            if named is None:
-                named = self._frame_ids([candidate], known)[0]
-            if named != frame_id:
+            run = dicts if stop - start == len(dicts) else dicts[start:stop]
+            if run.count(candidate) != stop - start:
                 return False
-            by_frame[frame_id] = candidate
-        return list(map(by_frame.__getitem__, anchors)) == dicts
+        return True
+
+    def _anchor_id(self, frame):
+        """The frame id of an anchor's frame dict of this snapshot."""
+        named = self.anchor_ids.get(id(frame))
+        return self._frame_ids([frame], self.anchor_ids)[0] if named is None else named
 
     def _is_cell(self, frame_id):
         known = self._cell_frame.get(frame_id)
@@ -560,6 +603,23 @@ class _StackCheck:
             return list(map(known.__getitem__, ids))
 
 
+# Runs shorter than this on average are checked block by block (a run costs a few steps in Python).
+_SHORT_RUN = 8
+
+
+def _anchor_runs(anchors):
+    """([(frame id, start, stop)] of the runs of equal anchors, {frame id: its first index}); False where an
+    anchor is no cell frame's id (a stack compared whole, or none)."""
+    distinct = set(anchors)
+    if not all(type(a) is int and a >= 0 for a in distinct):
+        return False
+    if not anchors:
+        return [], {}
+    starts = [0, *itertools.compress(itertools.count(1), map(operator.ne, anchors, itertools.islice(anchors, 1, None)))]
+    runs = list(zip(map(anchors.__getitem__, starts), starts, [*starts[1:], len(anchors)]))
+    return runs, {a: anchors.index(a) for a in distinct}
+
+
 def _changed_marks(now, was, start, end, was_start):
     """Indices in [start, end) whose mark in ``now`` differs from the one at the same offset from ``was_start``
     in ``was``; the span must start or end its segment (anchors are kept only for blocks with a stack)."""
@@ -597,6 +657,8 @@ def _signatures(marks, start, end):
 _NO_STACK = (0, -1)
 _NO_ROW = (None, None, None, None, None, -1, None)
 _ROW_STACK = operator.itemgetter(ROW_STACK)
+_ROW_KEY = operator.itemgetter(ROW_DEVICE, ROW_ADDRESS)
+_GONE = object()  # undo: a row that was not in the table
 
 
 def _is_cell_frame(frame):

@@ -417,8 +417,8 @@ class RolePass:
 
         ``{"bytes": {role: bytes}, "partial", "elapsed_ms", "reused", "blocks"}``;
         ``self.by_block`` keeps {(device, address): role index} of the answer.
-        ``changes``: (the table ``blocks`` was read against, born rows, freed
-        keys) from the log; without them the tables are compared.
+        ``changes``: block_index.Changes from the log; without them the
+        tables are compared.
         """
         started = time.perf_counter()
         torch = torch_probe.torch_module()

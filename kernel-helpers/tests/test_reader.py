@@ -75,8 +75,9 @@ def read_every_block(raw, current, table):
 
 def check(reader, raw, current, allocations=None):
     """The reader's answer for raw, held to reading every block (with its own frame table)."""
+    before = dict(current)  # the reader changes the table it made last in place
     segments, blocks, born, freed = reader.read(raw, current, allocations)
-    want_segments, want_blocks, want_born, want_freed = read_every_block(raw, current, reader.table)
+    want_segments, want_blocks, want_born, want_freed = read_every_block(raw, before, reader.table)
     assert segments == want_segments
     assert blocks == want_blocks
     assert {(r[0], r[1]): r for r in born} == want_born
@@ -185,13 +186,48 @@ def test_a_segment_given_back_frees_its_blocks():
 
 
 def test_a_table_it_did_not_make_is_compared_block_by_block():
-    # an interrupt between the reader and the log leaves the log's older table: nothing may be skipped
     reader = SnapshotReader(FrameTable())
     layout = {(0, SEGMENT): [(0, 512, ("a", 1))]}
-    older = check(reader, snapshot(layout), {}, 1)
+    table = check(reader, snapshot(layout), {}, 1)
     layout[(0, SEGMENT)].append((512, 512, ("a", 2)))
-    check(reader, snapshot(layout), older, 2)
-    check(reader, snapshot(layout), older, 2)  # the log still holds `older`
+    check(reader, snapshot(layout), dict(table), 2)  # a copy: not the table the reader made
+    check(reader, snapshot(layout), table, 2)
+
+
+def test_an_interrupted_read_is_undone_and_the_next_one_reads_every_block():
+    # an interrupt between the reader and the log: the log puts its table back and still holds the older snapshot
+    reader = SnapshotReader(FrameTable())
+    layout = {(0, SEGMENT): [(0, 512, ("a", 1)), (1024, 512, ("a", 2))]}
+    table = check(reader, snapshot(layout), {}, 2)
+    older = dict(table)
+    layout[(0, SEGMENT)] = [(0, 512, ("b", 1)), (2048, 512, ("b", 2))]
+    _, blocks, born, freed = reader.read(snapshot(layout), table, 4)
+    assert blocks is table and table != older and born and freed
+    reader.undo(table)
+    assert table == older
+    check(reader, snapshot(layout), table, 4)
+
+
+def test_the_log_puts_its_table_back_when_an_add_is_interrupted():
+    log = SnapshotLog()
+    layout = {(0, SEGMENT): [(0, 512, ("a", 1)), (1024, 512, ("a", 2))]}
+    log.add(snapshot(layout), 2)
+    older, version = dict(log.current), log.version
+    layout[(0, SEGMENT)] = [(0, 512, ("b", 1)), (2048, 512, ("b", 2))]
+    history = log._history
+
+    def interrupted(raw):
+        raise KeyboardInterrupt
+
+    log._history = interrupted
+    with pytest.raises(KeyboardInterrupt):
+        log.add(snapshot(layout), 4)
+    assert log.current == older and log.version == version and len(log.entries) == 1
+    log._history = history
+    entry = log.add(snapshot(layout), 4)
+    _, want_blocks, want_born, want_freed = read_every_block(snapshot(layout), older, log.table)
+    assert log.current == want_blocks
+    assert {(r[0], r[1]): r for r in entry.born} == want_born and set(entry.freed) == want_freed
 
 
 def test_a_torch_without_block_addresses_is_read_whole():

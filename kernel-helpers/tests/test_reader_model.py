@@ -327,6 +327,7 @@ def run(seed, cells=40):
         if rnd.random() < 0.03 and current:
             given = dict(current)  # a table the log did not make
         pristine = copy.deepcopy(raw)
+        given_named = {key: names(reader.table, row) for key, row in given.items()}  # read changes it in place
         try:
             segments, blocks, born, freed = reader.read(raw, given, counts)
         except Exception:
@@ -335,7 +336,6 @@ def run(seed, cells=40):
         T, R = reader.table, ref_table
         got = {key: names(T, row) for key, row in blocks.items()}
         want = {key: names(R, row) for key, row in ref_blocks.items()}
-        given_named = {key: names(T, row) for key, row in given.items()}
         if [seg_names(T, s) for s in segments] != [seg_names(R, s) for s in ref_segments]:
             return "BUG-segments", seed, step, None, cfg, form, share
         if got != want:
@@ -343,7 +343,7 @@ def run(seed, cells=40):
             detail = [(key, got.get(key), want.get(key)) for key in diffs[:4]]
             return "table", seed, step, detail, cfg, form, share
         want_born = {key: row for key, row in want.items() if given_named.get(key) != row}
-        want_freed = {key for key in given if key not in want}
+        want_freed = {key for key in given_named if key not in want}
         got_born = {(r[0], r[1]): names(T, r) for r in born}
         if got_born != want_born or len(born) != len(want_born):
             return "BUG-born", seed, step, (got_born.keys() ^ want_born.keys()), cfg, form, share

@@ -16,6 +16,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from cuda_memdiff_kernel import protocol  # noqa: E402
+from cuda_memdiff_kernel.block_index import Changes  # noqa: E402
 from cuda_memdiff_kernel.roles import RolePass  # noqa: E402
 from cuda_memdiff_kernel.walk import saved_names  # noqa: E402
 
@@ -55,14 +56,15 @@ class Cells:
     """Runs cells and, after each, the kept pass (with the capture's changes) and a new one."""
 
     def __init__(self, shell):
-        self.shell, self.kept, self.table = shell, RolePass(budget_s=30), {}
+        self.shell, self.kept, self.table, self.version = shell, RolePass(budget_s=30), {}, 0
 
     def run(self, source):
         assert self.shell.run_cell(source).success, source
         before, table = self.table, live_storages()
         born = [row for key, row in table.items() if before.get(key) != row]
         freed = [key for key in before if key not in table]
-        answer = self.kept.run(self.shell, table, (before, born, freed))
+        answer = self.kept.run(self.shell, table, Changes(self.version, born, freed, self.version + 1))
+        self.version += 1
         fresh_pass = RolePass(budget_s=30)
         fresh = fresh_pass.run(self.shell, table)
         assert not answer["partial"] and not fresh["partial"]
@@ -120,7 +122,7 @@ def test_a_tensor_saved_for_backward_becomes_the_users_when_the_graph_goes(cells
 def test_a_list_of_tensors_is_reused_until_it_changes(cells):
     ns = cells.shell.user_ns
     cells.run("xs = [torch.full((16,), float(i)) for i in range(100)]")
-    assert cells.kept.run(cells.shell, cells.table, (cells.table, [], []))["reused"]
+    assert cells.kept.run(cells.shell, cells.table, Changes(cells.version, [], [], cells.version))["reused"]
     cells.run("xs[7] = torch.zeros(32)")  # a new tensor in the same list
     assert cells.role(ns["xs"][7]) == "user"
     cells.run("w = torch.nn.Module()\nw.register_buffer('b', xs[3])")  # a block of the list, now a buffer
@@ -185,7 +187,7 @@ def test_the_block_index_follows_a_captures_changes_as_a_fresh_read_would():
 
     before = {(0, a): row(0, a) for a in range(0, 512 * 40, 512)}
     index = BlockIndex()
-    index.update(before)
+    index.update(before, Changes(None, list(before.values()), [], 1))
     marks = bytearray(b"x" * len(index.order))
     after = dict(before)
     for a in (512 * 3, 512 * 17, 512 * 39):
@@ -196,7 +198,7 @@ def test_the_block_index_follows_a_captures_changes_as_a_fresh_read_would():
     after[(0, 512 * 3 + 256)] = row(0, 512 * 3 + 256, size=256)
     born = [r for k, r in after.items() if before.get(k) != r]
     freed = [k for k in before if k not in after]
-    touched = index.update(after, (before, born, freed))
+    touched = index.update(after, Changes(1, born, freed, 2))
     fresh = BlockIndex()
     fresh.update(after)
     assert index.rows == fresh.rows and index.starts == fresh.starts == fresh.order == index.order
@@ -208,8 +210,17 @@ def test_the_block_index_follows_a_captures_changes_as_a_fresh_read_would():
     # a block on a second device at a lower address: device order first
     later = dict(after)
     later[(1, 64)] = row(1, 64)
-    index.update(later, (after, [later[(1, 64)]], []))
+    index.update(later, Changes(2, [later[(1, 64)]], [], 3))
     assert index.order[-1] == 64 and list(index.starts[:2]) == [0, 64] and not index.one_device
+    # changes from a version the index did not follow (a capture it missed): the rows are compared
+    missed = dict(later)
+    del missed[(0, 0)]
+    latest = dict(missed)
+    latest[(0, 512 * 200)] = row(0, 512 * 200)
+    index.update(latest, Changes(4, [latest[(0, 512 * 200)]], [], 5))
+    fresh = BlockIndex()
+    fresh.update(latest)
+    assert index.rows == fresh.rows and index.order == fresh.order and 0 not in index.rows
 
 
 # Graph reuse: a kept output's autograd graph is not walked again while it cannot have changed.
