@@ -62,6 +62,7 @@ class SnapshotLog:
         self.dropped = 0
         self._next_seq = 1
         self._state = _State((), {}, {}, 0)
+        self._reading = None  # the state an add was reading against: its read is undone unless the add kept it
         self._marks = {}  # device -> the last trace entry the previous capture saw
         self._until_us = None
 
@@ -93,8 +94,10 @@ class SnapshotLog:
         ``raw`` was taken (torch_probe.allocation_count); it spares reading
         blocks that cannot have changed (reader.py).
         """
-        state, new = self._state, None
+        state = self._state
+        self._settle()
         try:
+            self._reading = state
             with collector_paused():
                 segments, blocks, born, freed = self._reader.read(raw, state.current, allocations)
                 history = self._history(raw)
@@ -110,11 +113,26 @@ class SnapshotLog:
             self._next_seq += 1
             self._state = new
         except BaseException:
-            if self._state is not new:
-                self._reader.undo(state.current)
+            while True:  # a second interrupt while the rows go back: put them back again (the undo can be rerun)
+                try:
+                    self._settle()
+                    break
+                except KeyboardInterrupt:
+                    continue
             raise
         self.dropped += dropped
         return entry
+
+    def _settle(self):
+        """Undo the read of an add that did not keep its snapshot (an interrupt, even one inside the undo:
+        the next add settles it), forget the read of one that did."""
+        if self._reading is None:
+            return
+        if self._reading is self._state:
+            self._reader.undo(self._state.current)
+        else:
+            self._reader.keep()
+        self._reading = None
 
     def _history(self, raw):
         """The trace entries since the previous capture, when this one read the history; else None.

@@ -160,7 +160,7 @@ class SnapshotReader:
     def __init__(self, table):
         self.table = table
         self._made = None  # the block table the last read returned (the log's, changed in place since)
-        self._undo = None  # {key: row or _GONE} of the rows the last read changed in the table it was given
+        self._undo = None  # (keys to drop, {key: row} to put back): the last read's changes to the table it was given
         self._segments = {}  # (device, address) -> _Kept
         self._allocations = None  # the allocator's counts at the last read
         self._stacks_seen = 1  # the table's stacks already folded into _shared
@@ -201,15 +201,17 @@ class SnapshotReader:
 
     def undo(self, current):
         """Put back the rows the last read changed in ``current`` (the log could not keep its snapshot: an
-        interrupt); the next read reads every block."""
-        undo, self._undo = self._undo, None
-        if undo:
-            for key, row in undo.items():
-                if row is _GONE:
-                    current.pop(key, None)
-                else:
-                    current[key] = row
+        interrupt); the next read reads every block. Idempotent: an interrupted undo can be run again."""
         self._segments, self._made, self._allocations = {}, None, None
+        if self._undo:
+            drop, rows = self._undo
+            collections.deque(map(current.pop, drop, itertools.repeat(None)), 0)
+            current.update(rows)
+        self._undo = None
+
+    def keep(self):
+        """The log kept the last read: nothing of it is to be undone."""
+        self._undo = None
 
     def _read_all(self, raw_segments, current):
         segments, blocks, kept, ids = [], {}, {}, {}
@@ -312,8 +314,12 @@ class SnapshotReader:
             kept[plan.key] = _Kept(plan.meta, plan.columns, segment, plan.marks, layout)
         freed = list(went)
         born_keys = list(map(_ROW_KEY, born))
-        self._undo = dict(zip(born_keys, map(current.get, born_keys, itertools.repeat(_GONE))))
-        self._undo.update(zip(freed, map(current.__getitem__, freed)))
+        was = list(map(current.get, born_keys, itertools.repeat(_GONE)))
+        rows = dict(zip(born_keys, was))
+        drop = [key for key, row in rows.items() if row is _GONE]
+        collections.deque(map(rows.pop, drop), 0)
+        rows.update(zip(freed, map(current.__getitem__, freed)))
+        self._undo = (drop, rows)
         collections.deque(map(current.__delitem__, freed), 0)
         current.update(zip(born_keys, born))
         self._segments, self._made = kept, current

@@ -2,6 +2,7 @@
 
 import copy
 import random
+import sys
 
 import pytest
 from cuda_memdiff_kernel.compact import FrameTable, read_state
@@ -491,3 +492,78 @@ def test_a_second_stack_of_the_first_ones_depth_is_told_apart():
     raw = snapshot({(0, SEGMENT): []})
     raw["segments"][0] = segment(SEGMENT, [(0, 512, callback(20))])  # freed; another line's, same size
     check(reader, raw, current, 2)
+
+
+def replayed(log):
+    """The newest table as a frontend that followed every entry's changes from the oldest holds it."""
+    table = {}
+    for entry in log.entries:
+        for key in entry.freed:
+            table.pop(key, None)
+        table.update(((row[0], row[1]), row) for row in entry.born)
+    return table
+
+
+def test_a_failed_add_leaves_the_add_before_it_kept():
+    # the add before was read in place; this one fails before its read changes anything
+    log = SnapshotLog()
+    layout = {(0, SEGMENT): [(0, 512, ("a", 1)), (1024, 512, ("a", 2))]}
+    log.add(snapshot(layout), 2)
+    layout[(0, SEGMENT)] = [(0, 512, ("b", 1)), (2048, 512, ("b", 2))]
+    log.add(snapshot(layout), 4)
+    kept = dict(log.current)
+    with pytest.raises(KeyError):
+        log.add({"device_traces": []}, 5)  # no segments: a snapshot torch would not make
+    assert log.current == kept == replayed(log)
+    layout[(0, SEGMENT)] = [(4096, 512, ("c", 1))]
+    log.add(snapshot(layout), 5)
+    assert replayed(log) == read_every_block(snapshot(layout), {}, log.table)[1]
+
+
+def interrupt_at_line(at, functions, lines):
+    """A tracer that raises KeyboardInterrupt at the at-th line run in the named functions (lines: those run)."""
+
+    def local(frame, event, arg):
+        if event == "line" and len(lines) < at:
+            lines.append(frame.f_lineno)
+            if len(lines) == at:
+                raise KeyboardInterrupt
+        return local
+
+    return lambda frame, event, arg: local if frame.f_code.co_name in functions else None
+
+
+def test_a_second_interrupt_while_the_table_goes_back_is_settled_by_the_next_add():
+    # Ctrl-C twice: the first lands after the read changed the table, the second at each line of the undo
+    tried = 0
+    for at in range(1, 40):
+        log = SnapshotLog()
+        layout = {(0, SEGMENT): [(i * 1024, 512, ("a", i)) for i in range(8)]}
+        log.add(snapshot(layout), 8)
+        kept = dict(log.current)
+        layout[(0, SEGMENT)] = [(i * 1024 + 512, 512, ("b", i)) for i in range(8)]
+
+        def interrupted(raw):
+            raise KeyboardInterrupt
+
+        log._history = interrupted
+        lines = []
+        sys.settrace(interrupt_at_line(at, ("undo", "_settle"), lines))
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                log.add(snapshot(layout), 16)
+        finally:
+            sys.settrace(None)
+        if len(lines) < at:
+            break  # every line of the undo was tried
+        tried += 1
+        assert log.current == kept == replayed(log), f"interrupted at line {lines[-1]}"
+        del log._history
+        entry = log.add(snapshot(layout), 16)
+        assert log.current == read_every_block(snapshot(layout), {}, log.table)[1], f"line {lines[-1]}"
+        table = dict(kept)
+        for key in entry.freed:
+            table.pop(key)
+        table.update(((r[0], r[1]), r) for r in entry.born)
+        assert table == log.current == replayed(log), f"interrupted at line {lines[-1]}"
+    assert tried > 3
