@@ -115,9 +115,9 @@ class Frontends:
         log = self.log
         if frontend.last_seq is not None and frontend.last_seq == entry.prev:
             message = self._message_for(frontend, entry, entry.born, entry.freed)
-        elif entry is log.entries[-1]:
+        elif entry.seq == log.version:  # by seq: a trim may have put a head entry in its place
             message = self._message_for(frontend, entry, log.current.values(), None)
-        elif entry is log.entries[0]:
+        elif entry.seq == log.entries[0].seq:
             message = self._message_for(frontend, entry, log.base.values(), None)
         else:  # a gap in the middle of the kept ones: wait for the newest, which goes whole
             return False

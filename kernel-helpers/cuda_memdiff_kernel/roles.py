@@ -578,6 +578,9 @@ class RolePass:
         except Exception:
             self._forget()
             return None
+        except BaseException:  # an interrupt: the index followed a capture the rest of the pass did not
+            self._forget()
+            raise
 
     def workspace_sizes(self, torch):
         """Byte sizes cuBLAS and cuBLASLt give their workspaces on this machine (read once)."""

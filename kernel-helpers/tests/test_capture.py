@@ -187,6 +187,29 @@ def test_the_log_is_bounded(shell, tmp_path):
     assert len(first.of_type("snapshot")) == len(manifest["cells"])
 
 
+def test_with_one_snapshot_kept_a_failed_send_heals_with_the_next_snapshot():
+    # a trim puts a head entry in place of the new one: it is still the newest, sent whole
+    from conftest import FakeComm
+    from cuda_memdiff_kernel.channel import Frontends
+    from cuda_memdiff_kernel.log import SnapshotLog
+    from test_reader import SEGMENT, snapshot
+
+    log = SnapshotLog(max_entries=1)
+    frontends = Frontends(log)
+    comm = FakeComm()
+    frontends.attach(comm)
+    layout = {(0, SEGMENT): [(0, 512, ("a", 1))]}
+    frontends.publish(log.add(snapshot(layout), 1))
+    comm.fail_next = 1
+    layout[(0, SEGMENT)].append((1024, 512, ("a", 2)))
+    frontends.publish(log.add(snapshot(layout), 2))
+    layout[(0, SEGMENT)].append((2048, 512, ("a", 3)))
+    frontends.publish(log.add(snapshot(layout), 3))
+    sent = comm.of_type("snapshot")
+    assert [m["seq"] for m in sent] == [1, 3] and sent[-1]["prev"] is None
+    assert len(sent[-1]["blocks"]["address"]) == 3
+
+
 def test_a_failed_send_heals_with_a_whole_message(shell, tmp_path):
     folder, manifest = replay_folder(tmp_path, "eval_without_no_grad--python")
     install(shell, replay=ReplaySource(str(folder)))

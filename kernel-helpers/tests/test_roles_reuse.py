@@ -119,6 +119,25 @@ def test_a_tensor_saved_for_backward_becomes_the_users_when_the_graph_goes(cells
     assert cells.role(ns["x"]) == "user" and not answer["reused"]
 
 
+def test_an_interrupted_role_pass_is_not_followed_as_if_it_had_ended(cells, monkeypatch):
+    # the index took the capture's version before the walk was interrupted: the next cell must start afresh
+    cells.run("xs = [torch.full((16,), float(i)) for i in range(100)]")
+    assert cells.shell.run_cell("ys = [torch.zeros(8) for _ in range(50)]\ndel xs[3:40]").success
+    table = live_storages()
+    born = [row for key, row in table.items() if cells.table.get(key) != row]
+    freed = [key for key in cells.table if key not in table]
+
+    def interrupted(*args):
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patch:
+        patch.setattr(RolePass, "_walk", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            cells.kept.after_cell(cells.shell, table, Changes(cells.version, born, freed, cells.version + 1))
+    cells.version, cells.table = cells.version + 1, table
+    cells.run("zs = [torch.ones(4) for _ in range(3)]")  # the kept pass answers as a fresh one
+
+
 def test_a_list_of_tensors_is_reused_until_it_changes(cells):
     ns = cells.shell.user_ns
     cells.run("xs = [torch.full((16,), float(i)) for i in range(100)]")
