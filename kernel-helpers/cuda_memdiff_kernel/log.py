@@ -101,8 +101,7 @@ class SnapshotLog:
             with collector_paused():
                 segments, blocks, born, freed = self._reader.read(raw, state.current, allocations)
                 history = self._history(raw)
-            prev = state.entries[-1].seq if state.entries else None
-            entry = Entry(self._next_seq, prev, fields, segments, born, freed, history)
+            entry = Entry(self._next_seq, self.version, fields, segments, born, freed, history)
             traced = len(history[0]["device"]) if history else 0
             if state.entries:
                 rows = state.rows + len(born) + len(freed) + traced

@@ -314,12 +314,8 @@ class SnapshotReader:
             kept[plan.key] = _Kept(plan.meta, plan.columns, segment, plan.marks, layout)
         freed = list(went)
         born_keys = list(map(_ROW_KEY, born))
-        was = list(map(current.get, born_keys, itertools.repeat(_GONE)))
-        rows = dict(zip(born_keys, was))
-        drop = [key for key, row in rows.items() if row is _GONE]
-        collections.deque(map(rows.pop, drop), 0)
-        rows.update(zip(freed, map(current.__getitem__, freed)))
-        self._undo = (drop, rows)
+        drop = [key for key in born_keys if key not in current]
+        self._undo = (drop, {key: current[key] for key in itertools.chain(born_keys, freed) if key in current})
         collections.deque(map(current.__delitem__, freed), 0)
         current.update(zip(born_keys, born))
         self._segments, self._made = kept, current
@@ -664,7 +660,6 @@ _NO_STACK = (0, -1)
 _NO_ROW = (None, None, None, None, None, -1, None)
 _ROW_STACK = operator.itemgetter(ROW_STACK)
 _ROW_KEY = operator.itemgetter(ROW_DEVICE, ROW_ADDRESS)
-_GONE = object()  # undo: a row that was not in the table
 
 
 def _is_cell_frame(frame):
