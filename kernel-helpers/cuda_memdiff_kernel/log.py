@@ -137,13 +137,14 @@ class SnapshotLog:
         """The trace entries since the previous capture, when this one read the history; else None.
 
         A capture without traces breaks the chain: the next traced one cannot
-        tell which entries are new, so it starts over (and says so).
+        tell which entries are new, so it starts over and says so with a
+        ``since_us`` of None, which links it to no snapshot but an empty first
+        one (the engine's historyBetween).
         """
         traces = raw.get("device_traces") if isinstance(raw, dict) else None
         if not traces:
             self._marks, self._until_us = {}, None
             return None
-        had_marks = bool(self._marks) or self._until_us is not None
         cols, marks, complete, dropped = read_history(raw, self.table, self._marks, MAX_HISTORY_ENTRIES)
         since = self._until_us
         until = max((m[0] for m in marks.values() if m[0] is not None), default=since)
@@ -151,7 +152,7 @@ class SnapshotLog:
         info = {
             "since_us": since,
             "until_us": until,
-            "complete": complete and (had_marks or since is None),
+            "complete": complete,
             "dropped": dropped,
         }
         return cols, info
