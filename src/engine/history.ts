@@ -56,7 +56,7 @@ export function historyBetween(before: Snapshot, after: Snapshot): IHistoryBetwe
       if (before.blocks.some(b => b.device === device)) {
         return null; // `before` had memory on this device but no history: nothing links the two
       }
-      entries.push(...list);
+      append(entries, list);
       continue;
     }
     let start = -1;
@@ -73,9 +73,16 @@ export function historyBetween(before: Snapshot, after: Snapshot): IHistoryBetwe
         continue;
       }
     }
-    entries.push(...list.slice(start));
+    append(entries, list, start);
   }
   return { entries, complete };
+}
+
+/** Append `items` from `start` to `to` (a loop: a spread of a ring buffer's 120,000 entries overflows the call stack). */
+function append<T>(to: T[], items: readonly T[], start = 0): void {
+  for (let k = start; k < items.length; k++) {
+    to.push(items[k]);
+  }
 }
 
 function sameEntry(a: TraceEntry, b: TraceEntry): boolean {
