@@ -13,6 +13,7 @@ import {
   FrameTable,
   IWireSnapshot,
   loadSession,
+  normalizeSnapshot,
   oomReport,
   peakAnatomy,
   readSnapshot,
@@ -169,5 +170,61 @@ describe('a session folder with history', () => {
     expect(session.snapshots).toHaveLength(5);
     const peak = peakAnatomy(session.snapshots[2], session.snapshots[3])!;
     expect(peak.bytes).toBe(847249408);
+  });
+});
+
+describe('a history and a snapshot larger than the call stack allows in one spread', () => {
+  // _dump_snapshot() of a history recorded without max_entries holds every entry; 120,000 spread into one
+  // push() overflowed V8's stack ('Maximum call stack size exceeded' in session, leaks and diff).
+  const BLOCKS = 150_000;
+  const ENTRIES = 130_000;
+  const frames = new FrameTable();
+  function snapshot(blocks: number, entries: number): Snapshot {
+    const size = 512;
+    const raw = {
+      segments: [
+        {
+          device: 0,
+          address: 2 ** 32,
+          total_size: (blocks + entries) * size,
+          stream: 0,
+          segment_type: 'large',
+          allocated_size: blocks * size,
+          active_size: blocks * size,
+          requested_size: blocks * size,
+          blocks: Array.from({ length: blocks }, (_, k) => ({
+            address: 2 ** 32 + k * size,
+            size,
+            requested_size: size,
+            state: 'active_allocated',
+            frames: []
+          }))
+        }
+      ],
+      // the start's snapshot marker, then a 512-byte temporary at a time
+      device_traces: [
+        [
+          { action: 'snapshot', addr: 0, size: 0, stream: 0, time_us: 0, frames: [] },
+          ...Array.from({ length: entries }, (_, k) => ({
+            action: k % 2 ? 'free_requested' : 'alloc',
+            addr: 2 ** 32 + (blocks + (k >> 1)) * size,
+            size,
+            stream: 0,
+            time_us: k + 1,
+            frames: []
+          }))
+        ]
+      ]
+    };
+    return normalizeSnapshot(raw, frames);
+  }
+
+  it('replays 130,000 entries over 150,000 live blocks', () => {
+    const start = snapshot(BLOCKS, 0);
+    const end = snapshot(BLOCKS, ENTRIES);
+    const peak = peakAnatomy(start, end)!;
+    expect(peak.alive).toHaveLength(BLOCKS + 1); // the live blocks and one 512-byte temporary at a time
+    expect(peak.bytes).toBe((BLOCKS + 1) * 512);
+    expect(diffSnapshots(start, end).bornBytes).toBe(0);
   });
 });
