@@ -57,8 +57,12 @@ export function peakAnatomy(start: Snapshot, end: Snapshot): IPeakAnatomy | null
   for (const e of history.entries) {
     devices.add(e.device);
   }
+  for (const b of end.blocks) {
+    devices.add(b.device);
+  }
   const alive: Block[] = [];
   let bytes = 0;
+  let complete = history.complete;
   for (const device of [...devices].sort((p, q) => p - q)) {
     const entries = history.entries.filter(e => e.device === device && e.address !== null);
     const live = new Map<number, Block>();
@@ -80,6 +84,7 @@ export function peakAnatomy(start: Snapshot, end: Snapshot): IPeakAnatomy | null
         at = k;
       }
     });
+    complete = complete && accountsFor(live, end, device);
     // Second pass: the blocks alive at that moment.
     live.clear();
     for (const b of start.blocks) {
@@ -99,7 +104,28 @@ export function peakAnatomy(start: Snapshot, end: Snapshot): IPeakAnatomy | null
   const moment: Snapshot = { ...start, blocks: alive, traces: [], history: undefined };
   // The peak moment's blocks came from the history: compared by identity with the start, nothing more.
   const diff = diffSnapshots({ ...start, traces: [], history: undefined }, moment);
-  return { bytes, alive, diff, complete: history.complete };
+  return { bytes, alive, diff, complete };
+}
+
+/** Blocks alive at the end that the replay does not hold, beyond this share of the device's allocated bytes or
+ * 1 MiB, mean lost history (a device without entries, a ring that wrapped, entries torch did not record): the
+ * peak may have been higher. Below it, small allocations' entries give the requested size, not the block's. */
+const UNACCOUNTED_SHARE = 0.01;
+const UNACCOUNTED_BYTES = 2 ** 20;
+
+/** Whether replaying the history over the start gives the blocks alive at the end (within rounding). */
+function accountsFor(replayed: Map<number, Block>, end: Snapshot, device: number): boolean {
+  let allocated = 0;
+  let unaccounted = 0;
+  for (const b of end.blocks) {
+    if (b.device === device && isAllocated(b)) {
+      allocated += b.size;
+      if (!replayed.has(b.address)) {
+        unaccounted += b.size;
+      }
+    }
+  }
+  return unaccounted <= Math.max(UNACCOUNTED_BYTES, allocated * UNACCOUNTED_SHARE);
 }
 
 /** Apply one history entry to the live blocks of a device; returns the change in allocated bytes. */
