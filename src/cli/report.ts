@@ -225,11 +225,12 @@ export function peakJson(
   recorded: number | null,
   table: FrameTable,
   options: IFrameFilterOptions,
-  cells: CellCodeNames
+  cells: CellCodeNames,
+  run?: number
 ) {
   return {
     bytes: recorded ?? peak.bytes,
-    sites: cellSites(peak.alive, table, cells, options).map(cellSiteJson)
+    sites: cellSites(peak.alive, table, cells, options, run === undefined ? undefined : String(run)).map(cellSiteJson)
   };
 }
 
@@ -311,7 +312,7 @@ export function sessionJson(
       error: r.error,
       // An object for a cell that ran out of memory with a recorded OOM snapshot; true/false otherwise.
       oom: r.oomReport ? oomJson(r.oomReport) : r.oom,
-      peak: r.peak ? peakJson(r.peak, r.peakBytes, table, options, cells) : null,
+      peak: r.peak ? peakJson(r.peak, r.peakBytes, table, options, cells, r.index) : null,
       top_sites: r.sites.map(g => groupJson(table, g, options, cells))
     }))
   };
@@ -331,7 +332,7 @@ export function sessionText(
       parts.push('', oomText(name, r.oomReport, table, cells, options));
     }
     if (r.peak && r.peak.bytes > 0 && cells) {
-      const sites = cellSites(r.peak.alive, table, cells, options);
+      const sites = cellSites(r.peak.alive, table, cells, options, String(r.index));
       parts.push(
         `${parts.length > 1 && !r.oomReport ? '' : '\n'}${name} peak ${formatBytes(r.peakBytes ?? r.peak.bytes)}` +
           `${r.peak.complete ? '' : ' or more (history lost entries)'}: ${sitesInWords(sites)}`

@@ -162,12 +162,18 @@ function step(live: Map<number, Block>, e: TraceEntry, device: number): number {
  * line when the allocation site is in a cell, else the site's file and line
  * (`line` null and `filename` empty for blocks without a Python stack).
  * Largest first.
+ *
+ * `run`: the id of the cell whose run a peak anatomy replayed. A block its
+ * history allocated (no segment) from code that several cells share (a cell
+ * run again is a copy of it in a recorded session) is that run's own; other
+ * blocks of such code go to the first of the copies.
  */
 export function cellSites(
   blocks: readonly Block[],
   table: FrameTable,
   cells?: CellCodeNames,
-  options: IFrameFilterOptions = {}
+  options: IFrameFilterOptions = {},
+  run?: string
 ): ICellSite[] {
   const groups = new Map<string, ICellSite & { bytes: number; blocks: number; sameSource?: readonly ICellSource[] }>();
   const siteOfStack = new Map<number, number>();
@@ -182,12 +188,13 @@ export function cellSites(
     }
     const frame = site < 0 ? null : table.frame(site);
     const match = frame ? cells?.lookup(frame.filename) : null;
-    const cell = match?.cells[0] ?? null;
+    const own = match && b.segment < 0 ? match.cells.find(c => c.id === run) : undefined;
+    const cell = own ?? match?.cells[0] ?? null;
     const key = `${cell ? `cell:${cell.id}` : (frame?.filename ?? '')}:${frame?.line ?? ''}`;
     let g = groups.get(key);
     if (!g) {
       g = { cell, line: frame?.line ?? null, filename: frame?.filename ?? '', frameId: site, bytes: 0, blocks: 0 };
-      if (match?.ambiguous) {
+      if (match?.ambiguous && !own) {
         g.sameSource = match.cells;
       }
       groups.set(key, g);

@@ -158,6 +158,17 @@ describe('cuda-memdiff leaks', () => {
 });
 
 describe('cuda-memdiff session', () => {
+  it("credits a re-run cell's own allocations at its peak to that run, not to the first copy of its code", () => {
+    // Cells 2 and 4 run the same code (preds.append(model(b)) outside no_grad). Per the trace's snapshot
+    // markers, at cell 4's peak 288 MiB were allocated by cell 4's run and 33 MiB were cell 2's still alive.
+    const out = json('session', path.join(REC, 'eval_without_no_grad--python'));
+    const sites = out.cells[4].peak.sites.filter((s: { line: number; cell: number }) => s.line === 3 && s.cell !== 0);
+    expect(sites.map((s: { cell: number; bytes: number }) => [s.cell, s.bytes])).toEqual([
+      [4, 288 * 2 ** 20],
+      [2, 34603008]
+    ]);
+  });
+
   it('reports each cell with nets that match the recording', () => {
     const dir = path.join(REC, 'clean_training--python');
     const manifest = JSON.parse(fs.readFileSync(path.join(dir, 'manifest.json'), 'utf-8'));
