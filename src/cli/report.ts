@@ -234,6 +234,11 @@ export function peakJson(
   };
 }
 
+/** `exact: false` where the peak's bytes are only torch's high-water mark (see peakWords); nothing otherwise. */
+function exactJson(r: ICellReport) {
+  return r.peakExact ? {} : { exact: false };
+}
+
 /** The `oom` object of `session --json` (the holders are in the text output). */
 export function oomJson(oom: IOomReport) {
   return {
@@ -312,7 +317,7 @@ export function sessionJson(
       error: r.error,
       // An object for a cell that ran out of memory with a recorded OOM snapshot; true/false otherwise.
       oom: r.oomReport ? oomJson(r.oomReport) : r.oom,
-      peak: r.peak ? peakJson(r.peak, r.peakBytes, table, options, cells, r.index) : null,
+      peak: r.peak ? { ...peakJson(r.peak, r.peakBytes, table, options, cells, r.index), ...exactJson(r) } : null,
       top_sites: r.sites.map(g => groupJson(table, g, options, cells))
     }))
   };
@@ -334,12 +339,24 @@ export function sessionText(
     if (r.peak && r.peak.bytes > 0 && cells) {
       const sites = cellSites(r.peak.alive, table, cells, options, String(r.index));
       parts.push(
-        `${parts.length > 1 && !r.oomReport ? '' : '\n'}${name} peak ${formatBytes(r.peakBytes ?? r.peak.bytes)}` +
+        `${parts.length > 1 && !r.oomReport ? '' : '\n'}${name} peak ${peakWords(r, r.peak)}` +
           `${r.peak.complete ? '' : ' or more (history lost entries)'}: ${sitesInWords(sites)}`
       );
     }
   }
   return parts.join('\n');
+}
+
+/**
+ * A cell's peak in words: torch's figure, or, where its peak counter was not reset for the cell (an export of a
+ * passive session), the replayed history's, with the counter's high-water mark as the bound it gives.
+ */
+function peakWords(r: ICellReport, peak: IPeakAnatomy): string {
+  if (r.peakBytes === null || r.peakExact) {
+    return formatBytes(r.peakBytes ?? peak.bytes);
+  }
+  const bound = `torch's peak counter, not reset for the cell, says at most ${formatBytes(r.peakBytes)}`;
+  return peak.complete ? `${formatBytes(peak.bytes)} (${bound})` : `at most ${formatBytes(r.peakBytes)} (${bound})`;
 }
 
 /** One row per executed cell, a line where the kernel restarted. */
@@ -354,7 +371,7 @@ function sessionTable(reports: ICellReport[], table: FrameTable): string {
       r.executionCount === null ? '' : `[${r.executionCount}]`,
       formatBytes(r.allocatedBytes),
       formatBytes(r.netBytes, true),
-      r.peakBytes === null ? '' : formatBytes(r.peakBytes),
+      r.peakBytes === null ? '' : `${r.peakExact ? '' : '≤'}${formatBytes(r.peakBytes)}`,
       formatBytes(r.bornBytes),
       formatBytes(r.freedBytes),
       (r.oom ? 'OOM ' : '') + (r.sites.length ? siteLabel(table, r.sites[0].frameId) : '')

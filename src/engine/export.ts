@@ -123,6 +123,12 @@ export interface IExportCell {
   /** Allocator statistics the helper sent with the snapshot, when it did. */
   devices: readonly IWireDeviceStats[];
   /**
+   * The cell's peak as the helper told it (the store's `peakBytes` and
+   * `peakExact`): not exact when torch's peak counters were not reset for the
+   * cell and it stayed under the high-water mark, which is then all `bytes` says.
+   */
+  peak?: { bytes: number; exact: boolean };
+  /**
    * The kernel session the cell ran in (the store's `CellRecord.kernelSession`):
    * a change from the cell before is a kernel restart or change.
    */
@@ -171,7 +177,7 @@ export function sessionFolderFiles(
   meta: { [key: string]: unknown } = {}
 ): Map<string, Uint8Array> {
   const files = new Map<string, Uint8Array>();
-  let before: ReturnType<typeof stats> | ReturnType<typeof emptyDeviceStats> = emptyDeviceStats();
+  let before: object = emptyDeviceStats();
   let kernel: number | undefined;
   let ooms = 0;
   const manifestCells = cells.map((cell, k) => {
@@ -188,7 +194,10 @@ export function sessionFolderFiles(
       files.set(oomName, snapshotToPickle(s));
       return oomName;
     });
-    const after = stats(cell.snapshot, cell.devices);
+    const after = {
+      ...stats(cell.snapshot, cell.devices),
+      ...(cell.peak ? { peak_allocated: cell.peak.bytes, peak_exact: cell.peak.exact } : {})
+    };
     const entry = {
       index: cell.index,
       execution_count: cell.executionCount,

@@ -26,6 +26,9 @@ export interface IAllocatorStats {
   /** The same peaks in manifests written before they took the wire's names. */
   max_allocated?: number;
   max_reserved?: number;
+  /** False when torch's peak counters were not reset for the cell and it stayed under the high-water mark:
+   * `peak_allocated` is then that mark, an upper bound of the cell's peak (an export of a passive session). */
+  peak_exact?: boolean;
   device_free?: number;
   device_total?: number;
   per_device?: (IAllocatorStats & { device: number })[];
@@ -85,6 +88,8 @@ export interface ICellReport {
   readonly netBytes: number;
   /** Peak allocated during the cell, from the manifest; null when it has none. */
   readonly peakBytes: number | null;
+  /** False when `peakBytes` is only an upper bound (the manifest's `peak_exact`). */
+  readonly peakExact: boolean;
   readonly bornBytes: number;
   readonly freedBytes: number;
   readonly error: string | null;
@@ -230,6 +235,7 @@ export function reportCells(
       reservedBytes: totalBytes(snapshot, 'reservedBytes'),
       netBytes: diff.netBytes,
       peakBytes: typeof peak === 'number' ? peak : null,
+      peakExact: cell.after?.peak_exact !== false,
       bornBytes: diff.bornBytes,
       freedBytes: diff.freedBytes,
       error: cell.error ?? null,

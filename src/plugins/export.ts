@@ -86,6 +86,7 @@ export const exportPlugin: JupyterFrontEndPlugin<void> = {
                 )
                 .map(o => o.snapshot),
               devices: r.devices,
+              peak: { bytes: r.peakBytes, exact: r.peakExact },
               kernelSession: r.kernelSession,
               roles: r.roles
             };

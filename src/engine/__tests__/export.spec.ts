@@ -130,3 +130,43 @@ describe('sessionFolderFiles', () => {
     );
   });
 });
+
+describe('an export of a session whose peak counters were not reset per cell', () => {
+  it('says which peaks are only the high-water mark, and gives the replayed one where history has it', () => {
+    const name = 'eval_without_no_grad--python';
+    const m = manifestOf(name);
+    const session = loadSession(fs.readFileSync(path.join(RECORDINGS, name, 'manifest.json'), 'utf-8'), f =>
+      readBytes(path.join(RECORDINGS, name, f))
+    );
+    // As the store holds a passive session: cell 4 stayed under the mark cell 2 set (481 MiB).
+    const mark = m.cells[2].after!.max_allocated!;
+    const files = sessionFolderFiles(
+      m.cells.map((c, k) => ({
+        index: c.index,
+        executionCount: c.execution_count,
+        source: c.source,
+        cellId: `cell-${k}`,
+        error: c.error ?? null,
+        snapshot: session.snapshots[k],
+        oomSnapshots: [],
+        devices: [],
+        peak: k === 4 ? { bytes: mark, exact: false } : { bytes: c.after!.max_allocated!, exact: true }
+      }))
+    );
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cuda-memdiff-export-'));
+    files.forEach((bytes, f) => fs.writeFileSync(path.join(dir, f), bytes));
+    const run = (...args: string[]) =>
+      execFileSync(process.execPath, [path.join(ROOT, 'bin', 'cuda-memdiff.js'), 'session', dir, ...args], {
+        encoding: 'utf-8'
+      });
+    const cells = JSON.parse(run('--json')).cells;
+    expect(cells[4].peak.exact).toBe(false);
+    expect(cells[4].peak.bytes).toBe(mark);
+    expect('exact' in cells[2].peak).toBe(false);
+    const text = run();
+    expect(text).toMatch(/^ +4 +\[5\] .* ≤481 MiB /m);
+    expect(text).toMatch(
+      /cell 4 \[5\] peak 4\d\d MiB \(torch's peak counter, not reset for the cell, says at most 481 MiB\)/
+    );
+  });
+});
