@@ -29,6 +29,19 @@ export function normalizeSnapshot(
   return new Private.Normalizer(frames, limits, decodedBytes).run(raw);
 }
 
+/** Refuse segments that overlap on a device (one listed twice): their blocks would be counted twice. */
+function checkNoOverlap(sorted: readonly Segment[]): void {
+  for (let i = 1; i < sorted.length; i++) {
+    const [a, b] = [sorted[i - 1], sorted[i]];
+    if (a.device === b.device && b.address < a.address + a.totalSize) {
+      throw new SnapshotError(
+        `not a consistent snapshot: two segments on device ${b.device} overlap at 0x${b.address.toString(16)} ` +
+          '(one listed twice?)'
+      );
+    }
+  }
+}
+
 namespace Private {
   export class Normalizer {
     constructor(
@@ -55,6 +68,7 @@ namespace Private {
       this._checkBudget(rawSegments, rawTraces);
       const parsed = rawSegments.map((s, i) => this._segment(s, i));
       parsed.sort((a, b) => a.segment.device - b.segment.device || a.segment.address - b.segment.address);
+      checkNoOverlap(parsed.map(p => p.segment));
       const segments: Segment[] = [];
       const blocks: Block[] = [];
       for (let i = 0; i < parsed.length; i++) {
@@ -148,6 +162,10 @@ namespace Private {
         // 2.0-era blocks have no address: they tile the segment in order.
         const blockAddress = int(ownValue(b, 'address'), bw, 'address', cursor);
         cursor = blockAddress + size;
+        if (blockAddress < address || cursor > address + totalSize) {
+          // counted, it would make up memory the segment cannot hold
+          throw new SnapshotError(`not a consistent snapshot: ${bw} lies outside its segment`);
+        }
         const requested = ownValue(b, 'requested_size') ?? (lastHistory && ownValue(lastHistory, 'real_size'));
         blocks.push({
           device,

@@ -62,4 +62,21 @@ describe('normalizeSnapshot across torch versions', () => {
       normalizeSnapshot({ segments: [{ address: 0, total_size: 1, blocks: [{ size: 1, state: 'weird' }] }] })
     ).toThrow("segment 0 block 0 has unknown state 'weird'");
   });
+
+  it('refuses a segment listed twice and a block outside its segment: counted, they make up memory', () => {
+    const segment = {
+      device: 0,
+      address: 4096,
+      total_size: 2048,
+      blocks: [{ address: 4096, size: 1024, state: 'active_allocated' }]
+    };
+    expect(() => normalizeSnapshot([segment, segment])).toThrow(
+      'not a consistent snapshot: two segments on device 0 overlap at 0x1000 (one listed twice?)'
+    );
+    expect(() => normalizeSnapshot([segment, { ...segment, device: 1 }])).not.toThrow();
+    const outside = { ...segment, blocks: [...segment.blocks, { address: 5120, size: 2048, state: 'inactive' }] };
+    expect(() => normalizeSnapshot([outside])).toThrow(
+      'not a consistent snapshot: segment 0 block 1 lies outside its segment'
+    );
+  });
 });
