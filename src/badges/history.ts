@@ -3,7 +3,16 @@
  * its peak, and for a cell that ran out of memory, why. Pure, so it is tested
  * without a DOM; its own module, apart from the badge's other words.
  */
-import { CellCodeNames, cellSites, formatBytes, FrameTable, ICellSite, IOomReport, IPeakAnatomy } from '../engine';
+import {
+  CellCodeNames,
+  cellSites,
+  formatBytes,
+  FragmentationAdvice,
+  FrameTable,
+  ICellSite,
+  IOomReport,
+  IPeakAnatomy
+} from '../engine';
 
 /** How many sites a tooltip names. */
 const SITES_NAMED = 3;
@@ -34,6 +43,16 @@ export function peakLine(peak: IPeakAnatomy, frames: FrameTable, cells: CellCode
   return `At peak (${formatBytes(peak.bytes)}${peak.complete ? '' : ' or more: history lost entries'}): ${sitesWords(sites)}.`;
 }
 
+/** What the tooltip says about fragmentation, by the engine's advice. */
+const FRAGMENTATION_WORDS: Record<FragmentationAdvice, string> = {
+  'enable-expandable-segments':
+    'Fragmentation: the free space in segments would fit the request, but no free block is big enough; ' +
+    'PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True avoids it.',
+  'expandable-segments-on':
+    'Fragmentation: the free space in segments would fit the request, but no free block is big enough; ' +
+    'expandable segments are already on, so that setting will not help.'
+};
+
 /** The OOM post-mortem in a few lines: the request against the free memory, fragmentation, the holders. */
 export function oomLines(oom: IOomReport, cells: CellCodeNames): string[] {
   const free = oom.deviceFreeBytes === null ? 'unknown' : formatBytes(oom.deviceFreeBytes);
@@ -42,13 +61,10 @@ export function oomLines(oom: IOomReport, cells: CellCodeNames): string[] {
       `${formatBytes(oom.segmentFreeBytes)} free in PyTorch's segments (largest free block ` +
       `${formatBytes(oom.largestFreeBlockBytes)}).`
   ];
-  if (oom.fragmentation) {
-    lines.push(
-      'Fragmentation: the free space in segments would fit the request, but no free block is big enough; ' +
-        'PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True avoids it.'
-    );
+  if (oom.fragmentationAdvice) {
+    lines.push(FRAGMENTATION_WORDS[oom.fragmentationAdvice]);
   }
-  const holders = cellSites(oom.atOom.blocks, oom.atOom.frames, cells);
+  const holders = cellSites(oom.held, oom.atOom.frames, cells);
   if (holders.length) {
     lines.push(`The device held: ${sitesWords(holders)}.`);
   }

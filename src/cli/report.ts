@@ -11,6 +11,7 @@ import {
   IPeakAnatomy,
   DeviceTotals,
   formatBytes,
+  FragmentationAdvice,
   FrameTable,
   ICellReport,
   IFrameFilterOptions,
@@ -266,6 +267,16 @@ function sitesInWords(sites: readonly ICellSite[], count = 3): string {
     .join(', ');
 }
 
+/** What the post-mortem says about fragmentation, by the engine's advice. */
+const FRAGMENTATION_WORDS: Record<FragmentationAdvice, string> = {
+  'enable-expandable-segments':
+    '  fragmentation: the free space in segments would fit the request, but no free block is big enough; ' +
+    'try PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True',
+  'expandable-segments-on':
+    '  fragmentation: the free space in segments would fit the request, but no free block is big enough; ' +
+    'expandable segments are already on, so that setting will not help'
+};
+
 /** The OOM post-mortem in words. */
 export function oomText(
   name: string,
@@ -275,20 +286,22 @@ export function oomText(
   options: IFrameFilterOptions
 ): string {
   const free = oom.deviceFreeBytes === null ? 'an unknown amount' : formatBytes(oom.deviceFreeBytes);
+  const segments = `${formatBytes(oom.segmentFreeBytes)} free (largest free block ${formatBytes(oom.largestFreeBlockBytes)})`;
+  // Without a snapshot at the error, the segments and holders are the cell's end: say so.
+  const atEnd = oom.moment === 'cell-end';
   const lines = [
     `${name} ran out of memory on cuda:${oom.device}: it asked for ${formatBytes(oom.requestBytes)}; ` +
-      `the device had ${free} free, and PyTorch's segments ${formatBytes(oom.segmentFreeBytes)} free ` +
-      `(largest free block ${formatBytes(oom.largestFreeBlockBytes)})`
+      `the device had ${free} free, and ` +
+      (atEnd
+        ? `after the cell (no snapshot was taken at the error) PyTorch's segments had ${segments}`
+        : `PyTorch's segments ${segments}`)
   ];
-  if (oom.fragmentation) {
-    lines.push(
-      '  fragmentation: the free space in segments would fit the request, but no free block is big enough; ' +
-        'try PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True'
-    );
+  if (oom.fragmentationAdvice) {
+    lines.push(FRAGMENTATION_WORDS[oom.fragmentationAdvice]);
   }
-  const holders = cellSites(oom.atOom.blocks, table, cells, options);
+  const holders = cellSites(oom.held, table, cells, options);
   if (holders.length) {
-    lines.push(`  the device held: ${sitesInWords(holders)}`);
+    lines.push(`  the device held${atEnd ? ' after the cell' : ''}: ${sitesInWords(holders)}`);
   }
   lines.push(
     `  since the cell started: born ${formatBytes(oom.diff.bornBytes)}, freed ${formatBytes(oom.diff.freedBytes)}`
@@ -315,7 +328,7 @@ export function sessionJson(
       born_bytes: r.bornBytes,
       freed_bytes: r.freedBytes,
       error: r.error,
-      // An object for a cell that ran out of memory with a recorded OOM snapshot; true/false otherwise.
+      // An object for a cell that ran out of memory with a known request (OOM snapshot or history); true/false otherwise.
       oom: r.oomReport ? oomJson(r.oomReport) : r.oom,
       peak: r.peak ? { ...peakJson(r.peak, r.peakBytes, table, options, cells, r.index), ...exactJson(r) } : null,
       top_sites: r.sites.map(g => groupJson(table, g, options, cells))

@@ -1,10 +1,12 @@
 /**
  * The out-of-memory post-mortem: the request that failed against what the
  * device had free, whether fragmentation is to blame, and what filled the
- * device at that moment, from the snapshot taken when the allocation failed.
+ * device at that moment, from the snapshot taken when the allocation failed
+ * (or, without one, from the cell's history and the snapshot after it).
  */
 import { diffSnapshots, SnapshotDiff } from './diff';
-import { Snapshot } from './model';
+import { historyBetween } from './history';
+import { Block, isAllocated, Snapshot, TraceEntry } from './model';
 
 /** What the kernel reported about the failed allocation (the wire's `oom` field). */
 export interface IOomEvent {
@@ -15,55 +17,153 @@ export interface IOomEvent {
   readonly device_free?: number;
 }
 
+/**
+ * What fragmentation means for the remedy: `enable-expandable-segments` when
+ * the device's segments are fixed-size (`expandable_segments:True` would let
+ * the allocator grow one to fit), `expandable-segments-on` when they already
+ * are expandable, so that setting cannot help.
+ */
+export type FragmentationAdvice = 'enable-expandable-segments' | 'expandable-segments-on';
+
+/**
+ * Which moment the post-mortem's snapshot is: `error`, the snapshot taken when
+ * the allocation failed; `cell-end`, the cell's own snapshot after it, for an
+ * OOM known only from the cell's history (what the failing code held may have
+ * been freed by then, so its free figures and holders are the cell's end).
+ */
+export type OomSnapshotMoment = 'error' | 'cell-end';
+
 /** Why an allocation failed. */
 export interface IOomReport {
   readonly device: number;
   readonly requestBytes: number;
   /** Free device memory outside PyTorch's segments (null when unknown). */
   readonly deviceFreeBytes: number | null;
-  /** The largest free range inside one reserved segment. */
+  /** The largest free range inside one reserved segment of the device. */
   readonly largestFreeBlockBytes: number;
-  /** Free bytes inside reserved segments, all together. */
+  /** Free bytes inside the device's reserved segments, all together. */
   readonly segmentFreeBytes: number;
   /**
    * True when no free block was big enough but the free space in segments
    * was: after defragmenting (`expandable_segments`) the request would fit.
    */
   readonly fragmentation: boolean;
+  /** What the views say about the fragmentation; null without it. */
+  readonly fragmentationAdvice: FragmentationAdvice | null;
+  /** The allocated blocks of the device that ran out (not of the others): what filled it. */
+  readonly held: readonly Block[];
   /** What filled the device at that moment, against the cell's start. */
   readonly diff: SnapshotDiff;
-  /** The snapshot taken when the allocation failed. */
+  /** The snapshot the figures, the holders and the diff come from. */
   readonly atOom: Snapshot;
+  /** Which moment `atOom` is. */
+  readonly moment: OomSnapshotMoment;
 }
 
 /**
  * The post-mortem of an OOM snapshot against the cell's start. The request
  * and free memory come from the kernel's report or, in snapshot files, from
- * the history's `oom` entry; null when neither says what was requested.
+ * the history's newest `oom` entry (of the reported device, when one is);
+ * null when neither says what was requested.
  */
 export function oomReport(start: Snapshot, atOom: Snapshot, reported: IOomEvent = {}): IOomReport | null {
-  let entry = null;
-  for (const e of atOom.traces) {
-    if (e.action === 'oom') {
-      entry = e;
-    }
-  }
+  const entry = newestOom(atOom.traces, reported.device);
   const requestBytes = reported.alloc ?? entry?.size;
   if (requestBytes === undefined) {
     return null;
   }
-  const device = reported.device ?? entry?.device ?? 0;
-  const totals = atOom.totals.find(t => t.device === device);
+  const event = {
+    device: reported.device ?? entry?.device ?? 0,
+    alloc: requestBytes,
+    device_free: reported.device_free ?? entry?.deviceFree ?? undefined
+  };
+  return postMortem(start, atOom, event, 'error');
+}
+
+/**
+ * The post-mortem of an OOM that only the cell's own history records (no
+ * snapshot was taken at the error): the request and the device's free memory
+ * from the cell's first `oom` entry, the segments' free space and the holders
+ * from the cell's end snapshot, the best one there is (`moment: 'cell-end'`).
+ * Null when the history between the two has no `oom` entry.
+ */
+export function oomFromHistory(start: Snapshot, end: Snapshot): IOomReport | null {
+  if (!end.traces.some(e => e.action === 'oom')) {
+    return null; // the common case, without building the history of every cell twice (its peak does too)
+  }
+  const history = historyBetween(start, end);
+  // The first, as an OOM snapshot is of the cell's first OOM (the helper keeps one per cell).
+  const entry = history ? firstOom(history.entries) : null;
+  if (!entry) {
+    return null;
+  }
+  const event = { device: entry.device, alloc: entry.size, device_free: entry.deviceFree ?? undefined };
+  return postMortem(start, end, event, 'cell-end');
+}
+
+/** The figures of one device in `snapshot`, against the request. */
+function postMortem(
+  start: Snapshot,
+  snapshot: Snapshot,
+  event: Required<Pick<IOomEvent, 'device' | 'alloc'>> & IOomEvent,
+  moment: OomSnapshotMoment
+): IOomReport {
+  const { device, alloc: requestBytes } = event;
+  const totals = snapshot.totals.find(t => t.device === device);
   const largestFreeBlockBytes = totals?.largestFreeBytes ?? 0;
   const segmentFreeBytes = totals?.inactiveBytes ?? 0;
+  const fragmentation = largestFreeBlockBytes < requestBytes && segmentFreeBytes >= requestBytes;
   return {
     device,
     requestBytes,
-    deviceFreeBytes: reported.device_free ?? entry?.deviceFree ?? null,
+    deviceFreeBytes: event.device_free ?? null,
     largestFreeBlockBytes,
     segmentFreeBytes,
-    fragmentation: largestFreeBlockBytes < requestBytes && segmentFreeBytes >= requestBytes,
-    diff: diffSnapshots(start, atOom),
-    atOom
+    fragmentation,
+    fragmentationAdvice: fragmentation ? fragmentationAdvice(snapshot, device) : null,
+    held: snapshot.blocks.filter(b => b.device === device && isAllocated(b)),
+    diff: diffSnapshots(start, snapshot),
+    atOom: snapshot,
+    moment
   };
+}
+
+/**
+ * Expandable segments are on when the device's segments are expandable:
+ * torch marks each segment it maps under `expandable_segments:True`, and
+ * snapshots from the kernel's wire say none is (they do not carry the mark).
+ */
+function fragmentationAdvice(snapshot: Snapshot, device: number): FragmentationAdvice {
+  return snapshot.segments.some(s => s.device === device && s.isExpandable)
+    ? 'expandable-segments-on'
+    : 'enable-expandable-segments';
+}
+
+/**
+ * The newest `oom` entry (of `device`, when given). The trace list is ordered
+ * by device, not by time, so the newest is found by its time; entries
+ * without one count as older than those with one, and among equals the later
+ * in the list wins.
+ */
+function newestOom(traces: readonly TraceEntry[], device?: number): TraceEntry | null {
+  let newest: TraceEntry | null = null;
+  for (const e of traces) {
+    if (e.action === 'oom' && (device === undefined || e.device === device)) {
+      if (newest === null || (e.timeUs ?? -Infinity) >= (newest.timeUs ?? -Infinity)) {
+        newest = e;
+      }
+    }
+  }
+  return newest;
+}
+
+/** The oldest `oom` entry, by time as `newestOom` reads it (among equals, the earlier in the list). */
+function firstOom(traces: readonly TraceEntry[]): TraceEntry | null {
+  let first: TraceEntry | null = null;
+  for (const e of traces) {
+    if (e.action === 'oom' && (first === null || (e.timeUs ?? -Infinity) < (first.timeUs ?? -Infinity))) {
+      first = e;
+    }
+  }
+  return first;
 }

@@ -10,7 +10,7 @@ import { IFrameFilterOptions } from './frames';
 import { IBlockHolders, parseHolderAnswer } from './holders';
 import { ILeakExecution } from './leaks';
 import { FrameTable, Snapshot, totalBytes } from './model';
-import { IOomReport, oomReport } from './oom';
+import { IOomReport, oomFromHistory, oomReport } from './oom';
 import { IPeakAnatomy, peakAnatomy } from './peak';
 import { kernelPositions } from './retention';
 import { DEFAULT_DECODE_LIMITS, IDecodeLimits } from './budget';
@@ -93,8 +93,13 @@ export interface ICellReport {
   readonly bornBytes: number;
   readonly freedBytes: number;
   readonly error: string | null;
+  /** True when the cell ran out of memory: it has an OOM snapshot, or its history an `oom` entry. */
   readonly oom: boolean;
-  /** The cell's first out-of-memory error: what failed and what filled the device (null: none, or no request known). */
+  /**
+   * The cell's first out-of-memory error: what failed and what filled the
+   * device, from its OOM snapshot, else from its own history and end snapshot
+   * (null: none, or no request known).
+   */
   readonly oomReport: IOomReport | null;
   /** What was alive at the cell's peak, from the allocation history (null: the snapshots carry none). */
   readonly peak: IPeakAnatomy | null;
@@ -225,6 +230,9 @@ export function reportCells(
     const diff = diffSnapshots(start, snapshot);
     const peak = cell.after?.peak_allocated ?? cell.after?.max_allocated;
     const atOom = session.oomSnapshots?.[k] ?? null;
+    // Without an OOM snapshot, an OOM in the cell's history is reported from the cell's end snapshot, the
+    // best there is: its free figures and holders are after the cell (`moment: 'cell-end'`), not at the error.
+    const oom = atOom ? oomReport(start, atOom) : oomFromHistory(start, snapshot);
     return {
       index: cell.index,
       executionCount: cell.execution_count,
@@ -239,8 +247,8 @@ export function reportCells(
       bornBytes: diff.bornBytes,
       freedBytes: diff.freedBytes,
       error: cell.error ?? null,
-      oom: (cell.oom_snapshots?.length ?? 0) > 0,
-      oomReport: atOom ? oomReport(start, atOom) : null,
+      oom: (cell.oom_snapshots?.length ?? 0) > 0 || oom !== null,
+      oomReport: oom,
       peak: peakAnatomy(start, snapshot),
       sites: groupBySite(diff, options).slice(0, options.topSites ?? 3)
     };

@@ -12,6 +12,7 @@ import {
   CellCodeNames,
   cellSites,
   formatBytes,
+  FragmentationAdvice,
   groupBySite,
   ICellSite,
   IOomReport,
@@ -118,10 +119,21 @@ function MomentDiff(props: IMomentSectionProps & { diff: SnapshotDiff; caption: 
   );
 }
 
+/** What the post-mortem says about fragmentation, by the engine's advice. */
+export function fragmentationWords(advice: FragmentationAdvice, trans: TranslationBundle): string {
+  return advice === 'expandable-segments-on'
+    ? trans.__(
+        'Fragmentation: the free space in segments would fit the request, but no free block is big enough. Expandable segments are already on, so that setting will not help.'
+      )
+    : trans.__(
+        'Fragmentation: the free space in segments would fit the request, but no free block is big enough. Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True before CUDA starts.'
+      );
+}
+
 function OomBody(props: IMomentSectionProps & { record: CellRecord; oom: IOomReport }): JSX.Element {
   const { model, trans, oom } = props;
   const cells: CellCodeNames = model.cellNames();
-  const sites = cellSites(oom.atOom.blocks, oom.atOom.frames, cells, { allFrames: model.showAllFrames });
+  const sites = cellSites(oom.held, oom.atOom.frames, cells, { allFrames: model.showAllFrames });
   const free = oom.deviceFreeBytes === null ? trans.__('an unknown amount') : formatBytes(oom.deviceFreeBytes);
   return (
     <div className="jp-CudaMemdiffMoment">
@@ -143,12 +155,8 @@ function OomBody(props: IMomentSectionProps & { record: CellRecord; oom: IOomRep
         <dt>{trans.__('Largest free block')}</dt>
         <dd>{formatBytes(oom.largestFreeBlockBytes)}</dd>
       </dl>
-      {oom.fragmentation ? (
-        <p className="jp-CudaMemdiffMoment-advice">
-          {trans.__(
-            'Fragmentation: the free space in segments would fit the request, but no free block is big enough. Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True before CUDA starts.'
-          )}
-        </p>
+      {oom.fragmentationAdvice ? (
+        <p className="jp-CudaMemdiffMoment-advice">{fragmentationWords(oom.fragmentationAdvice, trans)}</p>
       ) : null}
       <HolderTable
         name="site"

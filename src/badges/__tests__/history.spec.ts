@@ -4,7 +4,9 @@ import { execFileSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import { SnapshotStore } from '../../capture/store';
-import { CellCodeNames, IWireSnapshot, WireDecoder } from '../../engine';
+import { CellCodeNames, IWireSnapshot, oomReport, WireDecoder } from '../../engine';
+import { manifestOf } from '../../engine/__tests__/data';
+import { fragmentedOom, twoDeviceOom } from '../../engine/__tests__/oomCases';
 import { oomLines, peakLine } from '../history';
 
 const ROOT = path.resolve(__dirname, '../../..');
@@ -78,6 +80,36 @@ describe('badge tooltip from the history', () => {
     expect(peakLine(store.peakOf(record)!, store.frames, cells)).toBe(
       'At peak (808 MiB): 512 MiB from Cell [4], line 2; 256 MiB from Cell [2] or [3], line 2; ' +
         '32.0 MiB from Cell [2] or [3], line 4.'
+    );
+  });
+});
+
+describe('badge tooltip of the OOMs the adversarial run found misread', () => {
+  function cellsOf(name: string): CellCodeNames {
+    return new CellCodeNames(
+      manifestOf(name).cells.map(c => ({ id: String(c.index), source: c.source, executionCount: c.execution_count }))
+    );
+  }
+
+  // cells 2 [3] and 3 [4] run the same code: the frame cannot tell which
+  it("names the newest OOM of two devices and that device's holders only", () => {
+    const { start, atOom } = twoDeviceOom();
+    expect(oomLines(oomReport(start, atOom)!, cellsOf('multi_gpu_split--python'))).toEqual([
+      "It asked for 10.0 GiB on cuda:0, with 5.00 GiB free on the device and 17.0 MiB free in PyTorch's segments (largest free block 16.0 MiB).",
+      'The device held: 64.0 MiB from Cell [1], line 3; 33.0 MiB from Cell [3] or [4], line 2; 16.0 MiB from Cell [2], line 1.'
+    ]);
+  });
+
+  it('says expandable segments are already on instead of suggesting them', () => {
+    const cells = cellsOf('eval_without_no_grad--python');
+    const on = fragmentedOom(true);
+    expect(oomLines(oomReport(on.start, on.atOom)!, cells)[1]).toBe(
+      'Fragmentation: the free space in segments would fit the request, but no free block is big enough; ' +
+        'expandable segments are already on, so that setting will not help.'
+    );
+    const off = fragmentedOom(false);
+    expect(oomLines(oomReport(off.start, off.atOom)!, cells)[1]).toContain(
+      'PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True avoids it.'
     );
   });
 });

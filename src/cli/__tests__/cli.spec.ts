@@ -7,6 +7,8 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { gzipSync } from 'fflate';
+import { Snapshot, snapshotToPickle } from '../../engine';
+import { fragmentedOom, twoDeviceOom } from '../../engine/__tests__/oomCases';
 
 const ROOT = path.resolve(__dirname, '../../..');
 const BIN = path.join(ROOT, 'bin', 'cuda-memdiff.js');
@@ -219,6 +221,75 @@ describe('cuda-memdiff session', () => {
       bytes: 100 * 2 ** 30,
       sites: [{ cell: 0, line: 3, filename: '/tmp/ipykernel_709/1313211645.py', bytes: 100 * 2 ** 30 }]
     });
+  });
+});
+
+describe('cuda-memdiff session on OOMs the adversarial run found misread', () => {
+  // Built from the recordings as /work/adv/geno.py and gent.py built them (../../engine/__tests__/oomCases.ts).
+  let tmp: string;
+  /** A copy of a recording with its manifest edited and, when given, the cell's OOM snapshot written. */
+  function sessionFrom(name: string, cell: number, atOom: Snapshot | null): string {
+    const dir = path.join(tmp, name);
+    fs.cpSync(path.join(REC, name), dir, { recursive: true });
+    const manifest = JSON.parse(fs.readFileSync(path.join(dir, 'manifest.json'), 'utf-8'));
+    manifest.cells[cell].oom_snapshots = atOom ? ['oom00.pickle.gz'] : [];
+    fs.writeFileSync(path.join(dir, 'manifest.json'), JSON.stringify(manifest));
+    if (atOom) {
+      fs.writeFileSync(path.join(dir, 'oom00.pickle.gz'), snapshotToPickle(atOom));
+    }
+    return dir;
+  }
+  beforeAll(() => (tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'cuda-memdiff-oom-'))));
+  afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
+
+  it("describes the newest OOM of two devices, with that device's figures and holders", () => {
+    const dir = sessionFrom('multi_gpu_split--python', 3, twoDeviceOom().atOom);
+    expect(json('session', dir).cells[3].oom).toEqual({
+      request_bytes: 10 * 2 ** 30,
+      device_free_bytes: 5 * 2 ** 30,
+      largest_free_block_bytes: 16 * 2 ** 20,
+      segment_free_bytes: 17809408,
+      fragmentation: false
+    });
+    const text = cli('session', dir).out;
+    expect(text).toContain(
+      'cell 3 [4] ran out of memory on cuda:0: it asked for 10.0 GiB; the device had 5.00 GiB free'
+    );
+    // cuda:0's 113 MiB, not cuda:1's 161 MiB blocks of cell 2 [3]
+    expect(text).toContain(
+      'the device held: 64.0 MiB from cell 0 [1], line 3, 33.0 MiB from cell 2 [3], line 2, 16.0 MiB from cell 1 [2], line 1'
+    );
+  });
+
+  it('reports an OOM that only the cell history records, from the cell end, and says so', () => {
+    const dir = sessionFrom('oom--python', 1, null);
+    const cells = json('session', dir).cells;
+    expect(cells.map((c: { oom: unknown }) => typeof c.oom)).toEqual(['boolean', 'object', 'boolean']);
+    expect(cells[1].oom).toEqual({
+      request_bytes: 60 * 2 ** 30,
+      device_free_bytes: 42183294976,
+      largest_free_block_bytes: 0,
+      segment_free_bytes: 0,
+      fragmentation: false
+    });
+    const text = cli('session', dir).out;
+    expect(text).toMatch(/^ {3}1 {3}\[2\] .* OOM/m);
+    expect(text).toContain(
+      'cell 1 [2] ran out of memory on cuda:0: it asked for 60.0 GiB; the device had 39.3 GiB free, ' +
+        "and after the cell (no snapshot was taken at the error) PyTorch's segments had 0 B free"
+    );
+    expect(text).toContain('the device held after the cell: 100 GiB from cell 0 [1], line 3');
+  });
+
+  it('does not suggest expandable segments when they are already on', () => {
+    const on = cli('session', sessionFrom('eval_without_no_grad--python', 2, fragmentedOom(true).atOom)).out;
+    expect(on).toContain(
+      'no free block is big enough; expandable segments are already on, so that setting will not help'
+    );
+    expect(on).not.toContain('expandable_segments:True');
+    fs.rmSync(path.join(tmp, 'eval_without_no_grad--python'), { recursive: true });
+    const off = cli('session', sessionFrom('eval_without_no_grad--python', 2, fragmentedOom(false).atOom)).out;
+    expect(off).toContain('no free block is big enough; try PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True');
   });
 });
 

@@ -1,0 +1,93 @@
+// The out-of-memory post-mortem on H200 recordings, with the OOMs the
+// adversarial run found misread (oomCases.ts builds them as it did).
+import * as fs from 'fs';
+import * as path from 'path';
+import { isAllocated, loadSession, oomReport, reportCells, totalBytes } from '..';
+import { RECORDINGS } from './data';
+import { fragmentedOom, twoDeviceOom } from './oomCases';
+
+const MiB = 2 ** 20;
+const GiB = 2 ** 30;
+
+describe('the OOM post-mortem of a two-device snapshot', () => {
+  it("reports the newest OOM, by time, not the last in the list's device order", () => {
+    const { start, atOom } = twoDeviceOom();
+    const report = oomReport(start, atOom)!;
+    expect(report.device).toBe(0);
+    expect(report.requestBytes).toBe(10 * GiB);
+    expect(report.deviceFreeBytes).toBe(5 * GiB);
+  });
+
+  it("gives the figures and the holders of the OOM's device only", () => {
+    const { start, atOom } = twoDeviceOom();
+    const report = oomReport(start, atOom)!;
+    // cuda:0 of cell03.pickle.gz (cuda:1 has 1008 KiB free, in one block)
+    expect(report.segmentFreeBytes).toBe(17809408);
+    expect(report.largestFreeBlockBytes).toBe(16 * MiB);
+    expect(report.fragmentation).toBe(false);
+    expect(new Set(report.held.map(b => b.device))).toEqual(new Set([0]));
+    expect(report.held.every(isAllocated)).toBe(true);
+    expect(report.held.reduce((n, b) => n + b.size, 0)).toBe(totalBytes(atOom, 'allocatedBytes', 0));
+  });
+
+  it("takes the reported device's own entry when the kernel names the device", () => {
+    const { start, atOom } = twoDeviceOom();
+    const report = oomReport(start, atOom, { device: 1, alloc: 999 * MiB })!;
+    expect([report.device, report.deviceFreeBytes, report.segmentFreeBytes]).toEqual([1, 123 * MiB, 1032192]);
+  });
+});
+
+describe('an OOM only in the cell history', () => {
+  // oom--python with no OOM snapshot in its manifest (/work/adv/s/t_oom_nomanifest): cell 1's own
+  // snapshot still holds the history's `oom` entry, 60 GiB asked with 39.29 GiB free.
+  const dir = path.join(RECORDINGS, 'oom--python');
+  function reports(withoutOomSnapshot: boolean) {
+    const manifest = JSON.parse(fs.readFileSync(path.join(dir, 'manifest.json'), 'utf-8'));
+    if (withoutOomSnapshot) {
+      manifest.cells[1].oom_snapshots = [];
+    }
+    return reportCells(
+      loadSession(JSON.stringify(manifest), name => new Uint8Array(fs.readFileSync(path.join(dir, name))))
+    );
+  }
+
+  it('is an OOM, with its request and the free figures of the cell end', () => {
+    const cells = reports(true);
+    expect(cells.map(c => c.oom)).toEqual([false, true, false]);
+    const report = cells[1].oomReport!;
+    expect(report.moment).toBe('cell-end');
+    expect([report.device, report.requestBytes, report.deviceFreeBytes]).toEqual([0, 60 * GiB, 42183294976]);
+    expect([report.segmentFreeBytes, report.largestFreeBlockBytes, report.fragmentation]).toEqual([0, 0, false]);
+    expect(report.held.reduce((n, b) => n + b.size, 0)).toBe(100 * GiB);
+    expect(cells[0].oomReport).toBeNull();
+    expect(cells[2].oomReport).toBeNull();
+  });
+
+  it('comes from the OOM snapshot when there is one', () => {
+    const report = reports(false)[1].oomReport!;
+    expect(report.moment).toBe('error');
+    expect([report.requestBytes, report.deviceFreeBytes]).toEqual([60 * GiB, 42183294976]);
+  });
+});
+
+describe('fragmentation advice', () => {
+  it('suggests expandable segments for fixed-size segments', () => {
+    const { start, atOom } = fragmentedOom(false);
+    const report = oomReport(start, atOom)!;
+    expect([report.segmentFreeBytes, report.largestFreeBlockBytes]).toEqual([17784832, 16 * MiB]);
+    expect(report.fragmentation).toBe(true);
+    expect(report.fragmentationAdvice).toBe('enable-expandable-segments');
+  });
+
+  it('says expandable segments are already on when the segments are expandable', () => {
+    const { start, atOom } = fragmentedOom(true);
+    const report = oomReport(start, atOom)!;
+    expect(report.fragmentation).toBe(true);
+    expect(report.fragmentationAdvice).toBe('expandable-segments-on');
+  });
+
+  it('gives none without fragmentation', () => {
+    const { start, atOom } = twoDeviceOom();
+    expect(oomReport(start, atOom)!.fragmentationAdvice).toBeNull();
+  });
+});
