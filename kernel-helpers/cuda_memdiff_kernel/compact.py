@@ -66,8 +66,8 @@ class FrameTable:
 def read_state(raw, table):
     """(segments, blocks) of a raw snapshot dict (or bare segment list).
 
-    segments: tuples (device, address, total_size, stream, pool, type, stack id)
-    sorted by device and address; blocks: {(device, address): row} of the
+    segments: tuples (device, address, total_size, stream, pool, type, stack id,
+    expandable) sorted by device and address; blocks: {(device, address): row} of the
     active blocks (see ROW_*).
     """
     raw_segments = raw["segments"] if isinstance(raw, dict) else raw
@@ -98,7 +98,7 @@ def read_segment(seg, table, ids, blocks):
 
 
 def read_segment_tuple(seg, table):
-    """(device, address, total_size, stream, pool, type, stack id) of one raw segment."""
+    """(device, address, total_size, stream, pool, type, stack id, expandable 0 or 1) of one raw segment."""
     pool = seg.get("segment_pool_id", "")
     pool = ",".join(str(p) for p in pool) if isinstance(pool, (tuple, list)) else str(pool)
     return (
@@ -109,6 +109,7 @@ def read_segment_tuple(seg, table):
         pool,
         str(seg.get("segment_type", "")),
         table.stack_id(seg.get("frames")),
+        1 if seg.get("is_expandable") else 0,  # the OOM advice: expandable_segments may already be on
     )
 
 
@@ -212,9 +213,10 @@ def _trace_key(entry):
 
 
 def segment_columns(segments):
-    cols = {k: [] for k in ("device", "address", "total_size", "stream", "pool", "type", "stack")}
+    keys = ("device", "address", "total_size", "stream", "pool", "type", "stack", "expandable")
+    cols = {k: [] for k in keys}
     for seg in segments:
-        for key, value in zip(("device", "address", "total_size", "stream", "pool", "type", "stack"), seg):
+        for key, value in zip(keys, seg):
             cols[key].append(value)
     return cols
 

@@ -5,7 +5,7 @@ import random
 import sys
 
 import pytest
-from cuda_memdiff_kernel.compact import FrameTable, read_state
+from cuda_memdiff_kernel.compact import FrameTable, read_state, segment_columns
 from cuda_memdiff_kernel.log import SnapshotLog
 from cuda_memdiff_kernel.reader import SnapshotReader
 
@@ -433,6 +433,15 @@ def test_an_expandable_segment_that_grew_is_not_read_by_its_common_end():
     # z (at 6 MiB) is the block the user wants to see; read by the common end, it would be taken for y (at 2 MiB)
     raw = large([(MB2, 2 * MB2, stack("a", 2)), (3 * MB2, 2 * MB2, stack("b", 1))], 5 * MB2)
     check(reader, raw, current, {(0, "small"): (0, 0, 0), (0, "large"): (3, 0, 1)})
+
+
+def test_a_segment_says_whether_it_is_expandable_on_the_wire():
+    # the OOM post-mortem's advice: expandable_segments:True cannot help where it is already on
+    raw = large([(0, MB2, stack("a", 1))], 3 * MB2)
+    plain, _ = read_state(copy.deepcopy(raw), FrameTable())
+    raw["segments"][0]["is_expandable"] = True
+    expandable, _ = read_state(raw, FrameTable())
+    assert segment_columns(plain)["expandable"] == [0] and segment_columns(expandable)["expandable"] == [1]
 
 
 def test_an_expandable_segment_growing_by_one_more_of_the_same_size_is_seen():

@@ -293,7 +293,7 @@ def names(table, row):
 
 
 def seg_names(table, seg):
-    return seg[:6] + (tuple(tuple(table.frames[f]) for f in table.stacks[seg[6]]),)
+    return seg[:6] + (tuple(tuple(table.frames[f]) for f in table.stacks[seg[6]]),) + seg[7:]
 
 
 def run(seed, cells=40):

@@ -54,6 +54,8 @@ export interface IWireSnapshot {
     /** 'large' or 'small'. */
     type?: string[];
     stack: number[];
+    /** 1 for an expandable segment (older helpers leave it out). */
+    expandable?: number[];
   };
   blocks: {
     segment: number[];
@@ -112,7 +114,13 @@ function sameBlock(a: Block, b: Block): boolean {
 }
 
 function sameSegment(a: Segment, b: Segment): boolean {
-  return a.totalSize === b.totalSize && a.stream === b.stream && a.pool === b.pool && a.stack === b.stack;
+  return (
+    a.totalSize === b.totalSize &&
+    a.stream === b.stream &&
+    a.pool === b.pool &&
+    a.stack === b.stack &&
+    a.isExpandable === b.isExpandable
+  );
 }
 
 /** A live block as the decoder keeps it between messages: by its segment's address, as indices change. */
@@ -166,7 +174,7 @@ export class WireDecoder {
         stream: s.stream[i],
         segmentType: s.type?.[i] ?? '',
         pool: s.pool[i],
-        isExpandable: false,
+        isExpandable: s.expandable?.[i] === 1,
         stack: this._stack(s.stack[i])
       };
       return this._share(previousSegments, this._segments, segment, sameSegment);

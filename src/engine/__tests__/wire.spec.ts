@@ -61,6 +61,13 @@ describe.each(recordingNames())('wire messages of %s', name => {
 describe('WireDecoder', () => {
   const [, first, second, third] = helperMessages('eval_without_no_grad--python');
 
+  it("reads each segment's expandable flag, and none from an older helper", () => {
+    const marked = { ...first, segments: { ...first.segments, expandable: first.segments.address.map(() => 1) } };
+    expect(new WireDecoder(new FrameTable()).decode(marked).segments.every(g => g.isExpandable)).toBe(true);
+    const older = { ...first, segments: { ...first.segments, expandable: undefined } };
+    expect(new WireDecoder(new FrameTable()).decode(older).segments.some(g => g.isExpandable)).toBe(false);
+  });
+
   it('refuses changes against a snapshot it never received', () => {
     const decoder = new WireDecoder(new FrameTable());
     expect(first.type).toBe('snapshot');
