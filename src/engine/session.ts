@@ -111,6 +111,35 @@ function insideFolder(name: unknown): boolean {
   return typeof name === 'string' && !/(^|[\\/])\.\.([\\/]|$)/.test(name) && !/^[\\/]/.test(name);
 }
 
+/** A cell's source: a string, or nbformat's list of lines; absent is empty. */
+function sourceText(source: unknown, where: string): string {
+  if (source === undefined || source === null) {
+    return '';
+  }
+  if (Array.isArray(source) && source.every(line => typeof line === 'string')) {
+    return source.join('');
+  }
+  if (typeof source !== 'string') {
+    throw new SnapshotError(`${where} source must be a string or a list of lines`);
+  }
+  return source;
+}
+
+/** Byte counts of a cell's allocator statistics are whole numbers, never negative. */
+function checkStats(stats: unknown, where: string): void {
+  if (stats === undefined || stats === null) {
+    return;
+  }
+  if (typeof stats !== 'object') {
+    throw new SnapshotError(`${where} must be an object`);
+  }
+  for (const [key, value] of Object.entries(stats)) {
+    if (key !== 'per_device' && typeof value === 'number' && !(Number.isSafeInteger(value) && value >= 0)) {
+      throw new SnapshotError(`${where} ${key} must be a whole number of bytes, not ${value}`);
+    }
+  }
+}
+
 /** Validate a manifest's JSON text; errors name the field at fault. */
 export function parseManifest(text: string): ISessionManifest {
   let raw: unknown;
@@ -139,12 +168,23 @@ export function parseManifest(text: string): ISessionManifest {
     }
     if (typeof cell.index !== 'number') {
       cell.index = i;
+    } else if (!Number.isSafeInteger(cell.index)) {
+      throw new SnapshotError(`${where} index must be an integer`);
     }
-    if (typeof cell.source !== 'string') {
-      cell.source = '';
-    }
+    cell.source = sourceText(cell.source, where);
     if (cell.execution_count === undefined) {
       cell.execution_count = null;
+    } else if (
+      cell.execution_count !== null &&
+      !(Number.isInteger(cell.execution_count) && cell.execution_count >= 0)
+    ) {
+      throw new SnapshotError(`${where} execution_count must be a whole number or null`);
+    }
+    if (cell.oom_snapshots !== undefined && cell.oom_snapshots !== null && !Array.isArray(cell.oom_snapshots)) {
+      throw new SnapshotError(`${where} oom_snapshots must be a list of names`);
+    }
+    for (const key of ['before', 'after'] as const) {
+      checkStats(cell[key], `${where} ${key}`);
     }
     if (cell.kernel_session !== undefined && cell.kernel_session !== null && !Number.isInteger(cell.kernel_session)) {
       throw new SnapshotError(`${where} kernel_session must be an integer`);
@@ -204,8 +244,17 @@ export function loadSession(
       return null;
     }
     const name = cell.holders_file;
+    let answer: unknown;
     try {
-      return parseHolderAnswer(JSON.parse(new TextDecoder().decode(readFile(name)))).holders;
+      answer = JSON.parse(new TextDecoder().decode(readFile(name)));
+    } catch (reason) {
+      // JSON.parse quotes the text it met: for a binary file, raw bytes on the terminal
+      throw new SnapshotError(
+        `${name} cannot be read as JSON${reason instanceof SyntaxError ? '' : ` (${(reason as Error).message})`}`
+      );
+    }
+    try {
+      return parseHolderAnswer(answer).holders;
     } catch (reason) {
       throw new SnapshotError(`${name}: ${(reason as Error).message}`);
     }

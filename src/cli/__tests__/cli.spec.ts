@@ -160,6 +160,40 @@ describe('cuda-memdiff leaks', () => {
 });
 
 describe('cuda-memdiff session', () => {
+  it('refuses manifest fields of the wrong kind by name, and reads nbformat sources given as lines', () => {
+    const recording = path.join(REC, 'eval_without_no_grad--python');
+    const manifest = JSON.parse(fs.readFileSync(path.join(recording, 'manifest.json'), 'utf-8'));
+    function withCell(change: (cell: Record<string, unknown>) => void) {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cuda-memdiff-manifest-'));
+      for (const f of fs.readdirSync(recording)) {
+        fs.copyFileSync(path.join(recording, f), path.join(dir, f));
+      }
+      const copy = JSON.parse(JSON.stringify(manifest));
+      change(copy.cells[2]);
+      fs.writeFileSync(path.join(dir, 'manifest.json'), JSON.stringify(copy));
+      return dir;
+    }
+    const refused: [(cell: Record<string, unknown>) => void, string][] = [
+      [c => (c.oom_snapshots = 'oom00.pickle.gz'), 'cells[2] oom_snapshots must be a list of names'],
+      [c => ((c.after as Record<string, number>).max_allocated = -5), 'cells[2] after max_allocated must be a whole'],
+      [c => (c.index = 1.5), 'cells[2] index must be an integer'],
+      [c => (c.execution_count = 'two'), 'cells[2] execution_count must be a whole number or null'],
+      [c => (c.source = 42), 'cells[2] source must be a string or a list of lines'],
+      [c => (c.holders_file = 'cell00.pickle.gz'), 'cell00.pickle.gz cannot be read as JSON']
+    ];
+    for (const [change, message] of refused) {
+      const r = cli('session', withCell(change));
+      expect(r.code).not.toBe(0);
+      expect(r.err.trim().split('\n')).toEqual([expect.stringContaining(message)]);
+    }
+    // nbformat's list of lines is the same source: cell 2 keeps its code name, so its leak stays its own
+    const lines = json(
+      'leaks',
+      withCell(c => (c.source = (c.source as string).split(/(?<=\n)/)))
+    );
+    expect(lines.top_leak).toBe(json('leaks', recording).top_leak);
+  });
+
   it("credits a re-run cell's own allocations at its peak to that run, not to the first copy of its code", () => {
     // Cells 2 and 4 run the same code (preds.append(model(b)) outside no_grad). Per the trace's snapshot
     // markers, at cell 4's peak 288 MiB were allocated by cell 4's run and 33 MiB were cell 2's still alive.
