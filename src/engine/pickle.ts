@@ -360,9 +360,15 @@ namespace Private {
         case 0x8a: // LONG1
           this._push(this._long(this._u8()));
           break;
-        case 0x8b: // LONG4
-          this._push(this._long(this._u32()));
+        case 0x8b: {
+          // LONG4: the byte count is signed, as Python reads it
+          const n = this._u32();
+          if (n >= 0x80000000) {
+            throw new SnapshotError('malformed pickle: LONG4 has a negative byte count');
+          }
+          this._push(this._long(n));
           break;
+        }
         case 0x47: // BINFLOAT
           this._need(8);
           this._push(this._view.getFloat64(this._pos, false));
@@ -697,7 +703,12 @@ namespace Private {
       try {
         return utf8Decoder.decode(bytes.subarray(start, start + n));
       } catch {
-        throw new SnapshotError('malformed pickle: a string is not valid UTF-8');
+        // Python writes str with 'surrogatepass': a path it read with surrogateescape keeps its lone surrogates
+        const text = surrogatePassUtf8(bytes, start, start + n);
+        if (text === null) {
+          throw new SnapshotError('malformed pickle: a string is not valid UTF-8');
+        }
+        return text;
       }
     }
 
@@ -754,6 +765,44 @@ namespace Private {
       }
     }
     return true;
+  }
+
+  /**
+   * UTF-8 as Python writes it with 'surrogatepass' (lone surrogates encoded
+   * as three bytes, ED A0-BF xx); null where the bytes are not that either.
+   */
+  function surrogatePassUtf8(bytes: Uint8Array, start: number, end: number): string | null {
+    const units: number[] = [];
+    for (let i = start; i < end;) {
+      const b = bytes[i];
+      const need =
+        b < 0x80 ? 0 : b >= 0xc2 && b < 0xe0 ? 1 : b >= 0xe0 && b < 0xf0 ? 2 : b >= 0xf0 && b < 0xf5 ? 3 : -1;
+      if (need < 0 || i + need >= end) {
+        return null;
+      }
+      let code = need === 0 ? b : b & (0x3f >> need);
+      for (let k = 1; k <= need; k++) {
+        const c = bytes[i + k];
+        if ((c & 0xc0) !== 0x80) {
+          return null;
+        }
+        code = (code << 6) | (c & 0x3f);
+      }
+      if ((need === 2 && code < 0x800) || (need === 3 && (code < 0x10000 || code > 0x10ffff))) {
+        return null; // overlong, or past Unicode
+      }
+      if (code > 0xffff) {
+        units.push(0xd800 + ((code - 0x10000) >> 10), 0xdc00 + ((code - 0x10000) & 0x3ff));
+      } else {
+        units.push(code);
+      }
+      i += need + 1;
+    }
+    let text = '';
+    for (let k = 0; k < units.length; k += 8192) {
+      text += String.fromCharCode(...units.slice(k, k + 8192));
+    }
+    return text;
   }
 
   function setItem(dict: PyDict, key: PyValue, value: PyValue): void {

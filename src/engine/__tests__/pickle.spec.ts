@@ -149,6 +149,18 @@ describe('unpickle bounds hostile input', () => {
     expectSnapshotError(pk(...PROTO4, 'h', 7, '.'), /memo 7 was never stored/);
   });
 
+  it('rejects a LONG4 with a negative byte count, as Python does', () => {
+    expectSnapshotError(pk(...PROTO4, 0x8b, 0xfb, 0xff, 0xff, 0xff, '.'), /LONG4 has a negative byte count/);
+  });
+
+  it("reads lone surrogates as Python's surrogatepass writes them (a path read with surrogateescape)", () => {
+    // pickle.dumps('a\udcff') with protocol 4: SHORT_BINUNICODE 'a', ED B3 BF
+    expect(unpickle(pk(...PROTO4, 0x8c, 4, 'a', 0xed, 0xb3, 0xbf, '.'))).toBe('a\udcff');
+    expect(unpickle(pk(...PROTO4, 0x8c, 5, 'a', 0xf0, 0x9f, 0x98, 0x80, '.'))).toBe('a\u{1f600}');
+    expectSnapshotError(pk(...PROTO4, 0x8c, 2, 0xc0, 0x80, '.'), /a string is not valid UTF-8/); // overlong
+    expectSnapshotError(pk(...PROTO4, 0x8c, 2, 0xed, 0xb3, '.'), /a string is not valid UTF-8/); // cut short
+  });
+
   it('rejects a string length past the end', () => {
     expectSnapshotError(pk(...PROTO4, 0x8d, 255, 255, 255, 255, 255, 255, 255, 127, '.'), /truncated pickle/);
   });
