@@ -6,6 +6,7 @@ import * as os from 'os';
 import * as path from 'path';
 import {
   FrameTable,
+  IExportCell,
   loadSession,
   pickle,
   readSnapshot,
@@ -87,28 +88,32 @@ describe('snapshotToPickle', () => {
   });
 });
 
+/** A recording's cells as the panel exports them (no allocator statistics), with `extra` per cell. */
+function recordedCells(name: string, extra: (k: number) => Partial<IExportCell> = () => ({})) {
+  const m = manifestOf(name);
+  const session = loadSession(fs.readFileSync(path.join(RECORDINGS, name, 'manifest.json'), 'utf-8'), f =>
+    readBytes(path.join(RECORDINGS, name, f))
+  );
+  const cells = m.cells.map((c, k) => ({
+    index: c.index,
+    executionCount: c.execution_count,
+    source: c.source,
+    cellId: `cell-${k}`,
+    error: c.error ?? null,
+    snapshot: session.snapshots[k],
+    oomSnapshots: (c.oom_snapshots ?? []).map(f =>
+      readSnapshot(readBytes(path.join(RECORDINGS, name, f)), session.frames)
+    ),
+    devices: [],
+    ...extra(k)
+  }));
+  return { m, session, cells };
+}
+
 describe('sessionFolderFiles', () => {
   it('writes a session folder the CLI and the engine read back with the same figures', () => {
-    const name = 'oom--python';
-    const m = manifestOf(name);
-    const session = loadSession(fs.readFileSync(path.join(RECORDINGS, name, 'manifest.json'), 'utf-8'), f =>
-      readBytes(path.join(RECORDINGS, name, f))
-    );
-    const files = sessionFolderFiles(
-      m.cells.map((c, k) => ({
-        index: c.index,
-        executionCount: c.execution_count,
-        source: c.source,
-        cellId: `cell-${k}`,
-        error: c.error ?? null,
-        snapshot: session.snapshots[k],
-        oomSnapshots: (c.oom_snapshots ?? []).map(f =>
-          readSnapshot(readBytes(path.join(RECORDINGS, name, f)), session.frames)
-        ),
-        devices: []
-      })),
-      { scenario: 'oom' }
-    );
+    const { m, session, cells } = recordedCells('oom--python');
+    const files = sessionFolderFiles(cells, { scenario: 'oom' });
     expect([...files.keys()].sort()).toEqual([
       'cell00.pickle.gz',
       'cell01.pickle.gz',
@@ -133,26 +138,13 @@ describe('sessionFolderFiles', () => {
 
 describe('an export of a session whose peak counters were not reset per cell', () => {
   it('says which peaks are only the high-water mark, and gives the replayed one where history has it', () => {
-    const name = 'eval_without_no_grad--python';
-    const m = manifestOf(name);
-    const session = loadSession(fs.readFileSync(path.join(RECORDINGS, name, 'manifest.json'), 'utf-8'), f =>
-      readBytes(path.join(RECORDINGS, name, f))
-    );
     // As the store holds a passive session: cell 4 stayed under the mark cell 2 set (481 MiB).
+    const m = manifestOf('eval_without_no_grad--python');
     const mark = m.cells[2].after!.max_allocated!;
-    const files = sessionFolderFiles(
-      m.cells.map((c, k) => ({
-        index: c.index,
-        executionCount: c.execution_count,
-        source: c.source,
-        cellId: `cell-${k}`,
-        error: c.error ?? null,
-        snapshot: session.snapshots[k],
-        oomSnapshots: [],
-        devices: [],
-        peak: k === 4 ? { bytes: mark, exact: false } : { bytes: c.after!.max_allocated!, exact: true }
-      }))
-    );
+    const exported = recordedCells('eval_without_no_grad--python', k => ({
+      peak: k === 4 ? { bytes: mark, exact: false } : { bytes: m.cells[k].after!.max_allocated!, exact: true }
+    }));
+    const files = sessionFolderFiles(exported.cells);
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cuda-memdiff-export-'));
     files.forEach((bytes, f) => fs.writeFileSync(path.join(dir, f), bytes));
     const run = (...args: string[]) =>
