@@ -214,6 +214,30 @@ describe('cuda-memdiff leaks on a session recorded with allocation history off',
   });
 });
 
+describe('cuda-memdiff session on ranks, one with too few capture points', () => {
+  // test-data/ranks/ddp_one_gpu with rank 1 cut to its first point.
+  let dir: string;
+  beforeAll(() => {
+    const src = path.join(ROOT, 'test-data', 'ranks', 'ddp_one_gpu');
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cuda-memdiff-ranks-'));
+    fs.cpSync(src, dir, { recursive: true });
+    const file = path.join(dir, 'rank1', 'manifest.json');
+    const manifest = JSON.parse(fs.readFileSync(file, 'utf-8'));
+    fs.writeFileSync(file, JSON.stringify({ ...manifest, cells: manifest.cells.slice(0, 1) }));
+  });
+  afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  it('says that rank has too few steps to tell, not that every rank is flat', () => {
+    const r = cli('session', dir);
+    expect(r.code).toBe(0);
+    expect(r.out).not.toMatch(/Every rank/);
+    expect(r.out).toMatch(
+      /^Rank 0 is flat from step to step\. Rank 1 has fewer than two optimizer-step capture points: too few steps to tell\.$/m
+    );
+    expect(json('session', dir).verdict).toEqual({ code: 'all-flat', unmeasured: [1] });
+  });
+});
+
 describe('cuda-memdiff session', () => {
   it('reports each cell with nets that match the recording', () => {
     const dir = path.join(REC, 'clean_training--python');
