@@ -11,10 +11,13 @@ import {
   holderText,
   IExecutionVerdict,
   IFrameFilterOptions,
+  INoStacks,
   ISession,
   kernelSessionsOf,
   LeakReport,
+  RECORD_STACKS_TEXT,
   sessionExecutions,
+  stacklessBytes,
   visibleStack
 } from '../engine';
 import { frameJson, siteJson, siteLabel } from './report';
@@ -67,7 +70,11 @@ export function leaksJson(report: LeakReport, session: ISession, options: IFrame
       }))
     })),
     ranking: report.ranking.map(k => cells[k].index),
-    top_leak: report.topLeak === null ? null : cells[report.topLeak].index
+    top_leak: report.topLeak === null ? null : cells[report.topLeak].index,
+    // Only where some snapshot recorded no stacks: sessions with stacks keep the shape tools already read.
+    ...(report.noStacks
+      ? { no_stacks: { bytes: report.noStacks.bytes, cells: report.noStacks.executions.map(k => cells[k].index) } }
+      : {})
   };
 }
 
@@ -156,7 +163,7 @@ export function leaksText(report: LeakReport, session: ISession, options: IFrame
       // A fixed leak: what it was and which cell fixed it.
       const fixed = v.findings.findIndex(f => f.code === 'fixed');
       const why =
-        v.verdict === 'retained'
+        v.verdict === 'retained' || v.verdict === 'unknown'
           ? reasons(v).join('; ')
           : v.verdict === 'fixed'
             ? `${reasons(v)[0]}; ${reasons(v)[fixed]}`
@@ -173,8 +180,9 @@ export function leaksText(report: LeakReport, session: ISession, options: IFrame
       ];
     })
   );
+  const noStacks = report.noStacks ? ['', ...noStacksText(report, report.noStacks, session)] : [];
   if (report.topLeak === null) {
-    return `${table}\n\nNo cell leaks.`;
+    return [table, '', ...(noStacks.length ? noStacks.slice(1) : ['No cell leaks.'])].join('\n');
   }
   const top = report.executions[report.topLeak];
   const where = kernels > 1 ? `kernel ${top.kernel + 1} of ${kernels}, ` : '';
@@ -205,5 +213,29 @@ export function leaksText(report: LeakReport, session: ISession, options: IFrame
       `    ${formatBytes(bytes)} in ${blocksText(count)} from ${rest.length} more site${rest.length === 1 ? '' : 's'}`
     );
   }
-  return lines.join('\n');
+  return [...lines, ...noStacks].join('\n');
+}
+
+/**
+ * Why the finder can say little about memory no stack explains, the cell to
+ * start with, and how to get stacks: without them "no cell leaks" would be
+ * a claim the finder cannot make.
+ */
+function noStacksText(report: LeakReport, noStacks: INoStacks, session: ISession): string[] {
+  const n = noStacks.executions.length;
+  const lines = [
+    'No allocation stacks were recorded (allocation history was off, or the snapshots kept none): for ' +
+      `${formatBytes(noStacks.bytes)} in ${n} cell${n === 1 ? '' : 's'} the finder cannot say what made it or on which line, ` +
+      "nor tell a leak from state meant to stay; only growth on a re-run (or the kernel's holders) shows a leak."
+  ];
+  // With a leak found, that is where to start; otherwise the cell that keeps the most of the unknown.
+  const unknown = report.ranking.find(k => report.executions[k].verdict === 'unknown');
+  if (report.topLeak === null && unknown !== undefined) {
+    const v = report.executions[unknown];
+    lines.push(
+      `Start with ${cellName(session, unknown)}, which keeps the most of it: ${formatBytes(stacklessBytes(v))} (${v.confidence} confidence).`
+    );
+  }
+  lines.push(`To see causes and lines: ${RECORD_STACKS_TEXT}, and run the cells again.`);
+  return lines;
 }

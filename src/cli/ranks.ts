@@ -59,20 +59,31 @@ function growthText(ranked: IRankedSession, g: IRankGrowth): string {
   return `rank ${g.rank} grows ${formatBytes(g.bytesPerStep)} per step${from}`;
 }
 
+/** `rank 1 is`, `ranks 0, 2 are`: ranks and the verb that follows them. */
+function ranksAre(ranks: readonly number[]): string {
+  return ranks.length === 1 ? `rank ${ranks[0]} is` : `ranks ${ranks.join(', ')} are`;
+}
+
 function verdictText(ranked: IRankedSession, growth: IRankGrowth[], verdict: RanksVerdict): string {
   const byRank = (rank: number) => growth.find(g => g.rank === rank)!;
+  if (verdict.code === 'too-few-steps') {
+    return 'Fewer than two optimizer-step capture points per rank: no growth to measure yet.';
+  }
+  // "Every rank" would include ranks with too few steps to tell.
+  const some = verdict.unmeasured.length > 0;
+  const unmeasured = some
+    ? ` ${verdict.unmeasured.length === 1 ? `Rank ${verdict.unmeasured[0]} has` : `Ranks ${verdict.unmeasured.join(', ')} have`} fewer than two optimizer-step capture points: too few steps to tell.`
+    : '';
   switch (verdict.code) {
-    case 'too-few-steps':
-      return 'Fewer than two optimizer-step capture points per rank: no growth to measure yet.';
-    case 'all-flat':
-      return 'Every rank is flat from step to step.';
-    case 'all-grow':
-      return `Every rank grows: ${verdict.growing.map(r => growthText(ranked, byRank(r))).join('; ')}.`;
-    case 'rank-grows': {
-      const others =
-        verdict.flat.length === 1 ? `rank ${verdict.flat[0]} is flat` : `ranks ${verdict.flat.join(', ')} are flat`;
-      return `${verdict.growing.map(r => growthText(ranked, byRank(r))).join('; ')}; ${others}.`;
+    case 'all-flat': {
+      const flat = growth.map(g => g.rank).filter(r => !verdict.unmeasured.includes(r));
+      const text = some ? `${ranksAre(flat)} flat from step to step.` : 'every rank is flat from step to step.';
+      return `${text[0].toUpperCase()}${text.slice(1)}${unmeasured}`;
     }
+    case 'all-grow':
+      return `Every rank${some ? ' measured' : ''} grows: ${verdict.growing.map(r => growthText(ranked, byRank(r))).join('; ')}.${unmeasured}`;
+    case 'rank-grows':
+      return `${verdict.growing.map(r => growthText(ranked, byRank(r))).join('; ')}; ${ranksAre(verdict.flat)} flat.${unmeasured}`;
   }
 }
 

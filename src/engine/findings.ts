@@ -54,6 +54,12 @@ export type LeakFinding =
   | { readonly code: 'all-freed-later'; readonly bytes: number; readonly by: readonly number[] }
   /** The execution left nothing alive. */
   | { readonly code: 'nothing-left' }
+  /**
+   * `bytes` of its memory have no allocation stack, and its snapshot recorded
+   * none (allocation history off): what made them, and where, is unknown.
+   * Part of the leaked bytes for a leak, of the retained bytes otherwise.
+   */
+  | { readonly code: 'no-stacks'; readonly bytes: number }
   /** Of the leaked memory, `bytes` have this role by the kernel's role pass (`activation`: saved for backward). */
   | { readonly code: 'leak-role'; readonly role: string; readonly bytes: number };
 
@@ -128,6 +134,8 @@ export function findingText(finding: LeakFinding, label: (execution: number) => 
       return `left ${formatBytes(finding.bytes)} alive, all freed later (${finding.by.map(k => `by ${label(k)}`).join(', ')})`;
     case 'nothing-left':
       return 'left nothing alive';
+    case 'no-stacks':
+      return `${formatBytes(finding.bytes)} has no allocation stack (history was off): what made it, and where, is unknown`;
     case 'leak-role':
       return `${formatBytes(finding.bytes)} of it is ${ROLE_TEXT[finding.role] ?? finding.role.replace(/_/g, ' ')}`;
   }
@@ -170,7 +178,13 @@ export type LeakAdvice =
   /** Leaked gradients: let `zero_grad` free them. */
   | { readonly code: 'zero-grad' }
   /** Leaked optimizer state: drop the optimizer (or its state) no longer trained with. */
-  | { readonly code: 'drop-optimizer' };
+  | { readonly code: 'drop-optimizer' }
+  /** The leaked memory has no allocation stack: record them and run the cells again to see the line. */
+  | { readonly code: 'record-stacks' };
+
+/** How to get allocation stacks recorded, in the panel's setting and in torch's own call. */
+export const RECORD_STACKS_TEXT =
+  'turn allocation history on (in JupyterLab: Settings Editor \u2192 CUDA Memory Diff \u2192 Allocation history, `all` or `state`; elsewhere: `torch.cuda.memory._record_memory_history()` before the cells allocate)';
 
 /** Codes of advice. */
 export type LeakAdviceCode = LeakAdvice['code'];
@@ -204,5 +218,7 @@ export function adviceText(advice: LeakAdvice): string {
       return 'call `optimizer.zero_grad(set_to_none=True)` (or `model.zero_grad(set_to_none=True)`) once the gradients are used';
     case 'drop-optimizer':
       return '`del` the optimizer you no longer train with (or `optimizer.state.clear()`), and anything that names it';
+    case 'record-stacks':
+      return `${RECORD_STACKS_TEXT} and run the cells again to see the line that allocates it`;
   }
 }

@@ -195,26 +195,33 @@ export function rankGrowth(rank: IRankSession, options: IFrameFilterOptions = {}
   return { rank: rank.rank, steps, bytesPerStep, grows, sites };
 }
 
-/** What the ranks' growth says, as a code and its ranks. */
+/**
+ * What the ranks' growth says, as a code and its ranks. `all-*` speak of the
+ * measured ranks; `unmeasured` are those with fewer than two step points,
+ * too few to tell whether they grow.
+ */
 export type RanksVerdict =
-  | { code: 'rank-grows'; growing: number[]; flat: number[] }
-  | { code: 'all-grow'; growing: number[] }
-  | { code: 'all-flat' }
+  | { code: 'rank-grows'; growing: number[]; flat: number[]; unmeasured: number[] }
+  | { code: 'all-grow'; growing: number[]; unmeasured: number[] }
+  | { code: 'all-flat'; unmeasured: number[] }
   | { code: 'too-few-steps' };
 
 /** The ranks' growth in one finding, as data for the CLI and the panel to word. */
 export function ranksVerdict(growth: readonly IRankGrowth[]): RanksVerdict {
-  if (growth.every(g => g.steps === 0)) {
+  // A rank with fewer than two step points has no growth to measure: it is neither flat nor growing.
+  const measured = growth.filter(g => g.steps > 0);
+  if (measured.length === 0) {
     return { code: 'too-few-steps' };
   }
-  const growing = growth.filter(g => g.grows).map(g => g.rank);
+  const unmeasured = growth.filter(g => g.steps === 0).map(g => g.rank);
+  const growing = measured.filter(g => g.grows).map(g => g.rank);
   if (growing.length === 0) {
-    return { code: 'all-flat' };
+    return { code: 'all-flat', unmeasured };
   }
-  if (growing.length === growth.length) {
-    return { code: 'all-grow', growing };
+  if (growing.length === measured.length) {
+    return { code: 'all-grow', growing, unmeasured };
   }
-  return { code: 'rank-grows', growing, flat: growth.filter(g => !g.grows).map(g => g.rank) };
+  return { code: 'rank-grows', growing, flat: measured.filter(g => !g.grows).map(g => g.rank), unmeasured };
 }
 
 /** One site's live bytes on two ranks at the same capture point. */

@@ -18,6 +18,7 @@ import {
   IExecutionVerdict,
   IHolderAnswer,
   ILeakExecution,
+  INoStacks,
   IRankLeaksResult,
   LeakReport,
   roleCodes,
@@ -47,6 +48,8 @@ export interface ILeakFindings {
   readonly holders: 'pending' | 'kernel' | 'guessed';
   /** What to tell the user about the holders (a partial answer, a replayed session, an error); null when nothing. */
   readonly holdersNote: HoldersNote | null;
+  /** Memory no allocation stack explains (allocation history off); null when every snapshot has stacks. */
+  readonly noStacks: INoStacks | null;
 }
 
 /** Why the holders are incomplete or only guessed: data, worded by the view. */
@@ -277,7 +280,14 @@ export class LeakFinderModel implements IDisposable {
       label: session.executions[k].label
     }));
     const top = report.topLeak === null ? null : (entries.find(e => e.verdict.execution === report.topLeak) ?? null);
-    return { entries, top, labels: session.executions.map(e => e.label), holders, holdersNote };
+    return {
+      entries,
+      top,
+      labels: session.executions.map(e => e.label),
+      holders,
+      holdersNote,
+      noStacks: report.noStacks
+    };
   }
 
   private _onPanelChanged(): void {

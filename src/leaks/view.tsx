@@ -10,7 +10,7 @@ import { useSignal } from '../components/signal';
 import { Section } from '../components/section';
 import { ICellLocation, StackView } from '../components/stack';
 import { HoldersNote, ILeakEntry, ILeakFindings, LeakFinderModel } from './model';
-import { adviceWords, findingWords, holderWords } from './words';
+import { adviceWords, findingWords, holderWords, noStacksWords } from './words';
 
 /** Props of LeakView. */
 export interface ILeakViewProps {
@@ -88,6 +88,8 @@ function verdictLabel(entry: ILeakEntry, trans: TranslationBundle): string {
       return trans.__('Leak');
     case 'retained':
       return trans.__('Retained');
+    case 'unknown':
+      return trans.__('Unknown');
     case 'fixed':
       return trans.__('Fixed');
     default:
@@ -166,6 +168,17 @@ function Entry(props: ILeakViewProps & { entry: ILeakEntry; top: boolean; findin
   );
 }
 
+/** The status line's first sentences: the cell to look at first, or that none leaks, and what no stack explains. */
+function headline(findings: ILeakFindings, trans: TranslationBundle): string {
+  const top = findings.top ? trans.__('Look at %1 first.', findings.top.label) : null;
+  if (!findings.noStacks) {
+    return top ?? trans.__('No cell leaks: what stays on the GPU has an owner you can see.');
+  }
+  // Without stacks "no cell leaks" is a claim the finder cannot make.
+  const words = noStacksWords(findings.noStacks, trans);
+  return top ? `${top} ${words}` : words;
+}
+
 /** The ranking, or why there is none. */
 export function LeakView(props: ILeakViewProps): JSX.Element | null {
   const { model, trans } = props;
@@ -209,9 +222,7 @@ export function LeakView(props: ILeakViewProps): JSX.Element | null {
       {findings ? (
         <>
           <p className="jp-CudaMemdiffLeaks-status" role="status">
-            {findings.top
-              ? trans.__('Look at %1 first.', findings.top.label)
-              : trans.__('No cell leaks: what stays on the GPU has an owner you can see.')}{' '}
+            <InlineCode text={headline(findings, trans)} />{' '}
             {model.running
               ? trans.__('Asking the kernel who holds the memory\u2026')
               : findings.holdersNote

@@ -5,7 +5,7 @@
  * the view renders as code.
  */
 import { TranslationBundle } from '@jupyterlab/translation';
-import { BlockOrigin, formatBytes, IHolder, LeakAdvice, LeakFinding } from '../engine';
+import { BlockOrigin, formatBytes, IHolder, INoStacks, LeakAdvice, LeakFinding } from '../engine';
 
 /** Names as code spans: `a`, `b`. */
 function names(list: readonly string[]): string {
@@ -150,6 +150,11 @@ export function findingWords(
       );
     case 'nothing-left':
       return trans.__('Left nothing alive.');
+    case 'no-stacks':
+      return trans.__(
+        '%1 has no allocation stack (history was off): what made it, and where, is unknown.',
+        formatBytes(finding.bytes)
+      );
     case 'leak-role':
       return trans.__('%1 of it is %2.', formatBytes(finding.bytes), roleWords(finding.role, trans));
   }
@@ -221,5 +226,22 @@ export function adviceWords(advice: LeakAdvice, trans: TranslationBundle): strin
       return trans.__(
         '`del` the optimizer you no longer train with (or `optimizer.state.clear()`), and anything that names it.'
       );
+    case 'record-stacks':
+      return trans.__(
+        'Set Allocation history to `all` (Settings Editor, CUDA Memory Diff) and run the cells again to see the line that allocates it.'
+      );
   }
+}
+
+/**
+ * Why the finder can say little about memory no stack explains, and how to
+ * get stacks: without them "no cell leaks" would be a claim it cannot make.
+ */
+export function noStacksWords(noStacks: INoStacks, trans: TranslationBundle): string {
+  return trans._n(
+    'No allocation stacks were recorded (allocation history was off): for %2 in %1 cell run, what made it, on which line, and whether it leaks is unknown; only growth on a re-run or the kernel\u2019s holders show a leak. Set Allocation history to `all` (Settings Editor, CUDA Memory Diff) and run the cells again.',
+    'No allocation stacks were recorded (allocation history was off): for %2 in %1 cell runs, what made it, on which line, and whether it leaks is unknown; only growth on a re-run or the kernel\u2019s holders show a leak. Set Allocation history to `all` (Settings Editor, CUDA Memory Diff) and run the cells again.',
+    noStacks.executions.length,
+    formatBytes(noStacks.bytes)
+  );
 }

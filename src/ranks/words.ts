@@ -26,17 +26,47 @@ function growthSentence(summary: IRanksSummary, rank: number, trans: Translation
 /** What the ranks' growth says, in sentences. */
 export function verdictText(summary: IRanksSummary, trans: TranslationBundle): string {
   const v = summary.verdict;
+  if (v.code === 'too-few-steps') {
+    return trans.__('Fewer than two optimizer steps were captured on each rank: there is no growth to measure yet.');
+  }
+  // "Every rank" would include ranks with too few steps to tell.
+  const some = v.unmeasured.length > 0;
+  const unmeasured = some
+    ? [
+        trans._n(
+          'Rank %2 has fewer than two optimizer-step capture points: too few steps to tell.',
+          'Ranks %2 have fewer than two optimizer-step capture points: too few steps to tell.',
+          v.unmeasured.length,
+          v.unmeasured.join(', ')
+        )
+      ]
+    : [];
   switch (v.code) {
-    case 'too-few-steps':
-      return trans.__('Fewer than two optimizer steps were captured on each rank: there is no growth to measure yet.');
-    case 'all-flat':
-      return trans.__('Every rank is flat from step to step.');
+    case 'all-flat': {
+      const flat = summary.ranks.map(r => r.rank).filter(r => !v.unmeasured.includes(r));
+      return [
+        some
+          ? trans._n(
+              'Rank %2 is flat from step to step.',
+              'Ranks %2 are flat from step to step.',
+              flat.length,
+              flat.join(', ')
+            )
+          : trans.__('Every rank is flat from step to step.'),
+        ...unmeasured
+      ].join(' ');
+    }
     case 'all-grow':
-      return [trans.__('Every rank grows.'), ...v.growing.map(r => growthSentence(summary, r, trans))].join(' ');
+      return [
+        some ? trans.__('Every rank measured grows.') : trans.__('Every rank grows.'),
+        ...v.growing.map(r => growthSentence(summary, r, trans)),
+        ...unmeasured
+      ].join(' ');
     case 'rank-grows':
       return [
         ...v.growing.map(r => growthSentence(summary, r, trans)),
-        trans._n('Rank %2 is flat.', 'Ranks %2 are flat.', v.flat.length, v.flat.join(', '))
+        trans._n('Rank %2 is flat.', 'Ranks %2 are flat.', v.flat.length, v.flat.join(', ')),
+        ...unmeasured
       ].join(' ');
   }
 }

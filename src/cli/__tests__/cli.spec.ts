@@ -7,7 +7,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { gzipSync } from 'fflate';
-import { Snapshot, snapshotToPickle } from '../../engine';
+import { FrameTable, parseManifest, readSnapshot, sessionFolderFiles, Snapshot, snapshotToPickle } from '../../engine';
 import { fragmentedOom, twoDeviceOom } from '../../engine/__tests__/oomCases';
 
 const ROOT = path.resolve(__dirname, '../../..');
@@ -95,6 +95,7 @@ describe('cuda-memdiff leaks', () => {
           .map((c: { index: number; fixed_by: { index: number } }) => [c.index, c.fixed_by.index])
       ).toEqual(fixed.map(c => [c, expected.fixed_by]));
       for (const cell of out.cells) {
+        // recorded with stacks: never `unknown`
         expect(['leak', 'fixed', 'retained', 'ok']).toContain(cell.verdict);
         expect(Number.isInteger(cell.retained_bytes)).toBe(true);
         expect(cell.reasons.length).toBeGreaterThan(0);
@@ -156,6 +157,85 @@ describe('cuda-memdiff leaks', () => {
     expect(frames[frames.length - 1]).toEqual(
       expect.objectContaining({ line: 3, cells: [{ index: '2', execution_count: 3 }] })
     );
+  });
+});
+
+describe('cuda-memdiff leaks on a session recorded with allocation history off', () => {
+  // eval_without_no_grad as history `off` gives it: every block's stack empty, no trace.
+  let dir: string;
+  beforeAll(() => {
+    const src = path.join(REC, 'eval_without_no_grad--python');
+    const manifest = parseManifest(fs.readFileSync(path.join(src, 'manifest.json'), 'utf-8'));
+    const frames = new FrameTable();
+    const cells = manifest.cells.map(c => {
+      const s = readSnapshot(new Uint8Array(fs.readFileSync(path.join(src, c.snapshot_file))), frames);
+      const snapshot = {
+        ...s,
+        traces: [],
+        blocks: s.blocks.map(b => ({ ...b, stack: 0 })),
+        segments: s.segments.map(g => ({ ...g, stack: 0 }))
+      };
+      const cell = { index: c.index, executionCount: c.execution_count, source: c.source, cellId: null, error: null };
+      return { ...cell, snapshot, oomSnapshots: [], devices: [] };
+    });
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cuda-memdiff-histoff-'));
+    for (const [name, bytes] of sessionFolderFiles(cells)) {
+      fs.writeFileSync(path.join(dir, name), bytes);
+    }
+  });
+  afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  it('says what no stack explains and how to record stacks, instead of "No cell leaks."', () => {
+    // Before: every cell "keeps … of gradients and workspaces of the backward pass", then "No cell leaks."
+    const r = cli('leaks', dir);
+    expect(r.code).toBe(0);
+    expect(r.out).not.toMatch(/No cell leaks|backward pass/);
+    expect(r.out).toMatch(
+      /^ +2 +\[3\] +unknown +321 MiB +201 MiB +201 MiB has no allocation stack \(history was off\)/m
+    );
+    expect(r.out).toMatch(
+      /^No allocation stacks were recorded \(allocation history was off, or the snapshots kept none\): for 513 MiB in 5 cells /m
+    );
+    expect(r.out).toMatch(/^Start with cell 2 \[3\], which keeps the most of it: 201 MiB \(low confidence\)\.$/m);
+    expect(r.out).toMatch(
+      /^To see causes and lines: turn allocation history on .*Allocation history, `all` or `state`/m
+    );
+    const out = json('leaks', dir);
+    expect(out.top_leak).toBeNull();
+    expect(out.no_stacks).toEqual({ bytes: 537960448, cells: [0, 1, 2, 4, 5] });
+    expect(out.cells[2]).toMatchObject({
+      verdict: 'unknown',
+      confidence: 'low',
+      findings: [{ code: 'no-stacks', bytes: 210763776 }]
+    });
+  });
+
+  it('leaves the JSON of a session with stacks without no_stacks', () => {
+    expect(json('leaks', path.join(REC, 'eval_without_no_grad--python'))).not.toHaveProperty('no_stacks');
+  });
+});
+
+describe('cuda-memdiff session on ranks, one with too few capture points', () => {
+  // test-data/ranks/ddp_one_gpu with rank 1 cut to its first point.
+  let dir: string;
+  beforeAll(() => {
+    const src = path.join(ROOT, 'test-data', 'ranks', 'ddp_one_gpu');
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cuda-memdiff-ranks-'));
+    fs.cpSync(src, dir, { recursive: true });
+    const file = path.join(dir, 'rank1', 'manifest.json');
+    const manifest = JSON.parse(fs.readFileSync(file, 'utf-8'));
+    fs.writeFileSync(file, JSON.stringify({ ...manifest, cells: manifest.cells.slice(0, 1) }));
+  });
+  afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  it('says that rank has too few steps to tell, not that every rank is flat', () => {
+    const r = cli('session', dir);
+    expect(r.code).toBe(0);
+    expect(r.out).not.toMatch(/Every rank/);
+    expect(r.out).toMatch(
+      /^Rank 0 is flat from step to step\. Rank 1 has fewer than two optimizer-step capture points: too few steps to tell\.$/m
+    );
+    expect(json('session', dir).verdict).toEqual({ code: 'all-flat', unmeasured: [1] });
   });
 });
 

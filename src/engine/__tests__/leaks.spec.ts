@@ -57,6 +57,21 @@ function atEnd(expected: IExpected): { leaks: number[]; fixed: number[]; top: nu
 
 const withoutHistory = (snapshots: readonly Snapshot[]) => snapshots.map(s => ({ ...s, traces: [] }));
 
+/**
+ * The snapshots as allocation history `off` gives them (the extension's
+ * setting, or a torch that keeps no stacks): no trace, and every block's and
+ * segment's stack empty. `keep` says which blocks keep theirs (history
+ * turned on after those were made).
+ */
+function withoutStacks(snapshots: readonly Snapshot[], keep: (b: Snapshot['blocks'][number]) => boolean = () => false) {
+  return snapshots.map(s => ({
+    ...s,
+    traces: [],
+    blocks: s.blocks.map(b => (keep(b) ? b : { ...b, stack: 0 })),
+    segments: s.segments.map(g => ({ ...g, stack: 0 }))
+  }));
+}
+
 describe('findLeaks on the recordings', () => {
   const names = recordingNames();
 
@@ -89,6 +104,8 @@ describe('findLeaks on the recordings', () => {
 
     it('explains every verdict and ranks leaks first', () => {
       const report = findLeaks(session.snapshots, executions);
+      // recorded with stacks: nothing is unknown
+      expect(report.noStacks).toBeNull();
       expect(report.ranking.slice().sort((a, b) => a - b)).toEqual(executions.map((_, k) => k));
       const firstNonLeak = report.ranking.findIndex(k => report.executions[k].verdict !== 'leak');
       for (const [i, k] of report.ranking.entries()) {
@@ -135,9 +152,10 @@ function expectFiguresAddUp(report: LeakReport, labels: readonly string[]) {
     // every finding and fix has words, and the findings' figures are parts of the row's
     v.findings.forEach(f => expect(findingText(f, k => labels[k])).not.toMatch(/undefined|NaN/));
     v.fixes.forEach(a => expect(adviceText(a)).not.toMatch(/undefined|NaN/));
-    const retained = v.findings.filter(f => f.code === 'retained');
-    if (v.verdict === 'retained') {
-      expect(retained.reduce((n, f) => n + (f.code === 'retained' ? f.bytes : 0), 0)).toBe(v.retainedBytes);
+    // what is kept, by what made it, adds up to it; memory no stack explains is part of it
+    const kept = v.findings.reduce((n, f) => n + (f.code === 'retained' || f.code === 'no-stacks' ? f.bytes : 0), 0);
+    if (v.verdict === 'retained' || v.verdict === 'unknown') {
+      expect(kept).toBe(v.retainedBytes);
     }
     for (const f of v.findings) {
       if ('bytes' in f && f.code !== 'growth') {
@@ -166,6 +184,7 @@ describe('figures that add up (issue 10, item 6)', () => {
     const labels = executions.map(e => e.label);
     expectFiguresAddUp(findLeaks(session.snapshots, executions), labels);
     expectFiguresAddUp(findLeaks(withoutHistory(session.snapshots) as Snapshot[], executions), labels);
+    expectFiguresAddUp(findLeaks(withoutStacks(session.snapshots), executions), labels);
   });
 
   it.each(fs.readdirSync(LIVE).filter(n => n.endsWith('--holders')))(
@@ -420,7 +439,102 @@ describe('findLeaks rules', () => {
 
   it('refuses mismatched input and handles an empty session', () => {
     expect(() => findLeaks(demo.snapshots, demoExecutions.slice(1))).toThrow(/4 snapshots for 3 executions/);
-    expect(findLeaks([], [])).toEqual({ executions: [], ranking: [], topLeak: null });
+    expect(findLeaks([], [])).toEqual({ executions: [], ranking: [], topLeak: null, noStacks: null });
+  });
+});
+
+describe('findLeaks without allocation stacks (history off)', () => {
+  const MiB = 2 ** 20;
+  const evalNoGrad = sessionOf('eval_without_no_grad--python');
+  const evalExecutions = sessionExecutions(evalNoGrad.manifest);
+
+  it('calls what cells keep unknown, not gradients, and never "no cell leaks" (eval_without_no_grad)', () => {
+    // Before: every cell "retained: keeps … of gradients and workspaces of the backward pass", the
+    // 128 MiB of parameters and the 288 MiB eval leak included, and no leak at all.
+    const report = findLeaks(withoutStacks(evalNoGrad.snapshots), evalExecutions);
+    const stacked = findLeaks(withoutHistory(evalNoGrad.snapshots) as Snapshot[], evalExecutions);
+    for (const v of report.executions) {
+      expect(v.findings.some(f => f.code === 'retained' && f.origin === 'gradient')).toBe(false);
+      if (v.retainedBytes > 0) {
+        expect(v).toMatchObject({ verdict: 'unknown', confidence: 'low', causes: [], fixes: [], evidence: [] });
+        expect(v.findings).toEqual([{ code: 'no-stacks', bytes: v.retainedBytes }]);
+      }
+    }
+    // all that is alive is some cell's, with or without stacks
+    const alive = (r: LeakReport) => r.executions.reduce((n, v) => n + v.retainedBytes, 0);
+    expect(alive(report)).toBe(alive(stacked));
+    // the model's parameters: two 2048 x 8192 float weights and their biases
+    expect(report.executions[0].retainedBytes).toBe(2 * 2048 * 8192 * 4 + (8192 + 2048) * 4);
+    // ranked by what is still alive: the eval cell first, the parameters next, the cell that left nothing last
+    expect(report.ranking).toEqual([2, 0, 4, 1, 5, 3]);
+    expect(report.topLeak).toBeNull();
+    const unknown = report.executions.filter(v => v.verdict === 'unknown');
+    expect(report.noStacks).toEqual({
+      bytes: unknown.reduce((n, v) => n + v.retainedBytes, 0),
+      executions: [0, 1, 2, 4, 5]
+    });
+    expect(findingText(report.executions[2].findings[0], String)).toBe(
+      '201 MiB has no allocation stack (history was off): what made it, and where, is unknown'
+    );
+  });
+
+  it('still finds growth on a re-run, says its line is unknown, and how to record stacks (rnn_hidden_no_detach)', () => {
+    const s = sessionOf('rnn_hidden_no_detach--python');
+    const report = findLeaks(withoutStacks(s.snapshots), sessionExecutions(s.manifest));
+    expect(report.topLeak).toBe(2);
+    const top = report.executions[2];
+    expect(top).toMatchObject({ verdict: 'leak', causes: ['growth'], confidence: 'low' });
+    expect(top.findings).toContainEqual({ code: 'no-stacks', bytes: top.leakedBytes });
+    expect(top.fixes).toEqual([{ code: 'find-holder' }, { code: 'record-stacks' }]);
+    expect(adviceText(top.fixes[1])).toMatch(
+      /^turn allocation history on .*Allocation history.*_record_memory_history\(\)/
+    );
+    // the evidence is one site: no stack
+    expect(top.evidence).toEqual([expect.objectContaining({ stack: 0, bytes: top.leakedBytes })]);
+    expect(report.executions[0].verdict).toBe('unknown');
+    expect(report.noStacks!.executions).toEqual([0, 1, 2]);
+  });
+
+  it('lets the kernel’s holders, which see blocks by address, still name a leak with high confidence (out_cache)', () => {
+    const s = sessionOf('out_cache--holders', LIVE);
+    const report = findLeaks(withoutStacks(s.snapshots), sessionExecutions(s.manifest), {
+      holders: s.holders[s.holders.length - 1]!
+    });
+    expect(report.topLeak).toBe(1);
+    expect(report.executions[1]).toMatchObject({ verdict: 'leak', confidence: 'high', leakedBytes: 64 * MiB });
+    expect(report.executions[1].holders.map(holderText)).toContain('Out[2]');
+  });
+
+  it('lets the kernel clear memory without stacks: every live block held by a named variable is retained', () => {
+    const last = evalNoGrad.snapshots[evalNoGrad.snapshots.length - 1];
+    const holders = new Map(
+      last.blocks.map((b, i) => [holderKey(b.device, b.address), [{ kind: 'variable' as const, path: `x[${i}]` }]])
+    );
+    const report = findLeaks(withoutStacks(evalNoGrad.snapshots), evalExecutions, { holders });
+    expect(report.executions.filter(v => v.retainedBytes > 0).map(v => [v.verdict, v.confidence])).toEqual(
+      [0, 1, 2, 4, 5].map(() => ['retained', 'high'])
+    );
+    // it is still memory no stack explains
+    expect(report.executions[0].findings).toContainEqual({
+      code: 'no-stacks',
+      bytes: report.executions[0].retainedBytes
+    });
+  });
+
+  it('judges each cell by its own snapshot: history turned on after the model and the batches were made', () => {
+    // Blocks made before history was on keep an empty stack in every later snapshot.
+    const early = new Set(
+      evalNoGrad.snapshots[1].blocks
+        .filter(b => b.state === 'active_allocated')
+        .map(b => holderKey(b.device, b.address))
+    );
+    const snapshots = withoutStacks(evalNoGrad.snapshots, b => !early.has(holderKey(b.device, b.address)));
+    const report = findLeaks(snapshots, evalExecutions);
+    const stacked = findLeaks(withoutHistory(evalNoGrad.snapshots) as Snapshot[], evalExecutions);
+    expect(report.executions.map(v => v.verdict)).toEqual(['unknown', 'unknown', 'leak', 'ok', 'leak', 'retained']);
+    expect(report.topLeak).toBe(stacked.topLeak);
+    expect(report.executions[4]).toEqual(stacked.executions[4]);
+    expect(report.noStacks!.executions).toEqual([0, 1]);
   });
 });
 

@@ -5,7 +5,16 @@
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { compareRanks, loadRankedSession, rankFolders, rankGrowth, rankPoints, SnapshotError, totalBytes } from '..';
+import {
+  compareRanks,
+  loadRankedSession,
+  rankFolders,
+  rankGrowth,
+  rankPoints,
+  ranksVerdict,
+  SnapshotError,
+  totalBytes
+} from '..';
 import { manifestOf, RECORDINGS } from './data';
 
 const BY_FOLDER: Record<string, string> = {
@@ -73,6 +82,30 @@ describe('multi-rank sessions', () => {
     expect(growing.sites[0].bytesPerStep).toBeGreaterThan(150 * 2 ** 20);
     expect(flat.grows).toBe(false);
     expect(flat.sites).toEqual([]);
+  });
+
+  it('says a rank with fewer than two step points is unmeasured, not flat', () => {
+    // Before: rank 3 cut to its first point counted as flat ("Every rank is flat from step to step").
+    const cut = (folder: string, name: string) => {
+      const bytes = readFile(folder, name);
+      if (folder !== 'rank3' || name !== 'manifest.json') {
+        return bytes;
+      }
+      const manifest = JSON.parse(new TextDecoder().decode(bytes));
+      return new TextEncoder().encode(JSON.stringify({ ...manifest, cells: manifest.cells.slice(0, 1) }));
+    };
+    const verdictOf = (folders: string[]) =>
+      ranksVerdict(loadRankedSession(folders, cut).ranks.map(r => rankGrowth(r)));
+    expect(verdictOf(['rank0', 'rank3'])).toEqual({ code: 'all-flat', unmeasured: [3] });
+    expect(verdictOf(['rank0', 'rank1', 'rank3'])).toEqual({
+      code: 'rank-grows',
+      growing: [1],
+      flat: [0],
+      unmeasured: [3]
+    });
+    expect(verdictOf(['rank1', 'rank3'])).toEqual({ code: 'all-grow', growing: [1], unmeasured: [3] });
+    expect(verdictOf(['rank3'])).toEqual({ code: 'too-few-steps' });
+    expect(verdictOf(['rank0', 'rank1'])).toEqual({ code: 'rank-grows', growing: [1], flat: [0], unmeasured: [] });
   });
 
   it('compares two ranks at a point by site, largest difference first', () => {

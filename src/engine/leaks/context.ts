@@ -5,7 +5,7 @@
  * library workspaces rather than anything a cell made.
  */
 import { BlockOrigin } from '../findings';
-import { Block, Frame, FrameTable } from '../model';
+import { Block, Frame, FrameTable, Snapshot } from '../model';
 import { isCellFilename, murmur2, parseCellFilename } from '../cells';
 import { allocationSite, isNativeFrame } from '../frames';
 import { holderKey, IBlockHolders } from '../holders';
@@ -35,7 +35,9 @@ export class Context {
   constructor(
     readonly frames: FrameTable,
     readonly executions: readonly ILeakExecution[],
-    readonly retention: readonly IExecutionRetention[]
+    readonly retention: readonly IExecutionRetention[],
+    /** Per execution: its snapshot recorded allocation stacks (`recordsStacks`). */
+    readonly stacksRecorded: readonly boolean[]
   ) {
     for (const e of executions) {
       if (e.source !== null) {
@@ -130,9 +132,17 @@ export class Context {
     return origin;
   }
 
-  /** What made a block of execution `k`'s kernel, workspaces told apart. */
-  originOf(b: Block, kernel: number): BlockOrigin {
-    return this.isWorkspace(b, kernel) ? 'workspace' : this.origin(b.stack);
+  /**
+   * What made a block an execution left, workspaces told apart; null when
+   * nothing says: its stack is empty and the execution's snapshot recorded no
+   * stack at all. Only beside blocks with stacks does an empty one mean
+   * autograd's backward thread (`gradient`).
+   */
+  originOf(b: Block, r: IExecutionRetention): BlockOrigin | null {
+    if (this.isWorkspace(b, r.kernel)) {
+      return 'workspace';
+    }
+    return b.stack === EMPTY_STACK && !this.stacksRecorded[r.execution] ? null : this.origin(b.stack);
   }
 
   /** True when a block of this kernel is a library workspace, not memory a cell made. */
@@ -140,9 +150,14 @@ export class Context {
     return this._workspaces.has(workspaceKey(kernel, b));
   }
 
-  /** True when the block can be leak evidence: neither a gradient (state meant to stay) nor a library workspace. */
-  canLeak(b: Block, kernel: number): boolean {
-    return this.origin(b.stack) !== 'gradient' && !this.isWorkspace(b, kernel);
+  /**
+   * True when a block an execution left can be leak evidence: neither a
+   * gradient (state meant to stay) nor a library workspace. A block with no
+   * stack recorded can: what made it is unknown.
+   */
+  canLeak(b: Block, r: IExecutionRetention): boolean {
+    const origin = this.originOf(b, r);
+    return origin !== 'gradient' && origin !== 'workspace';
   }
 
   /**
@@ -226,6 +241,17 @@ export class Context {
   private readonly _gradOn = new Map<number, boolean>();
   private readonly _cellFrames = new Map<number, readonly ICellFrame[]>();
   private readonly _workspaces = new Set<string>();
+}
+
+/** The stack id of a block with no frames (`FrameTable` interns it first). */
+const EMPTY_STACK = 0;
+
+/**
+ * True when a snapshot recorded allocation stacks: some block has one. With
+ * allocation history off (or from a torch that keeps none) every block's is empty.
+ */
+export function recordsStacks(snapshot: Snapshot): boolean {
+  return snapshot.blocks.some(b => b.stack !== EMPTY_STACK);
 }
 
 /** A block of a kernel: within one kernel a workspace is never freed, so its address names it. */

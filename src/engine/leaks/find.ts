@@ -12,13 +12,15 @@
  * (`IBlockHolders`, holders.ts) names the owner and refines the verdict. A leak
  * another cell freed is `fixed` (fixed.ts); rank.ts orders the verdicts.
  * Where the kernel gave each block's role, a leak's reasons say what its
- * memory is for (roles.ts).
+ * memory is for (roles.ts). A snapshot taken with allocation history off
+ * has no stacks: its memory is `unknown` unless it grew on a re-run or the
+ * kernel named its holders, and the report sums it (`noStacks`).
  */
 import { IBlockHolders } from '../holders';
 import { Block, Snapshot } from '../model';
 import { BlockRoles } from '../roles';
 import { IExecutionRetention, kernelPositions, retentionByExecution } from '../retention';
-import { Context } from './context';
+import { Context, recordsStacks } from './context';
 import { Finding } from './finding';
 import { settleFixed } from './fixed';
 import { findGraph } from './graph';
@@ -28,7 +30,7 @@ import { findOutputCache } from './outputCache';
 import { rank } from './rank';
 import { explainRoles } from './roles';
 import { findTraceback } from './traceback';
-import { ILeakExecution, LeakReport } from './types';
+import { IExecutionVerdict, ILeakExecution, INoStacks, LeakReport } from './types';
 
 /** Options for `findLeaks`. */
 export interface IFindLeaksOptions {
@@ -50,11 +52,11 @@ export function findLeaks(
     throw new Error(`findLeaks: ${snapshots.length} snapshots for ${executions.length} executions`);
   }
   if (!snapshots.length) {
-    return { executions: [], ranking: [], topLeak: null };
+    return { executions: [], ranking: [], topLeak: null, noStacks: null };
   }
   const retention =
     options.retention ?? retentionByExecution(snapshots, kernelPositions(executions.map(e => e.kernelSession)));
-  const context = new Context(snapshots[0].frames, executions, retention);
+  const context = new Context(snapshots[0].frames, executions, retention, snapshots.map(recordsStacks));
   const findings = retention.map(r => new Finding(r, executions[r.execution]));
   // The holders answer for the latest snapshot: only its kernel's blocks can be in it.
   const lastKernel = retention[retention.length - 1].kernel;
@@ -87,5 +89,18 @@ export function findLeaks(
   const verdicts = findings.map(f => f.verdict(context));
   const ranking = rank(verdicts, executions);
   const top = ranking.length && verdicts[ranking[0]].verdict === 'leak' ? ranking[0] : null;
-  return { executions: verdicts, ranking, topLeak: top };
+  return { executions: verdicts, ranking, topLeak: top, noStacks: noStacksOf(verdicts) };
+}
+
+/** Bytes of a verdict's memory no allocation stack explains (its `no-stacks` finding), 0 when none. */
+export function stacklessBytes(v: IExecutionVerdict): number {
+  return v.findings.reduce((n, f) => n + (f.code === 'no-stacks' ? f.bytes : 0), 0);
+}
+
+/** The executions' `no-stacks` findings summed: what no stack explains, or null when there is none. */
+function noStacksOf(verdicts: readonly IExecutionVerdict[]): INoStacks | null {
+  const executions = verdicts.filter(v => stacklessBytes(v) > 0);
+  return executions.length
+    ? { bytes: executions.reduce((n, v) => n + stacklessBytes(v), 0), executions: executions.map(v => v.execution) }
+    : null;
 }

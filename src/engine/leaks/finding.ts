@@ -66,8 +66,7 @@ export class Finding {
     advice: readonly LeakAdvice[],
     context: Context
   ): boolean {
-    const kernel = this.retention.kernel;
-    const evidence = blocks.filter(b => context.canLeak(b, kernel));
+    const evidence = blocks.filter(b => context.canLeak(b, this.retention));
     if (!evidence.length) {
       return false;
     }
@@ -111,8 +110,9 @@ export class Finding {
       verdict = this.fixed ? 'fixed' : 'leak';
       findings = [...this.findings];
     } else if (r.aliveBytes > 0) {
-      verdict = 'retained';
       findings = [...(this.cleared ? [this.cleared] : []), ...describeRetained(r.alive, this, context)];
+      // Without stacks nothing tells a leak from state meant to stay, unless the kernel named every owner.
+      verdict = !this.cleared && findings.some(x => x.code === 'no-stacks') ? 'unknown' : 'retained';
     } else {
       verdict = 'ok';
       findings = [
@@ -123,10 +123,16 @@ export class Finding {
     }
     // The headline is the evidence: its sites add up to it.
     const leaked = verdict === 'leak' || verdict === 'fixed';
-    const evidence = leaked ? groupEvidence(this.uniqueEvidence(), this.k, context) : [];
+    const blocks = leaked ? this.uniqueEvidence() : [];
+    const evidence = groupEvidence(blocks, this.k, context);
     const leakedBytes = evidence.reduce((n, e) => n + e.bytes, 0);
     if (verdict === 'fixed') {
       findings.push({ code: 'fixed', bytes: leakedBytes, by: this.fixed!.by });
+    }
+    // A leak without stacks still says so: its site is unknown.
+    const stackless = total(blocks.filter(b => context.originOf(b, r) === null));
+    if (stackless > 0) {
+      findings.push({ code: 'no-stacks', bytes: stackless });
     }
     if (leaked) {
       const workspace = total(r.alive.filter(b => context.isWorkspace(b, r.kernel)));
@@ -136,19 +142,15 @@ export class Finding {
     }
     const fixes: LeakAdvice[] =
       verdict === 'leak' ? (this.advice.size ? [...this.advice.values()] : [{ code: 'find-holder' }]) : [];
+    if (verdict === 'leak' && stackless > 0) {
+      fixes.push({ code: 'record-stacks' });
+    }
     return {
       execution: r.execution,
       cellId: this.execution.cellId,
       executionCount: this.execution.executionCount,
       verdict,
-      confidence:
-        verdict === 'ok'
-          ? 'high'
-          : leaked
-            ? confidenceForSize(this.confidence, leakedBytes)
-            : this.cleared
-              ? 'high'
-              : 'medium',
+      confidence: this._confidence(verdict, leakedBytes, stackless),
       kernel: r.kernel,
       endedByRestart: r.endedByRestart && r.aliveBytes > 0,
       leftBytes: r.leftBytes,
@@ -162,6 +164,22 @@ export class Finding {
       holders: summarizeHolderList(this.holders),
       evidence
     };
+  }
+
+  /** How sure the verdict is; `stackless`: bytes of its leak evidence with no allocation stack. */
+  private _confidence(verdict: LeakVerdict, leakedBytes: number, stackless: number): Confidence {
+    if (verdict === 'ok') {
+      return 'high';
+    }
+    // Without stacks, which bytes a rule blames is a guess (a re-run that grew by a few KiB blames all
+    // it left); only the kernel's holders see the blocks themselves.
+    if (verdict === 'unknown' || (stackless > 0 && !this.findings.some(x => x.code === 'kernel-holders-leak'))) {
+      return 'low';
+    }
+    if (verdict === 'leak' || verdict === 'fixed') {
+      return confidenceForSize(this.confidence, leakedBytes);
+    }
+    return this.cleared ? 'high' : 'medium';
   }
 
   private _freedAt: Map<string, number | null> | null = null;
@@ -181,10 +199,11 @@ export function namesFor(blocks: readonly Block[], f: Finding, context: Context)
   return [...names];
 }
 
+/** What the live memory is, by what made it, largest first; memory nothing says that of is `no-stacks`. */
 function describeRetained(alive: readonly Block[], f: Finding, context: Context): LeakFinding[] {
-  const byOrigin = new Map<BlockOrigin, Block[]>();
+  const byOrigin = new Map<BlockOrigin | null, Block[]>();
   for (const b of alive) {
-    const o = context.originOf(b, f.retention.kernel);
+    const o = context.originOf(b, f.retention);
     // Pushed, not copied: a cell keeping 40,000 blocks made copying quadratic (16 s).
     const list = byOrigin.get(o);
     if (list) {
@@ -196,12 +215,11 @@ function describeRetained(alive: readonly Block[], f: Finding, context: Context)
   return [...byOrigin]
     .map(([origin, blocks]) => ({ origin, blocks, bytes: total(blocks) }))
     .sort((a, b) => b.bytes - a.bytes)
-    .map(({ origin, blocks, bytes }) => ({
-      code: 'retained',
-      bytes,
-      origin,
-      names: origin === 'workspace' ? [] : namesFor(blocks, f, context)
-    }));
+    .map(({ origin, blocks, bytes }) =>
+      origin === null
+        ? { code: 'no-stacks', bytes }
+        : { code: 'retained', bytes, origin, names: origin === 'workspace' ? [] : namesFor(blocks, f, context) }
+    );
 }
 
 function groupEvidence(blocks: readonly Block[], execution: number, context: Context): ILeakEvidence[] {

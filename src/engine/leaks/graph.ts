@@ -12,7 +12,7 @@ import { detachAdvice } from './growth';
 
 export function findGraph(f: Finding, findings: readonly Finding[], context: Context): void {
   const r = f.retention;
-  const forward = r.left.filter(b => context.origin(b.stack) === 'forward' && context.canLeak(b, r.kernel));
+  const forward = r.left.filter(b => context.origin(b.stack) === 'forward' && context.canLeak(b, r));
   if (!forward.length || context.gradOffGlobally[f.k]) {
     return;
   }

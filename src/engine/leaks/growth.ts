@@ -26,7 +26,7 @@ export function findGrowth(findings: readonly Finding[], context: Context): void
     for (let i = 1; i < runs.length; i++) {
       const growth = held(i) - held(i - 1);
       // A re-run that only moved blocks (gradients reallocated) adds nothing.
-      const added = runs[i].retention.left.filter(b => context.canLeak(b, runs[i].retention.kernel));
+      const added = runs[i].retention.left.filter(b => context.canLeak(b, runs[i].retention));
       if (growth <= 0 || !added.length) {
         continue;
       }
@@ -55,10 +55,10 @@ export function findGrowth(findings: readonly Finding[], context: Context): void
         if (!earlier.causes.has('growth')) {
           const blocks = atGrown(
             earlier,
-            earlier.retention.left.filter(b => context.canLeak(b, earlier.retention.kernel))
+            earlier.retention.left.filter(b => context.canLeak(b, earlier.retention))
           );
           const finding = { code: 'same-code-grew', bytes: 0, later: runs[i].k, grewBytes: growth } as const;
-          const kept = blocks.filter(b => context.canLeak(b, earlier.retention.kernel));
+          const kept = blocks.filter(b => context.canLeak(b, earlier.retention));
           if (
             earlier.leak('growth', kept, { ...finding, bytes: kept.reduce((n, b) => n + b.size, 0) }, advice, context)
           ) {
@@ -81,7 +81,7 @@ function grownStacks(runs: readonly Finding[], i: number, context: Context): Set
     for (const f of runs.slice(0, upTo + 1)) {
       f.retention.left.forEach((b, j) => {
         const freed = f.retention.freedAt[j];
-        if ((freed === null || freed > at) && context.origin(b.stack) !== 'gradient') {
+        if ((freed === null || freed > at) && context.originOf(b, f.retention) !== 'gradient') {
           bytes.set(b.stack, (bytes.get(b.stack) ?? 0) + b.size);
         }
       });

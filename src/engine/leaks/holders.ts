@@ -50,7 +50,7 @@ export function applyHolders(f: Finding, holders: IBlockHolders, context: Contex
     e =>
       e.list.some(h => makesLeak(h, e.block)) &&
       !e.list.some(h => VISIBLE.includes(h.kind)) &&
-      context.canLeak(e.block, f.retention.kernel)
+      context.canLeak(e.block, f.retention)
   );
   if (invisible.length) {
     const kinds = new Set(invisible.flatMap(e => e.list.map(h => h.kind)));

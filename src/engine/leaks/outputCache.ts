@@ -21,7 +21,7 @@ export function findOutputCache(f: Finding, context: Context): void {
       line !== null &&
       line >= shown.first &&
       line <= shown.last &&
-      context.canLeak(b, f.retention.kernel)
+      context.canLeak(b, f.retention)
     );
   });
   const name = `Out[${n}]`;

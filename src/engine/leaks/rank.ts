@@ -1,13 +1,14 @@
 /**
  * The order to look at executions in: leaks first, grouped by code (the
  * group with the most leaked bytes, its latest run first: the one a user
- * would re-run); then what is retained, largest first; then fixed leaks;
- * then the rest in execution order.
+ * would re-run); then memory no stack explains (allocation history off),
+ * largest first, as it may hide a leak; then what is retained, largest
+ * first; then fixed leaks; then the rest in execution order.
  */
 import { codeOf } from './context';
 import { IExecutionVerdict, ILeakExecution, LeakVerdict } from './types';
 
-const ORDER: Record<LeakVerdict, number> = { leak: 0, retained: 1, fixed: 2, ok: 3 };
+const ORDER: Record<LeakVerdict, number> = { leak: 0, unknown: 1, retained: 2, fixed: 3, ok: 4 };
 
 export function rank(verdicts: readonly IExecutionVerdict[], executions: readonly ILeakExecution[]): number[] {
   const groupBytes = new Map<string, number>();

@@ -7,7 +7,7 @@ export function findTraceback(f: Finding, context: Context): void {
     return;
   }
   const pinned = f.retention.alive.filter(b => {
-    if (!context.canLeak(b, f.retention.kernel)) {
+    if (!context.canLeak(b, f.retention)) {
       return false;
     }
     const frames = context.cellFrames(b.stack);

@@ -27,10 +27,12 @@ export interface ILeakExecution {
  * `leak`: memory this code left is still alive and nothing visible should
  * hold it, or a later run of the same code leaks again. `fixed`: it leaked,
  * and a later cell (not a re-run of the same code) freed all of it.
- * `retained`: memory is alive with an owner meant to keep it. `ok`: nothing
- * left, or everything freed later.
+ * `retained`: memory is alive with an owner meant to keep it. `unknown`:
+ * memory is alive, but no allocation stack was recorded for it (allocation
+ * history off), so nothing tells a leak from state meant to stay. `ok`:
+ * nothing left, or everything freed later.
  */
-export type LeakVerdict = 'leak' | 'fixed' | 'retained' | 'ok';
+export type LeakVerdict = 'leak' | 'fixed' | 'unknown' | 'retained' | 'ok';
 export type Confidence = 'high' | 'medium' | 'low';
 
 /**
@@ -78,7 +80,7 @@ export interface IExecutionVerdict {
   /**
    * How sure the finder is that this deserves a look: the rule's certainty,
    * capped by size (a leak under `LEAK_CONFIDENCE_BYTES.low` is low, under
-   * `LEAK_CONFIDENCE_BYTES.medium` at most medium).
+   * `LEAK_CONFIDENCE_BYTES.medium` at most medium); always low for `unknown`.
    */
   readonly confidence: Confidence;
   /** Position of its kernel among the session's kernels (0 for the first; a restart starts the next). */
@@ -114,6 +116,16 @@ export interface IExecutionVerdict {
   readonly evidence: readonly ILeakEvidence[];
 }
 
+/**
+ * Memory the finder cannot trace to a line because no allocation stack was
+ * recorded for it: the sum of the executions' `no-stacks` findings.
+ */
+export interface INoStacks {
+  readonly bytes: number;
+  /** The executions with such memory, in execution order. */
+  readonly executions: readonly number[];
+}
+
 /** The ranking over a session. */
 export interface LeakReport {
   /** One verdict per execution, in execution order. */
@@ -122,4 +134,6 @@ export interface LeakReport {
   readonly ranking: readonly number[];
   /** The execution to look at first, or null when nothing leaks (a `fixed` leak never is). */
   readonly topLeak: number | null;
+  /** What no allocation stack explains, or null when every snapshot recorded stacks. */
+  readonly noStacks: INoStacks | null;
 }

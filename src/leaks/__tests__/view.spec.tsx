@@ -106,3 +106,57 @@ describe('LeakView on the out_cache session', () => {
     expect(problemText('no-snapshots', trans)).toBe('No GPU memory snapshots yet: run some cells first.');
   });
 });
+
+describe('LeakView on a session recorded with allocation history off', () => {
+  // eval_without_no_grad as history `off` records it: every block's stack empty, no trace.
+  const dir = path.resolve(__dirname, '../../../test-data/recordings/eval_without_no_grad--python');
+  const evalManifest = JSON.parse(fs.readFileSync(path.join(dir, 'manifest.json'), 'utf-8'));
+
+  it('says that no stacks were recorded and how to record them, not "No cell leaks"', async () => {
+    // Before: every cell "Retained: keeps … of gradients and workspaces of the backward pass", and "No cell leaks".
+    const { store: recorded } = recordedStore(dir);
+    const store = new SnapshotStore();
+    for (const r of recorded.records) {
+      const s = r.snapshot;
+      const snapshot = {
+        ...s,
+        traces: [],
+        blocks: s.blocks.map(b => ({ ...b, stack: 0 })),
+        segments: s.segments.map(g => ({ ...g, stack: 0 }))
+      };
+      store.add({ ...r, snapshot });
+    }
+    const cells = () =>
+      evalManifest.cells.map((c: { source: string }, i: number) => ({ id: `cell-${i}`, source: c.source }));
+    const panel = new DiffPanelModel();
+    panel.setNotebook({ title: 'eval_without_no_grad.ipynb', store, cells });
+    const leaks = new LeakFinderModel(panel);
+    const handlers = { onShowCell: jest.fn(), onReveal: jest.fn(), onShowDiff: jest.fn() };
+    const { container } = render(
+      <LeakView model={leaks} frames={store.frames} cells={new CellCodeNames(cells())} trans={trans} {...handlers} />
+    );
+    await React.act(async () => void (await leaks.run().findings));
+    const status = screen.getByRole('status');
+    expect(status.textContent).not.toMatch(/No cell leaks/);
+    expect(status.textContent).toMatch(
+      /^No allocation stacks were recorded \(allocation history was off\): for 513 MiB in 5 cell runs, .*whether it leaks is unknown.* Set Allocation history to all \(Settings Editor, CUDA Memory Diff\) and run the cells again\./
+    );
+    expect(within(status).getByText('all').tagName).toBe('CODE');
+    const entries = [...container.querySelectorAll('.jp-CudaMemdiffLeak')] as HTMLElement[];
+    expect(entries.map(e => e.getAttribute('data-verdict'))).toEqual([
+      'unknown',
+      'unknown',
+      'unknown',
+      'unknown',
+      'unknown'
+    ]);
+    expect(container.querySelector('.jp-CudaMemdiffLeak.jp-mod-top')).toBeNull();
+    const first = entries[0];
+    expect(within(first).getByText('Unknown')).toBeTruthy();
+    expect(within(first).getByText('low confidence')).toBeTruthy();
+    expect(first.querySelector('.jp-CudaMemdiffLeak-reasons')!.textContent).toBe(
+      '201 MiB has no allocation stack (history was off): what made it, and where, is unknown.'
+    );
+    expect(container.textContent).not.toMatch(/backward pass/);
+  });
+});
