@@ -49,8 +49,17 @@ export function ranksJson(ranked: IRankedSession, filter: IFrameFilterOptions) {
         }))
       }
     })),
-    verdict: ranksVerdict(growth)
+    verdict: verdictJson(ranksVerdict(growth))
   };
+}
+
+/** The verdict as `--json` gives it: `unmeasured` only where a rank had too few steps, so a job whose ranks were
+ * all measured reads as before the key existed. */
+function verdictJson(verdict: RanksVerdict) {
+  if (verdict.code === 'too-few-steps' || verdict.unmeasured.length > 0) {
+    return verdict;
+  }
+  return Object.fromEntries(Object.entries(verdict).filter(([key]) => key !== 'unmeasured'));
 }
 
 function growthText(ranked: IRankedSession, g: IRankGrowth): string {
