@@ -137,7 +137,8 @@ export interface IExportCell {
   roles?: { bytes: Readonly<Record<string, number>>; partial: boolean } | null;
 }
 
-function stats(snapshot: Snapshot, devices: readonly IWireDeviceStats[]) {
+/** The allocator statistics of a cell; `peak`, the cell's own as the store holds it, stands for the devices' sum. */
+function stats(snapshot: Snapshot, devices: readonly IWireDeviceStats[], peak?: IExportCell['peak']) {
   const perDevice = snapshot.totals.map(t => {
     const d = devices.find(x => x.device === t.device);
     return {
@@ -155,8 +156,9 @@ function stats(snapshot: Snapshot, devices: readonly IWireDeviceStats[]) {
   return {
     allocated: sum('allocated'),
     reserved: sum('reserved'),
-    peak_allocated: sum('peak_allocated'),
+    peak_allocated: peak?.bytes ?? sum('peak_allocated'),
     peak_reserved: sum('peak_reserved'),
+    ...(peak ? { peak_exact: peak.exact } : {}),
     per_device: perDevice
   };
 }
@@ -177,7 +179,7 @@ export function sessionFolderFiles(
   meta: { [key: string]: unknown } = {}
 ): Map<string, Uint8Array> {
   const files = new Map<string, Uint8Array>();
-  let before: object = emptyDeviceStats();
+  let before: ReturnType<typeof stats> | ReturnType<typeof emptyDeviceStats> = emptyDeviceStats();
   let kernel: number | undefined;
   let ooms = 0;
   const manifestCells = cells.map((cell, k) => {
@@ -194,10 +196,7 @@ export function sessionFolderFiles(
       files.set(oomName, snapshotToPickle(s));
       return oomName;
     });
-    const after = {
-      ...stats(cell.snapshot, cell.devices),
-      ...(cell.peak ? { peak_allocated: cell.peak.bytes, peak_exact: cell.peak.exact } : {})
-    };
+    const after = stats(cell.snapshot, cell.devices, cell.peak);
     const entry = {
       index: cell.index,
       execution_count: cell.executionCount,

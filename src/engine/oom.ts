@@ -67,7 +67,7 @@ export interface IOomReport {
  * null when neither says what was requested.
  */
 export function oomReport(start: Snapshot, atOom: Snapshot, reported: IOomEvent = {}): IOomReport | null {
-  const entry = newestOom(atOom.traces, reported.device);
+  const entry = oomEntry(atOom.traces, 'newest', reported.device);
   const requestBytes = reported.alloc ?? entry?.size;
   if (requestBytes === undefined) {
     return null;
@@ -93,7 +93,7 @@ export function oomFromHistory(start: Snapshot, end: Snapshot): IOomReport | nul
   }
   const history = historyBetween(start, end);
   // The first, as an OOM snapshot is of the cell's first OOM (the helper keeps one per cell).
-  const entry = history ? firstOom(history.entries) : null;
+  const entry = history ? oomEntry(history.entries, 'oldest') : null;
   if (!entry) {
     return null;
   }
@@ -130,8 +130,9 @@ function postMortem(
 
 /**
  * Expandable segments are on when the device's segments are expandable:
- * torch marks each segment it maps under `expandable_segments:True`, and
- * snapshots from the kernel's wire say none is (they do not carry the mark).
+ * torch marks each segment it maps under `expandable_segments:True` (the
+ * kernel's wire carries the mark since its `expandable` column; an older
+ * helper's snapshots say none is).
  */
 function fragmentationAdvice(snapshot: Snapshot, device: number): FragmentationAdvice {
   return snapshot.segments.some(s => s.device === device && s.isExpandable)
@@ -140,30 +141,21 @@ function fragmentationAdvice(snapshot: Snapshot, device: number): FragmentationA
 }
 
 /**
- * The newest `oom` entry (of `device`, when given). The trace list is ordered
- * by device, not by time, so the newest is found by its time; entries
- * without one count as older than those with one, and among equals the later
- * in the list wins.
+ * The newest or the oldest `oom` entry (of `device`, when given). The trace
+ * list is ordered by device, not by time, so it is found by its time; entries
+ * without one count as older than those with one, and among equal times the
+ * later in the list is the newer.
  */
-function newestOom(traces: readonly TraceEntry[], device?: number): TraceEntry | null {
-  let newest: TraceEntry | null = null;
+function oomEntry(traces: readonly TraceEntry[], which: 'newest' | 'oldest', device?: number): TraceEntry | null {
+  const time = (e: TraceEntry) => e.timeUs ?? -Infinity;
+  let found: TraceEntry | null = null;
   for (const e of traces) {
-    if (e.action === 'oom' && (device === undefined || e.device === device)) {
-      if (newest === null || (e.timeUs ?? -Infinity) >= (newest.timeUs ?? -Infinity)) {
-        newest = e;
-      }
+    if (e.action !== 'oom' || (device !== undefined && e.device !== device)) {
+      continue;
+    }
+    if (found === null || (which === 'newest' ? time(e) >= time(found) : time(e) < time(found))) {
+      found = e;
     }
   }
-  return newest;
-}
-
-/** The oldest `oom` entry, by time as `newestOom` reads it (among equals, the earlier in the list). */
-function firstOom(traces: readonly TraceEntry[]): TraceEntry | null {
-  let first: TraceEntry | null = null;
-  for (const e of traces) {
-    if (e.action === 'oom' && (first === null || (e.timeUs ?? -Infinity) < (first.timeUs ?? -Infinity))) {
-      first = e;
-    }
-  }
-  return first;
+  return found;
 }
