@@ -13,8 +13,11 @@ knows how much can have changed in each pool:
   looked at);
 - allocations, each one a block that is new by size, requested size or state
   (torch lists a segment's blocks back to back, so sizes give addresses): only
-  those blocks are read; each segment costs three lists made in C, compared
-  with the ones kept;
+  those blocks are read; each segment whose totals changed costs three lists
+  made in C, compared with the ones kept. The segments whose totals are the
+  same are looked at only when the changed ones do not show every allocation
+  of their pool: a cell that keeps or replaces a few blocks touches a few
+  segments of many;
 - more allocations than new blocks in a pool (temporaries, or a block freed
   and allocated again at the same address, maybe from another line): a
   block's stack may have changed where nothing else did, so the pool's blocks
@@ -237,7 +240,7 @@ class SnapshotReader:
 
     def _read_changed(self, raw_segments, current, since, frees, pool_of):
         before = self._segments
-        kept, changed = {}, []
+        kept, changed, same_totals = {}, [], []
         for seg in raw_segments:
             key = _segment_key(seg)
             old = before.get(key)
@@ -246,15 +249,18 @@ class SnapshotReader:
             allocated = since.get(pool)
             if allocated is None:
                 return None  # a pool the counts do not cover
-            if allocated == 0 and old is not None and old.meta == meta:
-                kept[key] = old
+            if old is not None and old.meta == meta:
+                if allocated == 0:
+                    kept[key] = old
+                else:
+                    same_totals.append((key, seg, meta, old, pool))
             else:
                 changed.append((key, seg, meta, old, pool))
-        changed_keys = {key for key, _, _, _, _ in changed}
+        changed_keys = {key for key, _, _, _, _ in itertools.chain(changed, same_totals)}
         if len(kept) + len(changed_keys) != len(raw_segments):
             return None  # one segment listed twice
         gone = [old for key, old in before.items() if key not in kept and key not in changed_keys]
-        if not changed and not gone:
+        if not changed and not same_totals and not gone:
             self._segments = kept
             return sorted((k.segment for k in kept.values()), key=segment_order), current, [], []
         # Each changed segment: which of its blocks are new, the old ones that went, and its blocks' stack
@@ -262,20 +268,18 @@ class SnapshotReader:
         # segment's block dicts are fresh in the CPU's cache (a pass over them costs several times more once
         # they are not): a block may have been allocated again where one was freed. Without a free, none was.
         stacks = _StackCheck(self, current)
-        plans, new_blocks = [], dict.fromkeys(since, 0)
-        for key, seg, meta, old, pool in changed:
-            raw_blocks = seg["blocks"]
-            columns = _columns(raw_blocks)
-            marks = stacks.marks(raw_blocks, old) if since[pool] and frees.get(pool) != 0 else None
-            if old is None:  # a new segment: every block is read
-                plans.append(_Plan(key, seg, meta, pool, columns, None, [], None, marks))
-                new_blocks[pool] += columns[2].count(_ALLOCATED)
-            elif columns == old.columns:  # the kept lists stay: this snapshot's go with it, freed as a bare one's
-                plans.append(_Plan(key, seg, meta, pool, old.columns, [], [], None, marks))
+        new_blocks = dict.fromkeys(since, 0)
+        plans = [self._plan(changing, stacks, since, frees, new_blocks) for changing in changed]
+        # A segment whose totals are the same in a pool that made allocations: it is read only where the pool's
+        # changed segments do not hold them all. Every allocation since makes one new allocated block (only an
+        # allocation makes a block allocated), and a segment with no allocation in it and the same totals had no
+        # free either: its blocks are the same.
+        short = {pool for pool, count in since.items() if new_blocks[pool] != count}
+        for same in same_totals:
+            if same[4] in short:
+                plans.append(self._plan(same, stacks, since, frees, new_blocks))
             else:
-                plan, allocated = _changed_layout(key, seg, meta, pool, columns, old, marks)
-                plans.append(plan)
-                new_blocks[pool] += allocated
+                kept[same[0]] = same[3]
         doubtful = {pool for pool, count in since.items() if new_blocks[pool] != count}
         # More allocations than new blocks: some landed where a block of the same layout was freed, maybe from
         # other code. Read again each block whose stack is not its row's.
@@ -320,6 +324,23 @@ class SnapshotReader:
         current.update(zip(born_keys, born))
         self._segments, self._made = kept, current
         return sorted((k.segment for k in kept.values()), key=segment_order), current, born, freed
+
+    @staticmethod
+    def _plan(changing, stacks, since, frees, new_blocks):
+        """The _Plan of a segment read against its kept self; adds the allocations its new blocks show to
+        ``new_blocks``."""
+        key, seg, meta, old, pool = changing
+        raw_blocks = seg["blocks"]
+        columns = _columns(raw_blocks)
+        marks = stacks.marks(raw_blocks, old) if since[pool] and frees.get(pool) != 0 else None
+        if old is None:  # a new segment: every block is read
+            new_blocks[pool] += columns[2].count(_ALLOCATED)
+            return _Plan(key, seg, meta, pool, columns, None, [], None, marks)
+        if columns == old.columns:  # the kept lists stay: this snapshot's go with it, freed as a bare one's
+            return _Plan(key, seg, meta, pool, old.columns, [], [], None, marks)
+        plan, allocated = _changed_layout(key, seg, meta, pool, columns, old, marks)
+        new_blocks[pool] += allocated
+        return plan
 
     def anchor_after(self):
         """How far from the outer end of a stack its cell's frame lies: the anchor is frames[-k].

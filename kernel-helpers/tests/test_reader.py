@@ -149,6 +149,24 @@ def test_temporaries_in_one_pool_leave_the_other_pools_unread():
     assert born == [] and freed == [(0, SEGMENT)]
 
 
+def test_blocks_replaced_in_one_segment_leave_the_pools_segments_with_the_same_totals_unread():
+    # a cell that replaced two blocks by a larger one: the segment it changed shows every allocation of the
+    # pool, so the pool's other segments, whose totals are the same, are not looked at
+    reader = SnapshotReader(FrameTable())
+    layout = {(0, SEGMENT): [(0, 512, ("a", 1)), (512, 512, ("a", 1))], (0, 4 * SEGMENT): [(0, 512, ("a", 2))]}
+    current = check(reader, snapshot(layout), {}, {(0, "small"): (3, 0, 0)})
+    layout[(0, SEGMENT)] = [(0, 1024, ("b", 1))]
+    raw = snapshot(layout)
+    for blk in raw["segments"][1]["blocks"]:
+        blk["state"] = "this block is not looked at"
+    _, blocks, born, freed = reader.read(raw, current, {(0, "small"): (4, 0, 2)})
+    assert [(r[1], r[2]) for r in born] == [(SEGMENT, 1024)] and freed == [(0, SEGMENT + 512)]
+    # one allocation more than the changed segments show (a temporary, or a block allocated again where one
+    # was freed): the other segment is looked at (and its block seen as not allocated)
+    _, _, born, freed = reader.read(copy.deepcopy(raw), blocks, {(0, "small"): (5, 0, 3)})
+    assert born == [] and freed == [(0, 4 * SEGMENT)]
+
+
 def test_another_cell_reusing_the_address_is_a_new_block():
     # cell a: x = torch.empty(...); cell b: del x; y = torch.empty(same size) lands where x was
     reader = SnapshotReader(FrameTable())
