@@ -18,6 +18,7 @@ from .walk import (  # noqa: F401
     BUFFER,
     GRADIENT,
     GRAPH,
+    HIDDEN,
     HOOK,
     NATIVE,
     OPTIMIZER,

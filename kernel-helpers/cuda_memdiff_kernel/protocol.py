@@ -35,6 +35,7 @@ HOLDER_KINDS = (
     "hook",
     "unreachable",
     "native",
+    "hidden",
 )
 
 # Why a cell has no snapshot (cell_note's ``note``).

@@ -40,6 +40,7 @@ from .walk import (
     BUFFER,
     GRADIENT,
     GRAPH,
+    HIDDEN,
     HOOK,
     MAX_DEPTH,
     MAX_ITEMS,
@@ -77,6 +78,7 @@ _ROLE_OF_KIND = {
     TRACEBACK: TRACEBACK_ROLE,
     VARIABLE: USER_ROLE,
     HOOK: USER_ROLE,
+    HIDDEN: USER_ROLE,
 }
 
 DEFAULT_BUDGET_S = 0.25

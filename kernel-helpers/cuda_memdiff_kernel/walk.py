@@ -14,7 +14,7 @@ import time
 from . import protocol
 
 # Holder kinds, one definition with the frontend (protocol.HOLDER_KINDS, in its order).
-(VARIABLE, GRAPH, OUTPUT_CACHE, TRACEBACK, PARAMETER, GRADIENT, OPTIMIZER, HOOK, UNREACHABLE, NATIVE) = (
+(VARIABLE, GRAPH, OUTPUT_CACHE, TRACEBACK, PARAMETER, GRADIENT, OPTIMIZER, HOOK, UNREACHABLE, NATIVE, HIDDEN) = (
     protocol.HOLDER_KINDS
 )
 # The walk tells module buffers from parameters for the roles pass; holder answers call both "parameter".
