@@ -1,15 +1,22 @@
 """The object walk that holders.py and roles.py share: from the roots a user
 can see (their globals, the output cache, the last traceback) to every tensor
 they keep alive, each met with the kind of thing that keeps it (a variable,
-a module's parameter, a gradient, optimizer state, an autograd graph).
+a module's parameter, a gradient, optimizer state, an autograd graph, or
+something no name shows: a function's closure or default argument, a paused
+generator's frame, a function cache, an exception's traceback).
 
 A subclass says what a tensor met means (``record``). Paths are built only
 when a subclass asks for them (``paths = True``): the per-cell role pass
 needs kinds, not names, and skips the string work.
 """
 
+import collections
+import functools
+import gc
+import itertools
 import sys
 import time
+import types
 
 from . import protocol
 
@@ -24,6 +31,17 @@ MAX_DEPTH = 4  # containers inside containers inside a global
 MAX_ITEMS = 100_000  # elements looked at per container
 _IPYTHON_NAMES = frozenset({"In", "Out", "exit", "quit", "get_ipython", "_ih", "_oh", "_dh", "_sh"})
 _SCALARS = (str, bytes, int, float, bool, type(None), type)
+_SEQUENCES = (list, tuple, collections.deque)
+# What keeps values where no name shows them: met in the walk, followed after every visible root.
+_FUNCTION_CACHE = type(functools.lru_cache(maxsize=None)(lambda: None))
+_LINKS = (
+    types.FunctionType,
+    functools.partial,
+    _FUNCTION_CACHE,
+    types.GeneratorType,
+    types.CoroutineType,
+    types.AsyncGeneratorType,
+)
 _NUMBERS = (str, int, float, bool)
 # Packages whose frames only carry the user's code: their locals are plumbing.
 _PLUMBING = frozenset(
@@ -69,6 +87,10 @@ class ObjectWalk:
         self.graph_seen = None
         # Parameters reached through an optimizer's param_groups (a model only the optimizer names).
         self.optimizer_params = False
+        # Functions, caches and generators met, each with how it was reached: followed once the visible roots are
+        # walked, so that what a name also reaches is seen under that name first.
+        self.links = collections.deque()
+        self.shell = None
 
     def record(self, tensor, kind, path, via=None):
         raise NotImplementedError
@@ -84,7 +106,9 @@ class ObjectWalk:
 
     # -- roots -------------------------------------------------------------
     def walk_roots(self, shell):
-        """Every root in order of how visible it is: globals, the output cache, the last traceback."""
+        """Every root in order of how visible it is: globals, the output cache, the last traceback, then what
+        only a closure, a default argument, a generator's frame or a function cache keeps."""
+        self.shell = shell
         names = list(user_names(shell))
         module_type = self.torch.nn.Module
         for name, value in names:
@@ -94,15 +118,20 @@ class ObjectWalk:
             self.value(value, VARIABLE, name)
         for count, value in list(shell.user_ns.get("Out", {}).items()):
             self.value(value, OUTPUT_CACHE, f"Out[{count}]" if self.paths else None)
-        for name in ("_", "__", "___"):
-            self.value(shell.user_ns.get(name), OUTPUT_CACHE, name)
-        tb = getattr(sys, "last_traceback", None)
+        for name, value in output_names(shell):
+            self.value(value, OUTPUT_CACHE, name)
+        self.traceback(getattr(sys, "last_traceback", None), TRACEBACK, "sys.last_traceback")
+        while self.links:
+            self.link(*self.links.popleft())
+
+    def traceback(self, tb, kind, where):
+        """The locals of a traceback's frames in the user's functions."""
         while tb is not None:
             frame = tb.tb_frame
-            if is_user_function(frame, shell):
+            if is_user_function(frame, self.shell):
                 for local, value in list(frame.f_locals.items()):
-                    path = f"sys.last_traceback: {frame.f_code.co_name}() local {local}" if self.paths else None
-                    self.value(value, TRACEBACK, path)
+                    path = f"{where}: {frame.f_code.co_name}() local {local}" if self.paths else None
+                    self.value(value, kind, path)
             tb = tb.tb_next
 
     # -- values ----------------------------------------------------------
@@ -119,6 +148,7 @@ class ObjectWalk:
             kind, via = HOOK, self.hook_lists[id(obj)]
         if isinstance(obj, torch.nn.Module):
             self.module(obj, path)
+            self.module_attributes(obj, kind, path, depth, via)
         elif isinstance(obj, torch.optim.Optimizer):
             self.optimizer(obj, path)
         elif isinstance(obj, dict):
@@ -126,17 +156,82 @@ class ObjectWalk:
                 if i >= MAX_ITEMS:
                     break
                 self.value(item, kind, self.child(path, "{}[{!r}]", key), depth + 1, via)
-        elif isinstance(obj, (list, tuple)):
-            for i, item in enumerate(obj[:MAX_ITEMS]):
+        elif isinstance(obj, _SEQUENCES):
+            for i, item in enumerate(itertools.islice(obj, MAX_ITEMS)):
                 self.value(item, kind, self.child(path, "{}[{}]", i), depth + 1, via)
         elif isinstance(obj, (set, frozenset)):
             for item in list(obj)[:MAX_ITEMS]:
                 self.value(item, kind, self.child(path, "{}{{...}}", None), depth + 1, via)
-        else:
+        elif isinstance(obj, _LINKS):
+            self.links.append((obj, kind, path, depth, via))
+        elif isinstance(obj, BaseException):
+            # an exception the user kept (``except ... as e: err = e``) keeps its traceback's frames
+            where = self.child(path, "{}.__traceback__", None)
+            self.traceback(obj.__traceback__, TRACEBACK if kind == VARIABLE else kind, where)
+        elif not _is_module_like(obj):
             attributes = getattr(obj, "__dict__", None)
-            if isinstance(attributes, dict) and not _is_module_like(obj):
+            if isinstance(attributes, dict):
                 for name, item in list(attributes.items())[:MAX_ITEMS]:
                     self.value(item, kind, self.child(path, "{}.{}", name), depth + 1, via)
+            for name in _slot_names(type(obj)):
+                item = getattr(obj, name, None)
+                if item is not None:
+                    self.value(item, kind, self.child(path, "{}.{}", name), depth + 1, via)
+
+    def link(self, obj, kind, path, depth, via):
+        """What a function, a function cache or a generator keeps: no name the user typed shows it."""
+        kind = HIDDEN if kind == VARIABLE else kind
+        deeper = depth + 1
+        if isinstance(obj, types.FunctionType):
+            for i, value in enumerate(obj.__defaults__ or ()):
+                self.value(value, kind, self.child(path, "{}.__defaults__[{}]", i), deeper, via)
+            for name, value in (obj.__kwdefaults__ or {}).items():
+                self.value(value, kind, self.child(path, "{}.__kwdefaults__[{!r}]", name), deeper, via)
+            for name, cell in zip(obj.__code__.co_freevars, obj.__closure__ or ()):
+                try:
+                    value = cell.cell_contents
+                except ValueError:  # a variable not bound yet
+                    continue
+                self.value(value, kind, self.child(path, "{}: closure variable {}", name), deeper, via)
+        elif isinstance(obj, functools.partial):
+            self.value(obj.func, kind, self.child(path, "{}.func", None), deeper, via)
+            for i, value in enumerate(obj.args):
+                self.value(value, kind, self.child(path, "{}.args[{}]", i), deeper, via)
+            for name, value in obj.keywords.items():
+                self.value(value, kind, self.child(path, "{}.keywords[{!r}]", name), deeper, via)
+        elif isinstance(obj, _FUNCTION_CACHE):
+            self.value(getattr(obj, "__wrapped__", None), kind, self.child(path, "{}.__wrapped__", None), deeper, via)
+            entry = self.child(path, "{}: lru_cache entry", None)
+            attributes = getattr(obj, "__dict__", None)
+            # the cache's keys (the arguments) and results are reached only through the collector's view of it
+            for held in gc.get_referents(obj):
+                if held is attributes:
+                    continue
+                if type(held) is dict:
+                    for key, value in itertools.islice(held.items(), MAX_ITEMS):
+                        self.value(key, kind, entry, deeper, via)
+                        self.value(value, kind, entry, deeper, via)
+                else:
+                    self.value(held, kind, entry, deeper, via)
+        else:  # a generator or coroutine: its frame's locals, while it is paused
+            frame = getattr(obj, "gi_frame", None) or getattr(obj, "cr_frame", None) or getattr(obj, "ag_frame", None)
+            if frame is not None:
+                for name, value in list(frame.f_locals.items()):
+                    self.value(value, kind, self.child(path, "{}: generator frame local {}", name), deeper, via)
+
+    def module_attributes(self, module, kind, path, depth, via):
+        """What a module and its submodules keep as plain attributes (``self.cache = {}``), besides parameters."""
+        internal = _module_internals(self.torch)
+        for sub_name, sub in module.named_modules():
+            self.tick()
+            private = type(sub).__module__.startswith("torch.")  # torch's own modules keep their state in _names
+            attributes = vars(sub)
+            for name in attributes.keys() - internal:  # most modules have none: one set difference in C
+                value = attributes[name]
+                if isinstance(value, _SCALARS) or (private and name.startswith("_")):
+                    continue
+                where = f"{sub_name}.{name}" if sub_name else name
+                self.value(value, kind, self.child(path, "{}.{}", where), depth + 1, via)
 
     def tensor(self, t, kind, path, via=None):
         self.record(t, kind, path, via)
@@ -252,7 +347,7 @@ def holds_no_tensor(value):
 
 def is_user_function(frame, shell):
     """A traceback frame whose locals are the user's: not a cell's top level (those are globals), not plumbing."""
-    if frame.f_globals is shell.user_ns:
+    if frame.f_globals is getattr(shell, "user_ns", None):
         return frame.f_code.co_name != "<module>"
     return str(frame.f_globals.get("__name__", "")).split(".")[0] not in _PLUMBING
 
@@ -285,6 +380,36 @@ def user_names(shell):
         if name in _IPYTHON_NAMES or name in hidden or is_output_name(name) or name.startswith("_i"):
             continue
         yield name, value
+
+
+_MODULE_INTERNALS = {}
+
+
+def _slot_names(cls):
+    """The ``__slots__`` attributes of a class and its bases (a dataclass with ``slots=True`` keeps no __dict__)."""
+    names = []
+    for base in cls.__mro__:
+        slots = base.__dict__.get("__slots__", ())
+        names += [n for n in ((slots,) if isinstance(slots, str) else slots) if n not in ("__dict__", "__weakref__")]
+    return names
+
+
+def _module_internals(torch):
+    """The attribute names every torch Module has (its parameter, buffer, submodule and hook dicts, ...)."""
+    names = _MODULE_INTERNALS.get(id(torch))
+    if names is None:
+        names = _MODULE_INTERNALS[id(torch)] = frozenset(vars(torch.nn.Module()))
+    return names
+
+
+def output_names(shell):
+    """IPython's output history by name: ``_``, ``__``, ``___``, then ``_N`` for each output N still kept."""
+    ns = shell.user_ns
+    for name in ("_", "__", "___"):
+        yield name, ns.get(name)
+    for name, value in list(ns.items()):
+        if name.startswith("_") and name[1:].isdigit():
+            yield name, value
 
 
 def is_output_name(name):

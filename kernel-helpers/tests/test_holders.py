@@ -130,12 +130,132 @@ def test_containers_and_unreached_blocks(shell):
     assert found[key(x)] == [{"kind": "variable", "path": "cache['x'][0]"}]
     assert found[key(t)] == [{"kind": "variable", "path": "box.t"}]
     assert found[(-1, 16)] == [{"kind": "native", "path": ""}]
-    # a tensor only a closure keeps: found, but as nothing visible
-    shell.run_cell("def make():\n    t = torch.full((7,), 3.0)\n    return lambda: t\nkeeper = make()")
-    hidden = shell.user_ns["keeper"]()
-    _, found = holders_of(shell, [block_of(hidden)])
-    (holder,) = found[key(hidden)]
+    # a tensor only garbage keeps (a reference cycle not collected yet): found, but reached by no root
+    shell.run_cell("loop = [torch.full((7,), 3.0)]\nloop.append(loop)\nlost = loop[0]\ndel loop")
+    lost = shell.user_ns.pop("lost")
+    _, found = holders_of(shell, [block_of(lost)])
+    (holder,) = found[key(lost)]
     assert holder["kind"] == "unreachable" and "(7,) float32" in holder["path"]
+
+
+HIDDEN_CELLS = [
+    "import collections, dataclasses, functools, torch",
+    """
+def score(x, _seen=[]):
+    _seen.append(x * 2)
+    return len(_seen)
+n = score(torch.ones(3))""",
+    "def opts(*, keep=torch.ones(4)):\n    return keep",
+    """
+def make():
+    buf = torch.ones(5)
+    return lambda: buf.sum()
+callbacks = [make()]""",
+    "scale = functools.partial(torch.mul, other=torch.ones(6))",
+    """
+@functools.lru_cache(maxsize=8)
+def standardize(x):
+    return x * 3
+arg = torch.ones(7)
+n = standardize(arg).numel()""",
+    """
+def batches():
+    batch = torch.ones(8)
+    yield batch
+    yield batch
+train_iter = batches()
+n = next(train_iter).numel()""",
+    "recent = collections.deque([torch.ones(9)], maxlen=2)",
+    """
+def step():
+    buf = torch.ones(10)
+    raise ValueError('boom')
+try:
+    step()
+except ValueError as e:
+    err = e""",
+    """
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(2, 2)
+        self.cache = {}
+net = Net()
+net.cache[0] = torch.ones(11)""",
+    """
+@dataclasses.dataclass(slots=True)
+class Batch:
+    x: object
+held = Batch(torch.ones(12))""",
+    """
+shared = [torch.ones(13)]
+def make2(items):
+    return lambda: items
+cb = make2(shared)""",
+]
+
+
+def test_holders_no_name_shows_are_named_by_the_way_to_them(shell):
+    # a default argument, a closure, a partial's arguments, an lru_cache, a paused generator: kind "hidden"; a kept
+    # exception's traceback: "traceback"; a deque, a module's own attribute, a slots object: plain variables
+    for cell in HIDDEN_CELLS:
+        assert shell.run_cell(cell).success, cell
+    ns = shell.user_ns
+    cached = ns["standardize"](ns["arg"])  # the cached result (a hit: the cache does not change)
+    tensors = {
+        "default": ns["score"].__defaults__[0][0],
+        "kwdefault": ns["opts"].__kwdefaults__["keep"],
+        "closure": ns["callbacks"][0].__closure__[0].cell_contents,
+        "partial": ns["scale"].keywords["other"],
+        "lru result": cached,
+        "generator": ns["train_iter"].gi_frame.f_locals["batch"],
+        "deque": ns["recent"][0],
+        "exception": next(
+            tb.tb_frame.f_locals["buf"] for tb in _frames(ns["err"].__traceback__) if "buf" in tb.tb_frame.f_locals
+        ),
+        "module attribute": ns["net"].cache[0],
+        "weight": ns["net"].lin.weight,
+        "slots": ns["held"].x,
+        "shared": ns["shared"][0],
+    }
+    _, found = holders_of(shell, [block_of(t) for t in tensors.values()])
+    named = {name: found[key(t)] for name, t in tensors.items()}
+    assert named["default"] == [{"kind": "hidden", "path": "score.__defaults__[0][0]"}]
+    assert named["kwdefault"] == [{"kind": "hidden", "path": "opts.__kwdefaults__['keep']"}]
+    assert named["closure"] == [{"kind": "hidden", "path": "callbacks[0]: closure variable buf"}]
+    assert named["partial"] == [{"kind": "hidden", "path": "scale.keywords['other']"}]
+    assert named["lru result"] == [{"kind": "hidden", "path": "standardize: lru_cache entry"}]
+    assert named["generator"] == [{"kind": "hidden", "path": "train_iter: generator frame local batch"}]
+    assert named["deque"] == [{"kind": "variable", "path": "recent[0]"}]
+    assert named["exception"] == [{"kind": "traceback", "path": "err.__traceback__: step() local buf"}]
+    assert named["module attribute"] == [{"kind": "variable", "path": "net.cache[0]"}]
+    assert named["weight"] == [{"kind": "parameter", "path": "net.lin.weight"}]
+    assert named["slots"] == [{"kind": "variable", "path": "held.x"}]
+    # what a name also reaches is named by it, not by the closure that keeps the same list
+    assert named["shared"] == [{"kind": "variable", "path": "shared[0]"}]
+    # the cache's key keeps the argument too: found under its name and through the cache
+    _, found = holders_of(shell, [block_of(ns["arg"])])
+    assert found[key(ns["arg"])] == [
+        {"kind": "variable", "path": "arg"},
+        {"kind": "hidden", "path": "standardize: lru_cache entry[0]"},
+    ]
+
+
+def test_output_history_names_are_holders(shell):
+    shell.run_cell("import torch", store_history=True)
+    shell.run_cell("torch.ones(14)", store_history=True)
+    count = shell.execution_count - 1
+    shell.run_cell(f"del Out[{count}]", store_history=True)
+    t = shell.user_ns[f"_{count}"]
+    _, found = holders_of(shell, [block_of(t)])
+    assert {"kind": "output-cache", "path": f"_{count}"} in found[key(t)]
+    assert not any(h["path"].startswith("Out[") for h in found[key(t)])
+
+
+def _frames(tb):
+    while tb is not None:
+        yield tb
+        tb = tb.tb_next
 
 
 def test_keeps_no_references_and_respects_its_budget(shell):
