@@ -9,6 +9,11 @@ RECORDINGS = ROOT / "test-data" / "recordings"
 SCHEMA = ROOT / "kernel-helpers" / "cuda_memdiff_kernel" / "protocol.schema.json"
 
 
+def names_holder(path, expected):
+    """A holder path that is the expected one or leads through it (``preds[2]``, ``err.__traceback__: ...``)."""
+    return path == expected or path.startswith((f"{expected}[", f"{expected}:", f"{expected}."))
+
+
 class FakeComm:
     """A frontend's comm as the helper sees it: keeps what the helper sends, in order.
 

@@ -12,7 +12,7 @@ import sys
 import weakref
 
 import pytest
-from conftest import ROOT, attach
+from conftest import ROOT, attach, names_holder
 
 torch = pytest.importorskip("torch")
 
@@ -256,6 +256,31 @@ def _frames(tb):
     while tb is not None:
         yield tb
         tb = tb.tb_next
+
+
+SCENARIOS = [
+    p
+    for p in sorted(NOTEBOOKS.glob("*.ipynb"))
+    if json.loads(p.read_text())["metadata"]["cuda_memdiff"]["expected"].get("holder")
+]
+
+
+@pytest.mark.parametrize("notebook", SCENARIOS, ids=lambda p: p.stem)
+def test_each_scenario_names_its_holder_after_the_cell_to_look_at(shell, notebook):
+    # What test_live_leaks.py asks on the GPU, on CPU tensors: after the cell the finder should point at, some
+    # block is held by what the notebook's metadata says keeps the leak.
+    nb = json.loads(notebook.read_text())
+    expected = nb["metadata"]["cuda_memdiff"]["expected"]
+    cells = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    for cell in cells[: expected["top_leak_cell"] + 1]:
+        shell.run_cell("".join(cell["source"]), store_history=True)
+    storages = {}
+    for obj in gc.get_objects():
+        if isinstance(obj, torch.Tensor) and not obj.is_cuda and obj.untyped_storage().data_ptr():
+            storages[key(obj)] = block_of(obj)
+    _, found = holders_of(shell, list(storages.values()))
+    paths = sorted({h["path"] for holders in found.values() for h in holders})
+    assert any(names_holder(p, expected["holder"]) for p in paths), paths
 
 
 def test_keeps_no_references_and_respects_its_budget(shell):

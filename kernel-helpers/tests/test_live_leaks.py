@@ -13,18 +13,16 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, names_holder
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 
-NOTEBOOKS = sorted((ROOT / "test-data" / "notebooks").glob("*.ipynb")) + [ROOT / "demo" / "gpu_memory_demo.ipynb"]
-
-
-def names_holder(holder, expected):
-    """True when a holder reported by the kernel is the one the scenario expects."""
-    path = holder["path"]
-    return path == expected or path.startswith(f"{expected}[") or path.startswith(f"{expected}:")
+NOTEBOOKS = [
+    p
+    for p in sorted((ROOT / "test-data" / "notebooks").glob("*.ipynb")) + [ROOT / "demo" / "gpu_memory_demo.ipynb"]
+    if json.loads(p.read_text())["metadata"]["cuda_memdiff"]["expected"].get("holder")  # not the control
+]
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
@@ -43,12 +41,12 @@ def test_recorder_names_the_holder(notebook, tmp_path):
     with open(os.path.join(out, top["holders_file"]), encoding="utf-8") as f:
         answer = json.load(f)
     assert not answer["partial"]
-    named = [h for b in answer["blocks"] for h in b["holders"] if names_holder(h, expected["holder"])]
+    named = [h for b in answer["blocks"] for h in b["holders"] if names_holder(h["path"], expected["holder"])]
     kinds = sorted({h["kind"] for h in named})
     held = {
         (b["device"], b["address"])
         for b in answer["blocks"]
-        if any(names_holder(h, expected["holder"]) for h in b["holders"])
+        if any(names_holder(h["path"], expected["holder"]) for h in b["holders"])
     }
     print(
         f"{notebook.stem}: after cell {top['index']} the kernel names {expected['holder']!r} as "
