@@ -160,7 +160,7 @@ const ROLE_TEXT: Record<string, string> = {
   optimizer_state: 'optimizer state (e.g. AdamW moments) of an optimizer still alive',
   activation: 'tensors saved for backward by a live autograd graph',
   output_cache: 'kept by the output cache (`Out[n]`, `_`)',
-  traceback: 'kept by the locals of the last traceback',
+  traceback: 'kept by the locals of a traceback (the last one, or one an exception you kept holds)',
   user: 'tensors your variables name',
   workspace: 'a library workspace (cuBLAS)',
   unknown: 'memory no role reached'

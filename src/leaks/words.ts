@@ -192,7 +192,7 @@ function roleWords(role: string, trans: TranslationBundle): string {
     case 'output_cache':
       return trans.__('kept by the output cache (`Out[n]`, `_`)');
     case 'traceback':
-      return trans.__('kept by the locals of the last traceback');
+      return trans.__('kept by the locals of a traceback (the last one, or one an exception you kept holds)');
     case 'user':
       return trans.__('tensors your variables name');
     case 'workspace':

@@ -1,7 +1,7 @@
 // The panel's words for the holders and fixes the kernel's answer brings: each code one sentence for
 // the translator, with the same names the CLI gives (src/engine/findings.ts).
 import { nullTranslator } from '@jupyterlab/translation';
-import { adviceText, holderText, IHolder, LeakAdvice } from '../../engine';
+import { adviceText, findingText, holderText, IHolder, LeakAdvice } from '../../engine';
 import { adviceWords, findingWords, holderWords } from '../words';
 
 const trans = nullTranslator.load('jupyterlab_cuda_memdiff');
@@ -56,6 +56,15 @@ describe('words for holders nobody sees', () => {
     expect(panel).toMatch(words);
     // The same sentence as the CLI's, capitalised and ended.
     expect(panel.toLowerCase()).toBe(`${adviceText(advice)}.`.toLowerCase());
+  });
+
+  it('says a traceback role may be a kept exception’s, not only the last traceback', () => {
+    // exception_kept: the role pass calls `err.__traceback__`'s locals `traceback` too.
+    const role = { code: 'leak-role' as const, role: 'traceback', bytes: 128 * 2 ** 20 };
+    expect(findingText(role, String)).toBe(
+      '128 MiB of it is kept by the locals of a traceback (the last one, or one an exception you kept holds)'
+    );
+    expect(findingWords(role, String, trans)).toBe(`${findingText(role, String)}.`);
   });
 
   it('says how orphans were found, not that C++ holds them', () => {
