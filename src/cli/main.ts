@@ -332,6 +332,7 @@ export function run(argv: string[]): string {
       const roles = sessionRoles(session.manifest, name => readBytes(path.join(dir, name), args.limits));
       const report = findLeaks(session.snapshots, sessionExecutions(session.manifest), {
         holders,
+        holdersAfter: session.holders,
         roles: roles.map(r => r?.blocks ?? null)
       });
       return out(leaksJson(report, session, filter), () => leaksText(report, session, filter));

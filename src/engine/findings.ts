@@ -4,7 +4,7 @@
  * `adviceText` and `holderText` are the English the CLI prints; the panel
  * words the same codes through its translator (src/leaks/words.ts).
  */
-import { IHolder } from './holders';
+import { HiddenReference, hiddenHolder, IHolder } from './holders';
 import { formatBytes } from './units';
 
 /**
@@ -37,7 +37,7 @@ export type LeakFinding =
       readonly holders: readonly IHolder[];
       readonly confirmed: boolean;
     }
-  /** The kernel found the live blocks held by these holders (`orphans` of them held only from C++). */
+  /** The kernel found the live blocks held by these holders (`orphans` of them found only through the garbage collector). */
   | { readonly code: 'kernel-holders-clear'; readonly holders: readonly IHolder[]; readonly orphans: number }
   /** The leaked memory (`bytes`) was freed by execution `by`, which is not a re-run of the same code leaking again. */
   | { readonly code: 'fixed'; readonly bytes: number; readonly by: number }
@@ -79,6 +79,13 @@ function code(names: readonly string[]): string {
   return `\`${names.join('`, `')}\``;
 }
 
+/** What keeps a `hidden` holder's reference, as an aside to paths that do not say it themselves. */
+const HIDDEN_TEXT: Partial<Record<HiddenReference | 'none', string>> = {
+  'default-argument': 'a default argument',
+  partial: 'a functools.partial argument',
+  none: 'a reference no variable shows'
+};
+
 /** A holder in English: `autograd graph of preds[0:8]`, `acts (forward hook on model.1)`. */
 export function holderText(holder: IHolder): string {
   switch (holder.kind) {
@@ -87,9 +94,13 @@ export function holderText(holder: IHolder): string {
     case 'native':
       return 'native code (no tensor: a library workspace)';
     case 'unreachable':
-      return `a tensor nothing visible references (${holder.path})`;
+      return `${holder.path} the kernel's search did not reach (found through the garbage collector)`;
     case 'hook':
       return `${holder.path} (${holder.via ?? 'appended to by a forward hook'})`;
+    case 'hidden': {
+      const aside = HIDDEN_TEXT[hiddenHolder(holder.path).ref ?? 'none'];
+      return aside ? `${holder.path} (${aside})` : holder.path;
+    }
     default:
       return holder.path;
   }
@@ -121,7 +132,7 @@ export function findingText(finding: LeakFinding, label: (execution: number) => 
       return (
         `the kernel found ${finding.orphans ? 'its live blocks' : 'every live block'} held by ${holdersText(finding.holders) || 'nothing it could name'}` +
         (finding.orphans
-          ? `; ${finding.orphans} held only from C++ (a later cell's autograd graph or a library cache)`
+          ? `; ${finding.orphans} found only through the garbage collector: held from where the kernel's search does not go (an object it does not enter, a C extension, a reference cycle)`
           : '')
       );
     case 'fixed':
@@ -149,7 +160,7 @@ const ROLE_TEXT: Record<string, string> = {
   optimizer_state: 'optimizer state (e.g. AdamW moments) of an optimizer still alive',
   activation: 'tensors saved for backward by a live autograd graph',
   output_cache: 'kept by the output cache (`Out[n]`, `_`)',
-  traceback: 'kept by the locals of the last traceback',
+  traceback: 'kept by the locals of a traceback (the last one, or one an exception you kept holds)',
   user: 'tensors your variables name',
   workspace: 'a library workspace (cuBLAS)',
   unknown: 'memory no role reached'
@@ -173,6 +184,27 @@ export type LeakAdvice =
   | { readonly code: 'clear-traceback' }
   /** Drop the references the kernel names. */
   | { readonly code: 'drop-references' }
+  /**
+   * A reference no variable shows keeps the memory: `owner` (a function, a
+   * generator, a partial) through `ref` (null: the path does not say), at
+   * the `paths` the kernel named.
+   */
+  | {
+      readonly code: 'release-hidden';
+      readonly ref: HiddenReference | null;
+      readonly owner: string;
+      readonly paths: readonly string[];
+    }
+  /** The traceback of an exception the user kept keeps its frames' locals: drop these names of it (`err`). */
+  | { readonly code: 'drop-exception'; readonly names: readonly string[] }
+  /**
+   * Only the output history's other names hold it (`__`, `_2`; no `Out[n]`):
+   * `del` the `_N` among `names`, and `displays` more displayed results push
+   * it out of `_`, `__`, `___` (0: none of those holds it).
+   */
+  | { readonly code: 'clear-output-history'; readonly names: readonly string[]; readonly displays: number }
+  /** The kernel found these tensors (described by shape) only through the garbage collector: it names no holder. */
+  | { readonly code: 'find-referrers'; readonly tensors: readonly string[] }
   /** No rule found a specific cause: find what keeps each run's tensors. */
   | { readonly code: 'find-holder' }
   /** Leaked gradients: let `zero_grad` free them. */
@@ -181,6 +213,26 @@ export type LeakAdvice =
   | { readonly code: 'drop-optimizer' }
   /** The leaked memory has no allocation stack: record them and run the cells again to see the line. */
   | { readonly code: 'record-stacks' };
+
+/** What to do about memory a `hidden` holder keeps, in English. */
+function hiddenAdviceText(advice: Extract<LeakAdvice, { code: 'release-hidden' }>): string {
+  const owner = `\`${advice.owner}\``;
+  const where = code(advice.paths);
+  switch (advice.ref) {
+    case 'default-argument':
+      return `${owner} keeps every call's value in a default argument (${where}): default it to \`None\` and make a new one inside the function`;
+    case 'closure':
+      return `${owner} keeps what its closure captured (${where}): drop the function, or capture \`.item()\` / \`.detach().cpu()\` values instead`;
+    case 'generator':
+      return `the paused generator ${owner} keeps its frame's locals (${where}): exhaust it or \`del ${advice.owner}\``;
+    case 'lru-cache':
+      return `${owner}'s lru_cache keeps its results (${where}): call \`${advice.owner}.cache_clear()\`, or cache no tensors`;
+    case 'partial':
+      return `the functools.partial ${owner} keeps its arguments (${where}): \`del ${advice.owner}\`, or pass the tensor when calling it`;
+    case null:
+      return `drop the references the kernel names (${where})`;
+  }
+}
 
 /** How to get allocation stacks recorded, in the panel's setting and in torch's own call. */
 export const RECORD_STACKS_TEXT =
@@ -212,6 +264,20 @@ export function adviceText(advice: LeakAdvice): string {
       return 'clear the last traceback (`sys.last_traceback = sys.last_value = sys.last_exc = None`) or run a cell that raises nothing big';
     case 'drop-references':
       return 'drop the references the kernel names';
+    case 'release-hidden':
+      return hiddenAdviceText(advice);
+    case 'drop-exception':
+      return `\`del ${advice.names.join(', ')}\`: a kept exception keeps its traceback, and with it the locals of every frame it unwound`;
+    case 'clear-output-history': {
+      const dels = advice.names.filter(n => /^_\d+$/.test(n));
+      const steps = [
+        ...(dels.length ? [`\`del ${dels.join(', ')}\``] : []),
+        ...(advice.displays ? [`display ${advice.displays} more result${advice.displays === 1 ? '' : 's'}`] : [])
+      ];
+      return `the output history still holds it (${code(advice.names)}): ${steps.join(' and ')}, or run \`%reset -f out\``;
+    }
+    case 'find-referrers':
+      return `find what refers to ${advice.tensors.join(', ')}, which the kernel could not name: \`gc.get_referrers(t)\` (\`t\`: that tensor, found in \`gc.get_objects()\` by its shape), then drop that reference`;
     case 'find-holder':
       return 'find what keeps each run\u2019s tensors (a list, a dict, a hook) and clear it, or keep `.item()` / `.detach()` values';
     case 'zero-grad':

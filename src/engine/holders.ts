@@ -132,3 +132,39 @@ export function summarizeHolderList(holders: readonly IHolder[]): IHolder[] {
     )
   );
 }
+
+/** How a `hidden` holder keeps memory: what kind of object keeps a reference no variable shows. */
+export type HiddenReference = 'default-argument' | 'closure' | 'generator' | 'lru-cache' | 'partial';
+
+/** A `hidden` holder read from its path: what keeps the memory (`ref`, null when the path says not) and its owner. */
+export interface IHiddenHolder {
+  readonly ref: HiddenReference | null;
+  /** What a user would type to reach the owner: the function, generator or partial (`score`, `callbacks[0]`). */
+  readonly owner: string;
+}
+
+// The paths the kernel's walk gives `hidden` holders (walk.py), each possibly extended by container steps.
+const HIDDEN_PATHS: readonly (readonly [HiddenReference, RegExp])[] = [
+  ['default-argument', /^(.+?)\.__(?:kw)?defaults__\[/],
+  ['closure', /^(.+?): closure variable /],
+  ['generator', /^(.+?): generator frame local /],
+  ['lru-cache', /^(.+?): lru_cache entry/],
+  ['partial', /^(.+?)\.(?:args|keywords)\[/]
+];
+
+/** What a `hidden` holder's path says keeps the memory, and whose reference it is. */
+export function hiddenHolder(path: string): IHiddenHolder {
+  for (const [ref, pattern] of HIDDEN_PATHS) {
+    const m = pattern.exec(path);
+    if (m) {
+      return { ref, owner: m[1] };
+    }
+  }
+  return { ref: null, owner: path };
+}
+
+/** The variable naming a kept exception whose traceback a `traceback` holder goes through (`err`), or null (`sys.last_traceback`). */
+export function exceptionHolder(path: string): string | null {
+  const m = /^(.+?)\.__traceback__\b/.exec(path);
+  return m && !m[1].startsWith('sys.') ? m[1] : null;
+}

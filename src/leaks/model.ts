@@ -171,7 +171,9 @@ export class LeakFinderModel implements IDisposable {
     holders?: IHolderAnswer['holders'],
     queries = 0
   ): Promise<IRankLeaksResult> {
-    const request = { key: session.key, executions: session.executions, holders, queries };
+    // Answers an earlier run got right after its latest cell name what held memory a later cell freed.
+    const holdersAfter = session.records.map(r => this._answers.get(r) ?? null);
+    const request = { key: session.key, executions: session.executions, holders, holdersAfter, queries };
     if (holders) {
       try {
         return await this._worker.call('rankLeaks', request);
@@ -234,6 +236,7 @@ export class LeakFinderModel implements IDisposable {
       if (run !== this._run) {
         return this._findings;
       }
+      this._answers.set(session.records[session.records.length - 1], answer.holders);
       this._running = false;
       this._findings = this._entries(report, session, 'kernel', note);
     }
@@ -307,6 +310,8 @@ export class LeakFinderModel implements IDisposable {
   private _error: LeakFinderModel.Problem | null = null;
   private _running = false;
   private _run = 0;
+  /** The kernel's answer given when each record was the latest, for as long as the record lives. */
+  private readonly _answers = new WeakMap<CellRecord, IHolderAnswer['holders']>();
   private readonly _changed = new Signal<this, void>(this);
 }
 

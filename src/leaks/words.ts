@@ -5,7 +5,7 @@
  * the view renders as code.
  */
 import { TranslationBundle } from '@jupyterlab/translation';
-import { BlockOrigin, formatBytes, IHolder, INoStacks, LeakAdvice, LeakFinding } from '../engine';
+import { BlockOrigin, formatBytes, hiddenHolder, IHolder, INoStacks, LeakAdvice, LeakFinding } from '../engine';
 
 /** Names as code spans: `a`, `b`. */
 function names(list: readonly string[]): string {
@@ -38,13 +38,29 @@ export function holderWords(holder: IHolder, trans: TranslationBundle): string {
     case 'native':
       return trans.__('native code (no tensor: a library workspace)');
     case 'unreachable':
-      return trans.__('a tensor nothing visible references (%1)', holder.path);
+      return trans.__("%1 the kernel's search did not reach (found through the garbage collector)", holder.path);
     case 'hook':
       return holder.via
         ? trans.__('%1 (%2)', holder.path, holder.via)
         : trans.__('%1 (appended to by a forward hook)', holder.path);
+    case 'hidden':
+      return hiddenHolderWords(holder.path, trans);
     default:
       return holder.path;
+  }
+}
+
+/** A `hidden` holder: its path, with what keeps it where the path does not say (closures, generators, caches do). */
+function hiddenHolderWords(path: string, trans: TranslationBundle): string {
+  switch (hiddenHolder(path).ref) {
+    case 'default-argument':
+      return trans.__('%1 (a default argument)', path);
+    case 'partial':
+      return trans.__('%1 (a functools.partial argument)', path);
+    case null:
+      return trans.__('%1 (a reference no variable shows)', path);
+    default:
+      return path;
   }
 }
 
@@ -121,8 +137,8 @@ export function findingWords(
           : trans.__('The kernel found every live block held by nothing it could name.');
       }
       return trans._n(
-        "The kernel found its live blocks held by %2; %1 held only from C++ (a later cell's autograd graph or a library cache).",
-        "The kernel found its live blocks held by %2; %1 held only from C++ (a later cell's autograd graph or a library cache).",
+        "The kernel found its live blocks held by %2; %1 found only through the garbage collector: held from where the kernel's search does not go (an object it does not enter, a C extension, a reference cycle).",
+        "The kernel found its live blocks held by %2; %1 found only through the garbage collector: held from where the kernel's search does not go (an object it does not enter, a C extension, a reference cycle).",
         finding.orphans,
         holdersWords(finding.holders, trans) || trans.__('nothing it could name')
       );
@@ -176,7 +192,7 @@ function roleWords(role: string, trans: TranslationBundle): string {
     case 'output_cache':
       return trans.__('kept by the output cache (`Out[n]`, `_`)');
     case 'traceback':
-      return trans.__('kept by the locals of the last traceback');
+      return trans.__('kept by the locals of a traceback (the last one, or one an exception you kept holds)');
     case 'user':
       return trans.__('tensors your variables name');
     case 'workspace':
@@ -214,6 +230,20 @@ export function adviceWords(advice: LeakAdvice, trans: TranslationBundle): strin
       );
     case 'drop-references':
       return trans.__('Drop the references the kernel names.');
+    case 'release-hidden':
+      return hiddenAdviceWords(advice, trans);
+    case 'drop-exception':
+      return trans.__(
+        '`del %1`: a kept exception keeps its traceback, and with it the locals of every frame it unwound.',
+        advice.names.join(', ')
+      );
+    case 'clear-output-history':
+      return outputHistoryWords(advice, trans);
+    case 'find-referrers':
+      return trans.__(
+        'Find what refers to %1, which the kernel could not name: `gc.get_referrers(t)` (`t`: that tensor, found in `gc.get_objects()` by its shape), then drop that reference.',
+        advice.tensors.join(', ')
+      );
     case 'find-holder':
       return trans.__(
         'Find what keeps each run\u2019s tensors (a list, a dict, a hook) and clear it, or keep `.item()` / `.detach()` values.'
@@ -231,6 +261,75 @@ export function adviceWords(advice: LeakAdvice, trans: TranslationBundle): strin
         'Set Allocation history to `all` (Settings Editor, CUDA Memory Diff) and run the cells again to see the line that allocates it.'
       );
   }
+}
+
+/** What to do about memory a `hidden` holder keeps. */
+function hiddenAdviceWords(advice: Extract<LeakAdvice, { code: 'release-hidden' }>, trans: TranslationBundle): string {
+  const where = names(advice.paths);
+  switch (advice.ref) {
+    case 'default-argument':
+      return trans.__(
+        "`%1` keeps every call's value in a default argument (%2): default it to `None` and make a new one inside the function.",
+        advice.owner,
+        where
+      );
+    case 'closure':
+      return trans.__(
+        '`%1` keeps what its closure captured (%2): drop the function, or capture `.item()` / `.detach().cpu()` values instead.',
+        advice.owner,
+        where
+      );
+    case 'generator':
+      return trans.__(
+        "The paused generator `%1` keeps its frame's locals (%2): exhaust it or `del %1`.",
+        advice.owner,
+        where
+      );
+    case 'lru-cache':
+      return trans.__(
+        "`%1`'s lru_cache keeps its results (%2): call `%1.cache_clear()`, or cache no tensors.",
+        advice.owner,
+        where
+      );
+    case 'partial':
+      return trans.__(
+        'The functools.partial `%1` keeps its arguments (%2): `del %1`, or pass the tensor when calling it.',
+        advice.owner,
+        where
+      );
+    case null:
+      return trans.__('Drop the references the kernel names (%1).', where);
+  }
+}
+
+/** How to drop a result the output history still holds after its `Out[n]` went. */
+function outputHistoryWords(
+  advice: Extract<LeakAdvice, { code: 'clear-output-history' }>,
+  trans: TranslationBundle
+): string {
+  const dels = advice.names.filter(n => /^_\d+$/.test(n)).join(', ');
+  if (dels && advice.displays) {
+    return trans._n(
+      'The output history still holds it (%2): `del %3` and display %1 more result, or run `%reset -f out`.',
+      'The output history still holds it (%2): `del %3` and display %1 more results, or run `%reset -f out`.',
+      advice.displays,
+      names(advice.names),
+      dels
+    );
+  }
+  if (advice.displays) {
+    return trans._n(
+      'The output history still holds it (%2): display %1 more result, or run `%reset -f out`.',
+      'The output history still holds it (%2): display %1 more results, or run `%reset -f out`.',
+      advice.displays,
+      names(advice.names)
+    );
+  }
+  return trans.__(
+    'The output history still holds it (%1): `del %2`, or run `%reset -f out`.',
+    names(advice.names),
+    dels
+  );
 }
 
 /**

@@ -9,7 +9,8 @@
  * outside `torch.no_grad()` (graph.ts), the output cache `Out[n]`
  * (outputCache.ts), the last traceback (traceback.ts). Offline the evidence
  * is the snapshots and the cells' sources; live, the kernel's holder analysis
- * (`IBlockHolders`, holders.ts) names the owner and refines the verdict. A leak
+ * (`IBlockHolders`, holders.ts) names the owner and refines the verdict; the
+ * answer given right after a cell names what held memory a later cell freed. A leak
  * another cell freed is `fixed` (fixed.ts); rank.ts orders the verdicts.
  * Where the kernel gave each block's role, a leak's reasons say what its
  * memory is for (roles.ts). A snapshot taken with allocation history off
@@ -25,7 +26,7 @@ import { Finding } from './finding';
 import { settleFixed } from './fixed';
 import { findGraph } from './graph';
 import { findGrowth } from './growth';
-import { applyHolders } from './holders';
+import { applyHolders, applyHoldersAfter } from './holders';
 import { findOutputCache } from './outputCache';
 import { rank } from './rank';
 import { explainRoles } from './roles';
@@ -36,6 +37,12 @@ import { IExecutionVerdict, ILeakExecution, INoStacks, LeakReport } from './type
 export interface IFindLeaksOptions {
   /** Holders from the live kernel for blocks of the latest snapshot. */
   holders?: IBlockHolders;
+  /**
+   * Per execution, the kernel's answer given right after it (null where
+   * none), as a recorded session keeps them: it names the holders of memory
+   * a later cell freed, which the latest answer cannot see.
+   */
+  holdersAfter?: readonly (IBlockHolders | null)[];
   /** `retentionByExecution(snapshots, kernels)`, when the caller already has it (ranking again with holders). */
   retention?: readonly IExecutionRetention[];
   /** Each snapshot's per-block roles (null where the kernel gave none), in the snapshots' order. */
@@ -70,6 +77,12 @@ export function findLeaks(
     findGraph(f, findings, context);
     findOutputCache(f, context);
     findTraceback(f, context);
+  }
+  for (const f of findings) {
+    const after = options.holdersAfter?.[f.k];
+    if (after) {
+      applyHoldersAfter(f, after, context);
+    }
   }
   if (options.holders) {
     for (const f of current) {

@@ -76,7 +76,46 @@ export class Finding {
     for (const b of evidence) {
       this.evidence.push(b);
     }
+    const own = this._byCause.get(cause) ?? { findings: [], advice: [], blocks: [] };
+    own.findings.push(finding);
+    own.advice.push(...advice.map(a => JSON.stringify(a)));
+    own.blocks.push(...evidence);
+    this._byCause.set(cause, own);
     return true;
+  }
+
+  /** Replace advice of `code` with `advice` (the kernel knows better than the guess). */
+  replaceAdvice(code: LeakAdvice['code'], advice: LeakAdvice): void {
+    const key = JSON.stringify(advice);
+    const stale = new Set([...this.advice].filter(([, a]) => a.code === code).map(([k]) => k));
+    this.advice = new Map([...[...this.advice].filter(([k]) => !stale.has(k)), [key, advice]]);
+    for (const own of this._byCause.values()) {
+      own.advice = own.advice.map(k => (stale.has(k) ? key : k));
+    }
+  }
+
+  /** The evidence blocks recorded for one cause. */
+  blocksOf(cause: LeakCause): readonly Block[] {
+    return this._byCause.get(cause)?.blocks ?? [];
+  }
+
+  /**
+   * Take back a cause the kernel's answer contradicts: its findings, the
+   * advice no other cause gave, and the evidence no other cause has.
+   */
+  retract(cause: LeakCause): void {
+    const own = this._byCause.get(cause);
+    if (!own) {
+      return;
+    }
+    this._byCause.delete(cause);
+    this.causes.delete(cause);
+    const others = [...this._byCause.values()];
+    this.findings = this.findings.filter(x => !own.findings.includes(x));
+    const advised = new Set(others.flatMap(c => c.advice));
+    own.advice.filter(k => !advised.has(k)).forEach(k => this.advice.delete(k));
+    const kept = new Set(others.flatMap(c => c.blocks));
+    this.evidence = this.evidence.filter(b => kept.has(b));
   }
 
   /** Name a holder (once). */
@@ -183,6 +222,8 @@ export class Finding {
   }
 
   private _freedAt: Map<string, number | null> | null = null;
+  /** What each cause recorded (advice by its JSON key), so that a contradicted guess can be taken back. */
+  private _byCause = new Map<LeakCause, { findings: LeakFinding[]; advice: string[]; blocks: Block[] }>();
 }
 
 /** Names the lines that made these blocks store them in, from the execution's own source. */

@@ -1,73 +1,83 @@
 /**
  * The kernel's answer (who holds each live block) refines verdicts: named
- * owners replace the guesses, holders nobody sees make a leak, and owners
- * meant to keep memory clear a guess, but only for memory the kernel could
- * see. A leak whose memory is gone is out of the answer's reach: the answer
- * never turns it into `retained`.
+ * owners replace the guesses, a guess the answer contradicts goes, holders
+ * nobody sees make a leak, and owners meant to keep memory clear a guess,
+ * but only for memory the kernel could see. A leak whose memory is gone is
+ * out of the latest answer's reach: it never turns it into `retained`; the
+ * answer given right after the leaking cell still names its holders.
  */
-import { LeakAdvice } from '../findings';
 import { holderKey, HolderKind, IBlockHolders, IHolder, summarizeHolderList } from '../holders';
 import { Block } from '../model';
 import { LeakCause } from './types';
 import { Context, total } from './context';
 import { Finding } from './finding';
+import { holderAdvice, outputCacheAdvice } from './holderAdvice';
 
 // Holders nobody sees: each makes the memory it keeps a leak.
-const INVISIBLE: readonly HolderKind[] = ['graph', 'output-cache', 'traceback', 'hook', 'unreachable'];
+const INVISIBLE: readonly HolderKind[] = ['graph', 'output-cache', 'traceback', 'hook', 'hidden', 'unreachable'];
 // Holders of state meant to stay.
 const EXPECTED: readonly HolderKind[] = ['parameter', 'gradient', 'optimizer', 'native'];
 // Holders a user sees and names.
 const VISIBLE: readonly HolderKind[] = ['variable', 'parameter', 'gradient', 'optimizer'];
+// Guessed causes that are a holder kind too: an answer that saw their memory under other holders contradicts them.
+const CHECKABLE: readonly (LeakCause & HolderKind)[] = ['output-cache', 'traceback'];
 
 interface IKnown {
   readonly block: Block;
   readonly list: readonly IHolder[];
 }
 
+/** Refine a finding with the kernel's latest answer, for the blocks still alive. */
 export function applyHolders(f: Finding, holders: IBlockHolders, context: Context): void {
+  const known = knownOf(f.retention.alive, holders);
+  if (!known.length) {
+    return;
+  }
+  retractContradicted(f, known);
+  renameOutputCache(f, known);
+  judge(f, known, context);
+  nameHolders(f, known);
+}
+
+/**
+ * Let the answer given right after the finding's own execution name the
+ * holders of memory a later cell freed, which the latest answer cannot see:
+ * a leak of such holders (a kept exception, a closure) that a later cell
+ * freed is then `fixed` by it, not memory merely `freed later`.
+ */
+export function applyHoldersAfter(f: Finding, holders: IBlockHolders, context: Context): void {
+  const freed = f.retention.left.filter(b => f.freedAtOf(b) !== null);
+  const known = knownOf(freed, holders);
+  if (leakByHolders(f, known, context)) {
+    known.filter(e => f.evidence.includes(e.block)).forEach(e => e.list.forEach(h => f.hold(h)));
+  }
+}
+
+function knownOf(blocks: readonly Block[], holders: IBlockHolders): IKnown[] {
   const known: IKnown[] = [];
-  for (const block of f.retention.alive) {
+  for (const block of blocks) {
     const list = holders.get(holderKey(block.device, block.address));
     if (list?.length) {
       known.push({ block, list });
     }
   }
-  if (!known.length) {
-    return;
+  return known;
+}
+
+/** A guessed cause goes when the answer saw all its memory alive and none of it held the way the guess says. */
+function retractContradicted(f: Finding, known: readonly IKnown[]): void {
+  const seen = new Map(known.map(e => [e.block, e.list]));
+  for (const cause of CHECKABLE) {
+    const blocks = f.blocksOf(cause);
+    if (blocks.length && blocks.every(b => seen.has(b) && !seen.get(b)!.some(h => h.kind === cause))) {
+      f.retract(cause);
+    }
   }
-  // The kernel's names replace the guesses, for what it could see.
-  f.holders = [];
-  known.forEach(e => e.list.forEach(h => f.hold(h)));
-  renameOutputCache(f, known);
-  // Freeing a graph, the cache or the traceback frees only blocks no visible name also holds.
-  // Some holders confirm a cause without making one: a tensor reached only through the
-  // garbage collector is held from C++ (a library cache), and an input this cell made
-  // that a later cell's graph saved is that cell's leak, not this one's.
-  const makesLeak = (h: IHolder, b: Block) =>
-    INVISIBLE.includes(h.kind) &&
-    (f.causes.size > 0 || (h.kind !== 'unreachable' && (h.kind !== 'graph' || context.origin(b.stack) === 'forward')));
-  const invisible = known.filter(
-    e =>
-      e.list.some(h => makesLeak(h, e.block)) &&
-      !e.list.some(h => VISIBLE.includes(h.kind)) &&
-      context.canLeak(e.block, f.retention)
-  );
-  if (invisible.length) {
-    const kinds = new Set(invisible.flatMap(e => e.list.map(h => h.kind)));
-    const named = summarizeHolderList(invisible.flatMap(e => e.list.filter(h => !EXPECTED.includes(h.kind))));
-    const cause = INVISIBLE.find(k => kinds.has(k)) as LeakCause;
-    const confirmed = f.causes.has(cause);
-    f.leak(
-      cause,
-      invisible.map(e => e.block),
-      { code: 'kernel-holders-leak', bytes: total(invisible.map(e => e.block)), holders: named, confirmed },
-      confirmed ? [] : holderAdvice(kinds, named),
-      context
-    );
-    f.confidence = 'high';
-    return;
-  }
-  if (f.causes.has('growth')) {
+}
+
+/** A leak made by holders nobody sees, a guess the answer leaves standing, or a guess it clears. */
+function judge(f: Finding, known: readonly IKnown[], context: Context): void {
+  if (leakByHolders(f, known, context) || f.causes.has('growth')) {
     return;
   }
   if (f.causes.size) {
@@ -86,10 +96,61 @@ export function applyHolders(f: Finding, holders: IBlockHolders, context: Contex
   };
 }
 
-/** The output cache finding in the kernel's own names (`Out[2]`, `_`), not the guess. */
+/** Record the leak of blocks only holders nobody sees keep; returns whether there was one. */
+function leakByHolders(f: Finding, known: readonly IKnown[], context: Context): boolean {
+  // Freeing a graph, the cache or the traceback frees only blocks no visible name also holds.
+  // Some holders confirm a cause without making one: a tensor reached only through the
+  // garbage collector may be held from C++ (a library cache), and an input this cell made
+  // that a later cell's graph saved is that cell's leak, not this one's.
+  const makesLeak = (h: IHolder, b: Block) =>
+    INVISIBLE.includes(h.kind) &&
+    (f.causes.size > 0 || (h.kind !== 'unreachable' && (h.kind !== 'graph' || context.origin(b.stack) === 'forward')));
+  const invisible = known.filter(
+    e =>
+      e.list.some(h => makesLeak(h, e.block)) &&
+      !e.list.some(h => VISIBLE.includes(h.kind)) &&
+      context.canLeak(e.block, f.retention)
+  );
+  if (!invisible.length) {
+    return false;
+  }
+  const kinds = new Set(invisible.flatMap(e => e.list.map(h => h.kind)));
+  const named = summarizeHolderList(invisible.flatMap(e => e.list.filter(h => !EXPECTED.includes(h.kind))));
+  const cause = INVISIBLE.find(k => kinds.has(k)) as LeakCause;
+  const confirmed = f.causes.has(cause);
+  // A rule that found the cause gave its advice; what only the kernel can tell (a kept exception) is added.
+  const advice = holderAdvice(kinds, named).filter(a => !confirmed || a.code === 'drop-exception');
+  f.leak(
+    cause,
+    invisible.map(e => e.block),
+    { code: 'kernel-holders-leak', bytes: total(invisible.map(e => e.block)), holders: named, confirmed },
+    advice,
+    context
+  );
+  f.confidence = 'high';
+  return true;
+}
+
+/**
+ * The kernel's names replace the guesses, for what it could see: a leak's
+ * own (evidence) blocks where it saw them, not every block the cell keeps
+ * (a buffer's leak is not held by the gradients the same cell made).
+ */
+function nameHolders(f: Finding, known: readonly IKnown[]): void {
+  const evidence = new Set(f.leaking ? f.uniqueEvidence().map(b => holderKey(b.device, b.address)) : []);
+  const own = known.filter(e => evidence.has(holderKey(e.block.device, e.block.address)));
+  f.holders = [];
+  (own.length ? own : known).forEach(e => e.list.forEach(h => f.hold(h)));
+}
+
+/**
+ * The output cache finding in the kernel's own names (`Out[2]`, `_`), not
+ * the guess; with no `Out[n]` left (`del Out[2]`), its fix names what still
+ * holds it instead of `del Out[2]`.
+ */
 function renameOutputCache(f: Finding, known: readonly IKnown[]): void {
   const names = [...new Set(known.flatMap(e => e.list.filter(h => h.kind === 'output-cache').map(h => h.path)))];
-  if (!names.length) {
+  if (!names.length || !f.causes.has('output-cache')) {
     return;
   }
   // `Out[n]` first, then `_`, `__`, `___`, as a person reads them.
@@ -97,25 +158,8 @@ function renameOutputCache(f: Finding, known: readonly IKnown[]): void {
     (a, b) => Number(!a.startsWith('Out[')) - Number(!b.startsWith('Out[')) || a.length - b.length || a.localeCompare(b)
   );
   f.findings = f.findings.map(x => (x.code === 'output-cache' ? { ...x, names } : x));
-}
-
-function holderAdvice(kinds: Set<HolderKind>, holders: readonly IHolder[]): LeakAdvice[] {
-  const advice: LeakAdvice[] = [];
-  if (kinds.has('hook')) {
-    advice.push({
-      code: 'remove-hook',
-      lists: [...new Set(holders.filter(h => h.kind === 'hook').map(h => h.path.replace(/\[.*$/, '')))]
-    });
+  const fix = outputCacheAdvice(names);
+  if (fix.code !== 'silence-output') {
+    f.replaceAdvice('silence-output', fix);
   }
-  if (kinds.has('graph')) {
-    advice.push({ code: 'no-grad-or-detach' });
-  }
-  if (kinds.has('output-cache')) {
-    const out = holders.map(h => /^Out\[(\d+)\]$/.exec(h.path)).find(m => m !== null);
-    advice.push({ code: 'silence-output', executionCount: out ? Number(out[1]) : null });
-  }
-  if (kinds.has('traceback')) {
-    advice.push({ code: 'clear-traceback' });
-  }
-  return advice.length ? advice : [{ code: 'drop-references' }];
 }

@@ -21,6 +21,8 @@ export interface IRankLeaksRequest {
   readonly executions: readonly ILeakExecution[];
   /** The kernel's holders for the latest snapshot. */
   readonly holders?: IBlockHolders;
+  /** Per execution, the kernel's answer given right after it, null where none (`findLeaks`' `holdersAfter`). */
+  readonly holdersAfter?: readonly (IBlockHolders | null)[];
   /** With `session`: each snapshot's roles (engine/roles.ts `roleCodes`), null where the kernel gave none. */
   readonly roles?: readonly (Uint8Array | null)[];
   /** How many of the latest snapshot's allocated blocks, largest first, to list for asking the kernel (0: none). */
@@ -57,6 +59,7 @@ export function rankLeaks(request: IRankLeaksRequest): IRankLeaksResult {
   }
   const report = findLeaks(kept!.snapshots, request.executions, {
     holders: request.holders,
+    holdersAfter: request.holdersAfter,
     retention: kept!.retention,
     roles: kept!.roles
   });

@@ -40,15 +40,23 @@ export function explainRoles(f: Finding, rolesOf: (block: Block) => BlockRoles |
   for (const role of held) {
     f.findings.push({ code: 'leak-role', role, bytes: bytes.get(role)! });
     const advice = ADVICE[role]?.(f);
-    if (advice && !(role === 'activation' && Private.saysNoGrad(f))) {
+    if (advice && !Private.advised(f, role)) {
       f.advice.set(JSON.stringify(advice), advice);
     }
   }
 }
 
 namespace Private {
-  /** Whether a rule already advised no_grad or detach (the graph rules): the role adds no second wording. */
-  export function saysNoGrad(f: Finding): boolean {
-    return [...f.advice.values()].some(a => ['no-grad', 'no-grad-or-detach', 'detach-hidden'].includes(a.code));
+  // Advice a rule or the kernel's holders already gave for a role: the role adds no second wording of it.
+  const SAID: Partial<Record<Role, readonly LeakAdvice['code'][]>> = {
+    activation: ['no-grad', 'no-grad-or-detach', 'detach-hidden'],
+    output_cache: ['silence-output', 'clear-output-history'],
+    traceback: ['clear-traceback', 'drop-exception']
+  };
+
+  /** Whether the finding already advised what the role calls for. */
+  export function advised(f: Finding, role: Role): boolean {
+    const codes = SAID[role] ?? [];
+    return [...f.advice.values()].some(a => codes.includes(a.code));
   }
 }

@@ -54,7 +54,7 @@ export function confidenceForSize(rule: Confidence, bytes: number): Confidence {
   return bytes < LEAK_CONFIDENCE_BYTES.medium && rule === 'high' ? 'medium' : rule;
 }
 
-export type LeakCause = 'growth' | 'graph' | 'output-cache' | 'traceback' | 'hook' | 'unreachable';
+export type LeakCause = 'growth' | 'graph' | 'output-cache' | 'traceback' | 'hook' | 'unreachable' | 'hidden';
 
 /**
  * One allocation site behind a verdict: the blocks whose stacks end at the

@@ -129,6 +129,40 @@ describe('LeakFinderModel', () => {
     expect(leaks.findings).toBeNull();
   });
 
+  it('keeps each run\u2019s answer for its latest cell: a leak only the holders showed, freed later, is fixed', async () => {
+    // out_cache: cell 0 makes x (64 MiB), cell 2 runs `del x`. Asked right after cell 0, the kernel
+    // says an exception the user kept holds it (as exception_fixed's `err` did on the H200).
+    const folder = path.resolve(__dirname, '../../../test-data/live/out_cache--holders');
+    const { manifest: recorded, store, addCell } = recordedStore(folder, 1);
+    const answerAfter = (k: number) =>
+      parseHolderAnswer(JSON.parse(fs.readFileSync(path.join(folder, recorded.cells[k].holders_file!)).toString()));
+    const kept = answerAfter(0);
+    const viaErr = new Map(
+      [...kept.holders].map(([key, list]) => [
+        key,
+        list.map(h => (h.path === 'x' ? { kind: 'traceback' as const, path: 'err.__traceback__: step() local x' } : h))
+      ])
+    );
+    const answers = [{ ...kept, holders: viaErr }, answerAfter(2)];
+    const { leaks } = finder({
+      title: 'out_cache.ipynb',
+      store,
+      cells: () => recorded.cells.map((c, i) => ({ id: `cell-${i}`, source: c.source ?? '' })),
+      requestHolders: () => Promise.resolve(answers.shift()!)
+    });
+    const first = (await leaks.run().refined)!;
+    expect(first.top!.verdict).toMatchObject({ verdict: 'leak', causes: ['traceback'] });
+    addCell(1);
+    addCell(2);
+    const later = (await leaks.run().refined)!;
+    const cell0 = later.entries.find(e => e.record.cellId === 'cell-0')!.verdict;
+    expect([cell0.verdict, cell0.fixedBy, cell0.holders]).toEqual([
+      'fixed',
+      2,
+      [{ kind: 'traceback', path: 'err.__traceback__: step() local x' }]
+    ]);
+  });
+
   it('keeps only the latest run\u2019s answer', async () => {
     let release: (a: IHolderAnswer) => void = () => undefined;
     const slow = new Promise<IHolderAnswer>(resolve => (release = resolve));

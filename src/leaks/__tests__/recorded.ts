@@ -4,11 +4,16 @@ import * as path from 'path';
 import { SnapshotStore } from '../../capture/store';
 import { ISessionManifest, readSnapshot } from '../../engine';
 
-/** The folder's manifest and a store with one record per cell, keyed `cell-<index>`. */
-export function recordedStore(folder: string): { manifest: ISessionManifest; store: SnapshotStore } {
+/** The folder's manifest and a store with one record per cell (the first `cells` of them), keyed `cell-<index>`. */
+export function recordedStore(
+  folder: string,
+  cells?: number
+): { manifest: ISessionManifest; store: SnapshotStore; addCell: (k: number) => void } {
   const manifest: ISessionManifest = JSON.parse(fs.readFileSync(path.join(folder, 'manifest.json'), 'utf-8'));
   const store = new SnapshotStore();
-  manifest.cells.forEach((c, k) =>
+  // Add the record of cell k, as the capture does once the cell ran.
+  const addCell = (k: number) => {
+    const c = manifest.cells[k];
     store.add({
       cellId: `cell-${k}`,
       executionCount: c.execution_count,
@@ -19,7 +24,8 @@ export function recordedStore(folder: string): { manifest: ISessionManifest; sto
       devices: [],
       error: c.error ?? null,
       replay: null
-    })
-  );
-  return { manifest, store };
+    });
+  };
+  manifest.cells.slice(0, cells ?? manifest.cells.length).forEach((_, k) => addCell(k));
+  return { manifest, store, addCell };
 }

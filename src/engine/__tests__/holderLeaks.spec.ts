@@ -1,0 +1,267 @@
+// Leaks the kernel's holders decide, on real H200 sessions with the answers the kernel's walk gives
+// (walk.py's paths) put in place of what the recording's older walk said: references no variable
+// shows (`hidden`), kept exceptions, the output history after `del Out[n]`, tensors only the garbage
+// collector reaches, guesses the answer contradicts, and memory a later cell freed.
+import * as fs from 'fs';
+import * as path from 'path';
+import {
+  adviceText,
+  findingText,
+  findLeaks,
+  holderKey,
+  holderText,
+  IBlockHolders,
+  IHolder,
+  ILeakExecution,
+  LIBRARY_WORKSPACE_BYTES,
+  loadSession,
+  retentionByExecution,
+  sessionExecutions
+} from '..';
+import { LIVE, readBytes, RECORDINGS } from './data';
+
+function sessionOf(name: string, root = LIVE) {
+  return loadSession(fs.readFileSync(path.join(root, name, 'manifest.json'), 'utf-8'), f =>
+    readBytes(path.join(root, name, f))
+  );
+}
+
+/** An answer with every holder `rename` maps replaced (a path, or a whole holder), the others as recorded. */
+function renamed(answer: IBlockHolders, rename: (h: IHolder) => IHolder): IBlockHolders {
+  return new Map([...answer].map(([k, list]) => [k, list.map(rename)]));
+}
+
+// out_cache: cell 0 makes x (64 MiB) and keeps it in `x`; cell 1 shows `x * 2` (Out[2]); cell 2 runs `del x`.
+const outCache = sessionOf('out_cache--holders');
+const outExecutions = sessionExecutions(outCache.manifest);
+// traceback_pin: cell 1 runs step(), which allocates buf (512 MiB) and raises.
+const tracebackPin = sessionOf('traceback_pin--holders');
+
+describe('hidden holders make a leak on their own', () => {
+  // Cell 0 alone, its x held as the kernel names each hidden reference.
+  const asHidden = (p: string) =>
+    findLeaks(outCache.snapshots.slice(0, 1), outExecutions.slice(0, 1), {
+      holders: renamed(outCache.holders[0]!, h => (h.path === 'x' ? { kind: 'hidden', path: p } : h))
+    }).executions[0];
+
+  it('keeps memory a variable holds retained', () => {
+    expect(
+      findLeaks(outCache.snapshots.slice(0, 1), outExecutions.slice(0, 1), { holders: outCache.holders[0]! })
+    ).toMatchObject({ topLeak: null, executions: [{ verdict: 'retained' }] });
+  });
+
+  it.each([
+    [
+      'score.__defaults__[0]',
+      'default-argument',
+      'score',
+      /^`score` keeps every call's value in a default argument .*default it to `None`/,
+      'score.__defaults__[0] (a default argument)'
+    ],
+    [
+      "f.__kwdefaults__['k'][3]",
+      'default-argument',
+      'f',
+      /default it to `None`/,
+      "f.__kwdefaults__['k'][3] (a default argument)"
+    ],
+    [
+      'callbacks[0]: closure variable buf',
+      'closure',
+      'callbacks[0]',
+      /^`callbacks\[0\]` keeps what its closure captured/,
+      'callbacks[0]: closure variable buf'
+    ],
+    [
+      'train_iter: generator frame local batch',
+      'generator',
+      'train_iter',
+      /exhaust it or `del train_iter`$/,
+      'train_iter: generator frame local batch'
+    ],
+    [
+      'standardize: lru_cache entry',
+      'lru-cache',
+      'standardize',
+      /call `standardize\.cache_clear\(\)`/,
+      'standardize: lru_cache entry'
+    ],
+    [
+      "fn.keywords['ref']",
+      'partial',
+      'fn',
+      /functools\.partial `fn` keeps its arguments.*`del fn`/,
+      "fn.keywords['ref'] (a functools.partial argument)"
+    ],
+    [
+      'something.else',
+      null,
+      'something.else',
+      /^drop the references the kernel names \(`something\.else`\)$/,
+      'something.else (a reference no variable shows)'
+    ]
+  ])('%s: a leak of one run, with the fix for what keeps it', (p, ref, owner, advice, held) => {
+    const v = asHidden(p);
+    expect([v.verdict, v.confidence, v.causes, v.leakedBytes]).toEqual(['leak', 'high', ['hidden'], 64 * 2 ** 20]);
+    expect(v.fixes).toEqual([{ code: 'release-hidden', ref, owner, paths: [p] }]);
+    expect(adviceText(v.fixes[0])).toMatch(advice);
+    expect(v.holders.map(holderText)).toEqual([held]);
+  });
+});
+
+describe('a traceback kept through an exception the user kept', () => {
+  // The cell caught its error (`except Exception as e: err = e`): nothing raised, no guess from the source.
+  const caught: ILeakExecution[] = sessionExecutions(tracebackPin.manifest).map(e => ({ ...e, error: null }));
+  const viaErr = renamed(tracebackPin.holders[1]!, h =>
+    h.kind === 'traceback' ? { ...h, path: h.path.replace('sys.last_traceback', 'err.__traceback__') } : h
+  );
+
+  it('is a leak whose fix is to drop that exception, not to clear sys.last_traceback', () => {
+    const v = findLeaks(tracebackPin.snapshots.slice(0, 2), caught.slice(0, 2), { holders: viaErr }).executions[1];
+    expect([v.verdict, v.causes]).toEqual(['leak', ['traceback']]);
+    expect(v.holders).toEqual([{ kind: 'traceback', path: 'err.__traceback__: step() local buf' }]);
+    expect(v.fixes).toEqual([{ code: 'drop-exception', names: ['err'] }]);
+    expect(adviceText(v.fixes[0])).toMatch(/^`del err`: a kept exception keeps its traceback/);
+  });
+
+  it('adds `del err` to the rule’s advice when the cell raised too, and keeps only that advice for sys.last_traceback', () => {
+    const raised = sessionExecutions(tracebackPin.manifest).slice(0, 2);
+    const both = findLeaks(tracebackPin.snapshots.slice(0, 2), raised, { holders: viaErr }).executions[1];
+    expect(both.fixes.map(a => a.code)).toEqual(['clear-traceback', 'drop-exception']);
+    const last = findLeaks(tracebackPin.snapshots.slice(0, 2), raised, { holders: tracebackPin.holders[1]! });
+    expect(last.executions[1].fixes).toEqual([{ code: 'clear-traceback' }]);
+  });
+});
+
+describe('the output history after `del Out[n]`', () => {
+  // Cell 1's product, asked after cell 2 with `Out[2]` deleted: only `__` and `_2` still hold it.
+  const history = renamed(outCache.holders[2]!, h =>
+    h.kind === 'output-cache' ? { ...h, path: h.path === 'Out[2]' ? '_2' : '__' } : h
+  );
+
+  it('names what still holds it instead of `del Out[2]`', () => {
+    const v = findLeaks(outCache.snapshots, outExecutions, { holders: history }).executions[1];
+    expect(v.verdict).toBe('leak');
+    expect(v.fixes).toEqual([{ code: 'clear-output-history', names: ['__', '_2'], displays: 2 }]);
+    expect(adviceText(v.fixes[0])).toBe(
+      'the output history still holds it (`__`, `_2`): `del _2` and display 2 more results, or run `%reset -f out`'
+    );
+    expect(findingText(v.findings[0], String)).toMatch(/kept by the output cache `__`, `_2`$/);
+  });
+
+  it('still says `del Out[2]` while Out[2] holds it', () => {
+    const v = findLeaks(outCache.snapshots, outExecutions, { holders: outCache.holders[2]! }).executions[1];
+    expect(v.fixes.map(adviceText)).toEqual(['end the line with `;` or `del Out[2]`']);
+  });
+});
+
+describe('tensors only the garbage collector reaches', () => {
+  it('are worded as where the search did not go, and their fix finds the referrer, claiming no names', () => {
+    // eval_without_no_grad's graphs (cell 4's re-run leaking again) as the orphan search reports them.
+    const s = sessionOf('eval_without_no_grad--python', RECORDINGS);
+    const last = s.snapshots[s.snapshots.length - 1];
+    const holders = new Map(
+      last.blocks.map(b => [
+        holderKey(b.device, b.address),
+        [{ kind: 'unreachable' as const, path: 'a (512, 8192) float32 tensor' }]
+      ])
+    );
+    const v = findLeaks(s.snapshots, sessionExecutions(s.manifest), { holders }).executions[4];
+    expect(v.verdict).toBe('leak');
+    const fixes = v.fixes.map(adviceText).join('\n');
+    expect(fixes).toMatch(
+      /find what refers to a \(512, 8192\) float32 tensor, which the kernel could not name: `gc\.get_referrers\(t\)`/
+    );
+    expect(fixes).not.toMatch(/references the kernel names/);
+    expect(v.holders.map(holderText)).toEqual([
+      "a (512, 8192) float32 tensor the kernel's search did not reach (found through the garbage collector)"
+    ]);
+  });
+
+  it('clear a guess the answer contradicts, and the clearing says how they were found, not "from C++"', () => {
+    // out_cache's product as an orphan: the kernel walks Out and found it elsewhere, so the output-cache guess goes.
+    const orphan = renamed(outCache.holders[2]!, h =>
+      h.kind === 'output-cache' ? { kind: 'unreachable', path: 'a (4096, 4096) float32 tensor' } : h
+    );
+    const v = findLeaks(outCache.snapshots, outExecutions, { holders: orphan }).executions[1];
+    expect(v.verdict).toBe('retained');
+    const text = findingText(v.findings[0], String);
+    expect(text).toMatch(/1 found only through the garbage collector: held from where the kernel's search does not go/);
+    expect(text).not.toMatch(/C\+\+/);
+  });
+});
+
+describe('a guessed cause the kernel’s answer contradicts', () => {
+  it('goes, even beside growth: an output-cache guess for a last line whose value is not what it keeps', () => {
+    // multi_gpu_split's re-run cells 2 and 3 with `cache.append(dec(h))` as the last line, as in
+    // `model.register_buffer(...)` last: the line returns None, the output cache keeps nothing.
+    const s = sessionOf('multi_gpu_split--python', RECORDINGS);
+    const source = "for _ in range(4): pass\nh = enc(x).to('cuda:1')\ncache.append(dec(h))";
+    const executions = sessionExecutions(s.manifest).map((e, k) => (k === 2 || k === 3 ? { ...e, source } : e));
+    const last = s.snapshots[s.snapshots.length - 1];
+    const holders = new Map<string, IHolder[]>(
+      last.blocks.map((b, i) => [
+        holderKey(b.device, b.address),
+        [
+          LIBRARY_WORKSPACE_BYTES.includes(b.size)
+            ? { kind: 'native', path: '' }
+            : { kind: 'variable', path: `cache[${i}]` }
+        ]
+      ])
+    );
+    const guessed = findLeaks(s.snapshots, executions).executions[3];
+    expect(guessed.causes).toEqual(['growth', 'graph', 'output-cache']);
+    const v = findLeaks(s.snapshots, executions, { holders }).executions[3];
+    expect([v.verdict, v.causes]).toEqual(['leak', ['growth', 'graph']]);
+    expect(v.findings.map(f => f.code)).not.toContain('output-cache');
+    expect(v.fixes.map(a => a.code)).toEqual(['no-grad']);
+    expect(v.holders.every(h => h.kind === 'variable' && h.path.startsWith('cache['))).toBe(true);
+  });
+
+  it('stays while the kernel saw only part of its memory', () => {
+    const partly = new Map([...outCache.holders[2]!].filter(([, list]) => list.every(h => h.kind !== 'output-cache')));
+    const v = findLeaks(outCache.snapshots, outExecutions, { holders: partly }).executions[1];
+    expect([v.verdict, v.causes]).toEqual(['leak', ['output-cache']]);
+  });
+});
+
+describe('held by: the leaked blocks’ holders', () => {
+  it('leaves out the gradients and workspaces of other blocks the cell keeps (losses_without_item)', () => {
+    const s = sessionOf('losses_without_item--holders');
+    const answer = s.holders[s.holders.length - 1]!;
+    const report = findLeaks(s.snapshots, sessionExecutions(s.manifest), { holders: answer });
+    const top = report.executions[report.topLeak!];
+    expect([...answer.values()].flat().some(h => h.kind === 'gradient')).toBe(true);
+    expect(top.holders.map(h => h.kind)).not.toContain('gradient');
+    expect(top.holders.map(holderText)).toEqual(['losses[10:20]', 'loss']);
+  });
+});
+
+describe('memory a later cell freed, named by the answer right after its cell', () => {
+  // out_cache's x (cell 0), freed by cell 2's `del x`, as if an exception the user kept had held it.
+  const executions = outExecutions;
+  const kept = renamed(outCache.holders[0]!, h =>
+    h.path === 'x' ? { kind: 'traceback', path: 'err.__traceback__: step() local x' } : h
+  );
+  const holdersAfter = [kept, outCache.holders[1], outCache.holders[2]];
+
+  it('is a leak fixed by the cell that freed it', () => {
+    const report = findLeaks(outCache.snapshots, executions, { holders: outCache.holders[2]!, holdersAfter });
+    const v = report.executions[0];
+    expect([v.verdict, v.fixedBy, v.causes, v.leakedBytes]).toEqual(['fixed', 2, ['traceback'], 64 * 2 ** 20]);
+    expect(v.holders).toEqual([{ kind: 'traceback', path: 'err.__traceback__: step() local x' }]);
+    expect(findingText(v.findings[v.findings.length - 1], k => `cell ${k}`)).toBe(
+      'fixed: the 64.0 MiB it leaked was freed by cell 2'
+    );
+    expect(report.topLeak).toBe(1);
+  });
+
+  it('stays ok when the answer after its cell named a variable', () => {
+    const plain = findLeaks(outCache.snapshots, executions, {
+      holders: outCache.holders[2]!,
+      holdersAfter: outCache.holders
+    });
+    expect(plain.executions[0].verdict).toBe('ok');
+    expect(retentionByExecution(outCache.snapshots)[0].freedBy.get(2)).toBe(64 * 2 ** 20);
+  });
+});

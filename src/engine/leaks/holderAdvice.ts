@@ -1,0 +1,71 @@
+/**
+ * What to do about memory the kernel found held only by holders nobody sees,
+ * as data read from the holders' kinds and paths: the views word it.
+ */
+import { LeakAdvice } from '../findings';
+import { exceptionHolder, hiddenHolder, HolderKind, IHolder } from '../holders';
+
+// IPython's output history: `Out[n]`, and the names that follow the latest results.
+const OUT_ENTRY = /^Out\[(\d+)\]$/;
+const RECENT_RESULT = /^_{1,3}$/;
+
+/** The fixes for leaked memory held by holders of these `kinds` (the `holders` named for it). */
+export function holderAdvice(kinds: ReadonlySet<HolderKind>, holders: readonly IHolder[]): LeakAdvice[] {
+  const of = (kind: HolderKind) => holders.filter(h => h.kind === kind);
+  const advice: LeakAdvice[] = [];
+  if (kinds.has('hook')) {
+    advice.push({ code: 'remove-hook', lists: [...new Set(of('hook').map(h => h.path.replace(/\[.*$/, '')))] });
+  }
+  if (kinds.has('graph')) {
+    advice.push({ code: 'no-grad-or-detach' });
+  }
+  if (kinds.has('output-cache')) {
+    advice.push(outputCacheAdvice(of('output-cache').map(h => h.path)));
+  }
+  if (kinds.has('traceback')) {
+    advice.push(...tracebackAdvice(of('traceback').map(h => h.path)));
+  }
+  if (kinds.has('hidden')) {
+    advice.push(...hiddenAdvice(of('hidden').map(h => h.path)));
+  }
+  if (kinds.has('unreachable') && !advice.length) {
+    advice.push({ code: 'find-referrers', tensors: [...new Set(of('unreachable').map(h => h.path))] });
+  }
+  return advice.length ? advice : [{ code: 'drop-references' }];
+}
+
+/** Silence the line that made `Out[n]`; with no `Out[n]` left (`del Out[2]`), clear the names that still hold it. */
+export function outputCacheAdvice(paths: readonly string[]): LeakAdvice {
+  const out = paths.map(p => OUT_ENTRY.exec(p)).find(m => m !== null);
+  const names = paths.filter(p => !OUT_ENTRY.test(p));
+  if (out || !names.length) {
+    return { code: 'silence-output', executionCount: out ? Number(out[1]) : null };
+  }
+  // `_` leaves the history after three more results, `__` after two, `___` after one.
+  const recent = names.filter(n => RECENT_RESULT.test(n));
+  const displays = recent.length ? 4 - Math.min(...recent.map(n => n.length)) : 0;
+  return { code: 'clear-output-history', names, displays };
+}
+
+/** Drop a kept exception (`err.__traceback__`); clear `sys.last_traceback` when that is a holder too. */
+function tracebackAdvice(paths: readonly string[]): LeakAdvice[] {
+  const names = [...new Set(paths.map(exceptionHolder).filter((n): n is string => n !== null))];
+  const advice: LeakAdvice[] = names.length ? [{ code: 'drop-exception', names }] : [];
+  if (paths.some(p => exceptionHolder(p) === null)) {
+    advice.push({ code: 'clear-traceback' });
+  }
+  return advice;
+}
+
+/** One fix per owner of a hidden reference (a function's defaults, a closure, a generator, a cache, a partial). */
+function hiddenAdvice(paths: readonly string[]): LeakAdvice[] {
+  const byOwner = new Map<string, LeakAdvice & { code: 'release-hidden'; paths: string[] }>();
+  for (const path of new Set(paths)) {
+    const { ref, owner } = hiddenHolder(path);
+    const key = `${ref}\u0000${owner}`;
+    const entry = byOwner.get(key) ?? { code: 'release-hidden', ref, owner, paths: [] };
+    entry.paths.push(path);
+    byOwner.set(key, entry);
+  }
+  return [...byOwner.values()];
+}

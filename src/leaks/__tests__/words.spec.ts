@@ -1,0 +1,81 @@
+// The panel's words for the holders and fixes the kernel's answer brings: each code one sentence for
+// the translator, with the same names the CLI gives (src/engine/findings.ts).
+import { nullTranslator } from '@jupyterlab/translation';
+import { adviceText, findingText, holderText, IHolder, LeakAdvice } from '../../engine';
+import { adviceWords, findingWords, holderWords } from '../words';
+
+const trans = nullTranslator.load('jupyterlab_cuda_memdiff');
+
+describe('words for holders nobody sees', () => {
+  it.each<[IHolder, string]>([
+    [{ kind: 'hidden', path: 'score.__defaults__[0]' }, 'score.__defaults__[0] (a default argument)'],
+    [{ kind: 'hidden', path: 'fn.args[0]' }, 'fn.args[0] (a functools.partial argument)'],
+    [{ kind: 'hidden', path: 'callbacks[0]: closure variable buf' }, 'callbacks[0]: closure variable buf'],
+    [
+      { kind: 'unreachable', path: 'a (8192, 1024) float32 tensor' },
+      "a (8192, 1024) float32 tensor the kernel's search did not reach (found through the garbage collector)"
+    ]
+  ])('names %j as the CLI does', (holder, words) => {
+    expect(holderWords(holder, trans)).toBe(words);
+    expect(holderText(holder)).toBe(words);
+  });
+
+  it.each<[LeakAdvice, RegExp]>([
+    [
+      { code: 'release-hidden', ref: 'default-argument', owner: 'score', paths: ['score.__defaults__[0]'] },
+      /^`score` keeps every call's value in a default argument \(`score\.__defaults__\[0\]`\): default it to `None`/
+    ],
+    [
+      { code: 'release-hidden', ref: 'closure', owner: 'callbacks[0]', paths: ['callbacks[0]: closure variable buf'] },
+      /^`callbacks\[0\]` keeps what its closure captured/
+    ],
+    [
+      { code: 'release-hidden', ref: 'generator', owner: 'train_iter', paths: ['train_iter: generator frame local x'] },
+      /exhaust it or `del train_iter`\.$/
+    ],
+    [
+      { code: 'release-hidden', ref: 'lru-cache', owner: 'standardize', paths: ['standardize: lru_cache entry'] },
+      /call `standardize\.cache_clear\(\)`/
+    ],
+    [{ code: 'drop-exception', names: ['err'] }, /^`del err`: a kept exception keeps its traceback/],
+    [
+      { code: 'clear-output-history', names: ['__', '_2'], displays: 2 },
+      /^The output history still holds it \(`__`, `_2`\): `del _2` and display 2 more results, or run `%reset -f out`\.$/
+    ],
+    [
+      { code: 'clear-output-history', names: ['_'], displays: 3 },
+      /: display 3 more results, or run `%reset -f out`\.$/
+    ],
+    [{ code: 'clear-output-history', names: ['_7'], displays: 0 }, /\(`_7`\): `del _7`, or run `%reset -f out`\.$/],
+    [
+      { code: 'find-referrers', tensors: ['a (8192, 1024) float32 tensor'] },
+      /^Find what refers to a \(8192, 1024\) float32 tensor, which the kernel could not name: `gc\.get_referrers\(t\)`/
+    ]
+  ])('words the fix %j as a sentence saying what the CLI says', (advice, words) => {
+    const panel = adviceWords(advice, trans);
+    expect(panel).toMatch(words);
+    // The same sentence as the CLI's, capitalised and ended.
+    expect(panel.toLowerCase()).toBe(`${adviceText(advice)}.`.toLowerCase());
+  });
+
+  it('says a traceback role may be a kept exception’s, not only the last traceback', () => {
+    // exception_kept: the role pass calls `err.__traceback__`'s locals `traceback` too.
+    const role = { code: 'leak-role' as const, role: 'traceback', bytes: 128 * 2 ** 20 };
+    expect(findingText(role, String)).toBe(
+      '128 MiB of it is kept by the locals of a traceback (the last one, or one an exception you kept holds)'
+    );
+    expect(findingWords(role, String, trans)).toBe(`${findingText(role, String)}.`);
+  });
+
+  it('says how orphans were found, not that C++ holds them', () => {
+    const words = findingWords(
+      { code: 'kernel-holders-clear', holders: [{ kind: 'native', path: '' }], orphans: 1 },
+      String,
+      trans
+    );
+    expect(words).toMatch(
+      /1 found only through the garbage collector: held from where the kernel's search does not go/
+    );
+    expect(words).not.toMatch(/C\+\+/);
+  });
+});
