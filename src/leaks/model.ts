@@ -28,6 +28,9 @@ import {
 import type { IDiffPanel, IEngineWorker } from '../tokens';
 import { EngineWorker } from '../worker/client';
 
+/** Kernel answers kept for rankings after them (a leak a later cell fixed is named by the answer before). */
+const MAX_KEPT_ANSWERS = 8;
+
 /** One ranked cell execution. */
 export interface ILeakEntry {
   readonly verdict: IExecutionVerdict;
@@ -236,7 +239,7 @@ export class LeakFinderModel implements IDisposable {
       if (run !== this._run) {
         return this._findings;
       }
-      this._answers.set(session.records[session.records.length - 1], answer.holders);
+      this._keepAnswer(session.records[session.records.length - 1], answer.holders);
       this._running = false;
       this._findings = this._entries(report, session, 'kernel', note);
     }
@@ -307,11 +310,26 @@ export class LeakFinderModel implements IDisposable {
   private _isDisposed = false;
   private _notebook = null as IDiffPanel.IModel['notebook'];
   private _findings: ILeakFindings | null = null;
+  /**
+   * Keep an answer for later rankings; each goes to the worker with every
+   * ranking (up to 20,000 holders each), so only the newest few are kept.
+   */
+  private _keepAnswer(record: CellRecord, holders: IHolderAnswer['holders']): void {
+    this._answers.delete(record);
+    this._answers.set(record, holders);
+    for (const oldest of this._answers.keys()) {
+      if (this._answers.size <= MAX_KEPT_ANSWERS) {
+        break;
+      }
+      this._answers.delete(oldest);
+    }
+  }
+
   private _error: LeakFinderModel.Problem | null = null;
   private _running = false;
   private _run = 0;
-  /** The kernel's answer given when each record was the latest, for as long as the record lives. */
-  private readonly _answers = new WeakMap<CellRecord, IHolderAnswer['holders']>();
+  /** The kernel's answer given when each record was the latest: the newest MAX_KEPT_ANSWERS of them. */
+  private readonly _answers = new Map<CellRecord, IHolderAnswer['holders']>();
   private readonly _changed = new Signal<this, void>(this);
 }
 
