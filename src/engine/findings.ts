@@ -161,7 +161,7 @@ const ROLE_TEXT: Record<string, string> = {
   activation: 'tensors saved for backward by a live autograd graph',
   output_cache: 'kept by the output cache (`Out[n]`, `_`)',
   traceback: 'kept by the locals of a traceback (the last one, or one an exception you kept holds)',
-  user: 'tensors your variables name',
+  user: 'tensors your code keeps (variables, containers, closures, caches)',
   workspace: 'a library workspace (cuBLAS)',
   unknown: 'memory no role reached'
 };

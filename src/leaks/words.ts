@@ -194,7 +194,7 @@ function roleWords(role: string, trans: TranslationBundle): string {
     case 'traceback':
       return trans.__('kept by the locals of a traceback (the last one, or one an exception you kept holds)');
     case 'user':
-      return trans.__('tensors your variables name');
+      return trans.__('tensors your code keeps (variables, containers, closures, caches)');
     case 'workspace':
       return trans.__('a library workspace (cuBLAS)');
     default:
