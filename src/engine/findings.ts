@@ -205,6 +205,8 @@ export type LeakAdvice =
   | { readonly code: 'clear-output-history'; readonly names: readonly string[]; readonly displays: number }
   /** The kernel found these tensors (described by shape) only through the garbage collector: it names no holder. */
   | { readonly code: 'find-referrers'; readonly tensors: readonly string[] }
+  /** No rule found a specific cause, but the kernel named what keeps the memory (`recent[8:16]`): clear that. */
+  | { readonly code: 'clear-holder'; readonly holders: readonly string[] }
   /** No rule found a specific cause: find what keeps each run's tensors. */
   | { readonly code: 'find-holder' }
   /** Leaked gradients: let `zero_grad` free them. */
@@ -278,6 +280,8 @@ export function adviceText(advice: LeakAdvice): string {
     }
     case 'find-referrers':
       return `find what refers to ${advice.tensors.join(', ')}, which the kernel could not name: \`gc.get_referrers(t)\` (\`t\`: that tensor, found in \`gc.get_objects()\` by its shape), then drop that reference`;
+    case 'clear-holder':
+      return `clear or \`del\` what keeps it (${code(advice.holders)}) once its values are used, or keep \`.item()\` / \`.detach()\` values there`;
     case 'find-holder':
       return 'find what keeps each run\u2019s tensors (a list, a dict, a hook) and clear it, or keep `.item()` / `.detach()` values';
     case 'zero-grad':

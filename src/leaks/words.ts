@@ -244,6 +244,11 @@ export function adviceWords(advice: LeakAdvice, trans: TranslationBundle): strin
         'Find what refers to %1, which the kernel could not name: `gc.get_referrers(t)` (`t`: that tensor, found in `gc.get_objects()` by its shape), then drop that reference.',
         advice.tensors.join(', ')
       );
+    case 'clear-holder':
+      return trans.__(
+        'Clear or `del` what keeps it (%1) once its values are used, or keep `.item()` / `.detach()` values there.',
+        names(advice.holders)
+      );
     case 'find-holder':
       return trans.__(
         'Find what keeps each run\u2019s tensors (a list, a dict, a hook) and clear it, or keep `.item()` / `.detach()` values.'

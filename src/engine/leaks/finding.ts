@@ -5,7 +5,7 @@
  * `ok` by what is still alive.
  */
 import { LeakAdvice, LeakFinding } from '../findings';
-import { holderKey, IHolder, summarizeHolderList } from '../holders';
+import { holderKey, HolderKind, IHolder, summarizeHolderList } from '../holders';
 import { Block } from '../model';
 import { IExecutionRetention } from '../retention';
 import { BlockOrigin } from '../findings';
@@ -19,6 +19,9 @@ import {
   LeakCause,
   LeakVerdict
 } from './types';
+
+// Holders the user can clear or delete by the name the kernel gives: a variable's contents, a module attribute.
+const CLEARABLE: readonly HolderKind[] = ['variable', 'parameter'];
 
 /** Evidence and verdict being built for one execution. */
 export class Finding {
@@ -180,7 +183,7 @@ export class Finding {
       }
     }
     const fixes: LeakAdvice[] =
-      verdict === 'leak' ? (this.advice.size ? [...this.advice.values()] : [{ code: 'find-holder' }]) : [];
+      verdict === 'leak' ? (this.advice.size ? [...this.advice.values()] : this._holderFix()) : [];
     if (verdict === 'leak' && stackless > 0) {
       fixes.push({ code: 'record-stacks' });
     }
@@ -206,6 +209,16 @@ export class Finding {
   }
 
   /** How sure the verdict is; `stackless`: bytes of its leak evidence with no allocation stack. */
+  /**
+   * The fix where no rule named one: what the kernel says keeps the memory
+   * (a list, a dict, a module attribute the user can clear), else the
+   * general search.
+   */
+  private _holderFix(): LeakAdvice[] {
+    const kept = summarizeHolderList(this.holders.filter(h => CLEARABLE.includes(h.kind))).map(h => h.path);
+    return kept.length ? [{ code: 'clear-holder', holders: kept }] : [{ code: 'find-holder' }];
+  }
+
   private _confidence(verdict: LeakVerdict, leakedBytes: number, stackless: number): Confidence {
     if (verdict === 'ok') {
       return 'high';

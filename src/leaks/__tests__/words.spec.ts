@@ -48,6 +48,10 @@ describe('words for holders nobody sees', () => {
     ],
     [{ code: 'clear-output-history', names: ['_7'], displays: 0 }, /\(`_7`\): `del _7`, or run `%reset -f out`\.$/],
     [
+      { code: 'clear-holder', holders: ['recent[8:16]', 'model.cache[4:8]'] },
+      /^Clear or `del` what keeps it \(`recent\[8:16\]`, `model\.cache\[4:8\]`\) once its values are used/
+    ],
+    [
       { code: 'find-referrers', tensors: ['a (8192, 1024) float32 tensor'] },
       /^Find what refers to a \(8192, 1024\) float32 tensor, which the kernel could not name: `gc\.get_referrers\(t\)`/
     ]
