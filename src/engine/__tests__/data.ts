@@ -8,6 +8,7 @@ import {
   IExecutionVerdict,
   ILeakExecution,
   ISessionManifest,
+  loadSession,
   readSnapshot,
   Snapshot
 } from '..';
@@ -23,6 +24,13 @@ export function recordingNames(): string[] {
     .readdirSync(RECORDINGS)
     .filter(name => fs.existsSync(path.join(RECORDINGS, name, 'manifest.json')))
     .sort();
+}
+
+/** A recorded session folder, loaded as the CLI loads it (from the recordings, or `LIVE`). */
+export function sessionOf(name: string, root = RECORDINGS) {
+  return loadSession(fs.readFileSync(path.join(root, name, 'manifest.json'), 'utf-8'), f =>
+    readBytes(path.join(root, name, f))
+  );
 }
 
 export function readBytes(file: string): Uint8Array {

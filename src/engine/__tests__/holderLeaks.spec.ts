@@ -2,8 +2,6 @@
 // (walk.py's paths) put in place of what the recording's older walk said: references no variable
 // shows (`hidden`), kept exceptions, the output history after `del Out[n]`, tensors only the garbage
 // collector reaches, guesses the answer contradicts, and memory a later cell freed.
-import * as fs from 'fs';
-import * as path from 'path';
 import {
   adviceText,
   findingText,
@@ -14,16 +12,13 @@ import {
   IHolder,
   ILeakExecution,
   LIBRARY_WORKSPACE_BYTES,
-  loadSession,
   retentionByExecution,
   sessionExecutions
 } from '..';
-import { LIVE, readBytes, RECORDINGS } from './data';
+import { LIVE, RECORDINGS, sessionOf as recordedSession } from './data';
 
 function sessionOf(name: string, root = LIVE) {
-  return loadSession(fs.readFileSync(path.join(root, name, 'manifest.json'), 'utf-8'), f =>
-    readBytes(path.join(root, name, f))
-  );
+  return recordedSession(name, root);
 }
 
 /** An answer with every holder `rename` maps replaced (a path, or a whole holder), the others as recorded. */

@@ -18,20 +18,13 @@ import {
   isNativeFrame,
   LEAK_CONFIDENCE_BYTES,
   LeakReport,
-  loadSession,
   rankLeaks,
   retentionByExecution,
   sessionExecutions,
   Snapshot,
   summarizeHolders
 } from '..';
-import { LIVE, manifestOf, readBytes, recordingNames, RECORDINGS, wording } from './data';
-
-function sessionOf(name: string, root = RECORDINGS) {
-  return loadSession(fs.readFileSync(path.join(root, name, 'manifest.json'), 'utf-8'), f =>
-    readBytes(path.join(root, name, f))
-  );
-}
+import { LIVE, manifestOf, recordingNames, sessionOf, wording } from './data';
 
 interface IExpected {
   /** Cells whose code leaked (including those a later cell fixed). */
