@@ -220,18 +220,30 @@ class ObjectWalk:
                     self.value(value, kind, self.child(path, "{}: generator frame local {}", name), deeper, via)
 
     def module_attributes(self, module, kind, path, depth, via):
-        """What a module and its submodules keep as plain attributes (``self.cache = {}``), besides parameters."""
+        """What the user's own module classes keep as plain attributes (``self.cache = {}``), in the module and
+        its submodules. torch's own modules keep their state in parameters, buffers and submodules: a model of
+        hundreds of them costs one type check each, and names are made only for what is found."""
         internal = _module_internals(self.torch)
-        for sub_name, sub in module.named_modules():
+        found, stack, met = [], [module], set()
+        while stack:
+            m = stack.pop()
+            if id(m) in met:
+                continue
+            met.add(id(m))
             self.tick()
-            private = type(sub).__module__.startswith("torch.")  # torch's own modules keep their state in _names
-            attributes = vars(sub)
-            for name in attributes.keys() - internal:  # most modules have none: one set difference in C
-                value = attributes[name]
-                if isinstance(value, _SCALARS) or (private and name.startswith("_")):
-                    continue
-                where = f"{sub_name}.{name}" if sub_name else name
-                self.value(value, kind, self.child(path, "{}.{}", where), depth + 1, via)
+            stack += [child for child in m._modules.values() if child is not None]
+            if type(m).__module__.startswith("torch."):
+                continue
+            attributes = vars(m)
+            for name in attributes.keys() - internal:  # one set difference in C
+                if not isinstance(attributes[name], _SCALARS):
+                    found.append((m, name, attributes[name]))
+        if not found:
+            return
+        prefixes = {id(m): prefix for prefix, m in module.named_modules()} if self.paths else {}
+        for m, name, value in found:
+            prefix = prefixes.get(id(m))
+            self.value(value, kind, self.child(path, "{}.{}", f"{prefix}.{name}" if prefix else name), depth + 1, via)
 
     def tensor(self, t, kind, path, via=None):
         self.record(t, kind, path, via)
