@@ -62,6 +62,7 @@ def test_holder_search_uses_the_protocol_kinds():
         holders.HOOK,
         holders.UNREACHABLE,
         holders.NATIVE,
+        holders.HIDDEN,
     }
     assert named == set(protocol.HOLDER_KINDS)
     assert (holders.OUTPUT_CACHE, holders.NATIVE) == ("output-cache", "native")
