@@ -4,7 +4,7 @@
  * `adviceText` and `holderText` are the English the CLI prints; the panel
  * words the same codes through its translator (src/leaks/words.ts).
  */
-import { HiddenReference, hiddenHolder, IHolder } from './holders';
+import { HiddenReference, hiddenHolder, hiddenPlaces, IHolder } from './holders';
 import { formatBytes } from './units';
 
 /**
@@ -178,8 +178,19 @@ export type LeakAdvice =
   | { readonly code: 'append-item'; readonly name: string; readonly list: string }
   /** Remove the hook that stores outputs, or clear the lists it appends to (empty: not known). */
   | { readonly code: 'remove-hook'; readonly lists: readonly string[] }
-  /** Silence the displayed expression, or delete `Out[executionCount]` (null: the kernel named no count). */
-  | { readonly code: 'silence-output'; readonly executionCount: number | null }
+  /**
+   * Silence the displayed expression, or delete `Out[executionCount]` (null:
+   * the kernel named no count). `also`: the output history's other names
+   * that hold it (`_`, `_2`), which `del Out[n]` leaves; the `_N` among them
+   * are deleted too, and `displays` more displayed results push it out of
+   * `_`, `__`, `___` (0: none of those holds it).
+   */
+  | {
+      readonly code: 'silence-output';
+      readonly executionCount: number | null;
+      readonly also: readonly string[];
+      readonly displays: number;
+    }
   /** Clear the last traceback. */
   | { readonly code: 'clear-traceback' }
   /** Drop the references the kernel names. */
@@ -219,7 +230,7 @@ export type LeakAdvice =
 /** What to do about memory a `hidden` holder keeps, in English. */
 function hiddenAdviceText(advice: Extract<LeakAdvice, { code: 'release-hidden' }>): string {
   const owner = `\`${advice.owner}\``;
-  const where = code(advice.paths);
+  const where = code(hiddenPlaces(advice.ref, advice.paths));
   switch (advice.ref) {
     case 'default-argument':
       return `${owner} keeps every call's value in a default argument (${where}): default it to \`None\` and make a new one inside the function`;
@@ -228,12 +239,26 @@ function hiddenAdviceText(advice: Extract<LeakAdvice, { code: 'release-hidden' }
     case 'generator':
       return `the paused generator ${owner} keeps its frame's locals (${where}): exhaust it or \`del ${advice.owner}\``;
     case 'lru-cache':
-      return `${owner}'s lru_cache keeps its results (${where}): call \`${advice.owner}.cache_clear()\`, or cache no tensors`;
+      return `${owner}'s lru_cache keeps its results: call \`${advice.owner}.cache_clear()\`, or cache no tensors`;
     case 'partial':
       return `the functools.partial ${owner} keeps its arguments (${where}): \`del ${advice.owner}\`, or pass the tensor when calling it`;
     case null:
       return `drop the references the kernel names (${where})`;
   }
+}
+
+/** Deleting the names of the output history one can (`Out[n]`, `_N`), then displaying results to push it out of `_`. */
+function historySteps(names: readonly string[], displays: number): string {
+  const dels = names.filter(isDeletableOutputName);
+  return [
+    ...(dels.length ? [`\`del ${dels.join(', ')}\``] : []),
+    ...(displays ? [`display ${displays} more result${displays === 1 ? '' : 's'}`] : [])
+  ].join(' and ');
+}
+
+/** `Out[n]` and `_N` can be deleted; `_`, `__`, `___` are set again by each displayed result. */
+export function isDeletableOutputName(name: string): boolean {
+  return /^(Out\[\d+\]|_\d+)$/.test(name);
 }
 
 /** How to get allocation stacks recorded, in the panel's setting and in torch's own call. */
@@ -258,10 +283,15 @@ export function adviceText(advice: LeakAdvice): string {
       return advice.lists.length
         ? `remove the hook that stores outputs, or clear the list it appends to (${code(advice.lists)})`
         : 'remove the hook or clear the list';
-    case 'silence-output':
-      return advice.executionCount === null
-        ? 'end the line with `;` or delete its `Out[n]` entry'
-        : `end the line with \`;\` or \`del Out[${advice.executionCount}]\``;
+    case 'silence-output': {
+      const entry = advice.executionCount === null ? 'Out[n]' : `Out[${advice.executionCount}]`;
+      if (!advice.also.length) {
+        return advice.executionCount === null
+          ? 'end the line with `;` or delete its `Out[n]` entry'
+          : `end the line with \`;\` or \`del ${entry}\``;
+      }
+      return `end the line with \`;\` so that its result is not cached; to free it now, ${historySteps([entry, ...advice.also], advice.displays)}, or run \`%reset -f out\` (it is held by ${code(advice.also)} as well as \`${entry}\`)`;
+    }
     case 'clear-traceback':
       return 'clear the last traceback (`sys.last_traceback = sys.last_value = sys.last_exc = None`) or run a cell that raises nothing big';
     case 'drop-references':
@@ -270,14 +300,8 @@ export function adviceText(advice: LeakAdvice): string {
       return hiddenAdviceText(advice);
     case 'drop-exception':
       return `\`del ${advice.names.join(', ')}\`: a kept exception keeps its traceback, and with it the locals of every frame it unwound`;
-    case 'clear-output-history': {
-      const dels = advice.names.filter(n => /^_\d+$/.test(n));
-      const steps = [
-        ...(dels.length ? [`\`del ${dels.join(', ')}\``] : []),
-        ...(advice.displays ? [`display ${advice.displays} more result${advice.displays === 1 ? '' : 's'}`] : [])
-      ];
-      return `the output history still holds it (${code(advice.names)}): ${steps.join(' and ')}, or run \`%reset -f out\``;
-    }
+    case 'clear-output-history':
+      return `the output history still holds it (${code(advice.names)}): ${historySteps(advice.names, advice.displays)}, or run \`%reset -f out\``;
     case 'find-referrers':
       return `find what refers to ${advice.tensors.join(', ')}, which the kernel could not name: \`gc.get_referrers(t)\` (\`t\`: that tensor, found in \`gc.get_objects()\` by its shape), then drop that reference`;
     case 'clear-holder':

@@ -146,8 +146,8 @@ export interface IHiddenHolder {
 // The paths the kernel's walk gives `hidden` holders (walk.py), each possibly extended by container steps.
 const HIDDEN_PATHS: readonly (readonly [HiddenReference, RegExp])[] = [
   ['default-argument', /^(.+?)\.__(?:kw)?defaults__\[/],
-  ['closure', /^(.+?): closure variable /],
-  ['generator', /^(.+?): generator frame local /],
+  ['closure', /^(.+?): closure variable (.+)$/],
+  ['generator', /^(.+?): generator frame local (.+)$/],
   ['lru-cache', /^(.+?): lru_cache entry/],
   ['partial', /^(.+?)\.(?:args|keywords)\[/]
 ];
@@ -161,6 +161,22 @@ export function hiddenHolder(path: string): IHiddenHolder {
     }
   }
   return { ref: null, owner: path };
+}
+
+/**
+ * Where inside their owner hidden references keep memory, as a fix names it
+ * beside the owner: a closure's or a paused generator's variable (`ref`,
+ * `batch[2]`), the whole path for a default argument or a partial's
+ * argument (`score.__defaults__[0]`, which says more than the owner), and
+ * nothing for an lru_cache's entries (the cache is the place).
+ */
+export function hiddenPlaces(ref: HiddenReference | null, paths: readonly string[]): string[] {
+  if (ref === 'lru-cache') {
+    return [];
+  }
+  const pattern = HIDDEN_PATHS.find(([r]) => r === ref)?.[1];
+  const places = paths.map(p => (ref === 'closure' || ref === 'generator' ? (pattern!.exec(p)?.[2] ?? p) : p));
+  return [...new Set(places)];
 }
 
 /** The variable naming a kept exception whose traceback a `traceback` holder goes through (`err`), or null (`sys.last_traceback`). */

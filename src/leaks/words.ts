@@ -5,7 +5,17 @@
  * the view renders as code.
  */
 import { TranslationBundle } from '@jupyterlab/translation';
-import { BlockOrigin, formatBytes, hiddenHolder, IHolder, INoStacks, LeakAdvice, LeakFinding } from '../engine';
+import {
+  BlockOrigin,
+  formatBytes,
+  hiddenHolder,
+  hiddenPlaces,
+  IHolder,
+  INoStacks,
+  isDeletableOutputName,
+  LeakAdvice,
+  LeakFinding
+} from '../engine';
 
 /** Names as code spans: `a`, `b`. */
 function names(list: readonly string[]): string {
@@ -221,6 +231,9 @@ export function adviceWords(advice: LeakAdvice, trans: TranslationBundle): strin
         ? trans.__('Remove the hook that stores outputs, or clear the list it appends to (%1).', names(advice.lists))
         : trans.__('Remove the hook or clear the list.');
     case 'silence-output':
+      if (advice.also.length) {
+        return outputCacheWords(advice, trans);
+      }
       return advice.executionCount === null
         ? trans.__('End the line with `;` or delete its `Out[n]` entry.')
         : trans.__('End the line with `;` or `del Out[%1]`.', advice.executionCount);
@@ -270,7 +283,7 @@ export function adviceWords(advice: LeakAdvice, trans: TranslationBundle): strin
 
 /** What to do about memory a `hidden` holder keeps. */
 function hiddenAdviceWords(advice: Extract<LeakAdvice, { code: 'release-hidden' }>, trans: TranslationBundle): string {
-  const where = names(advice.paths);
+  const where = names(hiddenPlaces(advice.ref, advice.paths));
   switch (advice.ref) {
     case 'default-argument':
       return trans.__(
@@ -292,9 +305,8 @@ function hiddenAdviceWords(advice: Extract<LeakAdvice, { code: 'release-hidden' 
       );
     case 'lru-cache':
       return trans.__(
-        "`%1`'s lru_cache keeps its results (%2): call `%1.cache_clear()`, or cache no tensors.",
-        advice.owner,
-        where
+        "`%1`'s lru_cache keeps its results: call `%1.cache_clear()`, or cache no tensors.",
+        advice.owner
       );
     case 'partial':
       return trans.__(
@@ -307,12 +319,34 @@ function hiddenAdviceWords(advice: Extract<LeakAdvice, { code: 'release-hidden' 
   }
 }
 
+/** How to drop a displayed result that `Out[n]` and other names of the output history (`_`, `_2`) hold. */
+function outputCacheWords(advice: Extract<LeakAdvice, { code: 'silence-output' }>, trans: TranslationBundle): string {
+  const entry = advice.executionCount === null ? 'Out[n]' : `Out[${advice.executionCount}]`;
+  const dels = [entry, ...advice.also.filter(isDeletableOutputName)].join(', ');
+  if (advice.displays) {
+    return trans._n(
+      'End the line with `;` so that its result is not cached. To free it now: `del %2` and display %1 more result, or run `%reset -f out` (it is held by %3 as well as `%4`).',
+      'End the line with `;` so that its result is not cached. To free it now: `del %2` and display %1 more results, or run `%reset -f out` (it is held by %3 as well as `%4`).',
+      advice.displays,
+      dels,
+      names(advice.also),
+      entry
+    );
+  }
+  return trans.__(
+    'End the line with `;` so that its result is not cached. To free it now: `del %1`, or run `%reset -f out` (it is held by %2 as well as `%3`).',
+    dels,
+    names(advice.also),
+    entry
+  );
+}
+
 /** How to drop a result the output history still holds after its `Out[n]` went. */
 function outputHistoryWords(
   advice: Extract<LeakAdvice, { code: 'clear-output-history' }>,
   trans: TranslationBundle
 ): string {
-  const dels = advice.names.filter(n => /^_\d+$/.test(n)).join(', ');
+  const dels = advice.names.filter(isDeletableOutputName).join(', ');
   if (dels && advice.displays) {
     return trans._n(
       'The output history still holds it (%2): `del %3` and display %1 more result, or run `%reset -f out`.',

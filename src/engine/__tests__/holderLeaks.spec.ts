@@ -64,21 +64,21 @@ describe('hidden holders make a leak on their own', () => {
       'callbacks[0]: closure variable buf',
       'closure',
       'callbacks[0]',
-      /^`callbacks\[0\]` keeps what its closure captured/,
+      /^`callbacks\[0\]` keeps what its closure captured \(`buf`\): /,
       'callbacks[0]: closure variable buf'
     ],
     [
       'train_iter: generator frame local batch',
       'generator',
       'train_iter',
-      /exhaust it or `del train_iter`$/,
+      /keeps its frame's locals \(`batch`\): exhaust it or `del train_iter`$/,
       'train_iter: generator frame local batch'
     ],
     [
       'standardize: lru_cache entry',
       'lru-cache',
       'standardize',
-      /call `standardize\.cache_clear\(\)`/,
+      /^`standardize`'s lru_cache keeps its results: call `standardize\.cache_clear\(\)`/,
       'standardize: lru_cache entry'
     ],
     [
@@ -128,6 +128,19 @@ describe('a traceback kept through an exception the user kept', () => {
   });
 });
 
+describe('a kept exception whose frames hold a forward pass made outside no_grad', () => {
+  // exception_kept, recorded live: train_step's x and h (with its graph) stay in err.__traceback__.
+  const kept = sessionOf('exception_kept--holders');
+  const v = findLeaks(kept.snapshots, sessionExecutions(kept.manifest), { holders: kept.holders[1]! }).executions[1];
+
+  it('leads with the reference that keeps it all, the graph rule after it', () => {
+    expect([v.verdict, v.causes]).toEqual(['leak', ['graph', 'traceback']]);
+    expect(v.findings.slice(0, 2).map(x => x.code)).toEqual(['kernel-holders-leak', 'graph']);
+    // `del err` frees the 256 MiB; no_grad would free only the 128 MiB the graph saved.
+    expect(v.fixes.map(a => a.code)).toEqual(['drop-exception', 'no-grad']);
+  });
+});
+
 describe('the output history after `del Out[n]`', () => {
   // Cell 1's product, asked after cell 2 with `Out[2]` deleted: only `__` and `_2` still hold it.
   const history = renamed(outCache.holders[2]!, h =>
@@ -144,9 +157,18 @@ describe('the output history after `del Out[n]`', () => {
     expect(findingText(v.findings[0], String)).toMatch(/kept by the output cache `__`, `_2`$/);
   });
 
-  it('still says `del Out[2]` while Out[2] holds it', () => {
+  it('says `del Out[2]` while Out[2] holds it, with the other names `del Out[2]` would leave', () => {
+    // As the kernel answered: `Out[2]` and `_`, which the next three displayed results replace.
     const v = findLeaks(outCache.snapshots, outExecutions, { holders: outCache.holders[2]! }).executions[1];
-    expect(v.fixes.map(adviceText)).toEqual(['end the line with `;` or `del Out[2]`']);
+    expect(v.fixes).toEqual([{ code: 'silence-output', executionCount: 2, also: ['_'], displays: 3 }]);
+    expect(v.fixes.map(adviceText)).toEqual([
+      'end the line with `;` so that its result is not cached; to free it now, `del Out[2]` and display 3 more results, or run `%reset -f out` (it is held by `_` as well as `Out[2]`)'
+    ]);
+    const onlyOut: IBlockHolders = new Map(
+      [...outCache.holders[2]!].map(([k, list]) => [k, list.filter(h => h.path !== '_')])
+    );
+    const alone = findLeaks(outCache.snapshots, outExecutions, { holders: onlyOut }).executions[1];
+    expect(alone.fixes.map(adviceText)).toEqual(['end the line with `;` or `del Out[2]`']);
   });
 });
 

@@ -61,21 +61,29 @@ export class Finding {
    * Record a cause with its blocks. Gradients and library workspaces are
    * never leaked bytes of a cell: they are dropped from the evidence, and a
    * cause left with no blocks is not recorded. Returns whether it was.
+   * `lead`: its finding and advice go before those recorded so far (the
+   * kernel found the reference that keeps what a rule saw part of).
    */
   leak(
     cause: LeakCause,
     blocks: readonly Block[],
     finding: LeakFinding,
     advice: readonly LeakAdvice[],
-    context: Context
+    context: Context,
+    lead = false
   ): boolean {
     const evidence = blocks.filter(b => context.canLeak(b, this.retention));
     if (!evidence.length) {
       return false;
     }
     this.causes.add(cause);
-    this.findings.push(finding);
-    advice.forEach(a => this.advice.set(JSON.stringify(a), a));
+    if (lead) {
+      this.findings.unshift(finding);
+      this.advice = new Map([...advice.map(a => [JSON.stringify(a), a] as const), ...this.advice]);
+    } else {
+      this.findings.push(finding);
+      advice.forEach(a => this.advice.set(JSON.stringify(a), a));
+    }
     for (const b of evidence) {
       this.evidence.push(b);
     }

@@ -13,20 +13,22 @@ const RECENT_RESULT = /^_{1,3}$/;
 export function holderAdvice(kinds: ReadonlySet<HolderKind>, holders: readonly IHolder[]): LeakAdvice[] {
   const of = (kind: HolderKind) => holders.filter(h => h.kind === kind);
   const advice: LeakAdvice[] = [];
+  // The references that keep the rest first: dropping a kept exception, an output or a closure frees the
+  // graph it reaches too, while `torch.no_grad()` frees only the activations.
+  if (kinds.has('traceback')) {
+    advice.push(...tracebackAdvice(of('traceback').map(h => h.path)));
+  }
+  if (kinds.has('output-cache')) {
+    advice.push(outputCacheAdvice(of('output-cache').map(h => h.path)));
+  }
+  if (kinds.has('hidden')) {
+    advice.push(...hiddenAdvice(of('hidden').map(h => h.path)));
+  }
   if (kinds.has('hook')) {
     advice.push({ code: 'remove-hook', lists: [...new Set(of('hook').map(h => h.path.replace(/\[.*$/, '')))] });
   }
   if (kinds.has('graph')) {
     advice.push({ code: 'no-grad-or-detach' });
-  }
-  if (kinds.has('output-cache')) {
-    advice.push(outputCacheAdvice(of('output-cache').map(h => h.path)));
-  }
-  if (kinds.has('traceback')) {
-    advice.push(...tracebackAdvice(of('traceback').map(h => h.path)));
-  }
-  if (kinds.has('hidden')) {
-    advice.push(...hiddenAdvice(of('hidden').map(h => h.path)));
   }
   if (kinds.has('unreachable') && !advice.length) {
     advice.push({ code: 'find-referrers', tensors: [...new Set(of('unreachable').map(h => h.path))] });
@@ -34,16 +36,20 @@ export function holderAdvice(kinds: ReadonlySet<HolderKind>, holders: readonly I
   return advice.length ? advice : [{ code: 'drop-references' }];
 }
 
-/** Silence the line that made `Out[n]`; with no `Out[n]` left (`del Out[2]`), clear the names that still hold it. */
+/**
+ * Silence the line that made `Out[n]`, naming the other names of the output
+ * history that hold it too; with no `Out[n]` left (`del Out[2]`), clear the
+ * names that still hold it.
+ */
 export function outputCacheAdvice(paths: readonly string[]): LeakAdvice {
   const out = paths.map(p => OUT_ENTRY.exec(p)).find(m => m !== null);
   const names = paths.filter(p => !OUT_ENTRY.test(p));
-  if (out || !names.length) {
-    return { code: 'silence-output', executionCount: out ? Number(out[1]) : null };
-  }
   // `_` leaves the history after three more results, `__` after two, `___` after one.
   const recent = names.filter(n => RECENT_RESULT.test(n));
   const displays = recent.length ? 4 - Math.min(...recent.map(n => n.length)) : 0;
+  if (out || !names.length) {
+    return { code: 'silence-output', executionCount: out ? Number(out[1]) : null, also: names, displays };
+  }
   return { code: 'clear-output-history', names, displays };
 }
 

@@ -13,8 +13,12 @@ import { Context, total } from './context';
 import { Finding } from './finding';
 import { holderAdvice, outputCacheAdvice } from './holderAdvice';
 
-// Holders nobody sees: each makes the memory it keeps a leak.
-const INVISIBLE: readonly HolderKind[] = ['graph', 'output-cache', 'traceback', 'hook', 'hidden', 'unreachable'];
+// Holders nobody sees: each makes the memory it keeps a leak. The references that keep the rest come first:
+// a graph is reached through one of them (a kept exception's frame, `Out[n]`, a closure, a hook's list).
+const INVISIBLE: readonly HolderKind[] = ['traceback', 'output-cache', 'hidden', 'hook', 'graph', 'unreachable'];
+// Causes that are a mechanism a rule guessed (not an observation, as growth is): where the kernel finds another
+// reference at the root, its finding leads.
+const MECHANISMS: readonly LeakCause[] = ['graph', 'output-cache', 'traceback', 'hook'];
 // Holders of state meant to stay.
 const EXPECTED: readonly HolderKind[] = ['parameter', 'gradient', 'optimizer', 'native'];
 // Holders a user sees and names.
@@ -118,14 +122,17 @@ function leakByHolders(f: Finding, known: readonly IKnown[], context: Context): 
   const named = summarizeHolderList(invisible.flatMap(e => e.list.filter(h => !EXPECTED.includes(h.kind))));
   const cause = INVISIBLE.find(k => kinds.has(k)) as LeakCause;
   const confirmed = f.causes.has(cause);
-  // A rule that found the cause gave its advice; what only the kernel can tell (a kept exception) is added.
-  const advice = holderAdvice(kinds, named).filter(a => !confirmed || a.code === 'drop-exception');
+  // A rule that found a cause gave its advice; what only the kernel can tell (a kept exception) is added.
+  const unadvised = new Set([...kinds].filter(k => k === 'traceback' || !f.causes.has(k as LeakCause)));
+  const advice = unadvised.size ? holderAdvice(unadvised, named) : [];
+  const lead = !confirmed && [...f.causes].some(c => MECHANISMS.includes(c));
   f.leak(
     cause,
     invisible.map(e => e.block),
     { code: 'kernel-holders-leak', bytes: total(invisible.map(e => e.block)), holders: named, confirmed },
     advice,
-    context
+    context,
+    lead
   );
   f.confidence = 'high';
   return true;
@@ -145,8 +152,8 @@ function nameHolders(f: Finding, known: readonly IKnown[]): void {
 
 /**
  * The output cache finding in the kernel's own names (`Out[2]`, `_`), not
- * the guess; with no `Out[n]` left (`del Out[2]`), its fix names what still
- * holds it instead of `del Out[2]`.
+ * the guess; its fix names every name that holds it (`_2` as well as
+ * `Out[2]`), or only what still holds it once `Out[n]` is gone.
  */
 function renameOutputCache(f: Finding, known: readonly IKnown[]): void {
   const names = [...new Set(known.flatMap(e => e.list.filter(h => h.kind === 'output-cache').map(h => h.path)))];
@@ -158,8 +165,5 @@ function renameOutputCache(f: Finding, known: readonly IKnown[]): void {
     (a, b) => Number(!a.startsWith('Out[')) - Number(!b.startsWith('Out[')) || a.length - b.length || a.localeCompare(b)
   );
   f.findings = f.findings.map(x => (x.code === 'output-cache' ? { ...x, names } : x));
-  const fix = outputCacheAdvice(names);
-  if (fix.code !== 'silence-output') {
-    f.replaceAdvice('silence-output', fix);
-  }
+  f.replaceAdvice('silence-output', outputCacheAdvice(names));
 }

@@ -13,7 +13,7 @@ const ADVICE: Partial<Record<Role, (f: Finding) => LeakAdvice>> = {
   activation: () => ({ code: 'no-grad-or-detach' }),
   gradient: () => ({ code: 'zero-grad' }),
   optimizer_state: () => ({ code: 'drop-optimizer' }),
-  output_cache: f => ({ code: 'silence-output', executionCount: f.execution.executionCount }),
+  output_cache: f => ({ code: 'silence-output', executionCount: f.execution.executionCount, also: [], displays: 0 }),
   traceback: () => ({ code: 'clear-traceback' })
 };
 
