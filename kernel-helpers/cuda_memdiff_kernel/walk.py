@@ -417,12 +417,20 @@ def _module_internals(torch):
 def output_names(shell):
     """IPython's output history by name: ``_``, ``__``, ``___``, then ``_N`` for each output N still kept."""
     ns = shell.user_ns
-    for name in ("_", "__", "___"):
+    for name in _RECENT_OUTPUTS:
         yield name, ns.get(name)
     for name, value in list(ns.items()):
-        if name.startswith("_") and name[1:].isdigit():
+        if _is_numbered_output(name):
             yield name, value
 
 
 def is_output_name(name):
-    return name in ("_", "__", "___") or (name.startswith("_") and name[1:].isdigit())
+    """A name IPython's displayhook sets for a displayed result: ``_``, ``__``, ``___`` or ``_N``."""
+    return name in _RECENT_OUTPUTS or _is_numbered_output(name)
+
+
+_RECENT_OUTPUTS = ("_", "__", "___")
+
+
+def _is_numbered_output(name):
+    return name.startswith("_") and name[1:].isdigit()
