@@ -22,7 +22,8 @@ export function siteWords(site: ICellSite): string {
   if (site.cell) {
     // Copies of one cell share its code name: say each, the frame cannot tell which ran it.
     const counts = (site.sameSource ?? [site.cell]).map(c => `[${c.executionCount ?? ' '}]`);
-    return `Cell ${counts.join(' or ')}, line ${site.line}`;
+    const place = `Cell ${counts.join(' or ')}, line ${site.line}`;
+    return site.function ? `${site.function} (${place})` : place;
   }
   return site.line === null ? 'no Python stack' : `${site.filename.split('/').pop()}:${site.line}`;
 }

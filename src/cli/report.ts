@@ -255,7 +255,9 @@ export function oomJson(oom: IOomReport) {
 export function cellSiteLabel(site: ICellSite): string {
   if (site.cell) {
     const count = site.cell.executionCount;
-    return `cell ${site.cell.id}${count === null || count === undefined ? '' : ` [${count}]`}, line ${site.line}`;
+    const place = `cell ${site.cell.id}${count === null || count === undefined ? '' : ` [${count}]`}, line ${site.line}`;
+    // A function the cell defined runs when any cell calls it: the place is where its code is, not when it ran.
+    return site.function ? `${site.function} (${place})` : place;
   }
   return site.line === null ? '(no Python stack)' : `${site.filename}:${site.line}`;
 }

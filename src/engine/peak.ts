@@ -34,6 +34,11 @@ export interface ICellSite {
   readonly sameSource?: readonly ICellSource[];
   /** The line (inside the cell, for a cell); null without a Python stack. */
   readonly line: number | null;
+  /**
+   * The function a cell defined that allocated them (`train_step`), called
+   * from any cell; null for the cell's own code and outside the notebook.
+   */
+  readonly function: string | null;
   readonly filename: string;
   /** The site frame id, or -1 without a Python stack. */
   readonly frameId: number;
@@ -193,7 +198,15 @@ export function cellSites(
     const key = `${cell ? `cell:${cell.id}` : (frame?.filename ?? '')}:${frame?.line ?? ''}`;
     let g = groups.get(key);
     if (!g) {
-      g = { cell, line: frame?.line ?? null, filename: frame?.filename ?? '', frameId: site, bytes: 0, blocks: 0 };
+      g = {
+        cell,
+        line: frame?.line ?? null,
+        function: cell && frame && frame.name !== '<module>' ? frame.name : null,
+        filename: frame?.filename ?? '',
+        frameId: site,
+        bytes: 0,
+        blocks: 0
+      };
       if (match?.ambiguous && !own) {
         g.sameSource = match.cells;
       }

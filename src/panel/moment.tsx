@@ -71,7 +71,9 @@ function siteLabel(site: ICellSite, trans: TranslationBundle): string {
     // Copies of one cell share its code name: say each, the frame cannot tell which ran it.
     const counts = (site.sameSource ?? [site.cell]).map(c => `[${c.executionCount ?? ' '}]`);
     const which = counts.slice(1).reduce((text, count) => trans.__('%1 or %2', text, count), counts[0]);
-    return trans.__('cell %1, line %2', which, site.line ?? '?');
+    return site.function
+      ? trans.__('%1 (cell %2, line %3)', site.function, which, site.line ?? '?')
+      : trans.__('cell %1, line %2', which, site.line ?? '?');
   }
   return site.line === null ? trans.__('no Python stack') : `${site.filename.split('/').pop()}:${site.line}`;
 }

@@ -82,6 +82,16 @@ describe('badge tooltip from the history', () => {
         '32.0 MiB from Cell [2] or [3], line 4.'
     );
   });
+
+  it('names a function one cell defines when another cell calls it', () => {
+    // exception_kept: cell [1] defines train_step, cell [2] calls it (x at line 6, h and its graph at line 7)
+    const { store, cells } = replayed('exception_kept--holders', 'live');
+    const record = store.records.filter(r => r.reason === 'cell')[1];
+    expect(peakLine(store.peakOf(record)!, store.frames, cells)).toBe(
+      'At peak (353 MiB): 161 MiB from train_step (Cell [1], line 7); 128 MiB from train_step (Cell [1], line 6); ' +
+        '64.0 MiB from Cell [1], line 4.'
+    );
+  });
 });
 
 describe('badge tooltip of the OOMs the adversarial run found misread', () => {

@@ -338,6 +338,16 @@ describe('cuda-memdiff session', () => {
   });
 });
 
+describe('cuda-memdiff session on a function one cell defines and another calls', () => {
+  it('names the function at the peak, at the line of the cell that defines it', () => {
+    // exception_kept: cell 0 defines train_step (x at line 6, h at line 7); cell 1 calls it.
+    const text = cli('session', path.join(ROOT, 'test-data', 'live', 'exception_kept--holders')).out;
+    expect(text).toMatch(
+      /^cell 1 \[2\] peak 353 MiB: 161 MiB from train_step \(cell 0 \[1\], line 7\), 128 MiB from train_step \(cell 0 \[1\], line 6\), 64\.0 MiB from cell 0 \[1\], line 4$/m
+    );
+  });
+});
+
 describe('cuda-memdiff session on OOMs the adversarial run found misread', () => {
   // Built from the recordings as /work/adv/geno.py and gent.py built them (../../engine/__tests__/oomCases.ts).
   let tmp: string;
