@@ -237,8 +237,8 @@ class CellCapture:
             blocks = [{"device": int(d), "address": int(a), "size": int(n)} for d, a, n in request.get("blocks", [])]
             budget = min(float(request.get("budget_ms", holders.DEFAULT_BUDGET_S * 1000)), 30_000) / 1000
             if self.replay is not None:
-                # A replayed session has no live tensors to ask about.
-                answer = {"blocks": [], "partial": False, "elapsed_ms": 0.0, "replay": self.replay.name}
+                # A replayed session has no live tensors to ask about: what the recorder saved stands in.
+                answer = self.replay.holders(blocks)
             elif torch_probe.loaded_torch() is None:
                 answer = {"blocks": [], "partial": False, "elapsed_ms": 0.0}
             else:

@@ -4,6 +4,9 @@ Set ``CUDA_MEMDIFF_REPLAY=<session folder>`` in the kernel's environment
 (the folder layout is docs/session-format.md). Each executed cell gets the
 recorded snapshot of the next recorded cell with the same source; everything
 after that (compaction, sending, badges) is the live path unchanged. A
+holders request is answered from the holders the recorder saved after the
+last cell served (``recorder --holders``), as the live kernel would have
+answered then; a session recorded without them answers with no holders. A
 folder that cannot be read raises ``ReplayError`` with one line, which the
 helper turns into a status.
 """
@@ -65,6 +68,7 @@ class ReplaySource:
                 raise ReplayError(f"{folder}: manifest.json cells[{i}] oom_snapshots must be names inside the folder")
         self._cells = cells
         self._next = 0
+        self._served = None  # the recorded cell served last
 
     @property
     def name(self):
@@ -77,8 +81,26 @@ class ReplaySource:
             k = (self._next + step) % n
             if str(self._cells[k].get("source", "")).strip() == source.strip():
                 self._next = k + 1
+                self._served = self._cells[k]
                 return self._cells[k]
         return None
+
+    def holders(self, blocks):
+        """The recorded answer for ``blocks`` ([{"device", "address", ...}]): the holders saved after the
+        last cell served, for the blocks asked about; none where that cell has no holders file."""
+        name = (self._served or {}).get("holders_file")
+        answer = {"blocks": [], "partial": False, "elapsed_ms": 0.0, "replay": self.name}
+        if not _inside(name):
+            return answer
+        try:
+            with open(os.path.join(self.folder, name), encoding="utf-8") as f:
+                recorded = json.load(f)
+            asked = {(int(b["device"]), int(b["address"])) for b in blocks}
+            answer["blocks"] = [b for b in recorded["blocks"] if (int(b["device"]), int(b["address"])) in asked]
+            answer["partial"] = bool(recorded.get("partial", False))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise ReplayError(f"{self.folder}: {name} is not a holders answer ({exc})") from None
+        return answer
 
     def snapshot(self, file_name):
         return load_snapshot_file(os.path.join(self.folder, file_name))

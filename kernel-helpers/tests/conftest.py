@@ -6,6 +6,7 @@ from IPython.core.interactiveshell import InteractiveShell
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 RECORDINGS = ROOT / "test-data" / "recordings"
+LIVE = ROOT / "test-data" / "live"  # sessions recorded live on an H200 (recorder --holders)
 SCHEMA = ROOT / "kernel-helpers" / "cuda_memdiff_kernel" / "protocol.schema.json"
 
 

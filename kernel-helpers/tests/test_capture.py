@@ -8,7 +8,7 @@ import sys
 
 import cuda_memdiff_kernel
 import pytest
-from conftest import RECORDINGS, attach
+from conftest import LIVE, RECORDINGS, attach
 from cuda_memdiff_kernel import current, install, process, protocol
 from cuda_memdiff_kernel.replay import ReplayError, ReplaySource
 
@@ -90,6 +90,47 @@ def replay_folder(tmp_path, name):
             shutil.copy(src / f, tmp_path / f)
     (tmp_path / "manifest.json").write_text(json.dumps(manifest))
     return tmp_path, manifest
+
+
+def holders_request(comm, blocks, request_id=1):
+    """Ask the helper, as the leak finder does, who holds these (device, address, size) blocks."""
+    return comm.request({"type": "holders-request", "id": request_id, "blocks": [list(b) for b in blocks]})
+
+
+def test_replay_answers_holders_with_those_recorded_after_the_last_cell(shell, tmp_path, validate):
+    # exception_kept, recorded with `recorder --holders`: after cell 1, err.__traceback__ holds x and h.
+    src = LIVE / "exception_kept--holders"
+    manifest = json.loads((src / "manifest.json").read_text())
+    for k, cell in enumerate(manifest["cells"]):
+        cell["source"] = f"step_{k} = {k}"
+        for f in [cell["snapshot_file"], cell["holders_file"]]:
+            shutil.copy(src / f, tmp_path / f)
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    install(shell, replay=ReplaySource(str(tmp_path)))
+    comm = attach(shell)
+    for k in range(2):
+        shell.run_cell(f"step_{k} = {k}", store_history=True, cell_id=f"cell-{k}")
+    recorded = json.loads((src / "cell01.holders.json").read_text())["blocks"]
+    asked = [(b["device"], b["address"], 1) for b in recorded[1:]] + [(0, 12345, 1)]  # one it never saw
+    reply = holders_request(comm, asked)
+    validate(reply)
+    assert reply["replay"] == tmp_path.name and "error" not in reply
+    assert reply["blocks"] == recorded[1:]
+    assert any(h["path"].startswith("err.__traceback__") for b in reply["blocks"] for h in b["holders"])
+    # a holders file that is not one: one line that names it, nothing guessed
+    (tmp_path / manifest["cells"][2]["holders_file"]).write_text("{not json")
+    shell.run_cell("step_2 = 2", store_history=True, cell_id="cell-2")
+    broken = holders_request(comm, asked, 2)
+    assert broken["blocks"] == [] and "cell02.holders.json is not a holders answer" in broken["error"]
+
+
+def test_replay_of_a_recording_without_holders_names_none(shell, tmp_path):
+    folder, manifest = replay_folder(tmp_path, "eval_without_no_grad--python")
+    install(shell, replay=ReplaySource(str(folder)))
+    comm = attach(shell)
+    shell.run_cell(manifest["cells"][0]["source"], store_history=True, cell_id="cell-0")
+    reply = holders_request(comm, [(0, 1 << 40, 512)])
+    assert reply["blocks"] == [] and reply["replay"] == folder.name and "error" not in reply
 
 
 class Tables:

@@ -30,7 +30,11 @@ export interface IHolderAnswer {
   /** True when the kernel ran out of time before looking everywhere. */
   readonly partial: boolean;
   readonly elapsedMs: number;
-  /** Set when the kernel replays a recording and has no live tensors to ask. */
+  /**
+   * Set when the kernel replays a recording: it has no live tensors to ask,
+   * and `holders` are those recorded after the last cell it replayed (none
+   * when the recording kept no holders).
+   */
   readonly replay: string | null;
   /** The kernel's error, when the request failed there. */
   readonly error: string | null;

@@ -59,6 +59,8 @@ export interface ILeakFindings {
 export type HoldersNote =
   | { readonly kind: 'no-kernel' }
   | { readonly kind: 'replay'; readonly session: string }
+  /** A replayed session whose recording kept the kernel's holders: those are used. */
+  | { readonly kind: 'recorded'; readonly session: string }
   | { readonly kind: 'failed'; readonly reason: string }
   | { readonly kind: 'partial'; readonly elapsedMs: number };
 
@@ -220,14 +222,19 @@ export class LeakFinderModel implements IDisposable {
       return this._findings;
     }
     let note: HoldersNote | null;
-    if (!answer || answer.error || answer.replay !== null) {
+    if (!answer || answer.error || (answer.replay !== null && !answer.holders.size)) {
       note = answer?.replay
         ? { kind: 'replay', session: answer.replay }
         : { kind: 'failed', reason: String(failure ?? answer?.error) };
       this._running = false;
       this._findings = { ...this._findings!, holders: 'guessed', holdersNote: note };
     } else {
-      note = answer.partial ? { kind: 'partial', elapsedMs: Math.round(answer.elapsedMs) } : null;
+      note =
+        answer.replay !== null
+          ? { kind: 'recorded', session: answer.replay }
+          : answer.partial
+            ? { kind: 'partial', elapsedMs: Math.round(answer.elapsedMs) }
+            : null;
       // The worker keeps the session: the second ranking sends only the holders.
       let report: LeakReport;
       try {

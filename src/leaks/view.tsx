@@ -41,6 +41,11 @@ export function holdersNoteText(note: HoldersNote, trans: TranslationBundle): st
         'Replayed session (%1): no live tensors to ask about, so holders are guessed from the cells\u2019 sources.',
         note.session
       );
+    case 'recorded':
+      return trans.__(
+        'Replayed session (%1): holders as the kernel named them when the session was recorded.',
+        note.session
+      );
     case 'failed':
       return trans.__(
         'The kernel could not say who holds the memory (%1); holders are guessed from the cells\u2019 sources.',
@@ -135,7 +140,10 @@ function Entry(props: ILeakViewProps & { entry: ILeakEntry; top: boolean; findin
         <p className="jp-CudaMemdiffLeak-holders">
           {trans.__('Held by: ')}
           {v.holders.map((h, i) => (
-            <code key={i}>{holderWords(h, trans)}</code>
+            <React.Fragment key={i}>
+              {i ? ', ' : null}
+              <code>{holderWords(h, trans)}</code>
+            </React.Fragment>
           ))}
         </p>
       ) : null}
@@ -150,7 +158,14 @@ function Entry(props: ILeakViewProps & { entry: ILeakEntry; top: boolean; findin
       ) : null}
       {evidence ? (
         <details className="jp-CudaMemdiffLeak-evidence">
-          <summary>{trans.__('%1 in %2 blocks allocated here', formatBytes(evidence.bytes), evidence.blocks)}</summary>
+          <summary>
+            {trans._n(
+              '%2 in %1 block allocated here',
+              '%2 in %1 blocks allocated here',
+              evidence.blocks,
+              formatBytes(evidence.bytes)
+            )}
+          </summary>
           <StackView
             frames={props.frames}
             stack={evidence.stack}
