@@ -66,6 +66,8 @@ class ReplaySource:
                 raise ReplayError(f"{folder}: manifest.json cells[{i}] snapshot_file must be a name inside the folder")
             if not all(_inside(n) for n in cell.get("oom_snapshots") or ()):
                 raise ReplayError(f"{folder}: manifest.json cells[{i}] oom_snapshots must be names inside the folder")
+            if cell.get("holders_file") is not None and not _inside(cell["holders_file"]):
+                raise ReplayError(f"{folder}: manifest.json cells[{i}] holders_file must be a name inside the folder")
         self._cells = cells
         self._next = 0
         self._served = None  # the recorded cell served last
@@ -90,13 +92,14 @@ class ReplaySource:
         last cell served, for the blocks asked about; none where that cell has no holders file."""
         name = (self._served or {}).get("holders_file")
         answer = {"blocks": [], "partial": False, "elapsed_ms": 0.0, "replay": self.name}
-        if not _inside(name):
+        if name is None:
             return answer
         try:
             with open(os.path.join(self.folder, name), encoding="utf-8") as f:
                 recorded = json.load(f)
             asked = {(int(b["device"]), int(b["address"])) for b in blocks}
-            answer["blocks"] = [b for b in recorded["blocks"] if (int(b["device"]), int(b["address"])) in asked]
+            rows = [_holders_row(b) for b in recorded["blocks"]]
+            answer["blocks"] = [b for b in rows if (b["device"], b["address"]) in asked]
             answer["partial"] = bool(recorded.get("partial", False))
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise ReplayError(f"{self.folder}: {name} is not a holders answer ({exc})") from None
@@ -152,6 +155,18 @@ class ReplaySource:
             {"device": d.get("device", 0), "allocated": d.get("allocated", 0), "reserved": d.get("reserved", 0)}
             for d in cls._per_device(cell.get("before"))
         ]
+
+
+def _holders_row(row):
+    """A recorded answer's row as the live kernel sends it: whole-number device and address, holders with a
+    kind and a path (text); anything else is not an answer."""
+    device, address, holders = row["device"], row["address"], row["holders"]
+    if not all(type(n) is int for n in (device, address)) or not isinstance(holders, list):
+        raise TypeError(f"a row is not a block's holders: {row!r:.80}")
+    for h in holders:
+        if not (isinstance(h, dict) and isinstance(h.get("kind"), str) and isinstance(h.get("path"), str)):
+            raise TypeError(f"a holder is not a kind and a path: {h!r:.80}")
+    return row
 
 
 def replay_from_environment():

@@ -122,6 +122,16 @@ def test_replay_answers_holders_with_those_recorded_after_the_last_cell(shell, t
     shell.run_cell("step_2 = 2", store_history=True, cell_id="cell-2")
     broken = holders_request(comm, asked, 2)
     assert broken["blocks"] == [] and "cell02.holders.json is not a holders answer" in broken["error"]
+    # rows the frontend would refuse are refused here, by the file's name
+    rows = json.loads((src / "cell02.holders.json").read_text())
+    rows["blocks"][0]["address"] = str(rows["blocks"][0]["address"])
+    (tmp_path / "cell02.holders.json").write_text(json.dumps(rows))
+    assert "cell02.holders.json is not a holders answer" in holders_request(comm, asked, 3)["error"]
+    # a holders file outside the folder is refused when the replay starts, as a snapshot file is
+    manifest["cells"][0]["holders_file"] = "../cell00.holders.json"
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(ReplayError, match=r"cells\[0\] holders_file must be a name inside the folder"):
+        ReplaySource(str(tmp_path))
 
 
 def test_replay_of_a_recording_without_holders_names_none(shell, tmp_path):

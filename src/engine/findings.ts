@@ -4,7 +4,7 @@
  * `adviceText` and `holderText` are the English the CLI prints; the panel
  * words the same codes through its translator (src/leaks/words.ts).
  */
-import { HiddenReference, hiddenHolder, hiddenPlaces, IHolder } from './holders';
+import { HiddenReference, hiddenHolder, IHolder } from './holders';
 import { formatBytes } from './units';
 
 /**
@@ -181,14 +181,16 @@ export type LeakAdvice =
   /**
    * Silence the displayed expression, or delete `Out[executionCount]` (null:
    * the kernel named no count). `also`: the output history's other names
-   * that hold it (`_`, `_2`), which `del Out[n]` leaves; the `_N` among them
-   * are deleted too, and `displays` more displayed results push it out of
-   * `_`, `__`, `___` (0: none of those holds it).
+   * that hold it (`_`, `_2`, another `Out[m]`), which `del Out[n]` leaves;
+   * `deletable`: the names to `del` then (`Out[n]` first, then each other
+   * `Out[m]` and `_N`; empty when `also` is), and `displays` more displayed
+   * results push it out of `_`, `__`, `___` (0: none of those holds it).
    */
   | {
       readonly code: 'silence-output';
       readonly executionCount: number | null;
       readonly also: readonly string[];
+      readonly deletable: readonly string[];
       readonly displays: number;
     }
   /** Clear the last traceback. */
@@ -198,22 +200,29 @@ export type LeakAdvice =
   /**
    * A reference no variable shows keeps the memory: `owner` (a function, a
    * generator, a partial) through `ref` (null: the path does not say), at
-   * the `paths` the kernel named.
+   * the `paths` the kernel named; `places`: where inside the owner, as a fix
+   * names them (a closure's variable `ref`; none for an lru_cache).
    */
   | {
       readonly code: 'release-hidden';
       readonly ref: HiddenReference | null;
       readonly owner: string;
       readonly paths: readonly string[];
+      readonly places: readonly string[];
     }
   /** The traceback of an exception the user kept keeps its frames' locals: drop these names of it (`err`). */
   | { readonly code: 'drop-exception'; readonly names: readonly string[] }
   /**
    * Only the output history's other names hold it (`__`, `_2`; no `Out[n]`):
-   * `del` the `_N` among `names`, and `displays` more displayed results push
-   * it out of `_`, `__`, `___` (0: none of those holds it).
+   * `del` the `deletable` among `names` (the `_N`), and `displays` more
+   * displayed results push it out of `_`, `__`, `___` (0: none of those holds it).
    */
-  | { readonly code: 'clear-output-history'; readonly names: readonly string[]; readonly displays: number }
+  | {
+      readonly code: 'clear-output-history';
+      readonly names: readonly string[];
+      readonly deletable: readonly string[];
+      readonly displays: number;
+    }
   /** The kernel found these tensors (described by shape) only through the garbage collector: it names no holder. */
   | { readonly code: 'find-referrers'; readonly tensors: readonly string[] }
   /** No rule found a specific cause, but the kernel named what keeps the memory (`recent[8:16]`): clear that. */
@@ -230,7 +239,7 @@ export type LeakAdvice =
 /** What to do about memory a `hidden` holder keeps, in English. */
 function hiddenAdviceText(advice: Extract<LeakAdvice, { code: 'release-hidden' }>): string {
   const owner = `\`${advice.owner}\``;
-  const where = code(hiddenPlaces(advice.ref, advice.paths));
+  const where = code(advice.places);
   switch (advice.ref) {
     case 'default-argument':
       return `${owner} keeps every call's value in a default argument (${where}): default it to \`None\` and make a new one inside the function`;
@@ -248,17 +257,11 @@ function hiddenAdviceText(advice: Extract<LeakAdvice, { code: 'release-hidden' }
 }
 
 /** Deleting the names of the output history one can (`Out[n]`, `_N`), then displaying results to push it out of `_`. */
-function historySteps(names: readonly string[], displays: number): string {
-  const dels = names.filter(isDeletableOutputName);
+function historySteps(deletable: readonly string[], displays: number): string {
   return [
-    ...(dels.length ? [`\`del ${dels.join(', ')}\``] : []),
+    ...(deletable.length ? [`\`del ${deletable.join(', ')}\``] : []),
     ...(displays ? [`display ${displays} more result${displays === 1 ? '' : 's'}`] : [])
   ].join(' and ');
-}
-
-/** `Out[n]` and `_N` can be deleted; `_`, `__`, `___` are set again by each displayed result. */
-export function isDeletableOutputName(name: string): boolean {
-  return /^(Out\[\d+\]|_\d+)$/.test(name);
 }
 
 /** How to get allocation stacks recorded, in the panel's setting and in torch's own call. */
@@ -290,7 +293,7 @@ export function adviceText(advice: LeakAdvice): string {
           ? 'end the line with `;` or delete its `Out[n]` entry'
           : `end the line with \`;\` or \`del ${entry}\``;
       }
-      return `end the line with \`;\` so that its result is not cached; to free it now, ${historySteps([entry, ...advice.also], advice.displays)}, or run \`%reset -f out\` (it is held by ${code(advice.also)} as well as \`${entry}\`)`;
+      return `end the line with \`;\` so that its result is not cached; to free it now, ${historySteps(advice.deletable, advice.displays)}, or run \`%reset -f out\` (it is held by ${code(advice.also)} as well as \`${entry}\`)`;
     }
     case 'clear-traceback':
       return 'clear the last traceback (`sys.last_traceback = sys.last_value = sys.last_exc = None`) or run a cell that raises nothing big';
@@ -301,7 +304,7 @@ export function adviceText(advice: LeakAdvice): string {
     case 'drop-exception':
       return `\`del ${advice.names.join(', ')}\`: a kept exception keeps its traceback, and with it the locals of every frame it unwound`;
     case 'clear-output-history':
-      return `the output history still holds it (${code(advice.names)}): ${historySteps(advice.names, advice.displays)}, or run \`%reset -f out\``;
+      return `the output history still holds it (${code(advice.names)}): ${historySteps(advice.deletable, advice.displays)}, or run \`%reset -f out\``;
     case 'find-referrers':
       return `find what refers to ${advice.tensors.join(', ')}, which the kernel could not name: \`gc.get_referrers(t)\` (\`t\`: that tensor, found in \`gc.get_objects()\` by its shape), then drop that reference`;
     case 'clear-holder':

@@ -183,6 +183,11 @@ export function hiddenPlaces(ref: HiddenReference | null, paths: readonly string
   return [...new Set(places)];
 }
 
+/** Whether a path goes through a traceback: a kept exception's (`err.__traceback__: …`) or the last one. */
+export function tracebackPath(path: string): boolean {
+  return /^(sys\.last_(traceback|value|exc)\b|.+?\.__traceback__\b)/.test(path);
+}
+
 /** The variable naming a kept exception whose traceback a `traceback` holder goes through (`err`), or null (`sys.last_traceback`). */
 export function exceptionHolder(path: string): string | null {
   const m = /^(.+?)\.__traceback__\b/.exec(path);

@@ -201,7 +201,8 @@ export function cellSites(
       g = {
         cell,
         line: frame?.line ?? null,
-        function: cell && frame && frame.name !== '<module>' ? frame.name : null,
+        // `<module>` is the cell's own code; `<listcomp>`, `<lambda>` name no function a person called
+        function: cell && frame && !frame.name.startsWith('<') ? frame.name : null,
         filename: frame?.filename ?? '',
         frameId: site,
         bytes: 0,

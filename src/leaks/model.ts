@@ -59,8 +59,8 @@ export interface ILeakFindings {
 export type HoldersNote =
   | { readonly kind: 'no-kernel' }
   | { readonly kind: 'replay'; readonly session: string }
-  /** A replayed session whose recording kept the kernel's holders: those are used. */
-  | { readonly kind: 'recorded'; readonly session: string }
+  /** A replayed session whose recording kept the kernel's holders (partial: its search ran out of time then). */
+  | { readonly kind: 'recorded'; readonly session: string; readonly partial: boolean }
   | { readonly kind: 'failed'; readonly reason: string }
   | { readonly kind: 'partial'; readonly elapsedMs: number };
 
@@ -231,7 +231,7 @@ export class LeakFinderModel implements IDisposable {
     } else {
       note =
         answer.replay !== null
-          ? { kind: 'recorded', session: answer.replay }
+          ? { kind: 'recorded', session: answer.replay, partial: answer.partial }
           : answer.partial
             ? { kind: 'partial', elapsedMs: Math.round(answer.elapsedMs) }
             : null;

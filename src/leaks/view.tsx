@@ -42,10 +42,15 @@ export function holdersNoteText(note: HoldersNote, trans: TranslationBundle): st
         note.session
       );
     case 'recorded':
-      return trans.__(
-        'Replayed session (%1): holders as the kernel named them when the session was recorded.',
-        note.session
-      );
+      return note.partial
+        ? trans.__(
+            'Replayed session (%1): holders as the kernel named them when the session was recorded; its search ran out of time then, so they are partial.',
+            note.session
+          )
+        : trans.__(
+            'Replayed session (%1): holders as the kernel named them when the session was recorded.',
+            note.session
+          );
     case 'failed':
       return trans.__(
         'The kernel could not say who holds the memory (%1); holders are guessed from the cells\u2019 sources.',

@@ -5,17 +5,7 @@
  * the view renders as code.
  */
 import { TranslationBundle } from '@jupyterlab/translation';
-import {
-  BlockOrigin,
-  formatBytes,
-  hiddenHolder,
-  hiddenPlaces,
-  IHolder,
-  INoStacks,
-  isDeletableOutputName,
-  LeakAdvice,
-  LeakFinding
-} from '../engine';
+import { BlockOrigin, formatBytes, hiddenHolder, IHolder, INoStacks, LeakAdvice, LeakFinding } from '../engine';
 
 /** Names as code spans: `a`, `b`. */
 function names(list: readonly string[]): string {
@@ -283,7 +273,7 @@ export function adviceWords(advice: LeakAdvice, trans: TranslationBundle): strin
 
 /** What to do about memory a `hidden` holder keeps. */
 function hiddenAdviceWords(advice: Extract<LeakAdvice, { code: 'release-hidden' }>, trans: TranslationBundle): string {
-  const where = names(hiddenPlaces(advice.ref, advice.paths));
+  const where = names(advice.places);
   switch (advice.ref) {
     case 'default-argument':
       return trans.__(
@@ -322,11 +312,11 @@ function hiddenAdviceWords(advice: Extract<LeakAdvice, { code: 'release-hidden' 
 /** How to drop a displayed result that `Out[n]` and other names of the output history (`_`, `_2`) hold. */
 function outputCacheWords(advice: Extract<LeakAdvice, { code: 'silence-output' }>, trans: TranslationBundle): string {
   const entry = advice.executionCount === null ? 'Out[n]' : `Out[${advice.executionCount}]`;
-  const dels = [entry, ...advice.also.filter(isDeletableOutputName)].join(', ');
+  const dels = advice.deletable.join(', ');
   if (advice.displays) {
     return trans._n(
-      'End the line with `;` so that its result is not cached. To free it now: `del %2` and display %1 more result, or run `%reset -f out` (it is held by %3 as well as `%4`).',
-      'End the line with `;` so that its result is not cached. To free it now: `del %2` and display %1 more results, or run `%reset -f out` (it is held by %3 as well as `%4`).',
+      'End the line with `;` so that its result is not cached; to free it now, `del %2` and display %1 more result, or run `%reset -f out` (it is held by %3 as well as `%4`).',
+      'End the line with `;` so that its result is not cached; to free it now, `del %2` and display %1 more results, or run `%reset -f out` (it is held by %3 as well as `%4`).',
       advice.displays,
       dels,
       names(advice.also),
@@ -334,7 +324,7 @@ function outputCacheWords(advice: Extract<LeakAdvice, { code: 'silence-output' }
     );
   }
   return trans.__(
-    'End the line with `;` so that its result is not cached. To free it now: `del %1`, or run `%reset -f out` (it is held by %2 as well as `%3`).',
+    'End the line with `;` so that its result is not cached; to free it now, `del %1`, or run `%reset -f out` (it is held by %2 as well as `%3`).',
     dels,
     names(advice.also),
     entry
@@ -346,7 +336,7 @@ function outputHistoryWords(
   advice: Extract<LeakAdvice, { code: 'clear-output-history' }>,
   trans: TranslationBundle
 ): string {
-  const dels = advice.names.filter(isDeletableOutputName).join(', ');
+  const dels = advice.deletable.join(', ');
   if (dels && advice.displays) {
     return trans._n(
       'The output history still holds it (%2): `del %3` and display %1 more result, or run `%reset -f out`.',

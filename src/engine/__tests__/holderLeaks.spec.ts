@@ -16,6 +16,7 @@ import {
   sessionExecutions
 } from '..';
 import { LIVE, RECORDINGS, sessionOf as recordedSession } from './data';
+import { outputCacheAdvice } from '../leaks/holderAdvice';
 
 function sessionOf(name: string, root = LIVE) {
   return recordedSession(name, root);
@@ -51,54 +52,61 @@ describe('hidden holders make a leak on their own', () => {
       'default-argument',
       'score',
       /^`score` keeps every call's value in a default argument .*default it to `None`/,
-      'score.__defaults__[0] (a default argument)'
+      'score.__defaults__[0] (a default argument)',
+      ['score.__defaults__[0]']
     ],
     [
       "f.__kwdefaults__['k'][3]",
       'default-argument',
       'f',
       /default it to `None`/,
-      "f.__kwdefaults__['k'][3] (a default argument)"
+      "f.__kwdefaults__['k'][3] (a default argument)",
+      ["f.__kwdefaults__['k'][3]"]
     ],
     [
       'callbacks[0]: closure variable buf',
       'closure',
       'callbacks[0]',
       /^`callbacks\[0\]` keeps what its closure captured \(`buf`\): /,
-      'callbacks[0]: closure variable buf'
+      'callbacks[0]: closure variable buf',
+      ['buf']
     ],
     [
       'train_iter: generator frame local batch',
       'generator',
       'train_iter',
       /keeps its frame's locals \(`batch`\): exhaust it or `del train_iter`$/,
-      'train_iter: generator frame local batch'
+      'train_iter: generator frame local batch',
+      ['batch']
     ],
     [
       'standardize: lru_cache entry',
       'lru-cache',
       'standardize',
       /^`standardize`'s lru_cache keeps its results: call `standardize\.cache_clear\(\)`/,
-      'standardize: lru_cache entry'
+      'standardize: lru_cache entry',
+      []
     ],
     [
       "fn.keywords['ref']",
       'partial',
       'fn',
       /functools\.partial `fn` keeps its arguments.*`del fn`/,
-      "fn.keywords['ref'] (a functools.partial argument)"
+      "fn.keywords['ref'] (a functools.partial argument)",
+      ["fn.keywords['ref']"]
     ],
     [
       'something.else',
       null,
       'something.else',
       /^drop the references the kernel names \(`something\.else`\)$/,
-      'something.else (a reference no variable shows)'
+      'something.else (a reference no variable shows)',
+      ['something.else']
     ]
-  ])('%s: a leak of one run, with the fix for what keeps it', (p, ref, owner, advice, held) => {
+  ])('%s: a leak of one run, with the fix for what keeps it', (p, ref, owner, advice, held, places) => {
     const v = asHidden(p);
     expect([v.verdict, v.confidence, v.causes, v.leakedBytes]).toEqual(['leak', 'high', ['hidden'], 64 * 2 ** 20]);
-    expect(v.fixes).toEqual([{ code: 'release-hidden', ref, owner, paths: [p] }]);
+    expect(v.fixes).toEqual([{ code: 'release-hidden', ref, owner, paths: [p], places }]);
     expect(adviceText(v.fixes[0])).toMatch(advice);
     expect(v.holders.map(holderText)).toEqual([held]);
   });
@@ -133,11 +141,46 @@ describe('a kept exception whose frames hold a forward pass made outside no_grad
   const kept = sessionOf('exception_kept--holders');
   const v = findLeaks(kept.snapshots, sessionExecutions(kept.manifest), { holders: kept.holders[1]! }).executions[1];
 
-  it('leads with the reference that keeps it all, the graph rule after it', () => {
-    expect([v.verdict, v.causes]).toEqual(['leak', ['graph', 'traceback']]);
-    expect(v.findings.slice(0, 2).map(x => x.code)).toEqual(['kernel-holders-leak', 'graph']);
-    // `del err` frees the 256 MiB; no_grad would free only the 128 MiB the graph saved.
-    expect(v.fixes.map(a => a.code)).toEqual(['drop-exception', 'no-grad']);
+  it('leads with the reference that keeps it all, and drops the no_grad guess', () => {
+    // The graph is reached only through the exception's frames: a step that raised before its backward pass.
+    expect([v.verdict, v.causes, v.leakedBytes]).toEqual(['leak', ['traceback'], 256 * 2 ** 20]);
+    expect(v.findings[0].code).toBe('kernel-holders-leak');
+    expect(v.findings.map(x => x.code)).not.toContain('graph');
+    expect(v.fixes.map(a => a.code)).toEqual(['drop-exception']);
+  });
+});
+
+describe('causes in the order a person should read them', () => {
+  it('the last traceback before a graph, when rules found both', () => {
+    // exception_kept as if the cell had not caught its error and a closure had kept h too: the rules find
+    // the graph (recorded first) and the last traceback, and the graph guess stands (h is not kept only
+    // through the traceback).
+    const kept = sessionOf('exception_kept--holders');
+    const raised = sessionExecutions(kept.manifest).map((e, k) =>
+      k === 1 ? { ...e, error: 'ValueError: too big' } : e
+    );
+    const uncaught = renamed(kept.holders[1]!, h =>
+      h.path.endsWith('local h') && h.kind === 'traceback'
+        ? { kind: 'hidden', path: 'on_step: closure variable h' }
+        : { ...h, path: h.path.replace('err.__traceback__', 'sys.last_traceback') }
+    );
+    const v = findLeaks(kept.snapshots, raised, { holders: uncaught }).executions[1];
+    expect(v.causes).toEqual(expect.arrayContaining(['graph', 'traceback']));
+    const codes = v.findings.map(x => x.code);
+    expect(codes.indexOf('traceback')).toBeLessThan(codes.indexOf('graph'));
+    expect(v.fixes[0].code).toBe('clear-traceback');
+  });
+
+  it('never leads with memory only the garbage collector reached', () => {
+    // exception_kept with every holder unknown to the kernel's search: the graph rule's finding leads.
+    const kept = sessionOf('exception_kept--holders');
+    const orphans = renamed(kept.holders[1]!, h =>
+      h.kind === 'native' || h.kind === 'parameter' ? h : { kind: 'unreachable', path: 'a (8192, 4096) float32 tensor' }
+    );
+    const v = findLeaks(kept.snapshots, sessionExecutions(kept.manifest), { holders: orphans }).executions[1];
+    expect(v.causes).toEqual(['graph', 'unreachable']);
+    expect(v.findings[0].code).toBe('graph');
+    expect(v.fixes[0].code).toBe('no-grad');
   });
 });
 
@@ -150,7 +193,7 @@ describe('the output history after `del Out[n]`', () => {
   it('names what still holds it instead of `del Out[2]`', () => {
     const v = findLeaks(outCache.snapshots, outExecutions, { holders: history }).executions[1];
     expect(v.verdict).toBe('leak');
-    expect(v.fixes).toEqual([{ code: 'clear-output-history', names: ['__', '_2'], displays: 2 }]);
+    expect(v.fixes).toEqual([{ code: 'clear-output-history', names: ['__', '_2'], deletable: ['_2'], displays: 2 }]);
     expect(adviceText(v.fixes[0])).toBe(
       'the output history still holds it (`__`, `_2`): `del _2` and display 2 more results, or run `%reset -f out`'
     );
@@ -160,7 +203,9 @@ describe('the output history after `del Out[n]`', () => {
   it('says `del Out[2]` while Out[2] holds it, with the other names `del Out[2]` would leave', () => {
     // As the kernel answered: `Out[2]` and `_`, which the next three displayed results replace.
     const v = findLeaks(outCache.snapshots, outExecutions, { holders: outCache.holders[2]! }).executions[1];
-    expect(v.fixes).toEqual([{ code: 'silence-output', executionCount: 2, also: ['_'], displays: 3 }]);
+    expect(v.fixes).toEqual([
+      { code: 'silence-output', executionCount: 2, also: ['_'], deletable: ['Out[2]'], displays: 3 }
+    ]);
     expect(v.fixes.map(adviceText)).toEqual([
       'end the line with `;` so that its result is not cached; to free it now, `del Out[2]` and display 3 more results, or run `%reset -f out` (it is held by `_` as well as `Out[2]`)'
     ]);
@@ -280,5 +325,26 @@ describe('memory a later cell freed, named by the answer right after its cell', 
     });
     expect(plain.executions[0].verdict).toBe('ok');
     expect(retentionByExecution(outCache.snapshots)[0].freedBy.get(2)).toBe(64 * 2 ** 20);
+  });
+});
+
+describe('the fix for a result the output history holds, from the names the kernel gave', () => {
+  it.each<[string[], Record<string, unknown>]>([
+    // a displayed dict or ModelOutput: the path goes on into the result, the name is its start
+    [["Out[2]['logits']"], { code: 'silence-output', executionCount: 2, also: [], deletable: [] }],
+    [
+      ["Out[2]['logits']", "_['logits']", "_2['logits']"],
+      { code: 'silence-output', executionCount: 2, also: ['_', '_2'], deletable: ['Out[2]', '_2'], displays: 3 }
+    ],
+    // the same tensor shown by two cells: both entries go
+    [
+      ['Out[2]', 'Out[3]', '_3', '__'],
+      { executionCount: 2, also: ['Out[3]', '_3', '__'], deletable: ['Out[2]', 'Out[3]', '_3'], displays: 2 }
+    ],
+    [['___', '_5[0]'], { code: 'clear-output-history', names: ['___', '_5'], deletable: ['_5'], displays: 1 }]
+  ])('%j', (paths, fix) => {
+    expect(outputCacheAdvice(paths)).toMatchObject(fix);
+    const text = adviceText(outputCacheAdvice(paths));
+    expect(text).not.toMatch(/: ,|\[\]/);
   });
 });

@@ -60,7 +60,7 @@ describe('leak reasons by role', () => {
     ]);
     expect([...f.advice.values()]).toEqual([
       { code: 'zero-grad' },
-      { code: 'silence-output', executionCount: 7, also: [], displays: 0 },
+      { code: 'silence-output', executionCount: 7, also: [], deletable: [], displays: 0 },
       { code: 'drop-optimizer' },
       { code: 'clear-traceback' }
     ]);

@@ -20,6 +20,26 @@ import {
   LeakVerdict
 } from './types';
 
+// Causes in the order a person should read them: what was seen (growth), then the references that keep the
+// rest (a kept exception's frames, `Out[n]`, a closure, a hook's list: dropping one frees the graph it
+// reaches too), then what they keep (an autograd graph), last memory only the garbage collector reached.
+const CAUSE_ORDER: readonly LeakCause[] = [
+  'growth',
+  'traceback',
+  'output-cache',
+  'hidden',
+  'hook',
+  'graph',
+  'unreachable'
+];
+
+/** What one cause recorded (advice by its JSON key). */
+interface ICauseRecord {
+  findings: LeakFinding[];
+  advice: string[];
+  blocks: Block[];
+}
+
 // Holders the user can clear or delete by the name the kernel gives: a variable's contents, a module attribute.
 const CLEARABLE: readonly HolderKind[] = ['variable', 'parameter'];
 
@@ -61,29 +81,21 @@ export class Finding {
    * Record a cause with its blocks. Gradients and library workspaces are
    * never leaked bytes of a cell: they are dropped from the evidence, and a
    * cause left with no blocks is not recorded. Returns whether it was.
-   * `lead`: its finding and advice go before those recorded so far (the
-   * kernel found the reference that keeps what a rule saw part of).
    */
   leak(
     cause: LeakCause,
     blocks: readonly Block[],
     finding: LeakFinding,
     advice: readonly LeakAdvice[],
-    context: Context,
-    lead = false
+    context: Context
   ): boolean {
     const evidence = blocks.filter(b => context.canLeak(b, this.retention));
     if (!evidence.length) {
       return false;
     }
     this.causes.add(cause);
-    if (lead) {
-      this.findings.unshift(finding);
-      this.advice = new Map([...advice.map(a => [JSON.stringify(a), a] as const), ...this.advice]);
-    } else {
-      this.findings.push(finding);
-      advice.forEach(a => this.advice.set(JSON.stringify(a), a));
-    }
+    this.findings.push(finding);
+    advice.forEach(a => this.advice.set(JSON.stringify(a), a));
     for (const b of evidence) {
       this.evidence.push(b);
     }
@@ -102,6 +114,14 @@ export class Finding {
     this.advice = new Map([...[...this.advice].filter(([k]) => !stale.has(k)), [key, advice]]);
     for (const own of this._byCause.values()) {
       own.advice = own.advice.map(k => (stale.has(k) ? key : k));
+    }
+  }
+
+  /** Put `next` in place of a recorded finding (the kernel's names for a guess's). */
+  replaceFinding(previous: LeakFinding, next: LeakFinding): void {
+    this.findings = this.findings.map(x => (x === previous ? next : x));
+    for (const own of this._byCause.values()) {
+      own.findings = own.findings.map(x => (x === previous ? next : x));
     }
   }
 
@@ -158,7 +178,7 @@ export class Finding {
     let findings: LeakFinding[];
     if (this.leaking) {
       verdict = this.fixed ? 'fixed' : 'leak';
-      findings = [...this.findings];
+      findings = this._inCauseOrder(this.findings, (own, x) => own.findings.includes(x));
     } else if (r.aliveBytes > 0) {
       findings = [...(this.cleared ? [this.cleared] : []), ...describeRetained(r.alive, this, context)];
       // Without stacks nothing tells a leak from state meant to stay, unless the kernel named every owner.
@@ -191,7 +211,11 @@ export class Finding {
       }
     }
     const fixes: LeakAdvice[] =
-      verdict === 'leak' ? (this.advice.size ? [...this.advice.values()] : this._holderFix()) : [];
+      verdict === 'leak'
+        ? this.advice.size
+          ? this._inCauseOrder([...this.advice], (own, [key]) => own.advice.includes(key)).map(([, a]) => a)
+          : this._holderFix()
+        : [];
     if (verdict === 'leak' && stackless > 0) {
       fixes.push({ code: 'record-stacks' });
     }
@@ -216,7 +240,23 @@ export class Finding {
     };
   }
 
-  /** How sure the verdict is; `stackless`: bytes of its leak evidence with no allocation stack. */
+  /**
+   * Findings or advice in the order their causes should be read (CAUSE_ORDER),
+   * the order they were recorded within one cause; those no cause recorded
+   * (a role's) after them.
+   */
+  private _inCauseOrder<T>(items: readonly T[], recorded: (own: ICauseRecord, item: T) => boolean): T[] {
+    const rank = (item: T) =>
+      Math.min(
+        ...[...this._byCause].filter(([, own]) => recorded(own, item)).map(([cause]) => CAUSE_ORDER.indexOf(cause)),
+        CAUSE_ORDER.length
+      );
+    return items
+      .map((item, k) => ({ item, k, r: rank(item) }))
+      .sort((a, b) => a.r - b.r || a.k - b.k)
+      .map(e => e.item);
+  }
+
   /**
    * The fix where no rule named one: what the kernel says keeps the memory
    * (a list, a dict, a module attribute the user can clear), else the
@@ -244,7 +284,7 @@ export class Finding {
 
   private _freedAt: Map<string, number | null> | null = null;
   /** What each cause recorded (advice by its JSON key), so that a contradicted guess can be taken back. */
-  private _byCause = new Map<LeakCause, { findings: LeakFinding[]; advice: string[]; blocks: Block[] }>();
+  private _byCause = new Map<LeakCause, ICauseRecord>();
 }
 
 /** Names the lines that made these blocks store them in, from the execution's own source. */

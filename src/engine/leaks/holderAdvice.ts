@@ -3,10 +3,11 @@
  * as data read from the holders' kinds and paths: the views word it.
  */
 import { LeakAdvice } from '../findings';
-import { exceptionHolder, hiddenHolder, HolderKind, IHolder } from '../holders';
+import { exceptionHolder, hiddenHolder, hiddenPlaces, HolderKind, IHolder } from '../holders';
 
-// IPython's output history: `Out[n]`, and the names that follow the latest results.
-const OUT_ENTRY = /^Out\[(\d+)\]$/;
+// IPython's output history: `Out[n]`, `_N`, and the names that follow the latest results. A holder's path
+// can go on into the result (`Out[2]['logits']`, `_[0]`): the name is its start.
+const OUTPUT_NAME = /^(Out\[(\d+)\]|_\d+|_{1,3})(?![\w])/;
 const RECENT_RESULT = /^_{1,3}$/;
 
 /** The fixes for leaked memory held by holders of these `kinds` (the `holders` named for it). */
@@ -42,15 +43,25 @@ export function holderAdvice(kinds: ReadonlySet<HolderKind>, holders: readonly I
  * names that still hold it.
  */
 export function outputCacheAdvice(paths: readonly string[]): LeakAdvice {
-  const out = paths.map(p => OUT_ENTRY.exec(p)).find(m => m !== null);
-  const names = paths.filter(p => !OUT_ENTRY.test(p));
+  const names = [...new Set(paths.map(p => OUTPUT_NAME.exec(p)?.[1] ?? p))];
+  const outs = names.filter(n => n.startsWith('Out['));
+  const others = names.filter(n => !n.startsWith('Out['));
   // `_` leaves the history after three more results, `__` after two, `___` after one.
   const recent = names.filter(n => RECENT_RESULT.test(n));
   const displays = recent.length ? 4 - Math.min(...recent.map(n => n.length)) : 0;
-  if (out || !names.length) {
-    return { code: 'silence-output', executionCount: out ? Number(out[1]) : null, also: names, displays };
+  // `Out[n]` and `_N` can be deleted; `_`, `__`, `___` are set again by each displayed result.
+  const deletable = names.filter(n => OUTPUT_NAME.test(n) && !RECENT_RESULT.test(n));
+  if (outs.length || !others.length) {
+    const also = [...outs.slice(1), ...others];
+    return {
+      code: 'silence-output',
+      executionCount: outs.length ? Number(OUTPUT_NAME.exec(outs[0])![2]) : null,
+      also,
+      deletable: also.length ? deletable : [],
+      displays
+    };
   }
-  return { code: 'clear-output-history', names, displays };
+  return { code: 'clear-output-history', names: others, deletable, displays };
 }
 
 /** Drop a kept exception (`err.__traceback__`); clear `sys.last_traceback` when that is a holder too. */
@@ -65,13 +76,13 @@ function tracebackAdvice(paths: readonly string[]): LeakAdvice[] {
 
 /** One fix per owner of a hidden reference (a function's defaults, a closure, a generator, a cache, a partial). */
 function hiddenAdvice(paths: readonly string[]): LeakAdvice[] {
-  const byOwner = new Map<string, LeakAdvice & { code: 'release-hidden'; paths: string[] }>();
+  const byOwner = new Map<string, LeakAdvice & { code: 'release-hidden'; paths: string[]; places: string[] }>();
   for (const path of new Set(paths)) {
     const { ref, owner } = hiddenHolder(path);
     const key = `${ref}\u0000${owner}`;
-    const entry = byOwner.get(key) ?? { code: 'release-hidden', ref, owner, paths: [] };
+    const entry = byOwner.get(key) ?? { code: 'release-hidden', ref, owner, paths: [], places: [] };
     entry.paths.push(path);
     byOwner.set(key, entry);
   }
-  return [...byOwner.values()];
+  return [...byOwner.values()].map(a => ({ ...a, places: hiddenPlaces(a.ref, a.paths) }));
 }

@@ -6,7 +6,7 @@
  * out of the latest answer's reach: it never turns it into `retained`; the
  * answer given right after the leaking cell still names its holders.
  */
-import { holderKey, HolderKind, IBlockHolders, IHolder, summarizeHolderList } from '../holders';
+import { holderKey, HolderKind, IBlockHolders, IHolder, summarizeHolderList, tracebackPath } from '../holders';
 import { Block } from '../model';
 import { LeakCause } from './types';
 import { Context, total } from './context';
@@ -16,9 +16,6 @@ import { holderAdvice, outputCacheAdvice } from './holderAdvice';
 // Holders nobody sees: each makes the memory it keeps a leak. The references that keep the rest come first:
 // a graph is reached through one of them (a kept exception's frame, `Out[n]`, a closure, a hook's list).
 const INVISIBLE: readonly HolderKind[] = ['traceback', 'output-cache', 'hidden', 'hook', 'graph', 'unreachable'];
-// Causes that are a mechanism a rule guessed (not an observation, as growth is): where the kernel finds another
-// reference at the root, its finding leads.
-const MECHANISMS: readonly LeakCause[] = ['graph', 'output-cache', 'traceback', 'hook'];
 // Holders of state meant to stay.
 const EXPECTED: readonly HolderKind[] = ['parameter', 'gradient', 'optimizer', 'native'];
 // Holders a user sees and names.
@@ -125,17 +122,34 @@ function leakByHolders(f: Finding, known: readonly IKnown[], context: Context): 
   // A rule that found a cause gave its advice; what only the kernel can tell (a kept exception) is added.
   const unadvised = new Set([...kinds].filter(k => k === 'traceback' || !f.causes.has(k as LeakCause)));
   const advice = unadvised.size ? holderAdvice(unadvised, named) : [];
-  const lead = !confirmed && [...f.causes].some(c => MECHANISMS.includes(c));
   f.leak(
     cause,
     invisible.map(e => e.block),
     { code: 'kernel-holders-leak', bytes: total(invisible.map(e => e.block)), holders: named, confirmed },
     advice,
-    context,
-    lead
+    context
   );
+  if (cause === 'traceback') {
+    retractGraphKeptByTraceback(f, invisible);
+  }
   f.confidence = 'high';
   return true;
+}
+
+/**
+ * A graph the kernel found kept only through a traceback's frames is a step
+ * that raised before its backward pass (a training step too), not a
+ * forward pass that wanted `torch.no_grad()`: the graph guess goes, the
+ * traceback's fix frees it all.
+ */
+function retractGraphKeptByTraceback(f: Finding, invisible: readonly IKnown[]): void {
+  // By address: a leak's evidence can be its own snapshot's block, the answer's the latest snapshot's.
+  const seen = new Map(invisible.map(e => [holderKey(e.block.device, e.block.address), e.list]));
+  const throughTraceback = (h: IHolder) => h.kind === 'traceback' || (h.kind === 'graph' && tracebackPath(h.path));
+  const blocks = f.blocksOf('graph');
+  if (blocks.length && blocks.every(b => seen.get(holderKey(b.device, b.address))?.every(throughTraceback))) {
+    f.retract('graph');
+  }
 }
 
 /**
@@ -164,6 +178,6 @@ function renameOutputCache(f: Finding, known: readonly IKnown[]): void {
   names.sort(
     (a, b) => Number(!a.startsWith('Out[')) - Number(!b.startsWith('Out[')) || a.length - b.length || a.localeCompare(b)
   );
-  f.findings = f.findings.map(x => (x.code === 'output-cache' ? { ...x, names } : x));
+  f.findings.filter(x => x.code === 'output-cache').forEach(x => f.replaceFinding(x, { ...x, names }));
   f.replaceAdvice('silence-output', outputCacheAdvice(names));
 }

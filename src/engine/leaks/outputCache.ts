@@ -31,7 +31,7 @@ export function findOutputCache(f: Finding, context: Context): void {
       'output-cache',
       cached,
       { code: 'output-cache', bytes: total(cached), executionCount: n, names: [name] },
-      [{ code: 'silence-output', executionCount: n, also: [], displays: 0 }],
+      [{ code: 'silence-output', executionCount: n, also: [], deletable: [], displays: 0 }],
       context
     )
   ) {

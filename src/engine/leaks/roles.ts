@@ -13,7 +13,13 @@ const ADVICE: Partial<Record<Role, (f: Finding) => LeakAdvice>> = {
   activation: () => ({ code: 'no-grad-or-detach' }),
   gradient: () => ({ code: 'zero-grad' }),
   optimizer_state: () => ({ code: 'drop-optimizer' }),
-  output_cache: f => ({ code: 'silence-output', executionCount: f.execution.executionCount, also: [], displays: 0 }),
+  output_cache: f => ({
+    code: 'silence-output',
+    executionCount: f.execution.executionCount,
+    also: [],
+    deletable: [],
+    displays: 0
+  }),
   traceback: () => ({ code: 'clear-traceback' })
 };
 
@@ -48,8 +54,10 @@ export function explainRoles(f: Finding, rolesOf: (block: Block) => BlockRoles |
 
 namespace Private {
   // Advice a rule or the kernel's holders already gave for a role: the role adds no second wording of it.
+  // A traceback's fix frees the graph its frames keep too: a step that raised before its backward pass
+  // (a training step as well) is no forward pass that wanted torch.no_grad().
   const SAID: Partial<Record<Role, readonly LeakAdvice['code'][]>> = {
-    activation: ['no-grad', 'no-grad-or-detach', 'detach-hidden'],
+    activation: ['no-grad', 'no-grad-or-detach', 'detach-hidden', 'drop-exception', 'clear-traceback'],
     output_cache: ['silence-output', 'clear-output-history'],
     traceback: ['clear-traceback', 'drop-exception']
   };

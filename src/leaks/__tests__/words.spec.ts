@@ -22,31 +22,76 @@ describe('words for holders nobody sees', () => {
 
   it.each<[LeakAdvice, RegExp]>([
     [
-      { code: 'release-hidden', ref: 'default-argument', owner: 'score', paths: ['score.__defaults__[0]'] },
+      {
+        code: 'release-hidden',
+        ref: 'default-argument',
+        owner: 'score',
+        paths: ['score.__defaults__[0]'],
+        places: ['score.__defaults__[0]']
+      },
       /^`score` keeps every call's value in a default argument \(`score\.__defaults__\[0\]`\): default it to `None`/
     ],
     [
-      { code: 'release-hidden', ref: 'closure', owner: 'callbacks[0]', paths: ['callbacks[0]: closure variable buf'] },
-      /^`callbacks\[0\]` keeps what its closure captured/
+      {
+        code: 'release-hidden',
+        ref: 'closure',
+        owner: 'callbacks[0]',
+        paths: ['callbacks[0]: closure variable buf'],
+        places: ['buf']
+      },
+      /^`callbacks\[0\]` keeps what its closure captured \(`buf`\)/
     ],
     [
-      { code: 'release-hidden', ref: 'generator', owner: 'train_iter', paths: ['train_iter: generator frame local x'] },
+      {
+        code: 'release-hidden',
+        ref: 'generator',
+        owner: 'train_iter',
+        paths: ['train_iter: generator frame local x'],
+        places: ['x']
+      },
       /exhaust it or `del train_iter`\.$/
     ],
     [
-      { code: 'release-hidden', ref: 'lru-cache', owner: 'standardize', paths: ['standardize: lru_cache entry'] },
+      {
+        code: 'release-hidden',
+        ref: 'lru-cache',
+        owner: 'standardize',
+        paths: ['standardize: lru_cache entry'],
+        places: []
+      },
       /call `standardize\.cache_clear\(\)`/
     ],
     [{ code: 'drop-exception', names: ['err'] }, /^`del err`: a kept exception keeps its traceback/],
     [
-      { code: 'clear-output-history', names: ['__', '_2'], displays: 2 },
+      { code: 'clear-output-history', names: ['__', '_2'], deletable: ['_2'], displays: 2 },
       /^The output history still holds it \(`__`, `_2`\): `del _2` and display 2 more results, or run `%reset -f out`\.$/
     ],
     [
-      { code: 'clear-output-history', names: ['_'], displays: 3 },
+      { code: 'clear-output-history', names: ['_'], deletable: [], displays: 3 },
       /: display 3 more results, or run `%reset -f out`\.$/
     ],
-    [{ code: 'clear-output-history', names: ['_7'], displays: 0 }, /\(`_7`\): `del _7`, or run `%reset -f out`\.$/],
+    [
+      { code: 'clear-output-history', names: ['_7'], deletable: ['_7'], displays: 0 },
+      /\(`_7`\): `del _7`, or run `%reset -f out`\.$/
+    ],
+    [
+      { code: 'silence-output', executionCount: 2, also: [], deletable: [], displays: 0 },
+      /^End the line with `;` or `del Out\[2\]`\.$/
+    ],
+    [
+      {
+        code: 'silence-output',
+        executionCount: 2,
+        also: ['Out[3]', '_', '_3'],
+        deletable: ['Out[2]', 'Out[3]', '_3'],
+        displays: 3
+      },
+      /^End the line with `;` so that its result is not cached; to free it now, `del Out\[2\], Out\[3\], _3` and display 3 more results, or run `%reset -f out` \(it is held by `Out\[3\]`, `_`, `_3` as well as `Out\[2\]`\)\.$/
+    ],
+    [
+      { code: 'silence-output', executionCount: 4, also: ['_4'], deletable: ['Out[4]', '_4'], displays: 0 },
+      /to free it now, `del Out\[4\], _4`, or run `%reset -f out`/
+    ],
     [
       { code: 'clear-holder', holders: ['recent[8:16]', 'model.cache[4:8]'] },
       /^Clear or `del` what keeps it \(`recent\[8:16\]`, `model\.cache\[4:8\]`\) once its values are used/
