@@ -66,7 +66,8 @@ export function MomentSection(props: IMomentSectionProps & { show: 'oom' | 'peak
   );
 }
 
-function siteLabel(site: ICellSite, trans: TranslationBundle): string {
+/** A site in the panel's words: `cell [4], line 3`, `train_step (cell [1], line 7)` for a function a cell defined. */
+export function siteLabel(site: ICellSite, trans: TranslationBundle): string {
   if (site.cell) {
     // Copies of one cell share its code name: say each, the frame cannot tell which ran it.
     const counts = (site.sameSource ?? [site.cell]).map(c => `[${c.executionCount ?? ' '}]`);
