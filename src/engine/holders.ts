@@ -178,18 +178,22 @@ export function hiddenPlaces(ref: HiddenReference | null, paths: readonly string
   if (ref === 'lru-cache') {
     return [];
   }
+  // Only the closure's and the generator's patterns catch a place after the owner; the rest keep the path.
   const pattern = HIDDEN_PATHS.find(([r]) => r === ref)?.[1];
-  const places = paths.map(p => (ref === 'closure' || ref === 'generator' ? (pattern!.exec(p)?.[2] ?? p) : p));
-  return [...new Set(places)];
+  return [...new Set(paths.map(p => pattern?.exec(p)?.[2] ?? p))];
 }
+
+// A path through an exception's traceback (`err.__traceback__: train_step() local h`), and through the last one.
+const EXCEPTION_TRACEBACK = /^(.+?)\.__traceback__\b/;
+const LAST_TRACEBACK = /^sys\.last_(traceback|value|exc)\b/;
 
 /** Whether a path goes through a traceback: a kept exception's (`err.__traceback__: …`) or the last one. */
 export function tracebackPath(path: string): boolean {
-  return /^(sys\.last_(traceback|value|exc)\b|.+?\.__traceback__\b)/.test(path);
+  return LAST_TRACEBACK.test(path) || EXCEPTION_TRACEBACK.test(path);
 }
 
 /** The variable naming a kept exception whose traceback a `traceback` holder goes through (`err`), or null (`sys.last_traceback`). */
 export function exceptionHolder(path: string): string | null {
-  const m = /^(.+?)\.__traceback__\b/.exec(path);
+  const m = EXCEPTION_TRACEBACK.exec(path);
   return m && !m[1].startsWith('sys.') ? m[1] : null;
 }
