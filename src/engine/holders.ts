@@ -117,7 +117,9 @@ export function summarizeHolders(names: readonly string[]): string[] {
 
 /**
  * Holders with runs of indices folded (`summarizeHolders` on the paths of
- * each kind), each once, in the order first seen.
+ * each kind), each once, in the order first seen. The output history's are
+ * not folded: each is an entry of its own (`Out` is a dict, `_2` a name), and
+ * a fix names them to `del`.
  */
 export function summarizeHolderList(holders: readonly IHolder[]): IHolder[] {
   const groups = new Map<string, { kind: HolderKind; via?: string; paths: string[] }>();
@@ -131,7 +133,7 @@ export function summarizeHolderList(holders: readonly IHolder[]): IHolder[] {
     group.paths.push(h.path);
   }
   return [...groups.values()].flatMap(g =>
-    summarizeHolders(g.paths).map(path =>
+    (g.kind === 'output-cache' ? [...new Set(g.paths)] : summarizeHolders(g.paths)).map(path =>
       g.via === undefined ? { kind: g.kind, path } : { kind: g.kind, path, via: g.via }
     )
   );

@@ -215,6 +215,30 @@ describe('the output history after `del Out[n]`', () => {
     const alone = findLeaks(outCache.snapshots, outExecutions, { holders: onlyOut }).executions[1];
     expect(alone.fixes.map(adviceText)).toEqual(['end the line with `;` or `del Out[2]`']);
   });
+
+  it('names each entry when later cells showed the same tensor (`Out` is a dict: no `Out[2:4]`)', () => {
+    // Cell 0's x, shown by two later cells and then deleted: only the output history holds it, and no rule
+    // guessed the output cache for cell 0 (its last line assigns).
+    const shown = ['Out[2]', '__', 'Out[3]', '_3', '_2', '_'];
+    const all = new Map(
+      [...outCache.holders[0]!].map(([k, list]) => [
+        k,
+        list.some(h => h.path === 'x') ? shown.map(path => ({ kind: 'output-cache' as const, path })) : list
+      ])
+    );
+    const twice = findLeaks(outCache.snapshots.slice(0, 1), outExecutions.slice(0, 1), { holders: all }).executions[0];
+    expect(twice.verdict).toBe('leak');
+    expect(twice.fixes).toEqual([
+      {
+        code: 'silence-output',
+        executionCount: 2,
+        also: ['Out[3]', '__', '_3', '_2', '_'],
+        deletable: ['Out[2]', 'Out[3]', '_3', '_2'],
+        displays: 3
+      }
+    ]);
+    expect(findingText(twice.findings[0], String)).toMatch(/held only by Out\[2\], __, Out\[3\], _3, _2, _$/);
+  });
 });
 
 describe('tensors only the garbage collector reaches', () => {

@@ -52,10 +52,11 @@ export function outputCacheAdvice(paths: readonly string[]): LeakAdvice {
   // `Out[n]` and `_N` can be deleted; `_`, `__`, `___` are set again by each displayed result.
   const deletable = names.filter(n => OUTPUT_NAME.test(n) && !RECENT_RESULT.test(n));
   if (outs.length || !others.length) {
+    const count = outs.length ? OUTPUT_NAME.exec(outs[0])?.[2] : undefined;
     const also = [...outs.slice(1), ...others];
     return {
       code: 'silence-output',
-      executionCount: outs.length ? Number(OUTPUT_NAME.exec(outs[0])![2]) : null,
+      executionCount: count === undefined ? null : Number(count),
       also,
       deletable: also.length ? deletable : [],
       displays
