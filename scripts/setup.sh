@@ -110,10 +110,13 @@ else
   changed=true
 fi
 
-# The venv's labextensions entry links to the build output.
+# The venv's labextensions entry links to the build output (what `jupyter labextension develop` made; it is
+# deprecated now, and a link is all it did for a built extension).
 link=.venv/share/jupyter/labextensions/jupyterlab-cuda-memdiff
 if [ "$(readlink "$link" 2>/dev/null)" != "$PWD/jupyterlab_cuda_memdiff/labextension" ]; then
-  jupyter labextension develop --overwrite . >/dev/null
+  mkdir -p "$(dirname "$link")"
+  rm -rf "$link"
+  ln -s "$PWD/jupyterlab_cuda_memdiff/labextension" "$link"
   changed=true
 fi
 
