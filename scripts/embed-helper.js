@@ -76,6 +76,9 @@ export const WIRE_BLOCK_STATES = ${ts(c.BLOCK_STATES)} as const;
 /** What keeps a block alive, as the kernel's holder search says (protocol.HOLDER_KINDS). */
 export const HOLDER_KINDS = ${ts(c.HOLDER_KINDS)} as const;
 export type HolderKind = (typeof HOLDER_KINDS)[number];
+/** What no variable shows at the start of a holder's path: its \`reference\` (protocol.HOLDER_REFERENCES). */
+export const HOLDER_REFERENCES = ${ts(c.HOLDER_REFERENCES)} as const;
+export type HolderReferenceType = (typeof HOLDER_REFERENCES)[number];
 
 /** What a live block is for, in the kernel's precedence order (protocol.ROLES). */
 export const ROLES = ${ts(c.ROLES)} as const;

@@ -29,6 +29,7 @@ def test_message_schema_enums_are_the_protocol_constants():
     assert states == list(range(len(protocol.BLOCK_STATES)))
     kinds = d["holderBlocks"]["items"]["properties"]["holders"]["items"]["properties"]["kind"]["enum"]
     assert kinds == list(protocol.HOLDER_KINDS)
+    assert d["holderReference"]["properties"]["type"]["enum"] == list(protocol.HOLDER_REFERENCES)
 
 
 def test_role_codes_name_each_role_once_and_the_schema_takes_exactly_them():
@@ -74,7 +75,7 @@ def test_the_frontend_gets_the_constants_from_python(tmp_path):
     generated = (ROOT / "src" / "engine" / "protocol.generated.ts").read_text()
     for status in protocol.STATUSES:
         assert f"'{status}'" in generated
-    for kind in protocol.HOLDER_KINDS:
+    for kind in protocol.HOLDER_KINDS + protocol.HOLDER_REFERENCES:
         assert f"'{kind}'" in generated
     assert f"export const ROLE_CODES = '{protocol.ROLE_CODES}';" in generated
     assert f"export const PROTOCOL_VERSION = {protocol.PROTOCOL_VERSION};" in generated

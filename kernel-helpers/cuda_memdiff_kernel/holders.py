@@ -5,8 +5,10 @@ storage lies in the block and the path a user would type to reach them:
 user globals and what they contain (``preds[3]``, ``cache['x']``), the output
 cache (``Out[12]``), the last traceback's frames, autograd graphs reached
 through ``grad_fn`` saved tensors, module parameters, buffers and hooks, and
-optimizer state. Read-only and time-bounded; it returns plain strings and
-keeps no reference to anything it visited.
+optimizer state. A holder whose path starts at something no variable shows
+(an output history entry, a kept exception, a function's closure) says what
+that is in its ``reference`` (walk.Reference). Read-only and time-bounded; it
+returns plain data and keeps no reference to anything it visited.
 """
 
 import bisect
@@ -29,6 +31,7 @@ from .walk import (  # noqa: F401
     VARIABLE,
     Budget,
     ObjectWalk,
+    Reference,
 )
 
 DEFAULT_BUDGET_S = 2.0
@@ -81,7 +84,9 @@ class _Walk(ObjectWalk):
         holders = self.found.setdefault((block["device"], block["address"]), [])
         # A buffer is a parameter in the holders' words (the leak finder's reasons).
         holder = {"kind": PARAMETER if kind == BUFFER else kind, "path": path}
-        if via:
+        if isinstance(via, Reference):
+            holder["reference"] = via.holder_fields(path)
+        elif via:
             holder["via"] = via
         if len(holders) < MAX_HOLDERS and holder not in holders:
             holders.append(holder)

@@ -38,6 +38,22 @@ HOLDER_KINDS = (
     "hidden",
 )
 
+# What no variable shows at the start of a holder's path (walk.py, sent as the holder's ``reference``): an entry of
+# IPython's output history (``Out[n]``) or a name its displayhook set (``_2``, ``_``), a kept exception or the last
+# traceback, or what a function's default argument, a closure, a paused generator, a function cache or a
+# functools.partial keeps.
+HOLDER_REFERENCES = (
+    "output",
+    "output-name",
+    "exception",
+    "last-traceback",
+    "default-argument",
+    "closure",
+    "generator",
+    "lru-cache",
+    "partial",
+)
+
 # Why a cell has no snapshot (cell_note's ``note``).
 CELL_NOTES = ("not-recorded", "capture-failed")
 
@@ -85,6 +101,7 @@ FRONTEND_CONSTANTS = (
     "STATUSES",
     "BLOCK_STATES",
     "HOLDER_KINDS",
+    "HOLDER_REFERENCES",
     "CELL_NOTES",
     "ROLES",
     "ROLE_CODES",

@@ -159,13 +159,18 @@ class ReplaySource:
 
 def _holders_row(row):
     """A recorded answer's row as the live kernel sends it: whole-number device and address, holders with a
-    kind and a path (text); anything else is not an answer."""
+    kind and a path (text) and maybe a reference of a known type; anything else is not an answer."""
     device, address, holders = row["device"], row["address"], row["holders"]
     if not all(type(n) is int for n in (device, address)) or not isinstance(holders, list):
         raise TypeError(f"a row is not a block's holders: {row!r:.80}")
     for h in holders:
         if not (isinstance(h, dict) and isinstance(h.get("kind"), str) and isinstance(h.get("path"), str)):
             raise TypeError(f"a holder is not a kind and a path: {h!r:.80}")
+        reference = h.get("reference")
+        if reference is not None and not (
+            isinstance(reference, dict) and reference.get("type") in protocol.HOLDER_REFERENCES
+        ):
+            raise TypeError(f"a holder's reference is of no known type: {reference!r:.80}")
     return row
 
 

@@ -261,7 +261,7 @@ class _RoleWalk(ObjectWalk):
         self.graphs[id(t)] = graph
         self.found[ACTIVATION_ROLE] |= graph.addresses
 
-    def saved_tensor(self, tensor, path):
+    def saved_tensor(self, tensor, path, via=None):
         """ObjectWalk.graph's saved tensors, without paths: most start a block, a dict lookup away."""
         address = tensor.data_ptr()
         if address not in self.rows:

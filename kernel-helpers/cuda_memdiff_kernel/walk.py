@@ -62,6 +62,9 @@ _PLUMBING = frozenset(
         "_cuda_memdiff_kernel",
     }
 )
+# The words between a function or generator and its variable in a hidden holder's path (the variable is its place).
+CLOSURE_VARIABLE = ": closure variable "
+GENERATOR_LOCAL = ": generator frame local "
 # Per autograd node type, the names of its saved-tensor attributes: dir() is slow, the types are few.
 _SAVED_NAMES = {}
 _SAVED_TENSOR_NAMES = {}  # the same, less those seen to hold no tensor
@@ -69,6 +72,24 @@ _SAVED_TENSOR_NAMES = {}  # the same, less those seen to hold no tensor
 
 class Budget(Exception):
     """Raised inside the walk when the time budget is spent."""
+
+
+class Reference:
+    """What no variable shows at the start of a holder's path (protocol.HOLDER_REFERENCES), passed down the walk
+    as a hook's name is (``via``) and sent as the holder's ``reference``: the frontend reads what keeps the memory
+    from it, never from the path. ``name`` is what a user types to reach the reference (``Out[2]``, ``err``, the
+    function ``score``); a closure's or a generator's variable is the ``place`` after ``place_at`` in the path."""
+
+    __slots__ = ("fields", "place_at")
+
+    def __init__(self, type_, name=None, place_at=None, **facts):
+        self.fields = {"type": type_, **({} if name is None else {"name": name}), **facts}
+        self.place_at = place_at
+
+    def holder_fields(self, path):
+        if self.place_at is None or path is None:
+            return self.fields
+        return {**self.fields, "place": path[self.place_at :]}
 
 
 class ObjectWalk:
@@ -117,22 +138,28 @@ class ObjectWalk:
         for name, value in names:
             self.value(value, VARIABLE, name)
         for count, value in list(shell.user_ns.get("Out", {}).items()):
-            self.value(value, OUTPUT_CACHE, f"Out[{count}]" if self.paths else None)
+            name = f"Out[{count}]" if self.paths else None
+            self.value(value, OUTPUT_CACHE, name, via=self.reference("output", name, count=count))
         for name, value in output_names(shell):
-            self.value(value, OUTPUT_CACHE, name)
-        self.traceback(getattr(sys, "last_traceback", None), TRACEBACK, "sys.last_traceback")
+            self.value(value, OUTPUT_CACHE, name, via=self.reference("output-name", name, **_output_name_facts(name)))
+        last = self.reference("last-traceback")
+        self.traceback(getattr(sys, "last_traceback", None), TRACEBACK, "sys.last_traceback", last)
         while self.links:
             self.link(*self.links.popleft())
 
-    def traceback(self, tb, kind, where):
+    def traceback(self, tb, kind, where, via=None):
         """The locals of a traceback's frames in the user's functions."""
         while tb is not None:
             frame = tb.tb_frame
             if is_user_function(frame, self.shell):
                 for local, value in list(frame.f_locals.items()):
                     path = f"{where}: {frame.f_code.co_name}() local {local}" if self.paths else None
-                    self.value(value, kind, path)
+                    self.value(value, kind, path, via=via)
             tb = tb.tb_next
+
+    def reference(self, type_, name=None, place_at=None, **facts):
+        """A Reference for holders' fields; None when the walk names nothing (the role pass)."""
+        return Reference(type_, name, place_at, **facts) if self.paths else None
 
     # -- values ----------------------------------------------------------
     def value(self, obj, kind, path, depth=0, via=None):
@@ -167,7 +194,9 @@ class ObjectWalk:
         elif isinstance(obj, BaseException):
             # an exception the user kept (``except ... as e: err = e``) keeps its traceback's frames
             where = self.child(path, "{}.__traceback__", None)
-            self.traceback(obj.__traceback__, TRACEBACK if kind == VARIABLE else kind, where)
+            if kind == VARIABLE:
+                kind, via = TRACEBACK, self.reference("exception", path)
+            self.traceback(obj.__traceback__, kind, where, via)
         elif not _is_module_like(obj):
             attributes = getattr(obj, "__dict__", None)
             if isinstance(attributes, dict):
@@ -180,44 +209,57 @@ class ObjectWalk:
 
     def link(self, obj, kind, path, depth, via):
         """What a function, a function cache or a generator keeps: no name the user typed shows it."""
-        kind = HIDDEN if kind == VARIABLE else kind
+        hidden = kind == VARIABLE
+        kind = HIDDEN if hidden else kind
         deeper = depth + 1
+
+        def held(type_, words=None):
+            """The reference of what it keeps: the owner at ``path`` (and a variable after ``words``)."""
+            if not hidden:  # met through another reference (an exception's, an output's): that one stays
+                return via
+            return None if path is None else Reference(type_, path, None if words is None else len(path) + len(words))
+
         if isinstance(obj, types.FunctionType):
+            defaults = held("default-argument")
             for i, value in enumerate(obj.__defaults__ or ()):
-                self.value(value, kind, self.child(path, "{}.__defaults__[{}]", i), deeper, via)
+                self.value(value, kind, self.child(path, "{}.__defaults__[{}]", i), deeper, defaults)
             for name, value in (obj.__kwdefaults__ or {}).items():
-                self.value(value, kind, self.child(path, "{}.__kwdefaults__[{!r}]", name), deeper, via)
+                self.value(value, kind, self.child(path, "{}.__kwdefaults__[{!r}]", name), deeper, defaults)
+            closure = held("closure", CLOSURE_VARIABLE)
             for name, cell in zip(obj.__code__.co_freevars, obj.__closure__ or ()):
                 try:
                     value = cell.cell_contents
                 except ValueError:  # a variable not bound yet
                     continue
-                self.value(value, kind, self.child(path, "{}: closure variable {}", name), deeper, via)
+                self.value(value, kind, self.child(path, "{}" + CLOSURE_VARIABLE + "{}", name), deeper, closure)
         elif isinstance(obj, functools.partial):
+            via = held("partial")
             self.value(obj.func, kind, self.child(path, "{}.func", None), deeper, via)
             for i, value in enumerate(obj.args):
                 self.value(value, kind, self.child(path, "{}.args[{}]", i), deeper, via)
             for name, value in obj.keywords.items():
                 self.value(value, kind, self.child(path, "{}.keywords[{!r}]", name), deeper, via)
         elif isinstance(obj, _FUNCTION_CACHE):
+            via = held("lru-cache")
             self.value(getattr(obj, "__wrapped__", None), kind, self.child(path, "{}.__wrapped__", None), deeper, via)
             entry = self.child(path, "{}: lru_cache entry", None)
             attributes = getattr(obj, "__dict__", None)
             # the cache's keys (the arguments) and results are reached only through the collector's view of it
-            for held in gc.get_referents(obj):
-                if held is attributes:
+            for kept in gc.get_referents(obj):
+                if kept is attributes:
                     continue
-                if type(held) is dict:
-                    for key, value in itertools.islice(held.items(), MAX_ITEMS):
+                if type(kept) is dict:
+                    for key, value in itertools.islice(kept.items(), MAX_ITEMS):
                         self.value(key, kind, entry, deeper, via)
                         self.value(value, kind, entry, deeper, via)
                 else:
-                    self.value(held, kind, entry, deeper, via)
+                    self.value(kept, kind, entry, deeper, via)
         else:  # a generator or coroutine: its frame's locals, while it is paused
             frame = getattr(obj, "gi_frame", None) or getattr(obj, "cr_frame", None) or getattr(obj, "ag_frame", None)
             if frame is not None:
+                via = held("generator", GENERATOR_LOCAL)
                 for name, value in list(frame.f_locals.items()):
-                    self.value(value, kind, self.child(path, "{}: generator frame local {}", name), deeper, via)
+                    self.value(value, kind, self.child(path, "{}" + GENERATOR_LOCAL + "{}", name), deeper, via)
 
     def module_attributes(self, module, kind, path, depth, via):
         """What the user's own module classes keep as plain attributes (``self.cache = {}``), in the module and
@@ -255,9 +297,10 @@ class ObjectWalk:
             if grad is not None:
                 self.record(grad, GRADIENT, self.child(path, "{}.grad", None))
         elif t.grad_fn is not None:
-            self.graph(t.grad_fn, path)
+            # a graph reached through a reference goes with it (a kept exception's graph is freed with it)
+            self.graph(t.grad_fn, path, via if isinstance(via, Reference) else None)
 
-    def graph(self, node, path):
+    def graph(self, node, path, via=None):
         """Saved tensors of every node reachable from ``node``: kept alive by ``path``'s graph."""
         # Node objects are made afresh on each access and die as soon as they
         # are dropped, so their ids are reused: hold them until the walk ends.
@@ -276,22 +319,22 @@ class ObjectWalk:
                 except Exception:  # freed by backward
                     continue
                 if isinstance(saved, tensor_type):
-                    self.saved_tensor(saved, path)
+                    self.saved_tensor(saved, path, via)
                 elif holds_no_tensor(saved):
                     spent = [*(spent or ()), name]
                 elif isinstance(saved, (list, tuple)):
                     for t in saved:
                         if isinstance(t, tensor_type):
-                            self.saved_tensor(t, path)
+                            self.saved_tensor(t, path, via)
             for name in spent or ():
                 names.remove(name)
             for child, _ in getattr(fn, "next_functions", ()):
                 if child is not None and type(child).__name__ != "AccumulateGrad":
                     stack.append(child)
 
-    def saved_tensor(self, tensor, path):
+    def saved_tensor(self, tensor, path, via=None):
         """A tensor an autograd graph saved for backward."""
-        self.record(tensor, GRAPH, path)
+        self.record(tensor, GRAPH, path, via)
 
     def module(self, module, path):
         for name, p in module.named_parameters(recurse=True):
@@ -430,6 +473,14 @@ def is_output_name(name):
 
 
 _RECENT_OUTPUTS = ("_", "__", "___")
+
+
+def _output_name_facts(name):
+    """What a fix needs of an output-history name: ``_N``'s execution count, or how many more displayed results
+    until ``_``, ``__`` or ``___`` lets go of it (3, 2, 1): each displayed result moves them along."""
+    if name in _RECENT_OUTPUTS:
+        return {"displays": 4 - len(name)}
+    return {"count": int(name[1:])}
 
 
 def _is_numbered_output(name):

@@ -127,6 +127,11 @@ def test_replay_answers_holders_with_those_recorded_after_the_last_cell(shell, t
     rows["blocks"][0]["address"] = str(rows["blocks"][0]["address"])
     (tmp_path / "cell02.holders.json").write_text(json.dumps(rows))
     assert "cell02.holders.json is not a holders answer" in holders_request(comm, asked, 3)["error"]
+    rows = json.loads((src / "cell02.holders.json").read_text())
+    rows["blocks"][0]["holders"][0]["reference"] = {"type": "a guess"}
+    (tmp_path / "cell02.holders.json").write_text(json.dumps(rows))
+    refused = holders_request(comm, asked, 4)["error"]
+    assert "cell02.holders.json is not a holders answer (a holder's reference is of no known type" in refused
     # a holders file outside the folder is refused when the replay starts, as a snapshot file is
     manifest["cells"][0]["holders_file"] = "../cell00.holders.json"
     (tmp_path / "manifest.json").write_text(json.dumps(manifest))

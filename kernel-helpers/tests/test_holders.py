@@ -103,7 +103,9 @@ def test_last_traceback_holds_a_failed_cells_locals(shell):
         tb = tb.tb_next
     buf = tb.tb_frame.f_locals["buf"]
     _, found = holders_of(shell, [block_of(buf)])
-    assert found[key(buf)] == [{"kind": "traceback", "path": "sys.last_traceback: step() local buf"}]
+    assert found[key(buf)] == [
+        {"kind": "traceback", "path": "sys.last_traceback: step() local buf", "reference": {"type": "last-traceback"}}
+    ]
 
 
 def test_losses_list_and_expected_state(shell):
@@ -220,14 +222,28 @@ def test_holders_no_name_shows_are_named_by_the_way_to_them(shell):
     }
     _, found = holders_of(shell, [block_of(t) for t in tensors.values()])
     named = {name: found[key(t)] for name, t in tensors.items()}
-    assert named["default"] == [{"kind": "hidden", "path": "score.__defaults__[0][0]"}]
-    assert named["kwdefault"] == [{"kind": "hidden", "path": "opts.__kwdefaults__['keep']"}]
-    assert named["closure"] == [{"kind": "hidden", "path": "callbacks[0]: closure variable buf"}]
-    assert named["partial"] == [{"kind": "hidden", "path": "scale.keywords['other']"}]
-    assert named["lru result"] == [{"kind": "hidden", "path": "standardize: lru_cache entry"}]
-    assert named["generator"] == [{"kind": "hidden", "path": "train_iter: generator frame local batch"}]
+
+    # each says what keeps it in its reference (the owner, and a closure's or a generator's variable), which the
+    # frontend reads instead of the path
+    def hidden(path, type_, owner, **place):
+        return [{"kind": "hidden", "path": path, "reference": {"type": type_, "name": owner, **place}}]
+
+    assert named["default"] == hidden("score.__defaults__[0][0]", "default-argument", "score")
+    assert named["kwdefault"] == hidden("opts.__kwdefaults__['keep']", "default-argument", "opts")
+    assert named["closure"] == hidden("callbacks[0]: closure variable buf", "closure", "callbacks[0]", place="buf")
+    assert named["partial"] == hidden("scale.keywords['other']", "partial", "scale")
+    assert named["lru result"] == hidden("standardize: lru_cache entry", "lru-cache", "standardize")
+    assert named["generator"] == hidden(
+        "train_iter: generator frame local batch", "generator", "train_iter", place="batch"
+    )
     assert named["deque"] == [{"kind": "variable", "path": "recent[0]"}]
-    assert named["exception"] == [{"kind": "traceback", "path": "err.__traceback__: step() local buf"}]
+    assert named["exception"] == [
+        {
+            "kind": "traceback",
+            "path": "err.__traceback__: step() local buf",
+            "reference": {"type": "exception", "name": "err"},
+        }
+    ]
     assert named["module attribute"] == [{"kind": "variable", "path": "net.cache[0]"}]
     assert named["weight"] == [{"kind": "parameter", "path": "net.lin.weight"}]
     assert named["slots"] == [{"kind": "variable", "path": "held.x"}]
@@ -237,7 +253,11 @@ def test_holders_no_name_shows_are_named_by_the_way_to_them(shell):
     _, found = holders_of(shell, [block_of(ns["arg"])])
     assert found[key(ns["arg"])] == [
         {"kind": "variable", "path": "arg"},
-        {"kind": "hidden", "path": "standardize: lru_cache entry[0]"},
+        {
+            "kind": "hidden",
+            "path": "standardize: lru_cache entry[0]",
+            "reference": {"type": "lru-cache", "name": "standardize"},
+        },
     ]
 
 
@@ -248,8 +268,59 @@ def test_output_history_names_are_holders(shell):
     shell.run_cell(f"del Out[{count}]", store_history=True)
     t = shell.user_ns[f"_{count}"]
     _, found = holders_of(shell, [block_of(t)])
-    assert {"kind": "output-cache", "path": f"_{count}"} in found[key(t)]
-    assert not any(h["path"].startswith("Out[") for h in found[key(t)])
+    # the names that still hold it, each with what a fix needs: `_N` can be deleted, `_` goes after 3 more results
+    assert found[key(t)] == [
+        {"kind": "output-cache", "path": "_", "reference": {"type": "output-name", "name": "_", "displays": 3}},
+        {
+            "kind": "output-cache",
+            "path": f"_{count}",
+            "reference": {"type": "output-name", "name": f"_{count}", "count": count},
+        },
+    ]
+    shown = shell.user_ns["_"]
+    shell.run_cell("_ * 1", store_history=True)  # Out[n] as well, and `_` moves on to `__`
+    _, found = holders_of(shell, [block_of(shown)])
+    assert [h["reference"] for h in found[key(shown)]] == [
+        {"type": "output-name", "name": "__", "displays": 2},
+        {"type": "output-name", "name": f"_{count}", "count": count},
+    ]
+
+
+def test_a_closure_variables_place_and_a_kept_exceptions_graph(shell, validate):
+    # the place is the variable with the steps into it; a graph reached through a kept exception says so
+    assert shell.run_cell("""
+import torch
+def make():
+    kept = {'h': [torch.ones(15)]}
+    return lambda: kept
+cb = make()
+w = torch.ones(16, requires_grad=True)
+def step():
+    h = (w * 2).sin()
+    raise ValueError('boom')
+try:
+    step()
+except ValueError as e:
+    err = e""").success
+    ns = shell.user_ns
+    item = ns["cb"].__closure__[0].cell_contents["h"][0]
+    tb = ns["err"].__traceback__.tb_next
+    saved = tb.tb_frame.f_locals["h"].grad_fn._saved_self  # sin saved its input, w * 2
+    answer, found = holders_of(shell, [block_of(item), block_of(saved)])
+    # the schema the frontend holds answers to (CPU tensors stand in here, on device -1)
+    validate([dict(b, device=0) for b in answer["blocks"]], "holderBlocks")
+    assert found[key(item)] == [
+        {
+            "kind": "hidden",
+            "path": "cb: closure variable kept['h'][0]",
+            "reference": {"type": "closure", "name": "cb", "place": "kept['h'][0]"},
+        }
+    ]
+    assert {
+        "kind": "graph",
+        "path": "err.__traceback__: step() local h",
+        "reference": {"type": "exception", "name": "err"},
+    } in found[key(saved)]
 
 
 def _frames(tb):
