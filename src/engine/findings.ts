@@ -98,7 +98,7 @@ export function holderText(holder: IHolder): string {
     case 'hook':
       return `${holder.path} (${holder.via ?? 'appended to by a forward hook'})`;
     case 'hidden': {
-      const aside = HIDDEN_TEXT[hiddenHolder(holder.path).ref ?? 'none'];
+      const aside = HIDDEN_TEXT[hiddenHolder(holder).ref ?? 'none'];
       return aside ? `${holder.path} (${aside})` : holder.path;
     }
     default:
@@ -304,7 +304,9 @@ export function adviceText(advice: LeakAdvice): string {
     case 'drop-exception':
       return `\`del ${advice.names.join(', ')}\`: a kept exception keeps its traceback, and with it the locals of every frame it unwound`;
     case 'clear-output-history':
-      return `the output history still holds it (${code(advice.names)}): ${historySteps(advice.deletable, advice.displays)}, or run \`%reset -f out\``;
+      return advice.deletable.length || advice.displays
+        ? `the output history still holds it (${code(advice.names)}): ${historySteps(advice.deletable, advice.displays)}, or run \`%reset -f out\``
+        : `the output history still holds it (${code(advice.names)}): run \`%reset -f out\``;
     case 'find-referrers':
       return `find what refers to ${advice.tensors.join(', ')}, which the kernel could not name: \`gc.get_referrers(t)\` (\`t\`: that tensor, found in \`gc.get_objects()\` by its shape), then drop that reference`;
     case 'clear-holder':

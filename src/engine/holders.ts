@@ -4,13 +4,31 @@
  * `cellNN.holders.json`.
  */
 import { SnapshotError } from './errors';
-import { HOLDER_KINDS } from './protocol.generated';
-import type { HolderKind } from './protocol.generated';
+import { HOLDER_KINDS, HOLDER_REFERENCES } from './protocol.generated';
+import type { HolderKind, HolderReferenceType } from './protocol.generated';
 
-// The kinds of holder the kernel tells apart, generated from the helper's protocol.py.
-export type { HolderKind };
+// The kinds of holder the kernel tells apart, and of what no variable shows, generated from the helper's protocol.py.
+export type { HolderKind, HolderReferenceType };
 
 const KINDS: ReadonlySet<string> = new Set<HolderKind>(HOLDER_KINDS);
+const REFERENCES: ReadonlySet<string> = new Set<HolderReferenceType>(HOLDER_REFERENCES);
+
+/**
+ * What no variable shows at the start of a holder's path, as the kernel's
+ * walk says it (walk.Reference): the frontend reads what keeps the memory
+ * from this, never from the path's words.
+ */
+export interface IHolderReference {
+  readonly type: HolderReferenceType;
+  /** What a user types to reach it: `Out[2]`, `_2`, `err`, the function `score`. */
+  readonly name?: string;
+  /** An output's execution count (`Out[2]`, `_2`). */
+  readonly count?: number;
+  /** How many more displayed results until `_` (3), `__` (2) or `___` (1) lets go of it. */
+  readonly displays?: number;
+  /** A closure's or a paused generator's variable, with the steps into it (`ref`, `batch[2]`). */
+  readonly place?: string;
+}
 
 /** What keeps a block alive. */
 export interface IHolder {
@@ -19,6 +37,8 @@ export interface IHolder {
   readonly path: string;
   /** For hooks: which hook appends to the container. */
   readonly via?: string;
+  /** Where the path starts at something no variable shows (an output, a kept exception, a closure). */
+  readonly reference?: IHolderReference;
 }
 
 /** Holders of live blocks, keyed by `device:address`. */
@@ -62,14 +82,23 @@ export function parseHolderAnswer(value: unknown): IHolderAnswer {
     if (!Number.isInteger(b?.device) || !Number.isInteger(b?.address) || !Array.isArray(b?.holders)) {
       throw new SnapshotError(`holders: blocks[${i}] needs an integer device and address and a holders list`);
     }
-    const list = (b.holders as { kind?: unknown; path?: unknown; via?: unknown }[]).map((h, j) => {
-      if (typeof h?.kind !== 'string' || !KINDS.has(h.kind) || typeof h.path !== 'string') {
-        throw new SnapshotError(`holders: blocks[${i}].holders[${j}] has no known kind and path`);
+    const list = (b.holders as { kind?: unknown; path?: unknown; via?: unknown; reference?: unknown }[]).map(
+      (h, j): IHolder => {
+        if (typeof h?.kind !== 'string' || !KINDS.has(h.kind) || typeof h.path !== 'string') {
+          throw new SnapshotError(`holders: blocks[${i}].holders[${j}] has no known kind and path`);
+        }
+        const reference = h.reference === undefined ? undefined : parseReference(h.reference);
+        if (reference === null) {
+          throw new SnapshotError(`holders: blocks[${i}].holders[${j}] has a reference of no known type`);
+        }
+        return {
+          kind: h.kind as HolderKind,
+          path: h.path,
+          ...(typeof h.via === 'string' ? { via: h.via } : {}),
+          ...(reference ? { reference } : {})
+        };
       }
-      return typeof h.via === 'string'
-        ? { kind: h.kind as HolderKind, path: h.path, via: h.via }
-        : { kind: h.kind as HolderKind, path: h.path };
-    });
+    );
     holders.set(holderKey(b.device as number, b.address as number), list);
   });
   return {
@@ -81,38 +110,66 @@ export function parseHolderAnswer(value: unknown): IHolderAnswer {
   };
 }
 
+/** A holder's reference with only the fields the protocol gives, each of its type; null when it is none. */
+function parseReference(value: unknown): IHolderReference | null {
+  const r = value as Record<string, unknown>;
+  if (typeof r !== 'object' || r === null || typeof r.type !== 'string' || !REFERENCES.has(r.type)) {
+    return null;
+  }
+  const text = (key: 'name' | 'place') => (typeof r[key] === 'string' ? { [key]: r[key] as string } : {});
+  const whole = (key: 'count' | 'displays') => (Number.isInteger(r[key]) ? { [key]: r[key] as number } : {});
+  return {
+    type: r.type as HolderReferenceType,
+    ...text('name'),
+    ...whole('count'),
+    ...whole('displays'),
+    ...text('place')
+  };
+}
+
 /**
  * Shorten holder names for people: `preds[0]` ... `preds[7]` become
  * `preds[0:8]` (or `preds[…] (5 items)` when not contiguous); order is kept.
  */
 export function summarizeHolders(names: readonly string[]): string[] {
-  const groups = new Map<string, { prefix: string; suffix: string; indices: number[] }>();
-  const order: string[] = [];
-  for (const name of new Set(names)) {
+  return foldNames(names, name => name).map(g => g.label);
+}
+
+/**
+ * Items grouped by their names with the last index taken out, each group
+ * labelled as `summarizeHolders` labels it; in the order first seen.
+ */
+export function foldNames<T>(items: readonly T[], nameOf: (item: T) => string): { label: string; items: T[] }[] {
+  const groups = new Map<string, { prefix: string; suffix: string; indices: Set<number>; items: T[] }>();
+  for (const item of items) {
+    const name = nameOf(item);
     const m = /^(.*)\[(\d+)\]([^[\]]*)$/.exec(name);
-    const key = m ? `${m[1]}\u0000${m[3]}` : name;
-    if (!groups.has(key)) {
-      groups.set(key, { prefix: m ? m[1] : name, suffix: m ? m[3] : '', indices: [] });
-      order.push(key);
-    }
+    const key = m ? `${m[1]}\u0000${m[3]}` : `\u0001${name}`;
+    const group = groups.get(key) ?? { prefix: m ? m[1] : name, suffix: m ? m[3] : '', indices: new Set(), items: [] };
     if (m) {
-      groups.get(key)!.indices.push(Number(m[2]));
+      group.indices.add(Number(m[2]));
     }
+    group.items.push(item);
+    groups.set(key, group);
   }
-  return order.map(key => {
-    const { prefix, suffix, indices } = groups.get(key)!;
-    if (indices.length === 0) {
-      return prefix;
-    }
-    if (indices.length === 1) {
-      return `${prefix}[${indices[0]}]${suffix}`;
-    }
-    const sorted = [...indices].sort((a, b) => a - b);
-    const contiguous = sorted.every((v, i) => v === sorted[0] + i);
-    return contiguous
-      ? `${prefix}[${sorted[0]}:${sorted[sorted.length - 1] + 1}]${suffix}`
-      : `${prefix}[\u2026]${suffix} (${sorted.length} items)`;
-  });
+  return [...groups.values()].map(({ prefix, suffix, indices, items }) => ({
+    label: label(prefix, suffix, indices),
+    items
+  }));
+}
+
+function label(prefix: string, suffix: string, indices: ReadonlySet<number>): string {
+  if (indices.size === 0) {
+    return prefix;
+  }
+  const sorted = [...indices].sort((a, b) => a - b);
+  if (sorted.length === 1) {
+    return `${prefix}[${sorted[0]}]${suffix}`;
+  }
+  const contiguous = sorted.every((v, i) => v === sorted[0] + i);
+  return contiguous
+    ? `${prefix}[${sorted[0]}:${sorted[sorted.length - 1] + 1}]${suffix}`
+    : `${prefix}[\u2026]${suffix} (${sorted.length} items)`;
 }
 
 /**
@@ -122,80 +179,73 @@ export function summarizeHolders(names: readonly string[]): string[] {
  * a fix names them to `del`.
  */
 export function summarizeHolderList(holders: readonly IHolder[]): IHolder[] {
-  const groups = new Map<string, { kind: HolderKind; via?: string; paths: string[] }>();
+  // Grouped by what they are (kind, hook, type of reference); a folded group keeps the reference its
+  // holders share, or only its type.
+  const groups = new Map<string, { first: IHolder; same: boolean; paths: string[] }>();
   for (const h of holders) {
-    const key = `${h.kind}\u0000${h.via ?? ''}`;
-    let group = groups.get(key);
-    if (!group) {
-      group = h.via === undefined ? { kind: h.kind, paths: [] } : { kind: h.kind, via: h.via, paths: [] };
-      groups.set(key, group);
+    const key = `${h.kind}\u0000${h.via ?? ''}\u0000${h.reference?.type ?? ''}`;
+    const group = groups.get(key);
+    if (group) {
+      group.paths.push(h.path);
+      group.same &&= JSON.stringify(h.reference) === JSON.stringify(group.first.reference);
+    } else {
+      groups.set(key, { first: h, same: true, paths: [h.path] });
     }
-    group.paths.push(h.path);
   }
-  return [...groups.values()].flatMap(g =>
-    (g.kind === 'output-cache' ? [...new Set(g.paths)] : summarizeHolders(g.paths)).map(path =>
-      g.via === undefined ? { kind: g.kind, path } : { kind: g.kind, path, via: g.via }
-    )
-  );
+  return [...groups.values()].flatMap(({ first, same, paths }) => {
+    const folded = first.kind === 'output-cache' ? [...new Set(paths)] : summarizeHolders(paths);
+    const shared = first.reference && !same ? { reference: { type: first.reference.type } } : {};
+    return folded.map(path =>
+      folded.length === 1 && paths.length === 1 ? first : { ...first, path, ...(same ? {} : shared) }
+    );
+  });
 }
 
 /** How a `hidden` holder keeps memory: what kind of object keeps a reference no variable shows. */
-export type HiddenReference = 'default-argument' | 'closure' | 'generator' | 'lru-cache' | 'partial';
+export type HiddenReference = Extract<
+  HolderReferenceType,
+  'default-argument' | 'closure' | 'generator' | 'lru-cache' | 'partial'
+>;
 
-/** A `hidden` holder read from its path: what keeps the memory (`ref`, null when the path says not) and its owner. */
+const HIDDEN: ReadonlySet<HolderReferenceType> = new Set<HiddenReference>([
+  'default-argument',
+  'closure',
+  'generator',
+  'lru-cache',
+  'partial'
+]);
+
+/** A `hidden` holder: what keeps the memory (`ref`, null when the kernel did not say) and its owner. */
 export interface IHiddenHolder {
   readonly ref: HiddenReference | null;
   /** What a user would type to reach the owner: the function, generator or partial (`score`, `callbacks[0]`). */
   readonly owner: string;
+  /**
+   * Where inside the owner, as a fix names it beside the owner: a closure's
+   * or a paused generator's variable (`ref`, `batch[2]`), the whole path for
+   * a default argument or a partial's argument (`score.__defaults__[0]`,
+   * which says more than the owner), and nothing for an lru_cache's entries
+   * (the cache is the place).
+   */
+  readonly place: string | null;
 }
 
-// The paths the kernel's walk gives `hidden` holders (walk.py), each possibly extended by container steps.
-const HIDDEN_PATHS: readonly (readonly [HiddenReference, RegExp])[] = [
-  ['default-argument', /^(.+?)\.__(?:kw)?defaults__\[/],
-  ['closure', /^(.+?): closure variable (.+)$/],
-  ['generator', /^(.+?): generator frame local (.+)$/],
-  ['lru-cache', /^(.+?): lru_cache entry/],
-  ['partial', /^(.+?)\.(?:args|keywords)\[/]
-];
-
-/** What a `hidden` holder's path says keeps the memory, and whose reference it is. */
-export function hiddenHolder(path: string): IHiddenHolder {
-  for (const [ref, pattern] of HIDDEN_PATHS) {
-    const m = pattern.exec(path);
-    if (m) {
-      return { ref, owner: m[1] };
-    }
+/** What keeps a `hidden` holder's memory, and whose reference it is, as its reference says. */
+export function hiddenHolder(holder: IHolder): IHiddenHolder {
+  const r = holder.reference;
+  if (!r || !HIDDEN.has(r.type) || r.name === undefined) {
+    return { ref: null, owner: holder.path, place: holder.path };
   }
-  return { ref: null, owner: path };
+  const place = r.type === 'lru-cache' ? null : (r.place ?? holder.path);
+  return { ref: r.type as HiddenReference, owner: r.name, place };
 }
 
-/**
- * Where inside their owner hidden references keep memory, as a fix names it
- * beside the owner: a closure's or a paused generator's variable (`ref`,
- * `batch[2]`), the whole path for a default argument or a partial's
- * argument (`score.__defaults__[0]`, which says more than the owner), and
- * nothing for an lru_cache's entries (the cache is the place).
- */
-export function hiddenPlaces(ref: HiddenReference | null, paths: readonly string[]): string[] {
-  if (ref === 'lru-cache') {
-    return [];
-  }
-  // Only the closure's and the generator's patterns catch a place after the owner; the rest keep the path.
-  const pattern = HIDDEN_PATHS.find(([r]) => r === ref)?.[1];
-  return [...new Set(paths.map(p => pattern?.exec(p)?.[2] ?? p))];
+/** Whether a holder's path goes through a traceback: a kept exception's (`err.__traceback__: …`) or the last one. */
+export function throughTraceback(holder: IHolder): boolean {
+  return holder.reference?.type === 'exception' || holder.reference?.type === 'last-traceback';
 }
 
-// A path through an exception's traceback (`err.__traceback__: train_step() local h`), and through the last one.
-const EXCEPTION_TRACEBACK = /^(.+?)\.__traceback__\b/;
-const LAST_TRACEBACK = /^sys\.last_(traceback|value|exc)\b/;
-
-/** Whether a path goes through a traceback: a kept exception's (`err.__traceback__: …`) or the last one. */
-export function tracebackPath(path: string): boolean {
-  return LAST_TRACEBACK.test(path) || EXCEPTION_TRACEBACK.test(path);
-}
-
-/** The variable naming a kept exception whose traceback a `traceback` holder goes through (`err`), or null (`sys.last_traceback`). */
-export function exceptionHolder(path: string): string | null {
-  const m = EXCEPTION_TRACEBACK.exec(path);
-  return m && !m[1].startsWith('sys.') ? m[1] : null;
+/** The variable naming a kept exception whose traceback a holder goes through (`err`), or null. */
+export function exceptionHolder(holder: IHolder): string | null {
+  return holder.reference?.type === 'exception' ? (holder.reference.name ?? null) : null;
 }

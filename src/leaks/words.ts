@@ -44,15 +44,16 @@ export function holderWords(holder: IHolder, trans: TranslationBundle): string {
         ? trans.__('%1 (%2)', holder.path, holder.via)
         : trans.__('%1 (appended to by a forward hook)', holder.path);
     case 'hidden':
-      return hiddenHolderWords(holder.path, trans);
+      return hiddenHolderWords(holder, trans);
     default:
       return holder.path;
   }
 }
 
 /** A `hidden` holder: its path, with what keeps it where the path does not say (closures, generators, caches do). */
-function hiddenHolderWords(path: string, trans: TranslationBundle): string {
-  switch (hiddenHolder(path).ref) {
+function hiddenHolderWords(holder: IHolder, trans: TranslationBundle): string {
+  const path = holder.path;
+  switch (hiddenHolder(holder).ref) {
     case 'default-argument':
       return trans.__('%1 (a default argument)', path);
     case 'partial':
@@ -354,11 +355,14 @@ function outputHistoryWords(
       names(advice.names)
     );
   }
-  return trans.__(
-    'The output history still holds it (%1): `del %2`, or run `%reset -f out`.',
-    names(advice.names),
-    dels
-  );
+  if (dels) {
+    return trans.__(
+      'The output history still holds it (%1): `del %2`, or run `%reset -f out`.',
+      names(advice.names),
+      dels
+    );
+  }
+  return trans.__('The output history still holds it (%1): run `%reset -f out`.', names(advice.names));
 }
 
 /**

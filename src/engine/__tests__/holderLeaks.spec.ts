@@ -10,6 +10,7 @@ import {
   holderText,
   IBlockHolders,
   IHolder,
+  IHolderReference,
   ILeakExecution,
   LIBRARY_WORKSPACE_BYTES,
   retentionByExecution,
@@ -17,6 +18,12 @@ import {
 } from '..';
 import { LIVE, RECORDINGS, sessionOf as recordedSession } from './data';
 import { outputCacheAdvice } from '../leaks/holderAdvice';
+
+// The output history's references as the kernel sends them (test_holders.py pins what it sends).
+const OUT = (n: number): IHolderReference => ({ type: 'output', name: `Out[${n}]`, count: n });
+const NAMED = (n: number): IHolderReference => ({ type: 'output-name', name: `_${n}`, count: n });
+const RECENT = (name: string, displays: number): IHolderReference => ({ type: 'output-name', name, displays });
+const output = (path: string, reference: IHolderReference): IHolder => ({ kind: 'output-cache', path, reference });
 
 function sessionOf(name: string, root = LIVE) {
   return recordedSession(name, root);
@@ -34,10 +41,12 @@ const outExecutions = sessionExecutions(outCache.manifest);
 const tracebackPin = sessionOf('traceback_pin--holders');
 
 describe('hidden holders make a leak on their own', () => {
-  // Cell 0 alone, its x held as the kernel names each hidden reference.
-  const asHidden = (p: string) =>
+  // Cell 0 alone, its x held as the kernel names each hidden reference (test_holders.py pins what it sends).
+  const asHidden = (path: string, reference?: IHolderReference) =>
     findLeaks(outCache.snapshots.slice(0, 1), outExecutions.slice(0, 1), {
-      holders: renamed(outCache.holders[0]!, h => (h.path === 'x' ? { kind: 'hidden', path: p } : h))
+      holders: renamed(outCache.holders[0]!, h =>
+        h.path === 'x' ? { kind: 'hidden', path, ...(reference ? { reference } : {}) } : h
+      )
     }).executions[0];
 
   it('keeps memory a variable holds retained', () => {
@@ -49,6 +58,7 @@ describe('hidden holders make a leak on their own', () => {
   it.each([
     [
       'score.__defaults__[0]',
+      { type: 'default-argument', name: 'score' },
       'default-argument',
       'score',
       /^`score` keeps every call's value in a default argument .*default it to `None`/,
@@ -57,6 +67,7 @@ describe('hidden holders make a leak on their own', () => {
     ],
     [
       "f.__kwdefaults__['k'][3]",
+      { type: 'default-argument', name: 'f' },
       'default-argument',
       'f',
       /default it to `None`/,
@@ -65,6 +76,7 @@ describe('hidden holders make a leak on their own', () => {
     ],
     [
       'callbacks[0]: closure variable buf',
+      { type: 'closure', name: 'callbacks[0]', place: 'buf' },
       'closure',
       'callbacks[0]',
       /^`callbacks\[0\]` keeps what its closure captured \(`buf`\): /,
@@ -73,6 +85,7 @@ describe('hidden holders make a leak on their own', () => {
     ],
     [
       'train_iter: generator frame local batch',
+      { type: 'generator', name: 'train_iter', place: 'batch' },
       'generator',
       'train_iter',
       /keeps its frame's locals \(`batch`\): exhaust it or `del train_iter`$/,
@@ -81,6 +94,7 @@ describe('hidden holders make a leak on their own', () => {
     ],
     [
       'standardize: lru_cache entry',
+      { type: 'lru-cache', name: 'standardize' },
       'lru-cache',
       'standardize',
       /^`standardize`'s lru_cache keeps its results: call `standardize\.cache_clear\(\)`/,
@@ -89,6 +103,7 @@ describe('hidden holders make a leak on their own', () => {
     ],
     [
       "fn.keywords['ref']",
+      { type: 'partial', name: 'fn' },
       'partial',
       'fn',
       /functools\.partial `fn` keeps its arguments.*`del fn`/,
@@ -97,32 +112,39 @@ describe('hidden holders make a leak on their own', () => {
     ],
     [
       'something.else',
+      undefined,
       null,
       'something.else',
       /^drop the references the kernel names \(`something\.else`\)$/,
       'something.else (a reference no variable shows)',
       ['something.else']
     ]
-  ])('%s: a leak of one run, with the fix for what keeps it', (p, ref, owner, advice, held, places) => {
-    const v = asHidden(p);
-    expect([v.verdict, v.confidence, v.causes, v.leakedBytes]).toEqual(['leak', 'high', ['hidden'], 64 * 2 ** 20]);
-    expect(v.fixes).toEqual([{ code: 'release-hidden', ref, owner, paths: [p], places }]);
-    expect(adviceText(v.fixes[0])).toMatch(advice);
-    expect(v.holders.map(holderText)).toEqual([held]);
-  });
+  ] as const)(
+    '%s: a leak of one run, with the fix for what keeps it',
+    (p, reference, ref, owner, advice, held, places) => {
+      const v = asHidden(p, reference);
+      expect([v.verdict, v.confidence, v.causes, v.leakedBytes]).toEqual(['leak', 'high', ['hidden'], 64 * 2 ** 20]);
+      expect(v.fixes).toEqual([{ code: 'release-hidden', ref, owner, paths: [p], places }]);
+      expect(adviceText(v.fixes[0])).toMatch(advice);
+      expect(v.holders.map(holderText)).toEqual([held]);
+    }
+  );
 });
 
 describe('a traceback kept through an exception the user kept', () => {
   // The cell caught its error (`except Exception as e: err = e`): nothing raised, no guess from the source.
   const caught: ILeakExecution[] = sessionExecutions(tracebackPin.manifest).map(e => ({ ...e, error: null }));
+  const err: IHolderReference = { type: 'exception', name: 'err' };
   const viaErr = renamed(tracebackPin.holders[1]!, h =>
-    h.kind === 'traceback' ? { ...h, path: h.path.replace('sys.last_traceback', 'err.__traceback__') } : h
+    h.kind === 'traceback'
+      ? { ...h, path: h.path.replace('sys.last_traceback', 'err.__traceback__'), reference: err }
+      : h
   );
 
   it('is a leak whose fix is to drop that exception, not to clear sys.last_traceback', () => {
     const v = findLeaks(tracebackPin.snapshots.slice(0, 2), caught.slice(0, 2), { holders: viaErr }).executions[1];
     expect([v.verdict, v.causes]).toEqual(['leak', ['traceback']]);
-    expect(v.holders).toEqual([{ kind: 'traceback', path: 'err.__traceback__: step() local buf' }]);
+    expect(v.holders).toEqual([{ kind: 'traceback', path: 'err.__traceback__: step() local buf', reference: err }]);
     expect(v.fixes).toEqual([{ code: 'drop-exception', names: ['err'] }]);
     expect(adviceText(v.fixes[0])).toMatch(/^`del err`: a kept exception keeps its traceback/);
   });
@@ -161,8 +183,18 @@ describe('causes in the order a person should read them', () => {
     );
     const uncaught = renamed(kept.holders[1]!, h =>
       h.path.endsWith('local h') && h.kind === 'traceback'
-        ? { kind: 'hidden', path: 'on_step: closure variable h' }
-        : { ...h, path: h.path.replace('err.__traceback__', 'sys.last_traceback') }
+        ? {
+            kind: 'hidden',
+            path: 'on_step: closure variable h',
+            reference: { type: 'closure', name: 'on_step', place: 'h' }
+          }
+        : h.reference?.type === 'exception'
+          ? {
+              ...h,
+              path: h.path.replace('err.__traceback__', 'sys.last_traceback'),
+              reference: { type: 'last-traceback' }
+            }
+          : h
     );
     const v = findLeaks(kept.snapshots, raised, { holders: uncaught }).executions[1];
     expect(v.causes).toEqual(expect.arrayContaining(['graph', 'traceback']));
@@ -187,7 +219,11 @@ describe('causes in the order a person should read them', () => {
 describe('the output history after `del Out[n]`', () => {
   // Cell 1's product, asked after cell 2 with `Out[2]` deleted: only `__` and `_2` still hold it.
   const history = renamed(outCache.holders[2]!, h =>
-    h.kind === 'output-cache' ? { ...h, path: h.path === 'Out[2]' ? '_2' : '__' } : h
+    h.kind !== 'output-cache'
+      ? h
+      : h.path === 'Out[2]'
+        ? { ...h, path: '_2', reference: { type: 'output-name', name: '_2', count: 2 } }
+        : { ...h, path: '__', reference: { type: 'output-name', name: '__', displays: 2 } }
   );
 
   it('names what still holds it instead of `del Out[2]`', () => {
@@ -219,12 +255,16 @@ describe('the output history after `del Out[n]`', () => {
   it('names each entry when later cells showed the same tensor (`Out` is a dict: no `Out[2:4]`)', () => {
     // Cell 0's x, shown by two later cells and then deleted: only the output history holds it, and no rule
     // guessed the output cache for cell 0 (its last line assigns).
-    const shown = ['Out[2]', '__', 'Out[3]', '_3', '_2', '_'];
+    const shown = [
+      output('Out[2]', OUT(2)),
+      output('__', RECENT('__', 2)),
+      output('Out[3]', OUT(3)),
+      output('_3', NAMED(3)),
+      output('_2', NAMED(2)),
+      output('_', RECENT('_', 3))
+    ];
     const all = new Map(
-      [...outCache.holders[0]!].map(([k, list]) => [
-        k,
-        list.some(h => h.path === 'x') ? shown.map(path => ({ kind: 'output-cache' as const, path })) : list
-      ])
+      [...outCache.holders[0]!].map(([k, list]) => [k, list.some(h => h.path === 'x') ? shown : list])
     );
     const twice = findLeaks(outCache.snapshots.slice(0, 1), outExecutions.slice(0, 1), { holders: all }).executions[0];
     expect(twice.verdict).toBe('leak');
@@ -237,7 +277,7 @@ describe('the output history after `del Out[n]`', () => {
         displays: 3
       }
     ]);
-    expect(findingText(twice.findings[0], String)).toMatch(/held only by Out\[2\], __, Out\[3\], _3, _2, _$/);
+    expect(findingText(twice.findings[0], String)).toMatch(/held only by Out\[2\], Out\[3\], __, _3, _2, _$/);
   });
 });
 
@@ -353,22 +393,30 @@ describe('memory a later cell freed, named by the answer right after its cell', 
 });
 
 describe('the fix for a result the output history holds, from the names the kernel gave', () => {
-  it.each<[string[], Record<string, unknown>]>([
-    // a displayed dict or ModelOutput: the path goes on into the result, the name is its start
-    [["Out[2]['logits']"], { code: 'silence-output', executionCount: 2, also: [], deletable: [] }],
+  it.each<[IHolder[], Record<string, unknown>]>([
+    // a displayed dict or ModelOutput: the path goes on into the result, the name is the reference's
+    [[output("Out[2]['logits']", OUT(2))], { code: 'silence-output', executionCount: 2, also: [], deletable: [] }],
     [
-      ["Out[2]['logits']", "_['logits']", "_2['logits']"],
+      [output("Out[2]['logits']", OUT(2)), output("_['logits']", RECENT('_', 3)), output("_2['logits']", NAMED(2))],
       { code: 'silence-output', executionCount: 2, also: ['_', '_2'], deletable: ['Out[2]', '_2'], displays: 3 }
     ],
     // the same tensor shown by two cells: both entries go
     [
-      ['Out[2]', 'Out[3]', '_3', '__'],
+      [output('Out[2]', OUT(2)), output('Out[3]', OUT(3)), output('_3', NAMED(3)), output('__', RECENT('__', 2))],
       { executionCount: 2, also: ['Out[3]', '_3', '__'], deletable: ['Out[2]', 'Out[3]', '_3'], displays: 2 }
     ],
-    [['___', '_5[0]'], { code: 'clear-output-history', names: ['___', '_5'], deletable: ['_5'], displays: 1 }]
-  ])('%j', (paths, fix) => {
-    expect(outputCacheAdvice(paths)).toMatchObject(fix);
-    const text = adviceText(outputCacheAdvice(paths));
+    [
+      [output('___', RECENT('___', 1)), output('_5[0]', NAMED(5))],
+      { code: 'clear-output-history', names: ['___', '_5'], deletable: ['_5'], displays: 1 }
+    ],
+    // a holder from a file made before references were sent: a name to clear, nothing guessed from its words
+    [
+      [{ kind: 'output-cache', path: '_7' }],
+      { code: 'clear-output-history', names: ['_7'], deletable: [], displays: 0 }
+    ]
+  ])('%j', (holders, fix) => {
+    expect(outputCacheAdvice(holders)).toMatchObject(fix);
+    const text = adviceText(outputCacheAdvice(holders));
     expect(text).not.toMatch(/: ,|\[\]/);
   });
 });

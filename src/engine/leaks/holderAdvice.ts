@@ -1,29 +1,36 @@
 /**
  * What to do about memory the kernel found held only by holders nobody sees,
- * as data read from the holders' kinds and paths: the views word it.
+ * as data read from the holders' kinds and references: the views word it.
  */
 import { LeakAdvice } from '../findings';
-import { exceptionHolder, hiddenHolder, hiddenPlaces, HolderKind, IHolder } from '../holders';
+import {
+  exceptionHolder,
+  foldNames,
+  hiddenHolder,
+  HolderKind,
+  IHiddenHolder,
+  IHolder,
+  summarizeHolders
+} from '../holders';
 
-// IPython's output history: `Out[n]`, `_N`, and the names that follow the latest results. A holder's path
-// can go on into the result (`Out[2]['logits']`, `_[0]`): the name is its start.
-const OUTPUT_NAME = /^(Out\[(\d+)\]|_\d+|_{1,3})(?![\w])/;
-const RECENT_RESULT = /^_{1,3}$/;
-
-/** The fixes for leaked memory held by holders of these `kinds` (the `holders` named for it). */
+/**
+ * The fixes for leaked memory held by holders of these `kinds` (the
+ * `holders` named for it, each as the kernel gave it: a fix folds the names
+ * it gives, `on_epoch_end[0:2]`, where that is still a name to act on).
+ */
 export function holderAdvice(kinds: ReadonlySet<HolderKind>, holders: readonly IHolder[]): LeakAdvice[] {
   const of = (kind: HolderKind) => holders.filter(h => h.kind === kind);
   const advice: LeakAdvice[] = [];
   // The references that keep the rest first: dropping a kept exception, an output or a closure frees the
   // graph it reaches too, while `torch.no_grad()` frees only the activations.
   if (kinds.has('traceback')) {
-    advice.push(...tracebackAdvice(of('traceback').map(h => h.path)));
+    advice.push(...tracebackAdvice(of('traceback')));
   }
   if (kinds.has('output-cache')) {
-    advice.push(outputCacheAdvice(of('output-cache').map(h => h.path)));
+    advice.push(outputCacheAdvice(of('output-cache')));
   }
   if (kinds.has('hidden')) {
-    advice.push(...hiddenAdvice(of('hidden').map(h => h.path)));
+    advice.push(...hiddenAdvice(of('hidden')));
   }
   if (kinds.has('hook')) {
     advice.push({ code: 'remove-hook', lists: [...new Set(of('hook').map(h => h.path.replace(/\[.*$/, '')))] });
@@ -32,7 +39,7 @@ export function holderAdvice(kinds: ReadonlySet<HolderKind>, holders: readonly I
     advice.push({ code: 'no-grad-or-detach' });
   }
   if (kinds.has('unreachable') && !advice.length) {
-    advice.push({ code: 'find-referrers', tensors: [...new Set(of('unreachable').map(h => h.path))] });
+    advice.push({ code: 'find-referrers', tensors: summarizeHolders(of('unreachable').map(h => h.path)) });
   }
   return advice.length ? advice : [{ code: 'drop-references' }];
 }
@@ -40,23 +47,23 @@ export function holderAdvice(kinds: ReadonlySet<HolderKind>, holders: readonly I
 /**
  * Silence the line that made `Out[n]`, naming the other names of the output
  * history that hold it too; with no `Out[n]` left (`del Out[2]`), clear the
- * names that still hold it.
+ * names that still hold it. Each name is what the kernel's reference says:
+ * an `Out` entry or a `_N` can be deleted, while `_`, `__`, `___` let go of
+ * it after `displays` more displayed results. A holder without a reference
+ * (a file from before they were sent) is a name to clear.
  */
-export function outputCacheAdvice(paths: readonly string[]): LeakAdvice {
-  const names = [...new Set(paths.map(p => OUTPUT_NAME.exec(p)?.[1] ?? p))];
-  const outs = names.filter(n => n.startsWith('Out['));
-  const others = names.filter(n => !n.startsWith('Out['));
-  // `_` leaves the history after three more results, `__` after two, `___` after one.
-  const recent = names.filter(n => RECENT_RESULT.test(n));
-  const displays = recent.length ? 4 - Math.min(...recent.map(n => n.length)) : 0;
-  // `Out[n]` and `_N` can be deleted; `_`, `__`, `___` are set again by each displayed result.
-  const deletable = names.filter(n => OUTPUT_NAME.test(n) && !RECENT_RESULT.test(n));
+export function outputCacheAdvice(holders: readonly IHolder[]): LeakAdvice {
+  const named = new Map(holders.map(h => [h.reference?.name ?? h.path, h.reference]));
+  const names = [...named.keys()];
+  const outs = names.filter(n => named.get(n)?.type === 'output');
+  const others = names.filter(n => named.get(n)?.type !== 'output');
+  const displays = Math.max(0, ...[...named.values()].map(r => r?.displays ?? 0));
+  const deletable = names.filter(n => named.get(n)?.count !== undefined);
   if (outs.length || !others.length) {
-    const count = outs.length ? OUTPUT_NAME.exec(outs[0])?.[2] : undefined;
     const also = [...outs.slice(1), ...others];
     return {
       code: 'silence-output',
-      executionCount: count === undefined ? null : Number(count),
+      executionCount: outs.length ? (named.get(outs[0])?.count ?? null) : null,
       also,
       deletable: also.length ? deletable : [],
       displays
@@ -66,24 +73,45 @@ export function outputCacheAdvice(paths: readonly string[]): LeakAdvice {
 }
 
 /** Drop a kept exception (`err.__traceback__`); clear `sys.last_traceback` when that is a holder too. */
-function tracebackAdvice(paths: readonly string[]): LeakAdvice[] {
-  const names = [...new Set(paths.map(exceptionHolder).filter((n): n is string => n !== null))];
+function tracebackAdvice(holders: readonly IHolder[]): LeakAdvice[] {
+  const names = summarizeHolders(holders.map(exceptionHolder).filter((n): n is string => n !== null));
   const advice: LeakAdvice[] = names.length ? [{ code: 'drop-exception', names }] : [];
-  if (paths.some(p => exceptionHolder(p) === null)) {
+  if (holders.some(h => exceptionHolder(h) === null)) {
     advice.push({ code: 'clear-traceback' });
   }
   return advice;
 }
 
-/** One fix per owner of a hidden reference (a function's defaults, a closure, a generator, a cache, a partial). */
-function hiddenAdvice(paths: readonly string[]): LeakAdvice[] {
-  const byOwner = new Map<string, LeakAdvice & { code: 'release-hidden'; paths: string[]; places: string[] }>();
-  for (const path of new Set(paths)) {
-    const { ref, owner } = hiddenHolder(path);
-    const key = `${ref}\u0000${owner}`;
-    const entry = byOwner.get(key) ?? { code: 'release-hidden', ref, owner, paths: [], places: [] };
-    entry.paths.push(path);
-    byOwner.set(key, entry);
+/**
+ * One fix per owner of a hidden reference (a function's defaults, a closure,
+ * a generator, a cache, a partial); owners that differ only by an index and
+ * keep the same places are one fix (`on_epoch_end[0:2]`'s closure variable `ref`).
+ */
+function hiddenAdvice(holders: readonly IHolder[]): LeakAdvice[] {
+  type Owner = IHiddenHolder & { paths: string[]; places: string[] };
+  const owners = new Map<string, Owner>();
+  for (const h of holders) {
+    const held = hiddenHolder(h);
+    const key = `${held.ref}\u0000${held.owner}`;
+    const owner = owners.get(key) ?? { ...held, paths: [], places: [] };
+    owner.paths.push(h.path);
+    if (held.place !== null) {
+      owner.places.push(held.place);
+    }
+    owners.set(key, owner);
   }
-  return [...byOwner.values()].map(a => ({ ...a, places: hiddenPlaces(a.ref, a.paths) }));
+  const alike = new Map<string, Owner[]>(); // by what keeps them and where
+  for (const owner of owners.values()) {
+    const key = `${owner.ref}\u0000${summarizeHolders(owner.places).join('\u0000')}`;
+    alike.set(key, [...(alike.get(key) ?? []), owner]);
+  }
+  return [...alike.values()].flatMap(group =>
+    foldNames(group, o => o.owner).map(({ label, items }) => ({
+      code: 'release-hidden' as const,
+      ref: items[0].ref,
+      owner: label,
+      paths: summarizeHolders(items.flatMap(o => o.paths)),
+      places: summarizeHolders(items.flatMap(o => o.places))
+    }))
+  );
 }

@@ -6,7 +6,7 @@
  * out of the latest answer's reach: it never turns it into `retained`; the
  * answer given right after the leaking cell still names its holders.
  */
-import { holderKey, HolderKind, IBlockHolders, IHolder, summarizeHolderList, tracebackPath } from '../holders';
+import { holderKey, HolderKind, IBlockHolders, IHolder, summarizeHolderList, throughTraceback } from '../holders';
 import { Block } from '../model';
 import { LeakCause } from './types';
 import { Context, total } from './context';
@@ -116,12 +116,13 @@ function leakByHolders(f: Finding, known: readonly IKnown[], context: Context): 
     return false;
   }
   const kinds = new Set(invisible.flatMap(e => e.list.map(h => h.kind)));
-  const named = summarizeHolderList(invisible.flatMap(e => e.list.filter(h => !EXPECTED.includes(h.kind))));
+  const held = invisible.flatMap(e => e.list.filter(h => !EXPECTED.includes(h.kind)));
+  const named = summarizeHolderList(held);
   const cause = INVISIBLE.find(k => kinds.has(k)) as LeakCause;
   const confirmed = f.causes.has(cause);
   // A rule that found a cause gave its advice; what only the kernel can tell (a kept exception) is added.
   const unadvised = new Set([...kinds].filter(k => k === 'traceback' || !f.causes.has(k as LeakCause)));
-  const advice = unadvised.size ? holderAdvice(unadvised, named) : [];
+  const advice = unadvised.size ? holderAdvice(unadvised, held) : [];
   f.leak(
     cause,
     invisible.map(e => e.block),
@@ -145,9 +146,9 @@ function leakByHolders(f: Finding, known: readonly IKnown[], context: Context): 
 function retractGraphKeptByTraceback(f: Finding, invisible: readonly IKnown[]): void {
   // By address: a leak's evidence can be its own snapshot's block, the answer's the latest snapshot's.
   const seen = new Map(invisible.map(e => [holderKey(e.block.device, e.block.address), e.list]));
-  const throughTraceback = (h: IHolder) => h.kind === 'traceback' || (h.kind === 'graph' && tracebackPath(h.path));
+  const kept = (h: IHolder) => h.kind === 'traceback' || (h.kind === 'graph' && throughTraceback(h));
   const blocks = f.blocksOf('graph');
-  if (blocks.length && blocks.every(b => seen.get(holderKey(b.device, b.address))?.every(throughTraceback))) {
+  if (blocks.length && blocks.every(b => seen.get(holderKey(b.device, b.address))?.every(kept))) {
     f.retract('graph');
   }
 }
@@ -170,14 +171,16 @@ function nameHolders(f: Finding, known: readonly IKnown[]): void {
  * `Out[2]`), or only what still holds it once `Out[n]` is gone.
  */
 function renameOutputCache(f: Finding, known: readonly IKnown[]): void {
-  const names = [...new Set(known.flatMap(e => e.list.filter(h => h.kind === 'output-cache').map(h => h.path)))];
-  if (!names.length || !f.causes.has('output-cache')) {
+  const byPath = new Map(known.flatMap(e => e.list.filter(h => h.kind === 'output-cache').map(h => [h.path, h])));
+  if (!byPath.size || !f.causes.has('output-cache')) {
     return;
   }
-  // `Out[n]` first, then `_`, `__`, `___`, as a person reads them.
-  names.sort(
-    (a, b) => Number(!a.startsWith('Out[')) - Number(!b.startsWith('Out[')) || a.length - b.length || a.localeCompare(b)
+  // The `Out` entries first, then `_`, `__`, `___`, as a person reads them.
+  const rank = (h: IHolder) => Number(h.reference?.type !== 'output');
+  const holders = [...byPath.values()].sort(
+    (a, b) => rank(a) - rank(b) || a.path.length - b.path.length || a.path.localeCompare(b.path)
   );
+  const names = holders.map(h => h.path);
   f.findings.filter(x => x.code === 'output-cache').forEach(x => f.replaceFinding(x, { ...x, names }));
-  f.replaceAdvice('silence-output', outputCacheAdvice(names));
+  f.replaceAdvice('silence-output', outputCacheAdvice(holders));
 }

@@ -36,6 +36,6 @@ export function findOutputCache(f: Finding, context: Context): void {
     )
   ) {
     f.confidence = 'high';
-    f.hold({ kind: 'output-cache', path: name });
+    f.hold({ kind: 'output-cache', path: name, reference: { type: 'output', name, count: n } });
   }
 }

@@ -28,6 +28,6 @@ export function findTraceback(f: Finding, context: Context): void {
       context
     )
   ) {
-    f.hold({ kind: 'traceback', path: 'sys.last_traceback' });
+    f.hold({ kind: 'traceback', path: 'sys.last_traceback', reference: { type: 'last-traceback' } });
   }
 }

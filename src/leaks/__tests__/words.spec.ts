@@ -8,9 +8,24 @@ const trans = nullTranslator.load('jupyterlab_cuda_memdiff');
 
 describe('words for holders nobody sees', () => {
   it.each<[IHolder, string]>([
-    [{ kind: 'hidden', path: 'score.__defaults__[0]' }, 'score.__defaults__[0] (a default argument)'],
-    [{ kind: 'hidden', path: 'fn.args[0]' }, 'fn.args[0] (a functools.partial argument)'],
-    [{ kind: 'hidden', path: 'callbacks[0]: closure variable buf' }, 'callbacks[0]: closure variable buf'],
+    [
+      { kind: 'hidden', path: 'score.__defaults__[0]', reference: { type: 'default-argument', name: 'score' } },
+      'score.__defaults__[0] (a default argument)'
+    ],
+    [
+      { kind: 'hidden', path: 'fn.args[0]', reference: { type: 'partial', name: 'fn' } },
+      'fn.args[0] (a functools.partial argument)'
+    ],
+    [
+      {
+        kind: 'hidden',
+        path: 'callbacks[0]: closure variable buf',
+        reference: { type: 'closure', name: 'callbacks[0]', place: 'buf' }
+      },
+      'callbacks[0]: closure variable buf'
+    ],
+    // what the kernel did not say (a file from before references were sent) is not read from the path's words
+    [{ kind: 'hidden', path: 'fn.args[0]' }, 'fn.args[0] (a reference no variable shows)'],
     [
       { kind: 'unreachable', path: 'a (8192, 1024) float32 tensor' },
       "a (8192, 1024) float32 tensor the kernel's search did not reach (found through the garbage collector)"
@@ -73,6 +88,11 @@ describe('words for holders nobody sees', () => {
     [
       { code: 'clear-output-history', names: ['_7'], deletable: ['_7'], displays: 0 },
       /\(`_7`\): `del _7`, or run `%reset -f out`\.$/
+    ],
+    // a name the kernel did not say how to drop (a file from before references were sent)
+    [
+      { code: 'clear-output-history', names: ['_7'], deletable: [], displays: 0 },
+      /^The output history still holds it \(`_7`\): run `%reset -f out`\.$/
     ],
     [
       { code: 'silence-output', executionCount: 2, also: [], deletable: [], displays: 0 },
