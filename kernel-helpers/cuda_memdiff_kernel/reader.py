@@ -488,7 +488,7 @@ class _StackCheck:
         depths = list(map(len, frames))
         if self.anchor is None:
             return depths, (), self.way
-        deep = list(filter(None, frames))
+        deep = list(filter(None, frames)) if 0 in depths else frames  # a pass spared when every block has a stack
         try:
             dicts = list(map(self.anchor, deep))
         except IndexError:  # a stack shorter than the anchor's distance: not a cell's
