@@ -141,7 +141,8 @@ class ObjectWalk:
             name = f"Out[{count}]" if self.paths else None
             self.value(value, OUTPUT_CACHE, name, via=self.reference("output", name, count=count))
         for name, value in output_names(shell):
-            self.value(value, OUTPUT_CACHE, name, via=self.reference("output-name", name, **_output_name_facts(name)))
+            facts = _output_name_facts(name) if self.paths else {}
+            self.value(value, OUTPUT_CACHE, name, via=self.reference("output-name", name, **facts))
         last = self.reference("last-traceback")
         self.traceback(getattr(sys, "last_traceback", None), TRACEBACK, "sys.last_traceback", last)
         while self.links:
@@ -240,8 +241,16 @@ class ObjectWalk:
             for name, value in obj.keywords.items():
                 self.value(value, kind, self.child(path, "{}.keywords[{!r}]", name), deeper, via)
         elif isinstance(obj, _FUNCTION_CACHE):
+            # the function it wraps is an owner of its own: its defaults or closure are not the cache's to clear
+            wrapped = self.child(path, "{}.__wrapped__", None)
+            self.value(
+                getattr(obj, "__wrapped__", None),
+                VARIABLE if hidden else kind,
+                wrapped,
+                deeper,
+                None if hidden else via,
+            )
             via = held("lru-cache")
-            self.value(getattr(obj, "__wrapped__", None), kind, self.child(path, "{}.__wrapped__", None), deeper, via)
             entry = self.child(path, "{}: lru_cache entry", None)
             attributes = getattr(obj, "__dict__", None)
             # the cache's keys (the arguments) and results are reached only through the collector's view of it
@@ -484,4 +493,4 @@ def _output_name_facts(name):
 
 
 def _is_numbered_output(name):
-    return name.startswith("_") and name[1:].isdigit()
+    return name.startswith("_") and name[1:].isdecimal()  # what int() reads

@@ -132,6 +132,9 @@ def test_replay_answers_holders_with_those_recorded_after_the_last_cell(shell, t
     (tmp_path / "cell02.holders.json").write_text(json.dumps(rows))
     refused = holders_request(comm, asked, 4)["error"]
     assert "cell02.holders.json is not a holders answer (a holder's reference is of no known type" in refused
+    rows["blocks"][0]["holders"][0]["reference"] = None  # the schema has no null reference, nor has the frontend
+    (tmp_path / "cell02.holders.json").write_text(json.dumps(rows))
+    assert "a holder's reference is of no known type" in holders_request(comm, asked, 5)["error"]
     # a holders file outside the folder is refused when the replay starts, as a snapshot file is
     manifest["cells"][0]["holders_file"] = "../cell00.holders.json"
     (tmp_path / "manifest.json").write_text(json.dumps(manifest))

@@ -286,6 +286,32 @@ def test_output_history_names_are_holders(shell):
     ]
 
 
+def test_a_cached_functions_own_default_is_its_own_reference(shell):
+    # what the wrapped function keeps is no cache entry: `cache_clear()` would not free it
+    assert shell.run_cell("""
+import functools, torch
+@functools.lru_cache(maxsize=4)
+def norm(x, _buf=torch.ones(17)):
+    return x""").success
+    buf = shell.user_ns["norm"].__wrapped__.__defaults__[0]
+    _, found = holders_of(shell, [block_of(buf)])
+    assert found[key(buf)] == [
+        {
+            "kind": "hidden",
+            "path": "norm.__wrapped__.__defaults__[0]",
+            "reference": {"type": "default-argument", "name": "norm.__wrapped__"},
+        }
+    ]
+
+
+def test_a_name_of_other_digits_is_a_variable_not_an_output(shell):
+    # `_²` passes str.isdigit() but is no number IPython's displayhook sets (nor one int() reads)
+    assert shell.run_cell("import torch\nglobals()['_²'] = torch.ones(18)").success
+    t = shell.user_ns["_²"]
+    _, found = holders_of(shell, [block_of(t)])
+    assert found[key(t)] == [{"kind": "variable", "path": "_²"}]
+
+
 def test_a_closure_variables_place_and_a_kept_exceptions_graph(shell, validate):
     # the place is the variable with the steps into it; a graph reached through a kept exception says so
     assert shell.run_cell("""

@@ -89,7 +89,9 @@ export function parseHolderAnswer(value: unknown): IHolderAnswer {
         }
         const reference = h.reference === undefined ? undefined : parseReference(h.reference);
         if (reference === null) {
-          throw new SnapshotError(`holders: blocks[${i}].holders[${j}] has a reference of no known type`);
+          throw new SnapshotError(
+            `holders: blocks[${i}].holders[${j}] has a reference that is not one (a known type, its name, whole counts)`
+          );
         }
         return {
           kind: h.kind as HolderKind,
@@ -110,20 +112,31 @@ export function parseHolderAnswer(value: unknown): IHolderAnswer {
   };
 }
 
-/** A holder's reference with only the fields the protocol gives, each of its type; null when it is none. */
+/**
+ * A holder's reference with the fields the protocol gives, each of its type
+ * (`count` a whole number, `displays` 1 to 3); null when it is not one. Every
+ * type but `last-traceback` names what it is.
+ */
 function parseReference(value: unknown): IHolderReference | null {
   const r = value as Record<string, unknown>;
   if (typeof r !== 'object' || r === null || typeof r.type !== 'string' || !REFERENCES.has(r.type)) {
     return null;
   }
-  const text = (key: 'name' | 'place') => (typeof r[key] === 'string' ? { [key]: r[key] as string } : {});
-  const whole = (key: 'count' | 'displays') => (Number.isInteger(r[key]) ? { [key]: r[key] as number } : {});
+  const wrong =
+    (r.type === 'last-traceback' ? r.name !== undefined && typeof r.name !== 'string' : typeof r.name !== 'string') ||
+    (r.place !== undefined && typeof r.place !== 'string') ||
+    (r.count !== undefined && !(Number.isInteger(r.count) && (r.count as number) >= 0)) ||
+    (r.displays !== undefined && ![1, 2, 3].includes(r.displays as number));
+  if (wrong) {
+    return null;
+  }
+  const { type, name, count, displays, place } = r as Partial<Record<string, unknown>>;
   return {
-    type: r.type as HolderReferenceType,
-    ...text('name'),
-    ...whole('count'),
-    ...whole('displays'),
-    ...text('place')
+    type: type as HolderReferenceType,
+    ...(name === undefined ? {} : { name: name as string }),
+    ...(count === undefined ? {} : { count: count as number }),
+    ...(displays === undefined ? {} : { displays: displays as number }),
+    ...(place === undefined ? {} : { place: place as string })
   };
 }
 
@@ -137,31 +150,56 @@ export function summarizeHolders(names: readonly string[]): string[] {
 
 /**
  * Items grouped by their names with the last index taken out, each group
- * labelled as `summarizeHolders` labels it; in the order first seen.
+ * labelled as `summarizeHolders` labels it, in the order first seen. With
+ * `typed` (names a fix tells the user to type), a group is split into runs
+ * of contiguous indices instead (`errs[0:2]`, `errs[5]`): each label is a
+ * name Python reads.
  */
-export function foldNames<T>(items: readonly T[], nameOf: (item: T) => string): { label: string; items: T[] }[] {
-  const groups = new Map<string, { prefix: string; suffix: string; indices: Set<number>; items: T[] }>();
+export function foldNames<T>(
+  items: readonly T[],
+  nameOf: (item: T) => string,
+  typed = false
+): { label: string; items: T[] }[] {
+  const groups = new Map<string, { prefix: string; suffix: string; indexed: [number, T][]; plain: T[] }>();
   for (const item of items) {
     const name = nameOf(item);
     const m = /^(.*)\[(\d+)\]([^[\]]*)$/.exec(name);
     const key = m ? `${m[1]}\u0000${m[3]}` : `\u0001${name}`;
-    const group = groups.get(key) ?? { prefix: m ? m[1] : name, suffix: m ? m[3] : '', indices: new Set(), items: [] };
+    const group = groups.get(key) ?? { prefix: m ? m[1] : name, suffix: m ? m[3] : '', indexed: [], plain: [] };
     if (m) {
-      group.indices.add(Number(m[2]));
+      group.indexed.push([Number(m[2]), item]);
+    } else {
+      group.plain.push(item);
     }
-    group.items.push(item);
     groups.set(key, group);
   }
-  return [...groups.values()].map(({ prefix, suffix, indices, items }) => ({
-    label: label(prefix, suffix, indices),
-    items
-  }));
+  return [...groups.values()].flatMap(({ prefix, suffix, indexed, plain }) => {
+    if (!indexed.length) {
+      return [{ label: prefix, items: plain }];
+    }
+    const runs = typed ? contiguousRuns(indexed.map(([k]) => k)) : [[...new Set(indexed.map(([k]) => k))]];
+    return runs.map(run => ({
+      label: label(prefix, suffix, run),
+      items: indexed.filter(([k]) => run.includes(k)).map(([, item]) => item)
+    }));
+  });
 }
 
-function label(prefix: string, suffix: string, indices: ReadonlySet<number>): string {
-  if (indices.size === 0) {
-    return prefix;
+/** The distinct indices, ascending, in runs of consecutive ones. */
+function contiguousRuns(indices: readonly number[]): number[][] {
+  const runs: number[][] = [];
+  for (const k of [...new Set(indices)].sort((a, b) => a - b)) {
+    const run = runs[runs.length - 1];
+    if (run && run[run.length - 1] === k - 1) {
+      run.push(k);
+    } else {
+      runs.push([k]);
+    }
   }
+  return runs;
+}
+
+function label(prefix: string, suffix: string, indices: readonly number[]): string {
   const sorted = [...indices].sort((a, b) => a - b);
   if (sorted.length === 1) {
     return `${prefix}[${sorted[0]}]${suffix}`;
@@ -179,26 +217,49 @@ function label(prefix: string, suffix: string, indices: ReadonlySet<number>): st
  * a fix names them to `del`.
  */
 export function summarizeHolderList(holders: readonly IHolder[]): IHolder[] {
-  // Grouped by what they are (kind, hook, type of reference); a folded group keeps the reference its
-  // holders share, or only its type.
-  const groups = new Map<string, { first: IHolder; same: boolean; paths: string[] }>();
+  // Grouped by what they are (kind, hook, type of reference), then folded by path.
+  const groups = new Map<string, IHolder[]>();
   for (const h of holders) {
     const key = `${h.kind}\u0000${h.via ?? ''}\u0000${h.reference?.type ?? ''}`;
-    const group = groups.get(key);
-    if (group) {
-      group.paths.push(h.path);
-      group.same &&= JSON.stringify(h.reference) === JSON.stringify(group.first.reference);
-    } else {
-      groups.set(key, { first: h, same: true, paths: [h.path] });
-    }
+    groups.set(key, [...(groups.get(key) ?? []), h]);
   }
-  return [...groups.values()].flatMap(({ first, same, paths }) => {
-    const folded = first.kind === 'output-cache' ? [...new Set(paths)] : summarizeHolders(paths);
-    const shared = first.reference && !same ? { reference: { type: first.reference.type } } : {};
-    return folded.map(path =>
-      folded.length === 1 && paths.length === 1 ? first : { ...first, path, ...(same ? {} : shared) }
+  return [...groups.values()].flatMap(group => {
+    const first = group[0];
+    if (
+      first.kind === 'output-cache' ||
+      first.reference?.type === 'output' ||
+      first.reference?.type === 'output-name'
+    ) {
+      return [...new Map(group.map(h => [h.path, h])).values()]; // each entry of the history is its own name
+    }
+    return foldNames(group, h => h.path).map(({ label, items }) =>
+      items.length === 1 ? items[0] : { ...items[0], path: label, ...foldedReference(items) }
     );
   });
+}
+
+/**
+ * The reference of holders folded into one: the one they share; else, where
+ * only their names differ and fold into one (`cbs[0]` ... `cbs[2]`), that
+ * reference with the folded name; else only its type.
+ */
+function foldedReference(items: readonly IHolder[]): { reference?: IHolderReference } {
+  const first = items[0].reference;
+  if (!first) {
+    return {};
+  }
+  const rest = ({ name, ...others }: IHolderReference) => JSON.stringify(others);
+  const refs = items.map(h => h.reference);
+  if (refs.every(r => r && JSON.stringify(r) === JSON.stringify(first))) {
+    return { reference: first };
+  }
+  if (refs.every(r => r && rest(r) === rest(first) && r.name !== undefined)) {
+    const names = foldNames(refs, r => r!.name!);
+    if (names.length === 1) {
+      return { reference: { ...first, name: names[0].label } };
+    }
+  }
+  return { reference: { type: first.type } };
 }
 
 /** How a `hidden` holder keeps memory: what kind of object keeps a reference no variable shows. */
@@ -233,11 +294,11 @@ export interface IHiddenHolder {
 /** What keeps a `hidden` holder's memory, and whose reference it is, as its reference says. */
 export function hiddenHolder(holder: IHolder): IHiddenHolder {
   const r = holder.reference;
-  if (!r || !HIDDEN.has(r.type) || r.name === undefined) {
+  if (!r || !HIDDEN.has(r.type)) {
     return { ref: null, owner: holder.path, place: holder.path };
   }
   const place = r.type === 'lru-cache' ? null : (r.place ?? holder.path);
-  return { ref: r.type as HiddenReference, owner: r.name, place };
+  return { ref: r.type as HiddenReference, owner: r.name ?? holder.path, place };
 }
 
 /** Whether a holder's path goes through a traceback: a kept exception's (`err.__traceback__: …`) or the last one. */

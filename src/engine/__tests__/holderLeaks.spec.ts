@@ -172,6 +172,39 @@ describe('a kept exception whose frames hold a forward pass made outside no_grad
   });
 });
 
+describe('a recording made before the kernel sent references', () => {
+  // Its holders are named by path alone: nothing is read from the words of a path, the general fixes stand.
+  const bare = (answer: IBlockHolders) => renamed(answer, ({ reference, ...h }) => h);
+
+  it('gets the general fix for a traceback it cannot tell whose, not `sys.last_traceback`', () => {
+    const kept = sessionOf('exception_kept--holders');
+    const v = findLeaks(kept.snapshots, sessionExecutions(kept.manifest), { holders: bare(kept.holders[1]!) })
+      .executions[1];
+    expect(v.causes).toContain('traceback');
+    expect(v.fixes.map(a => a.code)).not.toContain('clear-traceback');
+    expect(v.fixes.map(a => a.code)).toContain('drop-references');
+  });
+
+  it('keeps the output-cache rule’s own fix', () => {
+    const v = findLeaks(outCache.snapshots, outExecutions, { holders: bare(outCache.holders[2]!) }).executions[1];
+    expect(v.fixes).toEqual([{ code: 'silence-output', executionCount: 2, also: [], deletable: [], displays: 0 }]);
+  });
+});
+
+describe('kept exceptions in a list', () => {
+  it('are dropped by names Python reads: runs of indices, never `errs[…] (2 items)`', () => {
+    // exception_kept with its two frames' locals kept by two exceptions of a list, `errs[0]` and `errs[5]`.
+    const kept = sessionOf('exception_kept--holders');
+    const inList = renamed(kept.holders[1]!, h =>
+      h.kind === 'traceback' && h.reference?.type === 'exception'
+        ? { ...h, reference: { type: 'exception', name: h.path.endsWith('local h') ? 'errs[0]' : 'errs[5]' } }
+        : h
+    );
+    const v = findLeaks(kept.snapshots, sessionExecutions(kept.manifest), { holders: inList }).executions[1];
+    expect(v.fixes).toEqual([{ code: 'drop-exception', names: ['errs[0]', 'errs[5]'] }]);
+  });
+});
+
 describe('causes in the order a person should read them', () => {
   it('the last traceback before a graph, when rules found both', () => {
     // exception_kept as if the cell had not caught its error and a closure had kept h too: the rules find

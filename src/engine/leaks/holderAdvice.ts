@@ -72,12 +72,20 @@ export function outputCacheAdvice(holders: readonly IHolder[]): LeakAdvice {
   return { code: 'clear-output-history', names: others, deletable, displays };
 }
 
-/** Drop a kept exception (`err.__traceback__`); clear `sys.last_traceback` when that is a holder too. */
+/**
+ * Drop a kept exception (`err.__traceback__`); clear `sys.last_traceback`
+ * when that is a holder too; a traceback the kernel did not say whose (a
+ * file from before references were sent) gets the general fix.
+ */
 function tracebackAdvice(holders: readonly IHolder[]): LeakAdvice[] {
-  const names = summarizeHolders(holders.map(exceptionHolder).filter((n): n is string => n !== null));
+  const kept = holders.map(exceptionHolder).filter((n): n is string => n !== null);
+  const names = foldNames(kept, n => n, true).map(g => g.label);
   const advice: LeakAdvice[] = names.length ? [{ code: 'drop-exception', names }] : [];
-  if (holders.some(h => exceptionHolder(h) === null)) {
+  if (holders.some(h => h.reference?.type === 'last-traceback')) {
     advice.push({ code: 'clear-traceback' });
+  }
+  if (holders.some(h => h.reference === undefined)) {
+    advice.push({ code: 'drop-references' });
   }
   return advice;
 }
@@ -106,12 +114,16 @@ function hiddenAdvice(holders: readonly IHolder[]): LeakAdvice[] {
     alike.set(key, [...(alike.get(key) ?? []), owner]);
   }
   return [...alike.values()].flatMap(group =>
-    foldNames(group, o => o.owner).map(({ label, items }) => ({
+    foldNames(group, o => o.owner, true).map(({ label, items }) => ({
       code: 'release-hidden' as const,
       ref: items[0].ref,
       owner: label,
       paths: summarizeHolders(items.flatMap(o => o.paths)),
-      places: summarizeHolders(items.flatMap(o => o.places))
+      places: foldNames(
+        items.flatMap(o => o.places),
+        p => p,
+        true
+      ).map(g => g.label)
     }))
   );
 }

@@ -172,7 +172,8 @@ function nameHolders(f: Finding, known: readonly IKnown[]): void {
  */
 function renameOutputCache(f: Finding, known: readonly IKnown[]): void {
   const byPath = new Map(known.flatMap(e => e.list.filter(h => h.kind === 'output-cache').map(h => [h.path, h])));
-  if (!byPath.size || !f.causes.has('output-cache')) {
+  // Without the kernel's references (a file from before they were sent) the rule's own names and fix stay.
+  if (![...byPath.values()].some(h => h.reference) || !f.causes.has('output-cache')) {
     return;
   }
   // The `Out` entries first, then `_`, `__`, `___`, as a person reads them.

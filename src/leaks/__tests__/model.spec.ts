@@ -140,7 +140,15 @@ describe('LeakFinderModel', () => {
     const viaErr = new Map(
       [...kept.holders].map(([key, list]) => [
         key,
-        list.map(h => (h.path === 'x' ? { kind: 'traceback' as const, path: 'err.__traceback__: step() local x' } : h))
+        list.map(h =>
+          h.path === 'x'
+            ? {
+                kind: 'traceback' as const,
+                path: 'err.__traceback__: step() local x',
+                reference: { type: 'exception' as const, name: 'err' }
+              }
+            : h
+        )
       ])
     );
     const answers = [{ ...kept, holders: viaErr }, answerAfter(2)];
@@ -159,7 +167,13 @@ describe('LeakFinderModel', () => {
     expect([cell0.verdict, cell0.fixedBy, cell0.holders]).toEqual([
       'fixed',
       2,
-      [{ kind: 'traceback', path: 'err.__traceback__: step() local x' }]
+      [
+        {
+          kind: 'traceback',
+          path: 'err.__traceback__: step() local x',
+          reference: { type: 'exception', name: 'err' }
+        }
+      ]
     ]);
   });
 

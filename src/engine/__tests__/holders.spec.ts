@@ -1,0 +1,70 @@
+// The kernel's holders as the engine reads them: references validated as the protocol gives them, and
+// holder lists folded for people without losing what each reference says.
+import { foldNames, holderText, IHolder, parseHolderAnswer, summarizeHolderList } from '..';
+
+const answer = (reference: unknown) => ({
+  blocks: [{ device: 0, address: 4096, holders: [{ kind: 'hidden', path: 'f.__defaults__[0]', reference }] }],
+  partial: false,
+  elapsed_ms: 1
+});
+
+describe('a holder reference from the kernel', () => {
+  it('is read with the fields the protocol gives', () => {
+    const read = parseHolderAnswer(answer({ type: 'default-argument', name: 'f' }));
+    expect(read.holders.get('0:4096')).toEqual([
+      { kind: 'hidden', path: 'f.__defaults__[0]', reference: { type: 'default-argument', name: 'f' } }
+    ]);
+  });
+
+  it.each([
+    ['null', null],
+    ['an unknown type', { type: 'a guess', name: 'f' }],
+    ['no name', { type: 'closure', place: 'x' }],
+    ['a name that is no text', { type: 'closure', name: 3 }],
+    ['displays past what IPython keeps', { type: 'output-name', name: '_', displays: 99 }],
+    ['a negative count', { type: 'output', name: 'Out[2]', count: -2 }],
+    ['a place that is no text', { type: 'generator', name: 'g', place: ['x'] }]
+  ])('is refused with %s', (_, reference) => {
+    expect(() => parseHolderAnswer(answer(reference))).toThrow(/holders\[0\] has a reference that is not one/);
+  });
+});
+
+describe('holders folded for people', () => {
+  const hidden = (path: string, type: string, name: string, place?: string): IHolder =>
+    ({ kind: 'hidden', path, reference: { type, name, ...(place ? { place } : {}) } }) as IHolder;
+
+  it('keeps each reference where owners differ, and folds the owner with the path where only it differs', () => {
+    const list = summarizeHolderList([
+      hidden('score.__defaults__[0]', 'default-argument', 'score'),
+      hidden("opts.__kwdefaults__['keep']", 'default-argument', 'opts'),
+      ...[0, 1, 2].map(k => hidden(`cbs[${k}]: closure variable buf`, 'closure', `cbs[${k}]`, 'buf'))
+    ]);
+    expect(list.map(holderText)).toEqual([
+      'score.__defaults__[0] (a default argument)',
+      "opts.__kwdefaults__['keep'] (a default argument)",
+      'cbs[0:3]: closure variable buf'
+    ]);
+    expect(list[2].reference).toEqual({ type: 'closure', name: 'cbs[0:3]', place: 'buf' });
+  });
+
+  it('never folds the output history, even a graph reached through it', () => {
+    const list = summarizeHolderList(
+      [2, 3].map(n => ({
+        kind: 'graph' as const,
+        path: `Out[${n}]`,
+        reference: { type: 'output' as const, name: `Out[${n}]`, count: n }
+      }))
+    );
+    expect(list.map(h => h.path)).toEqual(['Out[2]', 'Out[3]']);
+  });
+
+  it('folds names to type into runs Python reads, and names to read into one', () => {
+    const names = ['errs[0]', 'errs[1]', 'errs[5]', 'err'];
+    expect(foldNames(names, n => n, true).map(g => [g.label, g.items])).toEqual([
+      ['errs[0:2]', ['errs[0]', 'errs[1]']],
+      ['errs[5]', ['errs[5]']],
+      ['err', ['err']]
+    ]);
+    expect(foldNames(names, n => n).map(g => g.label)).toEqual(['errs[\u2026] (3 items)', 'err']);
+  });
+});
