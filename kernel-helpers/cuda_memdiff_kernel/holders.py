@@ -86,7 +86,8 @@ class _Walk(ObjectWalk):
         holder = {"kind": PARAMETER if kind == BUFFER else kind, "path": path}
         if isinstance(via, Reference):
             holder["reference"] = via.holder_fields(path)
-        elif via:
+            via = via.hook
+        if via:
             holder["via"] = via
         if len(holders) < MAX_HOLDERS and holder not in holders:
             holders.append(holder)

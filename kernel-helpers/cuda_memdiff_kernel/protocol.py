@@ -40,8 +40,8 @@ HOLDER_KINDS = (
 
 # What no variable shows at the start of a holder's path (walk.py, sent as the holder's ``reference``): an entry of
 # IPython's output history (``Out[n]``) or a name its displayhook set (``_2``, ``_``), a kept exception or the last
-# traceback, or what a function's default argument, a closure, a paused generator, a function cache or a
-# functools.partial keeps.
+# traceback, what a function's default argument, a closure, a paused generator, a function cache or a
+# functools.partial keeps, or a container a module's hook appends to.
 HOLDER_REFERENCES = (
     "output",
     "output-name",
@@ -52,6 +52,7 @@ HOLDER_REFERENCES = (
     "generator",
     "lru-cache",
     "partial",
+    "hook",
 )
 
 # Why a cell has no snapshot (cell_note's ``note``).

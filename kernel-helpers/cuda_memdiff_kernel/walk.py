@@ -75,16 +75,18 @@ class Budget(Exception):
 
 
 class Reference:
-    """What no variable shows at the start of a holder's path (protocol.HOLDER_REFERENCES), passed down the walk
-    as a hook's name is (``via``) and sent as the holder's ``reference``: the frontend reads what keeps the memory
-    from it, never from the path. ``name`` is what a user types to reach the reference (``Out[2]``, ``err``, the
-    function ``score``); a closure's or a generator's variable is the ``place`` after ``place_at`` in the path."""
+    """What keeps a holder's memory where its path alone does not say (protocol.HOLDER_REFERENCES): something no
+    variable shows at its start, or the container a module hook appends to. Passed down the walk (``via``) from
+    where the holder's kind is decided and sent as the holder's ``reference``: the frontend reads it, never the
+    path. ``name`` is what a user types to reach it (``Out[2]``, ``err``, the function ``score``, the list
+    ``acts``); a closure's or a generator's variable is the ``place`` after ``place_at`` in the path; ``hook``
+    names a container's hook (the holder's ``via``)."""
 
-    __slots__ = ("fields", "place_at")
+    __slots__ = ("fields", "place_at", "hook")
 
-    def __init__(self, type_, name=None, place_at=None, **facts):
+    def __init__(self, type_, name=None, place_at=None, hook=None, **facts):
         self.fields = {"type": type_, **({} if name is None else {"name": name}), **facts}
-        self.place_at = place_at
+        self.place_at, self.hook = place_at, hook
 
     def holder_fields(self, path):
         if self.place_at is None or path is None:
@@ -158,9 +160,9 @@ class ObjectWalk:
                     self.value(value, kind, path, via=via)
             tb = tb.tb_next
 
-    def reference(self, type_, name=None, place_at=None, **facts):
+    def reference(self, type_, name=None, place_at=None, hook=None, **facts):
         """A Reference for holders' fields; None when the walk names nothing (the role pass)."""
-        return Reference(type_, name, place_at, **facts) if self.paths else None
+        return Reference(type_, name, place_at, hook, **facts) if self.paths else None
 
     # -- values ----------------------------------------------------------
     def value(self, obj, kind, path, depth=0, via=None):
@@ -173,7 +175,8 @@ class ObjectWalk:
             return
         self.seen[id(obj)] = obj
         if kind == VARIABLE and id(obj) in self.hook_lists:
-            kind, via = HOOK, self.hook_lists[id(obj)]
+            hook = self.hook_lists[id(obj)]
+            kind, via = HOOK, (self.reference("hook", path, hook=hook) if self.paths else hook)
         if isinstance(obj, torch.nn.Module):
             self.module(obj, path)
             self.module_attributes(obj, kind, path, depth, via)

@@ -83,7 +83,35 @@ def test_forward_hook_list_names_the_hook(shell):
     _, found = holders_of(shell, [block_of(t) for t in acts])
     for i, t in enumerate(acts):
         (holder,) = found[key(t)]
-        assert holder == {"kind": "hook", "path": f"acts[{i}]", "via": "forward hook on model.1"}
+        assert holder == {
+            "kind": "hook",
+            "path": f"acts[{i}]",
+            "via": "forward hook on model.1",
+            "reference": {"type": "hook", "name": "acts"},
+        }
+
+
+def test_a_hooks_container_is_named_where_it_lies(shell):
+    # the list a hook appends to, inside a dict: its fix clears `state['acts']`, not `state`
+    assert shell.run_cell("""
+import torch
+state = {'acts': [], 'step': 0}
+def keeper(store):
+    return lambda m, i, o: store.append(o.detach())
+lin = torch.nn.Linear(3, 3)
+lin.register_forward_hook(keeper(state['acts']))
+with torch.no_grad():
+    lin(torch.ones(2, 3))""").success
+    out = shell.user_ns["state"]["acts"][0]
+    _, found = holders_of(shell, [block_of(out)])
+    assert found[key(out)] == [
+        {
+            "kind": "hook",
+            "path": "state['acts'][0]",
+            "via": "forward hook on lin",
+            "reference": {"type": "hook", "name": "state['acts']"},
+        }
+    ]
 
 
 def test_output_cache_holds_a_deleted_variable(shell):

@@ -1,6 +1,7 @@
 // The kernel's holders as the engine reads them: references validated as the protocol gives them, and
 // holder lists folded for people without losing what each reference says.
 import { foldNames, holderText, IHolder, parseHolderAnswer, summarizeHolderList } from '..';
+import { holderAdvice } from '../leaks/holderAdvice';
 
 const answer = (reference: unknown) => ({
   blocks: [{ device: 0, address: 4096, holders: [{ kind: 'hidden', path: 'f.__defaults__[0]', reference }] }],
@@ -66,5 +67,24 @@ describe('holders folded for people', () => {
       ['err', ['err']]
     ]);
     expect(foldNames(names, n => n).map(g => g.label)).toEqual(['errs[\u2026] (3 items)', 'err']);
+  });
+});
+
+describe('the fix for a container a hook appends to', () => {
+  const hooked = (path: string, name?: string): IHolder => ({
+    kind: 'hook',
+    path,
+    via: 'forward hook on lin',
+    ...(name ? { reference: { type: 'hook' as const, name } } : {})
+  });
+
+  it('names the container as the kernel does, where it lies', () => {
+    const held = [hooked("state['acts'][0]", "state['acts']"), hooked("state['acts'][1]", "state['acts']")];
+    expect(holderAdvice(new Set(['hook']), held)).toEqual([{ code: 'remove-hook', lists: ["state['acts']"] }]);
+  });
+
+  it('names the items when a file from before references says no container', () => {
+    const held = [hooked("state['acts'][0]"), hooked("state['acts'][1]")];
+    expect(holderAdvice(new Set(['hook']), held)).toEqual([{ code: 'remove-hook', lists: ["state['acts'][0:2]"] }]);
   });
 });

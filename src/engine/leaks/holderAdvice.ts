@@ -33,7 +33,10 @@ export function holderAdvice(kinds: ReadonlySet<HolderKind>, holders: readonly I
     advice.push(...hiddenAdvice(of('hidden')));
   }
   if (kinds.has('hook')) {
-    advice.push({ code: 'remove-hook', lists: [...new Set(of('hook').map(h => h.path.replace(/\[.*$/, '')))] });
+    // The container the hook appends to, as the kernel names it; a file from before references has only paths.
+    const named = of('hook').filter(h => h.reference?.name !== undefined);
+    const lists = named.length ? named.map(h => h.reference!.name!) : summarizeHolders(of('hook').map(h => h.path));
+    advice.push({ code: 'remove-hook', lists: [...new Set(lists)] });
   }
   if (kinds.has('graph')) {
     advice.push({ code: 'no-grad-or-detach' });
