@@ -13,6 +13,7 @@ import {
   PANEL,
   PANEL_CONTENT,
   runReplayedDemo,
+  screenshotOf,
   setPanelWidth,
   setTheme
 } from './demo';
@@ -58,7 +59,7 @@ test.describe('contrast and looks', () => {
       await page.locator(PANEL_CONTENT).evaluate(el => {
         el.scrollTop = (el.querySelector('[data-cuda-memdiff-section="diff"]') as HTMLElement).offsetTop;
       });
-      expect(await panel.screenshot()).toMatchSnapshot(`panel-${name}.png`);
+      expect(await screenshotOf(panel)).toMatchSnapshot(`panel-${name}.png`);
     }
 
     await setTheme(page, 'JupyterLab Light');
@@ -67,11 +68,11 @@ test.describe('contrast and looks', () => {
     await panel.locator('[data-cuda-memdiff-section="leaks"] .jp-CudaMemdiffSection-toggle').click();
     await page.locator(PANEL_CONTENT).evaluate(el => (el.scrollTop = 0));
     await page.mouse.move(0, 0);
-    expect(await panel.screenshot()).toMatchSnapshot('panel-narrow.png');
+    expect(await screenshotOf(panel)).toMatchSnapshot('panel-narrow.png');
     await setPanelWidth(page, 640);
     await page.mouse.move(0, 0);
     await page.locator(PANEL_CONTENT).evaluate(el => (el.scrollTop = el.scrollHeight));
-    expect(await panel.screenshot()).toMatchSnapshot('panel-wide-bottom.png');
+    expect(await screenshotOf(panel)).toMatchSnapshot('panel-wide-bottom.png');
     expect((await contrastOf(page)).violations).toEqual([]);
   });
 });

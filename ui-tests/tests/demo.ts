@@ -4,6 +4,7 @@
  */
 import AxeBuilder from '@axe-core/playwright';
 import { expect, IJupyterLabPageFixture } from '@jupyterlab/galata';
+import type { Locator } from '@playwright/test';
 import * as path from 'path';
 
 export const NOTEBOOK = 'replay_demo.ipynb';
@@ -162,4 +163,13 @@ export async function setTheme(page: IJupyterLabPageFixture, theme: string) {
   await expect(page.locator('body')).toHaveAttribute('data-jp-theme-name', theme);
   // the theme's stylesheet swaps in after the attribute
   await page.waitForTimeout(500);
+}
+
+/**
+ * A screenshot of a part of the page with its native `<select>`s masked: the
+ * browser draws their text itself, and Debian's Chromium clips it a
+ * character differently from one release to the next (150 and 156 do).
+ */
+export function screenshotOf(part: Locator): Promise<Buffer> {
+  return part.screenshot({ mask: [part.locator('select')] });
 }

@@ -1,6 +1,6 @@
 import { expect, test } from '@jupyterlab/galata';
 import * as path from 'path';
-import { clickNotebookToolbarItem, openReplayedDemo, PANEL, runReplayedDemo } from './demo';
+import { clickNotebookToolbarItem, openReplayedDemo, PANEL, runReplayedDemo, screenshotOf } from './demo';
 
 // The demo notebook replayed from its H200 recording: the panel must show the
 // diff of the cell that keeps autograd graphs alive, and its stack must lead
@@ -107,10 +107,10 @@ test.describe('themes', () => {
     await panel.getByRole('button', { name: /^\[3\] preds = \[\]/ }).click();
     await panel.locator('.jp-CudaMemdiffSite-head').first().click();
     await page.mouse.move(0, 0);
-    expect(await panel.screenshot()).toMatchSnapshot('diff-panel-light.png');
+    expect(await screenshotOf(panel)).toMatchSnapshot('diff-panel-light.png');
     await page.theme.setDarkTheme();
     await page.mouse.move(0, 0);
-    expect(await panel.screenshot()).toMatchSnapshot('diff-panel-dark.png');
+    expect(await screenshotOf(panel)).toMatchSnapshot('diff-panel-dark.png');
   });
 });
 
