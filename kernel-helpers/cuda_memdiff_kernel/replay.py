@@ -166,8 +166,10 @@ def _holders_row(row):
     for h in holders:
         if not (isinstance(h, dict) and isinstance(h.get("kind"), str) and isinstance(h.get("path"), str)):
             raise TypeError(f"a holder is not a kind and a path: {h!r:.80}")
-        reference = h.get("reference", {"type": protocol.HOLDER_REFERENCES[0]})  # none is fine; null is not
-        if not (isinstance(reference, dict) and reference.get("type") in protocol.HOLDER_REFERENCES):
+        reference = h.get("reference")  # none is fine; null is not
+        if "reference" in h and not (
+            isinstance(reference, dict) and reference.get("type") in protocol.HOLDER_REFERENCES
+        ):
             raise TypeError(f"a holder's reference is of no known type: {reference!r:.80}")
     return row
 

@@ -143,9 +143,10 @@ function parseReference(value: unknown): IHolderReference | null {
 /**
  * Shorten holder names for people: `preds[0]` ... `preds[7]` become
  * `preds[0:8]` (or `preds[…] (5 items)` when not contiguous); order is kept.
+ * With `typed`, names a fix tells the user to type: runs Python reads (`foldNames`).
  */
-export function summarizeHolders(names: readonly string[]): string[] {
-  return foldNames(names, name => name).map(g => g.label);
+export function summarizeHolders(names: readonly string[], typed = false): string[] {
+  return foldNames(names, name => name, typed).map(g => g.label);
 }
 
 /**
@@ -263,18 +264,16 @@ function foldedReference(items: readonly IHolder[]): { reference?: IHolderRefere
 }
 
 /** How a `hidden` holder keeps memory: what kind of object keeps a reference no variable shows. */
-export type HiddenReference = Extract<
-  HolderReferenceType,
-  'default-argument' | 'closure' | 'generator' | 'lru-cache' | 'partial'
->;
-
-const HIDDEN: ReadonlySet<HolderReferenceType> = new Set<HiddenReference>([
+const HIDDEN_REFERENCES = [
   'default-argument',
   'closure',
   'generator',
   'lru-cache',
   'partial'
-]);
+] as const satisfies readonly HolderReferenceType[];
+export type HiddenReference = (typeof HIDDEN_REFERENCES)[number];
+
+const HIDDEN: ReadonlySet<HolderReferenceType> = new Set(HIDDEN_REFERENCES);
 
 /** A `hidden` holder: what keeps the memory (`ref`, null when the kernel did not say) and its owner. */
 export interface IHiddenHolder {

@@ -82,7 +82,7 @@ export function outputCacheAdvice(holders: readonly IHolder[]): LeakAdvice {
  */
 function tracebackAdvice(holders: readonly IHolder[]): LeakAdvice[] {
   const kept = holders.map(exceptionHolder).filter((n): n is string => n !== null);
-  const names = foldNames(kept, n => n, true).map(g => g.label);
+  const names = summarizeHolders(kept, true);
   const advice: LeakAdvice[] = names.length ? [{ code: 'drop-exception', names }] : [];
   if (holders.some(h => h.reference?.type === 'last-traceback')) {
     advice.push({ code: 'clear-traceback' });
@@ -122,11 +122,10 @@ function hiddenAdvice(holders: readonly IHolder[]): LeakAdvice[] {
       ref: items[0].ref,
       owner: label,
       paths: summarizeHolders(items.flatMap(o => o.paths)),
-      places: foldNames(
+      places: summarizeHolders(
         items.flatMap(o => o.places),
-        p => p,
         true
-      ).map(g => g.label)
+      )
     }))
   );
 }
