@@ -88,3 +88,32 @@ describe('the fix for a container a hook appends to', () => {
     expect(holderAdvice(new Set(['hook']), held)).toEqual([{ code: 'remove-hook', lists: ["state['acts'][0:2]"] }]);
   });
 });
+
+describe('the fix for owners of hidden references', () => {
+  const closure = (owner: number, place: string): IHolder => ({
+    kind: 'hidden',
+    path: `cbs[${owner}]: closure variable ${place}`,
+    reference: { type: 'closure', name: `cbs[${owner}]`, place }
+  });
+  const fixes = (held: IHolder[]) => holderAdvice(new Set(['hidden']), held);
+
+  it('is one fix for owners that keep the same places', () => {
+    expect(fixes([closure(0, 'buf'), closure(1, 'buf')])).toEqual([
+      {
+        code: 'release-hidden',
+        ref: 'closure',
+        owner: 'cbs[0:2]',
+        paths: ['cbs[0:2]: closure variable buf'],
+        places: ['buf']
+      }
+    ]);
+  });
+
+  it('keeps owners apart whose places differ, even by as many items', () => {
+    const held = [closure(0, 'a[0]'), closure(0, 'a[2]'), closure(1, 'a[1]'), closure(1, 'a[3]')];
+    expect(fixes(held).map(f => (f.code === 'release-hidden' ? [f.owner, f.places] : f.code))).toEqual([
+      ['cbs[0]', ['a[0]', 'a[2]']],
+      ['cbs[1]', ['a[1]', 'a[3]']]
+    ]);
+  });
+});

@@ -111,9 +111,10 @@ function hiddenAdvice(holders: readonly IHolder[]): LeakAdvice[] {
     }
     owners.set(key, owner);
   }
-  const alike = new Map<string, Owner[]>(); // by what keeps them and where
+  // By what keeps them and where, each place by name: `a[0]` and `a[2]` are not `a[1]` and `a[3]`.
+  const alike = new Map<string, Owner[]>();
   for (const owner of owners.values()) {
-    const key = `${owner.ref}\u0000${summarizeHolders(owner.places).join('\u0000')}`;
+    const key = `${owner.ref}\u0000${summarizeHolders(owner.places, true).join('\u0000')}`;
     alike.set(key, [...(alike.get(key) ?? []), owner]);
   }
   return [...alike.values()].flatMap(group =>
