@@ -32,6 +32,7 @@ MAX_ITEMS = 100_000  # elements looked at per container
 _IPYTHON_NAMES = frozenset({"In", "Out", "exit", "quit", "get_ipython", "_ih", "_oh", "_dh", "_sh"})
 _SCALARS = (str, bytes, int, float, bool, type(None), type)
 _SEQUENCES = (list, tuple, collections.deque)
+_CONTAINERS = (dict, list, set, collections.deque)  # what a hook may keep things in
 # What keeps values where no name shows them: met in the walk, followed after every visible root.
 _FUNCTION_CACHE = type(functools.lru_cache(maxsize=None)(lambda: None))
 _LINKS = (
@@ -82,11 +83,12 @@ class Reference:
     ``acts``); a closure's or a generator's variable is the ``place`` after ``place_at`` in the path; ``hook``
     names a container's hook (the holder's ``via``)."""
 
-    __slots__ = ("fields", "place_at", "hook")
+    __slots__ = ("fields", "place_at", "hook", "settled")
 
     def __init__(self, type_, name=None, place_at=None, hook=None, **facts):
         self.fields = {"type": type_, **({} if name is None else {"name": name}), **facts}
         self.place_at, self.hook = place_at, hook
+        self.settled = True  # False: a hook's dict, whose list met deeper is the container to name
 
     def holder_fields(self, path):
         if self.place_at is None or path is None:
@@ -164,6 +166,20 @@ class ObjectWalk:
         """A Reference for holders' fields; None when the walk names nothing (the role pass)."""
         return Reference(type_, name, place_at, hook, **facts) if self.paths else None
 
+    def hook_container(self, obj, path, hook):
+        """The reference of a container a hook keeps things in (the hook's words where paths are not wanted).
+
+        Its fix clears the list the hook appends to: the first list, deque or
+        set on the way from what the hook names, else the innermost dict (a
+        hook that names ``state`` and runs ``state['acts'].append(o)`` keeps
+        ``state['acts']``; one that runs ``cache[name] = o`` keeps ``cache``).
+        """
+        if not self.paths:
+            return hook
+        reference = Reference("hook", path, hook=hook)
+        reference.settled = not isinstance(obj, dict)
+        return reference
+
     # -- values ----------------------------------------------------------
     def value(self, obj, kind, path, depth=0, via=None):
         self.tick()
@@ -175,8 +191,9 @@ class ObjectWalk:
             return
         self.seen[id(obj)] = obj
         if kind == VARIABLE and id(obj) in self.hook_lists:
-            hook = self.hook_lists[id(obj)]
-            kind, via = HOOK, (self.reference("hook", path, hook=hook) if self.paths else hook)
+            kind, via = HOOK, self.hook_container(obj, path, self.hook_lists[id(obj)])
+        elif kind == HOOK and isinstance(via, Reference) and not via.settled and isinstance(obj, _CONTAINERS):
+            via = self.hook_container(obj, path, via.hook)
         if isinstance(obj, torch.nn.Module):
             self.module(obj, path)
             self.module_attributes(obj, kind, path, depth, via)

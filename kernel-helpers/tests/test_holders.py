@@ -114,6 +114,33 @@ with torch.no_grad():
     ]
 
 
+@pytest.mark.parametrize(
+    "hook_body, path, name",
+    [
+        ("state['acts'].append(o.detach())", "state['acts'][0]", "state['acts']"),
+        ("state['acts'].append((0, o.detach()))", "state['acts'][0][1]", "state['acts']"),
+        ("state['by_layer']['lin'] = o.detach()", "state['by_layer']['lin']", "state['by_layer']"),
+        ("state['out'] = o.detach()", "state['out']", "state"),
+    ],
+)
+def test_a_hook_naming_a_global_dict_keeps_the_container_it_fills(shell, hook_body, path, name):
+    # the hook names only the global `state`: its fix clears the list it appends to, or the dict it stores in
+    assert shell.run_cell(f"""
+import torch
+state = {{'acts': [], 'by_layer': {{}}, 'step': 0}}
+def keep(m, i, o):
+    {hook_body}
+lin = torch.nn.Linear(3, 3)
+lin.register_forward_hook(keep)
+with torch.no_grad():
+    lin(torch.ones(2, 3))""").success
+    out = eval(path, {}, shell.user_ns)
+    _, found = holders_of(shell, [block_of(out)])
+    assert found[key(out)] == [
+        {"kind": "hook", "path": path, "via": "forward hook on lin", "reference": {"type": "hook", "name": name}}
+    ]
+
+
 def test_output_cache_holds_a_deleted_variable(shell):
     run_notebook(shell, "out_cache")
     assert "x" not in shell.user_ns
