@@ -17,6 +17,7 @@ import {
   IFrameFilterOptions,
   ISession,
   IRankedSession,
+  IUnreadableFile,
   LIMIT_NAMES,
   loadRankedSession,
   loadSession,
@@ -255,13 +256,51 @@ function readSessionOrRank(args: IArgs): ISession {
   return rank.session;
 }
 
-/** Run one command; returns the text for stdout. */
-export function run(argv: string[]): string {
+/** What was left out of a session because a file of it could not be read, in words. */
+function unreadableLine(u: IUnreadableFile): string {
+  switch (u.part) {
+    case 'cell':
+      return `cell ${u.index} left out (the next cell's change counts from the cell before it): ${u.message}`;
+    case 'oom-snapshot':
+      return `cell ${u.index}'s out-of-memory snapshot left out: ${u.message}`;
+    case 'holders':
+      return `cell ${u.index}'s holders left out: ${u.message}`;
+  }
+}
+
+/** The files left out of a session, or of each rank of a multi-rank one (with its `rank`). */
+function unreadableOf(
+  session: ISession | null,
+  ranked: IRankedSession | null
+): (IUnreadableFile & { rank?: number })[] {
+  if (ranked) {
+    return ranked.ranks.flatMap(r => r.session.unreadable.map(u => ({ rank: r.rank, ...u })));
+  }
+  return session ? [...session.unreadable] : [];
+}
+
+/**
+ * Run one command; returns the text for stdout. What a session left out
+ * because a file could not be read goes to ``warn`` and leads the text (or
+ * is the JSON's ``unreadable``): the rest is still reported.
+ */
+export function run(argv: string[], warn: (line: string) => void = () => undefined): string {
   const args = parseArgs(argv);
   const filter: IFrameFilterOptions = { allFrames: args.allFrames };
+  let skipped: (IUnreadableFile & { rank?: number })[] = [];
+  const skippedLines = () => skipped.map(u => (u.rank === undefined ? '' : `rank ${u.rank}: `) + unreadableLine(u));
+  const leftOut = (session: ISession | null, ranked: IRankedSession | null = null) => {
+    skipped = unreadableOf(session, ranked);
+    skippedLines().forEach(line => warn(line));
+  };
   // Text goes to a terminal: control characters from the data are escaped; JSON keeps them as data.
-  const out = (json: unknown, text: () => string) =>
-    args.json ? JSON.stringify(json, null, 2) : printableLines(text());
+  const out = (json: unknown, text: () => string) => {
+    if (args.json) {
+      const withSkipped = skipped.length && json && typeof json === 'object' ? { ...json, unreadable: skipped } : json;
+      return JSON.stringify(withSkipped, null, 2);
+    }
+    return printableLines([...skippedLines(), text()].join('\n'));
+  };
   switch (args.command) {
     case 'help':
       return USAGE;
@@ -298,9 +337,11 @@ export function run(argv: string[]): string {
       expectOperands(args, 1, 'one DIR');
       const ranked = args.rank === null ? readRankedFolder(args.operands[0], args.limits) : null;
       if (ranked) {
+        leftOut(null, ranked);
         return out(ranksJson(ranked, filter), () => ranksText(ranked, filter));
       }
       const session = readSessionOrRank(args);
+      leftOut(session);
       const reports = reportCells(session, filter);
       const cells = new CellCodeNames(
         session.manifest.cells.map(c => ({ id: String(c.index), source: c.source, executionCount: c.execution_count }))
@@ -322,9 +363,11 @@ export function run(argv: string[]): string {
       expectOperands(args, 1, 'one DIR');
       const ranked = args.rank === null ? readRankedFolder(args.operands[0], args.limits) : null;
       if (ranked) {
+        leftOut(null, ranked);
         return out(ranksJson(ranked, filter), () => ranksText(ranked, filter));
       }
       const session = readSessionOrRank(args);
+      leftOut(session);
       // The kernel's holders after the last cell, when the session was recorded with them.
       const holders = session.holders[session.holders.length - 1] ?? undefined;
       // Each cell's per-block roles, when recorded: a leak's reasons then say what its memory is for.
@@ -345,7 +388,14 @@ export function run(argv: string[]): string {
 /** Entry point: prints the result, or one clear line on stderr and a non-zero exit. */
 export function main(argv: string[]): number {
   try {
-    process.stdout.write(run(argv) + '\n');
+    // With --json the left-out files are the JSON's; a person reading the terminal is told on stderr too.
+    const json = argv.includes('--json');
+    const warn = (line: string) => {
+      if (json) {
+        process.stderr.write(`cuda-memdiff: ${oneLine(line)}\n`);
+      }
+    };
+    process.stdout.write(run(argv, warn) + '\n');
     return 0;
   } catch (reason) {
     if (reason instanceof UsageError) {

@@ -71,6 +71,22 @@ export interface ISession {
   readonly holders: readonly (IBlockHolders | null)[];
   /** Per cell, the snapshot taken at its first out-of-memory error, when recorded. */
   readonly oomSnapshots: readonly (Snapshot | null)[];
+  /**
+   * The files that could not be read, each with why. A cell whose snapshot
+   * is one is left out (`manifest.cells` lists the others, so the next
+   * cell's change is measured from the cell before it); an OOM snapshot or a
+   * holders file that is one is left out of its cell.
+   */
+  readonly unreadable: readonly IUnreadableFile[];
+}
+
+/** A file of a session folder that could not be read, and the cell (manifest index) it belongs to. */
+export interface IUnreadableFile {
+  readonly index: number;
+  readonly file: string;
+  readonly message: string;
+  /** What was left out: the cell (its snapshot), or only its OOM snapshot or holders. */
+  readonly part: 'cell' | 'oom-snapshot' | 'holders';
 }
 
 /** What one cell did to GPU memory. */
@@ -209,7 +225,12 @@ export function kernelSessionsOf(manifest: ISessionManifest): number[] {
   });
 }
 
-/** Load every cell's snapshot; `readFile` returns a file's bytes by its name in the folder. */
+/**
+ * Load every cell's snapshot; `readFile` returns a file's bytes by its name
+ * in the folder. A file that cannot be read is left out with why
+ * (`unreadable`), so one broken cell loses nothing else; a session none of
+ * whose cells can be read is refused with the first cell's reason.
+ */
 export function loadSession(
   manifestText: string,
   readFile: (name: string) => Uint8Array,
@@ -218,6 +239,19 @@ export function loadSession(
   limits: IDecodeLimits = DEFAULT_DECODE_LIMITS
 ): ISession {
   const manifest = parseManifest(manifestText);
+  const unreadable: IUnreadableFile[] = [];
+  // Each read that fails is noted and gives null.
+  const attempt = <T>(cell: ISessionCell, part: IUnreadableFile['part'], file: string, read: () => T): T | null => {
+    try {
+      return read();
+    } catch (reason) {
+      if (!(reason instanceof SnapshotError)) {
+        throw reason;
+      }
+      unreadable.push({ index: cell.index, file, message: reason.message, part });
+      return null;
+    }
+  };
   const read = (name: string) => {
     let bytes: Uint8Array;
     try {
@@ -231,19 +265,7 @@ export function loadSession(
       throw new SnapshotError(`${name}: ${(reason as Error).message}`);
     }
   };
-  const snapshots = manifest.cells.map(cell => read(cell.snapshot_file));
-  const oomSnapshots = manifest.cells.map(cell => {
-    const name = cell.oom_snapshots?.[0];
-    if (name !== undefined && !insideFolder(name)) {
-      throw new SnapshotError('manifest.json oom_snapshots must be names inside the folder');
-    }
-    return name === undefined ? null : read(name);
-  });
-  const holders = manifest.cells.map(cell => {
-    if (!cell.holders_file) {
-      return null;
-    }
-    const name = cell.holders_file;
+  const readHolders = (name: string) => {
     let answer: unknown;
     try {
       answer = JSON.parse(new TextDecoder().decode(readFile(name)));
@@ -258,8 +280,39 @@ export function loadSession(
     } catch (reason) {
       throw new SnapshotError(`${name}: ${(reason as Error).message}`);
     }
+  };
+  for (const cell of manifest.cells) {
+    const name = cell.oom_snapshots?.[0];
+    if (name !== undefined && !insideFolder(name)) {
+      throw new SnapshotError('manifest.json oom_snapshots must be names inside the folder');
+    }
+  }
+  const cells: ISessionCell[] = [];
+  const snapshots: Snapshot[] = [];
+  manifest.cells.forEach(cell => {
+    const snapshot = attempt(cell, 'cell', cell.snapshot_file, () => read(cell.snapshot_file));
+    if (snapshot) {
+      cells.push(cell);
+      snapshots.push(snapshot);
+    }
   });
-  return { manifest, snapshots, frames, holders, oomSnapshots };
+  if (cells.length < manifest.cells.length) {
+    // A cell left out passes its kernel on: each cell's is the one read from the whole manifest.
+    const kernels = kernelSessionsOf(manifest);
+    cells.forEach((cell, k) => (cells[k] = { ...cell, kernel_session: kernels[manifest.cells.indexOf(cell)] }));
+  }
+  if (!cells.length && unreadable.length) {
+    throw new SnapshotError(unreadable[0].message);
+  }
+  const oomSnapshots = cells.map(cell => {
+    const name = cell.oom_snapshots?.[0];
+    return name === undefined ? null : attempt(cell, 'oom-snapshot', name, () => read(name));
+  });
+  const holders = cells.map(cell => {
+    const name = cell.holders_file;
+    return name ? attempt(cell, 'holders', name, () => readHolders(name)) : null;
+  });
+  return { manifest: { ...manifest, cells }, snapshots, frames, holders, oomSnapshots, unreadable };
 }
 
 /** Per cell: memory after it, the change it made, and the sites behind the change. */

@@ -258,14 +258,20 @@ describe('cuda-memdiff session', () => {
       [c => ((c.after as Record<string, number>).max_allocated = -5), 'cells[2] after max_allocated must be a whole'],
       [c => (c.index = 1.5), 'cells[2] index must be an integer'],
       [c => (c.execution_count = 'two'), 'cells[2] execution_count must be a whole number or null'],
-      [c => (c.source = 42), 'cells[2] source must be a string or a list of lines'],
-      [c => (c.holders_file = 'cell00.pickle.gz'), 'cell00.pickle.gz cannot be read as JSON']
+      [c => (c.source = 42), 'cells[2] source must be a string or a list of lines']
     ];
     for (const [change, message] of refused) {
       const r = cli('session', withCell(change));
       expect(r.code).not.toBe(0);
       expect(r.err.trim().split('\n')).toEqual([expect.stringContaining(message)]);
     }
+    // A holders file that is no JSON is left out of its cell, and said first: the session is still reported.
+    const holders = cli(
+      'session',
+      withCell(c => (c.holders_file = 'cell00.pickle.gz'))
+    );
+    expect([holders.code, holders.err]).toEqual([0, '']);
+    expect(holders.out.split('\n')[0]).toBe("cell 2's holders left out: cell00.pickle.gz cannot be read as JSON");
     // nbformat's list of lines is the same source: cell 2 keeps its code name, so its leak stays its own
     const lines = json(
       'leaks',
@@ -542,5 +548,73 @@ describe('bad input', () => {
     const r = cli('summary', '--bogus');
     expect(r.code).toBe(2);
     expect(r.err).toMatch(/unknown option --bogus/);
+  });
+});
+
+describe('a session folder with a file that cannot be read', () => {
+  const recording = path.join(REC, 'eval_without_no_grad--python');
+  function broken(damage: (dir: string) => void) {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cuda-memdiff-broken-'));
+    for (const f of fs.readdirSync(recording)) {
+      fs.copyFileSync(path.join(recording, f), path.join(dir, f));
+    }
+    damage(dir);
+    return dir;
+  }
+  const truncate = (name: string) => (dir: string) => {
+    const file = path.join(dir, name);
+    fs.writeFileSync(file, fs.readFileSync(file).subarray(0, 200));
+  };
+
+  it('reports every other cell, says which one was left out and why, and measures the next from the one before', () => {
+    const whole = json('session', recording);
+    const dir = broken(truncate('cell02.pickle.gz'));
+    const text = cli('session', dir);
+    expect([text.code, text.err]).toEqual([0, '']);
+    expect(text.out.split('\n')[0]).toBe(
+      "cell 2 left out (the next cell's change counts from the cell before it): cell02.pickle.gz: corrupt gzip data: unexpected EOF"
+    );
+    const r = cli('session', dir, '--json');
+    expect(r.code).toBe(0);
+    expect(r.err).toMatch(/^cuda-memdiff: cell 2 left out .*unexpected EOF\n$/);
+    const read = JSON.parse(r.out);
+    expect(read.unreadable).toEqual([
+      {
+        index: 2,
+        file: 'cell02.pickle.gz',
+        part: 'cell',
+        message: 'cell02.pickle.gz: corrupt gzip data: unexpected EOF'
+      }
+    ]);
+    const index = (cells: { index: number }[]) => cells.map(c => c.index);
+    expect(index(read.cells)).toEqual(index(whole.cells).filter(k => k !== 2));
+    // Cell 3 after cell 1: its net change is cells 2 and 3 together, what the whole session says of them.
+    const net = (cells: { index: number; net_bytes: number }[], k: number) => cells.find(c => c.index === k)!.net_bytes;
+    expect(net(read.cells, 3)).toBe(net(whole.cells, 2) + net(whole.cells, 3));
+    expect(net(read.cells, 1)).toBe(net(whole.cells, 1));
+  });
+
+  it('still finds the leak from the cells it can read', () => {
+    type Leaks = { top_leak: number; cells: { execution: number; index: number; verdict: string }[] };
+    const topCell = (leaks: Leaks) => leaks.cells.find(c => c.execution === leaks.top_leak)?.index;
+    const whole: Leaks = json('leaks', recording);
+    const r = cli('leaks', broken(truncate('cell05.pickle.gz')), '--json');
+    expect(r.code).toBe(0);
+    const read = JSON.parse(r.out);
+    expect(read.unreadable.map((u: { index: number }) => u.index)).toEqual([5]);
+    expect(topCell(read)).toBe(topCell(whole));
+    expect(read.cells.find((c: { index: number }) => c.index === topCell(whole)).verdict).toBe('leak');
+  });
+
+  it('is refused with the first reason when no cell can be read', () => {
+    const dir = broken(d =>
+      fs
+        .readdirSync(d)
+        .filter(f => f.startsWith('cell'))
+        .forEach(f => truncate(f)(d))
+    );
+    const r = cli('session', dir);
+    expect(r.code).toBe(1);
+    expect(r.err).toBe('cuda-memdiff: cell00.pickle.gz: corrupt gzip data: unexpected EOF\n');
   });
 });
