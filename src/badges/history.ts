@@ -58,7 +58,7 @@ const FRAGMENTATION_WORDS: Record<FragmentationAdvice, string> = {
 export function oomLines(oom: IOomReport, cells: CellCodeNames): string[] {
   const free = oom.deviceFreeBytes === null ? 'unknown' : formatBytes(oom.deviceFreeBytes);
   const lines = [
-    `It asked for ${formatBytes(oom.requestBytes)} on cuda:${oom.device}, with ${free} free on the device and ` +
+    `It asked for ${oom.requestBytes === null ? 'an unknown amount' : formatBytes(oom.requestBytes)} on cuda:${oom.device}, with ${free} free on the device and ` +
       `${formatBytes(oom.segmentFreeBytes)} free in PyTorch's segments (largest free block ` +
       `${formatBytes(oom.largestFreeBlockBytes)}).`
   ];

@@ -235,9 +235,13 @@ export function peakJson(
   };
 }
 
-/** `exact: false` where the peak's bytes are only torch's high-water mark (see peakWords); nothing otherwise. */
+/**
+ * `exact: false` where the peak's bytes are only torch's high-water mark (see peakWords); `complete: false`
+ * where the history lost entries, so the sites do not add up to the peak ("or more" in the text); nothing
+ * otherwise.
+ */
 function exactJson(r: ICellReport) {
-  return r.peakExact ? {} : { exact: false };
+  return { ...(r.peakExact ? {} : { exact: false }), ...(r.peak?.complete === false ? { complete: false } : {}) };
 }
 
 /** The `oom` object of `session --json` (the holders are in the text output). */
@@ -257,9 +261,10 @@ export function cellSiteLabel(site: ICellSite): string {
     const count = site.cell.executionCount;
     const place = `cell ${site.cell.id}${count === null || count === undefined ? '' : ` [${count}]`}, line ${site.line}`;
     // A function the cell defined runs when any cell calls it: the place is where its code is, not when it ran.
-    return site.function ? `${site.function} (${place})` : place;
+    return site.function ? `${printable(site.function)} (${place})` : place;
   }
-  return site.line === null ? '(no Python stack)' : `${site.filename}:${site.line}`;
+  // The file's name is data: a newline in it must not start a line of the report.
+  return site.line === null ? '(no Python stack)' : `${printable(site.filename)}:${site.line}`;
 }
 
 function sitesInWords(sites: readonly ICellSite[], count = 3): string {
@@ -288,11 +293,12 @@ export function oomText(
   options: IFrameFilterOptions
 ): string {
   const free = oom.deviceFreeBytes === null ? 'an unknown amount' : formatBytes(oom.deviceFreeBytes);
+  const asked = oom.requestBytes === null ? 'an unknown amount' : formatBytes(oom.requestBytes);
   const segments = `${formatBytes(oom.segmentFreeBytes)} free (largest free block ${formatBytes(oom.largestFreeBlockBytes)})`;
   // Without a snapshot at the error, the segments and holders are the cell's end: say so.
   const atEnd = oom.moment === 'cell-end';
   const lines = [
-    `${name} ran out of memory on cuda:${oom.device}: it asked for ${formatBytes(oom.requestBytes)}; ` +
+    `${name} ran out of memory on cuda:${oom.device}: it asked for ${asked}; ` +
       `the device had ${free} free, and ` +
       (atEnd
         ? `after the cell (no snapshot was taken at the error) PyTorch's segments had ${segments}`

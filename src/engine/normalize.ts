@@ -236,7 +236,8 @@ namespace Private {
           this.frames.internFrame(
             str(ownValue(f, 'name'), '??'),
             str(ownValue(f, 'filename'), '??'),
-            typeof line === 'number' ? line : 0
+            // Python's line numbers: a hostile file's NaN, float or negative line reads as unknown, 0.
+            Number.isSafeInteger(line) && (line as number) >= 0 ? (line as number) : 0
           )
         );
       }

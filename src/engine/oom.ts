@@ -36,7 +36,8 @@ export type OomSnapshotMoment = 'error' | 'cell-end';
 /** Why an allocation failed. */
 export interface IOomReport {
   readonly device: number;
-  readonly requestBytes: number;
+  /** Bytes the failed allocation asked for; null where the file's `oom` entry does not say (no size, or 0). */
+  readonly requestBytes: number | null;
   /** Free device memory outside PyTorch's segments (null when unknown). */
   readonly deviceFreeBytes: number | null;
   /** The largest free range inside one reserved segment of the device. */
@@ -74,7 +75,7 @@ export function oomReport(start: Snapshot, atOom: Snapshot, reported: IOomEvent 
   }
   const event = {
     device: reported.device ?? entry?.device ?? 0,
-    alloc: requestBytes,
+    alloc: knownRequest(requestBytes),
     device_free: reported.device_free ?? entry?.deviceFree ?? undefined
   };
   return postMortem(start, atOom, event, 'error');
@@ -97,22 +98,28 @@ export function oomFromHistory(start: Snapshot, end: Snapshot): IOomReport | nul
   if (!entry) {
     return null;
   }
-  const event = { device: entry.device, alloc: entry.size, device_free: entry.deviceFree ?? undefined };
+  const event = { device: entry.device, alloc: knownRequest(entry.size), device_free: entry.deviceFree ?? undefined };
   return postMortem(start, end, event, 'cell-end');
+}
+
+/** A request's bytes, or null: no allocation of 0 bytes reaches the allocator, so 0 is an entry without its size. */
+function knownRequest(bytes: number): number | null {
+  return bytes > 0 ? bytes : null;
 }
 
 /** The figures of one device in `snapshot`, against the request. */
 function postMortem(
   start: Snapshot,
   snapshot: Snapshot,
-  event: Required<Pick<IOomEvent, 'device' | 'alloc'>> & IOomEvent,
+  event: { device: number; alloc: number | null; device_free?: number },
   moment: OomSnapshotMoment
 ): IOomReport {
   const { device, alloc: requestBytes } = event;
   const totals = snapshot.totals.find(t => t.device === device);
   const largestFreeBlockBytes = totals?.largestFreeBytes ?? 0;
   const segmentFreeBytes = totals?.inactiveBytes ?? 0;
-  const fragmentation = largestFreeBlockBytes < requestBytes && segmentFreeBytes >= requestBytes;
+  const fragmentation =
+    requestBytes !== null && largestFreeBlockBytes < requestBytes && segmentFreeBytes >= requestBytes;
   return {
     device,
     requestBytes,

@@ -138,19 +138,15 @@ function OomBody(props: IMomentSectionProps & { record: CellRecord; oom: IOomRep
   const cells: CellCodeNames = model.cellNames();
   const sites = cellSites(oom.held, oom.atOom.frames, cells, { allFrames: model.showAllFrames });
   const free = oom.deviceFreeBytes === null ? trans.__('an unknown amount') : formatBytes(oom.deviceFreeBytes);
+  const asked = oom.requestBytes === null ? trans.__('an unknown amount') : formatBytes(oom.requestBytes);
   return (
     <div className="jp-CudaMemdiffMoment">
       <p className="jp-CudaMemdiffMoment-summary" role="alert">
-        {trans.__(
-          'It asked for %1 on cuda:%2; the device had %3 free.',
-          formatBytes(oom.requestBytes),
-          oom.device,
-          free
-        )}
+        {trans.__('It asked for %1 on cuda:%2; the device had %3 free.', asked, oom.device, free)}
       </p>
       <dl className="jp-CudaMemdiffMoment-facts">
         <dt>{trans.__('Requested')}</dt>
-        <dd>{formatBytes(oom.requestBytes)}</dd>
+        <dd>{asked}</dd>
         <dt>{trans.__('Free on the device')}</dt>
         <dd>{free}</dd>
         <dt>{trans.__("Free in PyTorch's segments")}</dt>

@@ -7,7 +7,18 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { gzipSync } from 'fflate';
-import { FrameTable, parseManifest, readSnapshot, sessionFolderFiles, Snapshot, snapshotToPickle } from '../../engine';
+import {
+  decodeSnapshotBytes,
+  FrameTable,
+  parseManifest,
+  pickle,
+  PyDict,
+  PyValue,
+  readSnapshot,
+  sessionFolderFiles,
+  Snapshot,
+  snapshotToPickle
+} from '../../engine';
 import { fragmentedOom, twoDeviceOom } from '../../engine/__tests__/oomCases';
 
 const ROOT = path.resolve(__dirname, '../../..');
@@ -616,5 +627,59 @@ describe('a session folder with a file that cannot be read', () => {
     const r = cli('session', dir);
     expect(r.code).toBe(1);
     expect(r.err).toBe('cuda-memdiff: cell00.pickle.gz: corrupt gzip data: unexpected EOF\n');
+  });
+});
+
+describe('a session whose allocation history says odd things', () => {
+  /** A copy of a recording with one cell's raw snapshot changed by `change` (written as a plain pickle). */
+  function changed(folder: string, cell: string, change: (raw: PyDict) => void) {
+    const recording = path.join(REC, folder);
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cuda-memdiff-odd-'));
+    for (const f of fs.readdirSync(recording)) {
+      fs.copyFileSync(path.join(recording, f), path.join(dir, f));
+    }
+    const raw = decodeSnapshotBytes(fs.readFileSync(path.join(recording, cell))).value as PyDict;
+    change(raw);
+    fs.writeFileSync(path.join(dir, cell), pickle(raw));
+    return dir;
+  }
+  const traces = (raw: PyDict) => (raw.device_traces as PyValue[][])[0] as PyDict[];
+  const peakLine = (out: string, cell: number) =>
+    out.split('\n').find(l => l.startsWith(`cell ${cell} [`) && l.includes(' peak '));
+
+  it('prints a file name from the history as one line, its newline escaped, and an unreadable line number as 0', () => {
+    const dir = changed('clean_training--python', 'cell02.pickle.gz', raw =>
+      traces(raw).forEach((e, k) => {
+        if (k % 2 === 0) {
+          e.frames = [{ name: 'step', filename: '/tmp/ipykernel_1/\r\nforged.py', line: k % 4 ? NaN : 1 } as PyDict];
+        }
+      })
+    );
+    const r = cli('session', dir);
+    expect([r.code, r.err]).toEqual([0, '']);
+    const line = peakLine(r.out, 2)!;
+    expect(line).toMatch(/ from \/tmp\/ipykernel_1\/\\x0d\\x0aforged\.py:[01],/);
+    expect(r.out).not.toMatch(/^forged/m);
+    expect(r.out).not.toContain('NaN');
+  });
+
+  it('says a request the `oom` entry gives no size for is unknown, not 0 B', () => {
+    const dir = changed('oom--python', 'oom00.pickle.gz', raw =>
+      traces(raw).forEach(e => e.action === 'oom' && delete e.size)
+    );
+    const r = cli('session', dir);
+    expect(r.out).toMatch(/ran out of memory on cuda:0: it asked for an unknown amount; the device had 39\.3 GiB free/);
+    const oom = json('session', dir).cells.find((c: { index: number }) => c.index === 1).oom;
+    expect(oom.request_bytes).toBeNull();
+    expect(oom.fragmentation).toBe(false);
+  });
+
+  it('marks a peak whose history lost entries as incomplete in JSON, as the text says "or more"', () => {
+    const dir = changed('clean_training--python', 'cell02.pickle.gz', raw => traces(raw).forEach(e => delete e.size));
+    expect(peakLine(cli('session', dir).out, 2)).toMatch(/ or more \(history lost entries\): /);
+    const peak = json('session', dir).cells.find((c: { index: number }) => c.index === 2).peak;
+    expect(peak.complete).toBe(false);
+    const whole = json('session', path.join(REC, 'clean_training--python')).cells[2].peak;
+    expect(whole.complete).toBeUndefined();
   });
 });
