@@ -32,7 +32,7 @@ export function historyBetween(before: Snapshot, after: Snapshot): IHistoryBetwe
       : after.history.sinceUs === null && before.blocks.length === 0;
     return linked ? { entries: after.traces, complete: after.history.complete } : null;
   }
-  if (!after.traces.length) {
+  if (!after.traces.length || !inRecordingOrder(before.traces) || !inRecordingOrder(after.traces)) {
     return null;
   }
   const newest = new Map<number, TraceEntry>();
@@ -59,6 +59,11 @@ export function historyBetween(before: Snapshot, after: Snapshot): IHistoryBetwe
       append(entries, list);
       continue;
     }
+    if (mark.timeUs === null || list[0].timeUs === null) {
+      // Without times an entry is only its action, address and size, which a re-run repeats: nothing says
+      // which of the buffer's entries came after `before`.
+      return null;
+    }
     let start = -1;
     for (let k = list.length - 1; k >= 0; k--) {
       if (sameEntry(list[k], mark)) {
@@ -76,6 +81,28 @@ export function historyBetween(before: Snapshot, after: Snapshot): IHistoryBetwe
     append(entries, list, start);
   }
   return { entries, complete };
+}
+
+/**
+ * Whether each device's entries read as a ring buffer lists them: every one
+ * with a time and none going back (176 buffers recorded on an H200 never
+ * did), or none with a time. Entries out of that order cannot be placed
+ * against another snapshot's: a file whose times were reversed or dropped
+ * would otherwise pass old blocks off as re-born.
+ */
+function inRecordingOrder(entries: readonly TraceEntry[]): boolean {
+  const last = new Map<number, number | null>();
+  for (const e of entries) {
+    const before = last.get(e.device);
+    if (before !== undefined && (before === null) !== (e.timeUs === null)) {
+      return false;
+    }
+    if (before !== undefined && before !== null && e.timeUs !== null && e.timeUs < before) {
+      return false;
+    }
+    last.set(e.device, e.timeUs);
+  }
+  return true;
 }
 
 /** Append `items` from `start` to `to` (a loop: a spread of a ring buffer's 120,000 entries overflows the call stack). */

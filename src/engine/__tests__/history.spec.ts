@@ -110,6 +110,65 @@ describe('re-runs that free and allocate again at the same addresses', () => {
   });
 });
 
+describe('a file whose history is out of the order torch records it in', () => {
+  const retimed = (s: Snapshot, time: (t: number | null, k: number) => number | null): Snapshot => ({
+    ...s,
+    traces: s.traces.map((e, k) => ({ ...e, timeUs: time(e.timeUs, k) }))
+  });
+  const figures = (before: Snapshot, after: Snapshot) => {
+    const diff = diffSnapshots(before, after);
+    return [diff.bornBytes, diff.freedBytes, diff.byHistory];
+  };
+
+  it('is not placed against the snapshot before: block identity decides, nothing is made up', () => {
+    const [, a, b] = pickles();
+    const blind = figures(withoutHistory(a), withoutHistory(b));
+    expect(blind).toEqual([0, 0, false]);
+    const n = b.traces.length;
+    // times reversed, shuffled, or going back once; times dropped after a file that had them, or before one
+    expect(
+      figures(
+        a,
+        retimed(b, (_, k) => b.traces[n - 1 - k].timeUs)
+      )
+    ).toEqual(blind);
+    expect(
+      figures(
+        a,
+        retimed(b, (t, k) => (k % 7 === 3 ? 0 : t))
+      )
+    ).toEqual(blind);
+    expect(
+      figures(
+        a,
+        retimed(b, () => null)
+      )
+    ).toEqual(blind);
+    expect(
+      figures(
+        retimed(a, () => null),
+        b
+      )
+    ).toEqual(blind);
+  });
+
+  it('links nothing where no entry has a time: a re-run repeats the entries that would mark where it began', () => {
+    const [, a, b] = pickles();
+    expect(
+      figures(
+        retimed(a, () => null),
+        retimed(b, () => null)
+      )
+    ).toEqual([0, 0, false]);
+    // the first cell's history needs no mark: all of it is the cell's
+    const first = diffSnapshots(
+      emptySnapshot(a.frames),
+      retimed(a, () => null)
+    );
+    expect([first.bornBytes, first.byHistory]).toEqual([TRACE[0][0], true]);
+  });
+});
+
 describe('peak anatomy', () => {
   it("names the freed temporary that made the cell's peak, live and from the files", () => {
     const { cells } = live();
