@@ -10,14 +10,20 @@ import {
   cellSites,
   diffSnapshots,
   emptySnapshot,
+  encodeFrames,
+  encodeSnapshot,
+  findLeaks,
   FrameTable,
   IWireSnapshot,
   loadSession,
   normalizeSnapshot,
   oomReport,
+  parseManifest,
   peakAnatomy,
+  rankLeaks,
   readSnapshot,
   retentionByExecution,
+  sessionExecutions,
   Snapshot,
   WireDecoder
 } from '..';
@@ -107,6 +113,26 @@ describe('re-runs that free and allocate again at the same addresses', () => {
       [288 * MiB, 288 * MiB],
       [0, 0]
     ]);
+  });
+});
+
+describe("the leak finder's worker", () => {
+  // The page sends the session's snapshots to the engine worker as typed arrays: what links each capture's
+  // history to the one before (a live snapshot's stretch, a file's entry times) must travel with them.
+  const executions = sessionExecutions(parseManifest(fs.readFileSync(path.join(DIR, 'manifest.json'), 'utf-8'))).slice(
+    0,
+    3
+  );
+
+  it.each([
+    ['live captures', () => live().cells.slice(0, 3)],
+    ['snapshot files', () => pickles().slice(0, 3)]
+  ])('ranks re-runs from %s as the page does, each run freeing all the one before made', (_, cells) => {
+    const snapshots = cells();
+    const session = { ...encodeFrames(snapshots[0].frames), snapshots: snapshots.map(encodeSnapshot) };
+    const worker = rankLeaks({ key: 7, session, executions }).report;
+    expect(worker).toEqual(findLeaks(snapshots, executions));
+    expect(worker.executions.map(v => v.freedLater.map(f => f.bytes))).toEqual([[288 * MiB], [288 * MiB], []]);
   });
 });
 

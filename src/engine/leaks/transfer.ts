@@ -6,11 +6,15 @@
  * blocks, the trace entries that mark captures and allocations, totals and
  * the frame table.
  */
-import { DeviceTotals, FrameTable, Snapshot, TraceEntry } from '../model';
+import { DeviceTotals, FrameTable, Snapshot, TraceEntry, TraceHistory } from '../model';
 import { decodeBlocks, encodeBlocks } from '../transfer';
 
-/** Numbers per trace entry: action, device, address (NaN: none), size, stack. */
-const TRACE_FIELDS = 5;
+/**
+ * Numbers per trace entry: action, device, address (NaN: none), size, stack,
+ * time in µs (NaN: none; exact in a double until the year 2255). The times
+ * place a file's history against the snapshot before it (historyBetween).
+ */
+const TRACE_FIELDS = 6;
 // Retention reads only these actions; the rest travel as 'other'.
 const ACTIONS = ['alloc', 'snapshot', 'free_requested', 'free_completed', 'other'] as const;
 
@@ -19,6 +23,8 @@ export interface IEncodedSnapshot {
   readonly blocks: Float64Array;
   readonly traces: Float64Array;
   readonly totals: readonly DeviceTotals[];
+  /** A live snapshot's stretch of history, which links it to the capture before it. */
+  readonly history?: TraceHistory;
 }
 
 /** A session's snapshots and their frame table, encoded. */
@@ -40,8 +46,9 @@ export function encodeSnapshot(snapshot: Snapshot): IEncodedSnapshot {
     traces[o + 2] = e.address ?? NaN;
     traces[o + 3] = e.size;
     traces[o + 4] = e.stack;
+    traces[o + 5] = e.timeUs ?? NaN;
   });
-  return { blocks, traces, totals: snapshot.totals };
+  return { blocks, traces, totals: snapshot.totals, ...(snapshot.history ? { history: snapshot.history } : {}) };
 }
 
 /** The frame table as plain arrays. */
@@ -77,17 +84,18 @@ function decodeSnapshot(s: IEncodedSnapshot, frames: FrameTable): Snapshot {
   const traces: TraceEntry[] = [];
   for (let o = 0; o < s.traces.length; o += TRACE_FIELDS) {
     const address = s.traces[o + 2];
+    const time = s.traces[o + 5];
     traces.push({
       device: s.traces[o + 1],
       action: ACTIONS[s.traces[o]],
       address: Number.isNaN(address) ? null : address,
       size: s.traces[o + 3],
       stream: 0,
-      timeUs: null,
+      timeUs: Number.isNaN(time) ? null : time,
       stack: s.traces[o + 4],
       userMetadata: '',
       deviceFree: null
     });
   }
-  return { segments: [], blocks, traces, totals: s.totals, frames };
+  return { segments: [], blocks, traces, totals: s.totals, frames, ...(s.history ? { history: s.history } : {}) };
 }
