@@ -72,10 +72,14 @@ export function buildTimeline(snapshot: Snapshot): ITimeline | null {
   const sizes = new Float64Array(n);
   const boundaries: number[] = [];
   // Pass 1: which blocks were alive before the trace began. A free of an
-  // address the trace never allocated was one; so is a block still allocated
-  // at the end that no event allocated.
+  // address the trace never touched was one; so is a block still allocated
+  // at the end that no event allocated. torch records one free per
+  // allocation: an alloc at an address still allocated, or a second free,
+  // is a file that contradicts itself and is not counted (else the total
+  // would go below zero or past what the device held).
   const live = new Map<number, number>();
   const initial = new Map<number, ILiveBlock>();
+  const seen = new Set<number>();
   let k = 0;
   for (let i = 0; i < traces.length; i++) {
     const e = traces[i];
@@ -87,21 +91,29 @@ export function buildTimeline(snapshot: Snapshot): ITimeline | null {
     } else if (e.address === null) {
       continue;
     } else if (e.action === ALLOC) {
+      if (live.has(e.address)) {
+        continue;
+      }
       live.set(e.address, k);
+      seen.add(e.address);
       sizes[k] = blockSize(e.size);
       events[k++] = i;
     } else if (e.action === FREE) {
       const allocated = live.get(e.address);
-      if (allocated === undefined) {
+      if (allocated !== undefined) {
+        live.delete(e.address);
+        sizes[k] = sizes[allocated];
+      } else if (!seen.has(e.address)) {
+        seen.add(e.address);
         initial.set(e.address, { size: blockSize(e.size), stack: e.stack });
         sizes[k] = blockSize(e.size);
       } else {
-        live.delete(e.address);
-        sizes[k] = sizes[allocated];
+        continue;
       }
       events[k++] = i;
     }
   }
+  const counted = k;
   // The snapshot knows the exact size of what is still allocated (the
   // allocator may leave a block unsplit, larger than the rounded request).
   const finalBlocks = snapshot.blocks.filter(b => b.device === device && isAllocated(b));
@@ -115,11 +127,11 @@ export function buildTimeline(snapshot: Snapshot): ITimeline | null {
   }
   let base = 0;
   initial.forEach(b => (base += b.size));
-  const bytes = new Float64Array(n);
+  const bytes = new Float64Array(counted);
   let total = base;
   let peakBytes = base;
   let peakEvent = -1;
-  for (let j = 0; j < n; j++) {
+  for (let j = 0; j < counted; j++) {
     total += traces[events[j]].action === ALLOC ? sizes[j] : -sizes[j];
     bytes[j] = total;
     if (total > peakBytes) {
@@ -127,7 +139,16 @@ export function buildTimeline(snapshot: Snapshot): ITimeline | null {
       peakEvent = j;
     }
   }
-  return { device, events, bytes, sizes, boundaries, peakBytes, peakEvent, initial };
+  return {
+    device,
+    events: events.subarray(0, counted),
+    bytes,
+    sizes: sizes.subarray(0, counted),
+    boundaries,
+    peakBytes,
+    peakEvent,
+    initial
+  };
 }
 
 /**

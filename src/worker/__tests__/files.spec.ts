@@ -80,6 +80,21 @@ describe('the timeline of a snapshot file', () => {
     expect(() => diffMoments({ id: 1, from: 0, to: 1 })).toThrow(/not open/);
   });
 
+  it('counts an event the file contradicts itself with once, never below zero nor past what was held', () => {
+    // A hostile copy of the trace: every alloc and free_completed twice.
+    const doubled = { ...snapshot, traces: snapshot.traces.flatMap(e => (e.action === 'snapshot' ? [e] : [e, e])) };
+    const again = buildTimeline(doubled)!;
+    expect([again.peakBytes, again.bytes.length, again.boundaries]).toEqual([
+      timeline.peakBytes,
+      timeline.bytes.length,
+      timeline.boundaries
+    ]);
+    // Frees only, of blocks it never saw allocated: each was alive before the trace began, and is freed once.
+    const frees = { ...snapshot, traces: snapshot.traces.filter(e => e.action !== 'alloc') };
+    const low = Math.min(...buildTimeline(frees)!.bytes);
+    expect(low).toBeGreaterThanOrEqual(0);
+  });
+
   it('has no timeline for a file without allocation events', () => {
     expect(buildTimeline(readSnapshot(file('cell00.pickle.gz')))).not.toBeNull();
     expect(buildTimeline({ ...snapshot, traces: [] })).toBeNull();
