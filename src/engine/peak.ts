@@ -48,9 +48,13 @@ export interface ICellSite {
 
 /**
  * The anatomy of the peak between two snapshots, or null when no allocation
- * history links them (then only the kernel's peak figure is known).
+ * history links them (then only the kernel's peak figure is known), or when
+ * the history contradicts them: with no entry lost, a replay that ends
+ * holding blocks the end snapshot does not (a trace of another device or
+ * session), or a peak above `recorded`, torch's own figure for the cell
+ * (entries give requested sizes, so a replay's peak is never above it).
  */
-export function peakAnatomy(start: Snapshot, end: Snapshot): IPeakAnatomy | null {
+export function peakAnatomy(start: Snapshot, end: Snapshot, recorded: number | null = null): IPeakAnatomy | null {
   const history = historyBetween(start, end);
   if (!history) {
     return null;
@@ -89,6 +93,9 @@ export function peakAnatomy(start: Snapshot, end: Snapshot): IPeakAnatomy | null
         at = k;
       }
     });
+    if (history.complete && holdsMore(live, end, device)) {
+      return null;
+    }
     complete = complete && accountsFor(live, end, device);
     // Second pass: the blocks alive at that moment.
     live.clear();
@@ -104,6 +111,9 @@ export function peakAnatomy(start: Snapshot, end: Snapshot): IPeakAnatomy | null
     for (const b of live.values()) {
       alive.push(b); // a loop: a spread of 120,000 blocks overflows the call stack
     }
+  }
+  if (recorded !== null && bytes > recorded + unaccountedAllowance(recorded)) {
+    return null;
   }
   alive.sort((x, y) => x.device - y.device || x.address - y.address);
   const moment: Snapshot = { ...start, blocks: alive, traces: [], history: undefined };
@@ -130,7 +140,31 @@ function accountsFor(replayed: Map<number, Block>, end: Snapshot, device: number
       }
     }
   }
-  return unaccounted <= Math.max(UNACCOUNTED_BYTES, allocated * UNACCOUNTED_SHARE);
+  return unaccounted <= unaccountedAllowance(allocated);
+}
+
+/** Whether a replay ends holding blocks the end snapshot does not hold allocated, beyond rounding. */
+function holdsMore(replayed: Map<number, Block>, end: Snapshot, device: number): boolean {
+  const held = new Set<number>();
+  let allocated = 0;
+  for (const b of end.blocks) {
+    if (b.device === device && isAllocated(b)) {
+      held.add(b.address);
+      allocated += b.size;
+    }
+  }
+  let extra = 0;
+  for (const [address, b] of replayed) {
+    if (!held.has(address)) {
+      extra += b.size;
+    }
+  }
+  return extra > unaccountedAllowance(allocated);
+}
+
+/** Bytes two accounts of a device may differ by: small allocations' entries give requested sizes. */
+function unaccountedAllowance(allocated: number): number {
+  return Math.max(UNACCOUNTED_BYTES, allocated * UNACCOUNTED_SHARE);
 }
 
 /** Apply one history entry to the live blocks of a device; returns the change in allocated bytes. */

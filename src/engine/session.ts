@@ -351,7 +351,7 @@ export function reportCells(
       error: cell.error ?? null,
       oom: (cell.oom_snapshots?.length ?? 0) > 0 || oom !== null,
       oomReport: oom,
-      peak: peakAnatomy(start, snapshot),
+      peak: peakAnatomy(start, snapshot, typeof peak === 'number' ? peak : null),
       sites: groupBySite(diff, options).slice(0, options.topSites ?? 3)
     };
   });

@@ -235,6 +235,18 @@ describe('peak anatomy', () => {
     const { cells } = live();
     expect(peakAnatomy(withoutHistory(cells[2]), withoutHistory(cells[3]))).toBeNull();
   });
+
+  it("is unknown where the history contradicts the snapshots or torch's own peak", () => {
+    const [, a, b] = pickles();
+    const anatomy = peakAnatomy(a, b)!;
+    expect(anatomy.complete).toBe(true);
+    // torch's figure for the cell bounds a replay of requested sizes: one below the replay's is another cell's
+    expect(peakAnatomy(a, b, anatomy.bytes)).toEqual(anatomy);
+    expect(peakAnatomy(a, b, anatomy.bytes / 2)).toBeNull();
+    // the cell's trace also on a device that holds nothing at its end: the replay there keeps what no one holds
+    const elsewhere = { ...b, traces: [...b.traces, ...b.traces.map(e => ({ ...e, device: 5 }))] };
+    expect(peakAnatomy(a, elsewhere)).toBeNull();
+  });
 });
 
 describe('the OOM post-mortem of a live session', () => {
