@@ -183,13 +183,21 @@ namespace Private {
 
     private _traces(raw: PyValue | undefined): TraceEntry[] {
       const out: TraceEntry[] = [];
-      if (!Array.isArray(raw)) {
+      // None or absent: no history. Anything else but a list per device is not what torch writes, and is
+      // refused as a bad trace entry is (read as no history, it would make every figure identity's silently).
+      if (raw === undefined || raw === null) {
         return out;
+      }
+      if (!Array.isArray(raw)) {
+        throw new SnapshotError('not a snapshot: device_traces is not a list (one list of trace entries per device)');
       }
       for (let device = 0; device < raw.length; device++) {
         const entries = raw[device];
-        if (!Array.isArray(entries)) {
+        if (entries === null) {
           continue;
+        }
+        if (!Array.isArray(entries)) {
+          throw new SnapshotError(`not a snapshot: device ${device}'s trace entries are not a list`);
         }
         const where = new Where(k => `device ${device} trace entry ${k}`);
         for (let k = 0; k < entries.length; k++) {

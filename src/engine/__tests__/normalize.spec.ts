@@ -3,7 +3,7 @@
  */
 // Snapshot shapes of other torch versions, built as those versions write them.
 import * as path from 'path';
-import { FrameTable, normalizeSnapshot, readSnapshot } from '..';
+import { FrameTable, normalizeSnapshot, PyValue, readSnapshot } from '..';
 import { FIXTURES, readBytes } from './data';
 
 describe('normalizeSnapshot across torch versions', () => {
@@ -61,6 +61,18 @@ describe('normalizeSnapshot across torch versions', () => {
     expect(() =>
       normalizeSnapshot({ segments: [{ address: 0, total_size: 1, blocks: [{ size: 1, state: 'weird' }] }] })
     ).toThrow("segment 0 block 0 has unknown state 'weird'");
+  });
+
+  it('reads no history where there is none, and refuses traces that are not one list per device', () => {
+    const segments: PyValue[] = [];
+    expect(normalizeSnapshot({ segments, device_traces: null }).traces).toEqual([]);
+    expect(normalizeSnapshot({ segments, device_traces: [null, []] }).traces).toEqual([]);
+    expect(() => normalizeSnapshot({ segments, device_traces: 'abc' })).toThrow(
+      'not a snapshot: device_traces is not a list (one list of trace entries per device)'
+    );
+    expect(() => normalizeSnapshot({ segments, device_traces: [[], 7] })).toThrow(
+      "not a snapshot: device 1's trace entries are not a list"
+    );
   });
 
   it('refuses a segment listed twice and a block outside its segment: counted, they make up memory', () => {
