@@ -256,6 +256,9 @@ function readSessionOrRank(args: IArgs): ISession {
   return rank.session;
 }
 
+const REVERSED_NOTE =
+  'note: BEFORE was taken after AFTER (its history is newer): were the files given the wrong way round?';
+
 /** What was left out of a session because a file of it could not be read, in words. */
 function unreadableLine(u: IUnreadableFile): string {
   switch (u.part) {
@@ -326,12 +329,19 @@ export function run(argv: string[], warn: (line: string) => void = () => undefin
       const before = readSnapshotFile(args.operands[0], frames, args.limits);
       const after = readSnapshotFile(args.operands[1], frames, args.limits);
       const diff = diffSnapshots(before, after);
+      // Files given the wrong way round read as a diff backwards: said where their histories tell.
+      const newest = (s: Snapshot) => s.traces.reduce((t, e) => Math.max(t, e.timeUs ?? -Infinity), -Infinity);
+      const reversed = Number.isFinite(newest(after)) && newest(before) > newest(after);
+      const noted = (json: object, text: () => string) =>
+        reversed
+          ? out({ ...json, before_newer_than_after: true }, () => `${REVERSED_NOTE}\n${text()}`)
+          : out(json, text);
       if (args.byRole) {
         const roles = groupByRole(diff, rolesBeside(args.operands[0]), rolesBeside(args.operands[1]), filter);
-        return out(diffRolesJson(diff, roles, filter), () => diffRolesText(diff, roles));
+        return noted(diffRolesJson(diff, roles, filter), () => diffRolesText(diff, roles));
       }
       const groups = groupBySite(diff, filter);
-      return out(diffJson(diff, groups, filter), () => diffText(diff, groups, filter));
+      return noted(diffJson(diff, groups, filter), () => diffText(diff, groups, filter));
     }
     case 'session': {
       expectOperands(args, 1, 'one DIR');

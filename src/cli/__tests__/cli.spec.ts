@@ -683,3 +683,17 @@ describe('a session whose allocation history says odd things', () => {
     expect(whole.complete).toBeUndefined();
   });
 });
+
+describe('cuda-memdiff diff of two files given the wrong way round', () => {
+  const cell = (k: number) => path.join(REC, 'clean_training--python', `cell0${k}.pickle.gz`);
+
+  it('says so where the histories tell which was taken first, and only then', () => {
+    const note = 'note: BEFORE was taken after AFTER (its history is newer): were the files given the wrong way round?';
+    const backwards = cli('diff', cell(3), cell(2));
+    expect(backwards.code).toBe(0);
+    expect(backwards.out.split('\n')[0]).toBe(note);
+    expect(json('diff', cell(3), cell(2)).before_newer_than_after).toBe(true);
+    expect(cli('diff', cell(2), cell(3)).out).not.toContain(note);
+    expect(json('diff', cell(2), cell(3)).before_newer_than_after).toBeUndefined();
+  });
+});
