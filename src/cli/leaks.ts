@@ -32,7 +32,7 @@ import { renderTable } from './table';
 export function leaksJson(report: LeakReport, session: ISession, options: IFrameFilterOptions) {
   const cells = session.manifest.cells;
   const names = new CellCodeNames(
-    cells.map(c => ({ id: String(c.index), source: c.source, executionCount: c.execution_count }))
+    session.sourceCells.map(c => ({ id: String(c.index), source: c.source, executionCount: c.execution_count }))
   );
   const kernelSessions = kernelSessionsOf(session.manifest);
   const labels = sessionExecutions(session.manifest).map(e => e.label);

@@ -354,7 +354,7 @@ export function run(argv: string[], warn: (line: string) => void = () => undefin
       leftOut(session);
       const reports = reportCells(session, filter);
       const cells = new CellCodeNames(
-        session.manifest.cells.map(c => ({ id: String(c.index), source: c.source, executionCount: c.execution_count }))
+        session.sourceCells.map(c => ({ id: String(c.index), source: c.source, executionCount: c.execution_count }))
       );
       // The folder of the session's files: DIR, or a rank's own folder in a multi-rank one.
       const dir = args.rank === null ? args.operands[0] : path.join(args.operands[0], `rank${args.rank}`);

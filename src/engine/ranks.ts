@@ -77,6 +77,11 @@ export function loadRankedSession(
     } catch (reason) {
       throw new SnapshotError(`${folder}: ${(reason as Error).message}`);
     }
+    // Ranks are compared capture point by capture point, by position: one left out would shift the rest.
+    const lost = session.unreadable.find(u => u.part === 'cell');
+    if (lost) {
+      throw new SnapshotError(`${folder}: ${lost.message}`);
+    }
     const host = session.manifest.host;
     return { rank, folder, host: typeof host === 'string' ? host : null, session };
   });

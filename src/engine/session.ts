@@ -78,6 +78,8 @@ export interface ISession {
    * holders file that is one is left out of its cell.
    */
   readonly unreadable: readonly IUnreadableFile[];
+  /** Every cell of the manifest, read or left out: what names a cell's code where a frame shows it. */
+  readonly sourceCells: readonly ISessionCell[];
 }
 
 /** A file of a session folder that could not be read, and the cell (manifest index) it belongs to. */
@@ -312,7 +314,15 @@ export function loadSession(
     const name = cell.holders_file;
     return name ? attempt(cell, 'holders', name, () => readHolders(name)) : null;
   });
-  return { manifest: { ...manifest, cells }, snapshots, frames, holders, oomSnapshots, unreadable };
+  return {
+    manifest: { ...manifest, cells },
+    snapshots,
+    frames,
+    holders,
+    oomSnapshots,
+    unreadable,
+    sourceCells: manifest.cells
+  };
 }
 
 /** Per cell: memory after it, the change it made, and the sites behind the change. */

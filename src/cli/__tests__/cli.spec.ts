@@ -605,6 +605,15 @@ describe('a session folder with a file that cannot be read', () => {
     expect(net(read.cells, 1)).toBe(net(whole.cells, 1));
   });
 
+  it("names a left-out cell's code where the next cell's figures show it", () => {
+    const demo = path.join(REC, 'gpu_memory_demo--python');
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cuda-memdiff-broken-'));
+    fs.cpSync(demo, dir, { recursive: true });
+    truncate('cell02.pickle.gz')(dir);
+    const lines = cli('session', dir).out.split('\n');
+    expect(lines.find(l => l.startsWith('cell 3 [4] peak'))).toMatch(/: 321 MiB from cell 2 \[3\], line 3,/);
+  });
+
   it('still finds the leak from the cells it can read', () => {
     type Leaks = { top_leak: number; cells: { execution: number; index: number; verdict: string }[] };
     const topCell = (leaks: Leaks) => leaks.cells.find(c => c.execution === leaks.top_leak)?.index;
@@ -615,6 +624,22 @@ describe('a session folder with a file that cannot be read', () => {
     expect(read.unreadable.map((u: { index: number }) => u.index)).toEqual([5]);
     expect(topCell(read)).toBe(topCell(whole));
     expect(read.cells.find((c: { index: number }) => c.index === topCell(whole)).verdict).toBe('leak');
+  });
+
+  it('is refused in a multi-rank folder, whose ranks line up capture point by capture point', () => {
+    const ranks = path.join(ROOT, 'test-data', 'ranks', 'ddp_one_gpu');
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cuda-memdiff-ranks-'));
+    fs.cpSync(ranks, dir, { recursive: true });
+    truncate(path.join('rank1', 'point0002.pickle.gz'))(dir);
+    for (const args of [
+      ['session', dir],
+      ['session', dir, '--rank', '0'],
+      ['diff', dir, '--ranks', '0,1']
+    ]) {
+      const r = cli(...args);
+      expect([r.code, r.out]).toEqual([1, '']);
+      expect(r.err).toBe('cuda-memdiff: rank1: point0002.pickle.gz: corrupt gzip data: unexpected EOF\n');
+    }
   });
 
   it('is refused with the first reason when no cell can be read', () => {
