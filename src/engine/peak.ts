@@ -51,8 +51,10 @@ export interface ICellSite {
  * history links them (then only the kernel's peak figure is known), or when
  * the history contradicts them: with no entry lost, a replay that ends
  * holding blocks the end snapshot does not (a trace of another device or
- * session), or a peak above `recorded`, torch's own figure for the cell
- * (entries give requested sizes, so a replay's peak is never above it).
+ * session); with entries lost, a peak above `recorded`, torch's own figure
+ * for the cell (entries give requested sizes, so a replay's peak is not
+ * above it unless the cell reset torch's counters, and then a history with
+ * nothing lost is the better witness).
  */
 export function peakAnatomy(start: Snapshot, end: Snapshot, recorded: number | null = null): IPeakAnatomy | null {
   const history = historyBetween(start, end);
@@ -112,7 +114,7 @@ export function peakAnatomy(start: Snapshot, end: Snapshot, recorded: number | n
       alive.push(b); // a loop: a spread of 120,000 blocks overflows the call stack
     }
   }
-  if (recorded !== null && bytes > recorded + unaccountedAllowance(recorded)) {
+  if (!complete && recorded !== null && bytes > recorded + unaccountedAllowance(recorded)) {
     return null;
   }
   alive.sort((x, y) => x.device - y.device || x.address - y.address);

@@ -178,6 +178,15 @@ describe('a file whose history is out of the order torch records it in', () => {
     ).toEqual(blind);
   });
 
+  it("finds the entry before's history ended with where this file's time for it is a microsecond off", () => {
+    const [, a, b] = pickles();
+    const mark = a.traces.length - 1;
+    const jittered = retimed(b, (t, k) => (k === mark ? t! + 1 : t));
+    const diff = diffSnapshots(a, jittered);
+    expect([diff.bornBytes, diff.freedBytes, diff.byHistory]).toEqual([...TRACE[2], true]);
+    expect(peakAnatomy(a, jittered)?.complete).toBe(true);
+  });
+
   it('links nothing where no entry has a time: a re-run repeats the entries that would mark where it began', () => {
     const [, a, b] = pickles();
     expect(
@@ -240,9 +249,13 @@ describe('peak anatomy', () => {
     const [, a, b] = pickles();
     const anatomy = peakAnatomy(a, b)!;
     expect(anatomy.complete).toBe(true);
-    // torch's figure for the cell bounds a replay of requested sizes: one below the replay's is another cell's
+    // torch's figure for the cell bounds a replay of requested sizes; below it, with nothing lost, the cell reset
+    // torch's counters and the history stands; with entries lost (the buffer wrapped past the mark), it does not
     expect(peakAnatomy(a, b, anatomy.bytes)).toEqual(anatomy);
-    expect(peakAnatomy(a, b, anatomy.bytes / 2)).toBeNull();
+    expect(peakAnatomy(a, b, anatomy.bytes / 2)).toEqual(anatomy);
+    const wrapped = { ...b, traces: b.traces.slice(a.traces.length) };
+    expect(peakAnatomy(a, wrapped)?.complete).toBe(false);
+    expect(peakAnatomy(a, wrapped, anatomy.bytes / 2)).toBeNull();
     // the cell's trace also on a device that holds nothing at its end: the replay there keeps what no one holds
     const elsewhere = { ...b, traces: [...b.traces, ...b.traces.map(e => ({ ...e, device: 5 }))] };
     expect(peakAnatomy(a, elsewhere)).toBeNull();
