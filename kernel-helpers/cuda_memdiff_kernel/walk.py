@@ -397,7 +397,7 @@ class ObjectWalk:
                 for fn in getattr(sub, attr, {}).values():
                     where = f"{attr[1:-1].replace('_', ' ')} on {path}{'.' + sub_name if sub_name else ''}"
                     for held in _referenced(fn):
-                        if isinstance(held, (list, dict, set)):
+                        if isinstance(held, _CONTAINERS):
                             self.hook_lists.setdefault(id(held), where)
 
 

@@ -121,13 +121,15 @@ with torch.no_grad():
         ("state['acts'].append((0, o.detach()))", "state['acts'][0][1]", "state['acts']"),
         ("state['by_layer']['lin'] = o.detach()", "state['by_layer']['lin']", "state['by_layer']"),
         ("state['out'] = o.detach()", "state['out']", "state"),
+        ("recent.append(o.detach())", "recent[0]", "recent"),
     ],
 )
 def test_a_hook_naming_a_global_dict_keeps_the_container_it_fills(shell, hook_body, path, name):
     # the hook names only the global `state`: its fix clears the list it appends to, or the dict it stores in
     assert shell.run_cell(f"""
-import torch
+import collections, torch
 state = {{'acts': [], 'by_layer': {{}}, 'step': 0}}
+recent = collections.deque(maxlen=4)
 def keep(m, i, o):
     {hook_body}
 lin = torch.nn.Linear(3, 3)
