@@ -95,10 +95,12 @@ export function peakAnatomy(start: Snapshot, end: Snapshot, recorded: number | n
         at = k;
       }
     });
-    if (history.complete && holdsMore(live, end, device)) {
+    // `total` is now the replay's allocated bytes at its end (each step returns its change to the live blocks).
+    const { missing, extra, allowance } = againstEnd(live, total, end, device);
+    if (history.complete && extra > allowance) {
       return null;
     }
-    complete = complete && accountsFor(live, end, device);
+    complete = complete && missing <= allowance;
     // Second pass: the blocks alive at that moment.
     live.clear();
     for (const b of start.blocks) {
@@ -130,41 +132,36 @@ export function peakAnatomy(start: Snapshot, end: Snapshot, recorded: number | n
 const UNACCOUNTED_SHARE = 0.01;
 const UNACCOUNTED_BYTES = 2 ** 20;
 
-/** Whether replaying the history over the start gives the blocks alive at the end (within rounding). */
-function accountsFor(replayed: Map<number, Block>, end: Snapshot, device: number): boolean {
+/**
+ * A replay's blocks at its end against the end snapshot's allocated blocks of the device: `missing`, the bytes
+ * alive at the end that the replay does not hold (lost history); `extra`, the bytes the replay holds that are
+ * not alive at the end (a history that is not this snapshot's); `allowance`, what rounding may account for
+ * (small allocations' entries give the requested size, not the block's).
+ */
+function againstEnd(
+  replayed: Map<number, Block>,
+  replayedBytes: number,
+  end: Snapshot,
+  device: number
+): { missing: number; extra: number; allowance: number } {
   let allocated = 0;
-  let unaccounted = 0;
+  let missing = 0;
+  let matched = 0;
   for (const b of end.blocks) {
     if (b.device === device && isAllocated(b)) {
       allocated += b.size;
-      if (!replayed.has(b.address)) {
-        unaccounted += b.size;
+      const r = replayed.get(b.address);
+      if (r === undefined) {
+        missing += b.size;
+      } else {
+        matched += r.size;
       }
     }
   }
-  return unaccounted <= unaccountedAllowance(allocated);
+  return { missing, extra: replayedBytes - matched, allowance: unaccountedAllowance(allocated) };
 }
 
-/** Whether a replay ends holding blocks the end snapshot does not hold allocated, beyond rounding. */
-function holdsMore(replayed: Map<number, Block>, end: Snapshot, device: number): boolean {
-  const held = new Set<number>();
-  let allocated = 0;
-  for (const b of end.blocks) {
-    if (b.device === device && isAllocated(b)) {
-      held.add(b.address);
-      allocated += b.size;
-    }
-  }
-  let extra = 0;
-  for (const [address, b] of replayed) {
-    if (!held.has(address)) {
-      extra += b.size;
-    }
-  }
-  return extra > unaccountedAllowance(allocated);
-}
-
-/** Bytes two accounts of a device may differ by: small allocations' entries give requested sizes. */
+/** Bytes two accounts of a device may differ by. */
 function unaccountedAllowance(allocated: number): number {
   return Math.max(UNACCOUNTED_BYTES, allocated * UNACCOUNTED_SHARE);
 }
