@@ -331,7 +331,8 @@ export function run(argv: string[], warn: (line: string) => void = () => undefin
       const diff = diffSnapshots(before, after);
       // Files given the wrong way round read as a diff backwards: said where their histories tell.
       const newest = (s: Snapshot) => s.traces.reduce((t, e) => Math.max(t, e.timeUs ?? -Infinity), -Infinity);
-      const reversed = Number.isFinite(newest(after)) && newest(before) > newest(after);
+      const afterNewest = newest(after);
+      const reversed = Number.isFinite(afterNewest) && newest(before) > afterNewest;
       const noted = (json: object, text: () => string) =>
         reversed
           ? out({ ...json, before_newer_than_after: true }, () => `${REVERSED_NOTE}\n${text()}`)

@@ -289,20 +289,18 @@ export function loadSession(
       throw new SnapshotError('manifest.json oom_snapshots must be names inside the folder');
     }
   }
-  const cells: ISessionCell[] = [];
+  const kept: number[] = [];
   const snapshots: Snapshot[] = [];
-  manifest.cells.forEach(cell => {
+  manifest.cells.forEach((cell, k) => {
     const snapshot = attempt(cell, 'cell', cell.snapshot_file, () => read(cell.snapshot_file));
     if (snapshot) {
-      cells.push(cell);
+      kept.push(k);
       snapshots.push(snapshot);
     }
   });
-  if (cells.length < manifest.cells.length) {
-    // A cell left out passes its kernel on: each cell's is the one read from the whole manifest.
-    const kernels = kernelSessionsOf(manifest);
-    cells.forEach((cell, k) => (cells[k] = { ...cell, kernel_session: kernels[manifest.cells.indexOf(cell)] }));
-  }
+  // A cell left out passes its kernel on: each kept cell's is the one read from the whole manifest.
+  const kernels = kept.length < manifest.cells.length ? kernelSessionsOf(manifest) : null;
+  const cells = kernels ? kept.map(k => ({ ...manifest.cells[k], kernel_session: kernels[k] })) : manifest.cells;
   if (!cells.length && unreadable.length) {
     throw new SnapshotError(unreadable[0].message);
   }
