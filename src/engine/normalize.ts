@@ -14,6 +14,17 @@ import { PyDict, PyValue, ownValue } from './pickle';
 /** Frames kept per stack: deeper stacks are cut (real Python stacks are tens deep). */
 export const MAX_FRAMES_PER_STACK = 4096;
 
+// Trace actions that are about a block or segment, so torch writes its address (an `oom` entry has `device_free`).
+const ADDRESSED_ACTIONS: ReadonlySet<string> = new Set([
+  'alloc',
+  'free',
+  'free_requested',
+  'free_completed',
+  'segment_alloc',
+  'segment_free',
+  'segment_map',
+  'segment_unmap'
+]);
 const BLOCK_STATES: ReadonlySet<string> = new Set(['active_allocated', 'active_pending_free', 'inactive']);
 
 /**
@@ -203,13 +214,18 @@ namespace Private {
         for (let k = 0; k < entries.length; k++) {
           where.at = k;
           const e = dict(entries[k], where);
+          const action = str(ownValue(e, 'action'), 'unknown');
           const addr = ownValue(e, 'addr');
+          // Read as no address, an alloc or free would drop out of every replay and change its figures silently.
+          if ((addr === undefined || addr === null) && ADDRESSED_ACTIONS.has(action)) {
+            throw new SnapshotError(`not a snapshot: ${where} (${action}) has no addr`);
+          }
           const deviceFree = ownValue(e, 'device_free');
           const time = ownValue(e, 'time_us');
           const meta = ownValue(e, 'user_metadata');
           out.push({
             device,
-            action: str(ownValue(e, 'action'), 'unknown'),
+            action,
             address: addr === undefined || addr === null ? null : int(addr, where, 'addr'),
             size: int(ownValue(e, 'size'), where, 'size', 0),
             stream: stream(ownValue(e, 'stream'), where),
@@ -297,9 +313,6 @@ namespace Private {
   function int(v: PyValue | undefined, at: Where | string, field: string, fallback?: number): number {
     if ((v === undefined || v === null) && fallback !== undefined) {
       return fallback;
-    }
-    if (typeof v === 'boolean') {
-      return v ? 1 : 0;
     }
     if (typeof v === 'number' && Number.isInteger(v)) {
       if (v < 0) {

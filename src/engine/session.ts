@@ -184,7 +184,7 @@ export function parseManifest(text: string): ISessionManifest {
         throw new SnapshotError(`${where} ${key} must be a name inside the folder`);
       }
     }
-    if (typeof cell.index !== 'number') {
+    if (cell.index === undefined || cell.index === null) {
       cell.index = i;
     } else if (!Number.isSafeInteger(cell.index)) {
       throw new SnapshotError(`${where} index must be an integer`);

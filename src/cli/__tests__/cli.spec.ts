@@ -268,6 +268,8 @@ describe('cuda-memdiff session', () => {
       [c => (c.oom_snapshots = 'oom00.pickle.gz'), 'cells[2] oom_snapshots must be a list of names'],
       [c => ((c.after as Record<string, number>).max_allocated = -5), 'cells[2] after max_allocated must be a whole'],
       [c => (c.index = 1.5), 'cells[2] index must be an integer'],
+      // read as its position, a quoted index would name another cell than the one the manifest says
+      [c => (c.index = '2'), 'cells[2] index must be an integer'],
       [c => (c.execution_count = 'two'), 'cells[2] execution_count must be a whole number or null'],
       [c => (c.source = 42), 'cells[2] source must be a string or a list of lines']
     ];

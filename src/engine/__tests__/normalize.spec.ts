@@ -75,6 +75,31 @@ describe('normalizeSnapshot across torch versions', () => {
     );
   });
 
+  it('refuses a trace entry of a block with no address or a size that is no integer: a replay would skip it', () => {
+    const segments: PyValue[] = [];
+    const traces = (entry: PyValue) => normalizeSnapshot({ segments, device_traces: [[entry]] }).traces;
+    expect(traces({ action: 'alloc', addr: 4096, size: 512 })).toEqual([
+      expect.objectContaining({ action: 'alloc', address: 4096, size: 512 })
+    ]);
+    // an oom entry says the free memory instead; its address is none
+    expect(traces({ action: 'oom', size: 512, device_free: 1024 })).toEqual([
+      expect.objectContaining({ action: 'oom', address: null, deviceFree: 1024 })
+    ]);
+    const noAddress: PyValue[] = [
+      { action: 'free_completed', size: 512 },
+      { action: 'free_completed', addr: null, size: 512 }
+    ];
+    for (const entry of noAddress) {
+      expect(() => traces(entry)).toThrow('not a snapshot: device 0 trace entry 0 (free_completed) has no addr');
+    }
+    expect(() => traces({ action: 'alloc', addr: 4096, size: true })).toThrow(
+      'not a snapshot: device 0 trace entry 0 size is not an integer'
+    );
+    expect(() => traces({ action: 'alloc', addr: false, size: 512 })).toThrow(
+      'not a snapshot: device 0 trace entry 0 addr is not an integer'
+    );
+  });
+
   it('refuses a segment listed twice and a block outside its segment: counted, they make up memory', () => {
     const segment = {
       device: 0,
