@@ -15,12 +15,13 @@ import {
   ISession,
   kernelSessionsOf,
   LeakReport,
+  leftOutShares,
   RECORD_STACKS_TEXT,
   sessionExecutions,
   stacklessBytes,
   visibleStack
 } from '../engine';
-import { frameJson, siteJson, siteLabel } from './report';
+import { frameJson, leftOutJson, siteJson, siteLabel } from './report';
 import { renderTable } from './table';
 
 /**
@@ -62,6 +63,7 @@ export function leaksJson(report: LeakReport, session: ISession, options: IFrame
       holders: v.holders.map(holderText),
       fixes: v.fixes.map(snakeCase),
       advice: v.fixes.map(adviceText),
+      ...leftOutJson(session, v.execution, v.evidence),
       evidence: v.evidence.map(e => ({
         site: siteJson(session.frames, allocationSite(session.frames, e.stack, options)),
         bytes: e.bytes,
@@ -96,8 +98,42 @@ function lastOfKernel(report: LeakReport, v: IExecutionVerdict): number {
 
 /** How a person names a cell of the session: `cell 5 [6]`. */
 function cellName(session: ISession, k: number): string {
-  const cell = session.manifest.cells[k];
+  return nameOf(session.manifest.cells[k]);
+}
+
+function nameOf(cell: { index: number; execution_count: number | null }): string {
   return cell.execution_count === null ? `cell ${cell.index}` : `cell ${cell.index} [${cell.execution_count}]`;
+}
+
+/** The cells left out just before a verdict's cell, named: `cell 1 [2]`, `cell 1 [2] and cell 2 [3]`. */
+function leftOutNames(session: ISession, v: IExecutionVerdict): string {
+  return (session.leftOutBefore[v.execution] ?? []).map(p => nameOf(session.sourceCells[p])).join(' and ');
+}
+
+/**
+ * Where the story starts. Where cells were left out just before the top leak,
+ * its row counts their change too: the one whose code made most of the leak
+ * (its stacks say) is where to look; else the top leak's cell, with that said.
+ */
+function lookFirst(session: ISession, top: IExecutionVerdict, where: string): string {
+  const index = session.manifest.cells[top.execution].index;
+  const leftOut = leftOutNames(session, top);
+  if (!leftOut) {
+    return `Look at cell ${index} first (${where}${top.confidence} confidence):`;
+  }
+  const made = leftOutShares(session, top.execution, top.evidence).sort((a, b) => b.bytes - a.bytes)[0];
+  if (made.bytes * 2 > top.leakedBytes) {
+    const cell = nameOf(session.sourceCells[made.position]);
+    return (
+      `Look at ${cell} first (${where}its snapshot could not be read, so ${cellName(session, top.execution)}'s row ` +
+      'counts what it did; ' +
+      `${formatBytes(made.bytes)} of the leak was made while it ran):`
+    );
+  }
+  return (
+    `Look at cell ${index} first (${where}${top.confidence} confidence; its row includes what ${leftOut} did, ` +
+    'whose snapshot could not be read):'
+  );
 }
 
 /** Evidence merged by the allocation site a person sees (several stacks can end at one line). */
@@ -144,6 +180,10 @@ export function leaksText(report: LeakReport, session: ISession, options: IFrame
     if (v.endedByRestart) {
       notes.push(`until the kernel restarted after ${cellName(session, lastOfKernel(report, v))}`);
     }
+    const leftOut = leftOutNames(session, v);
+    if (leftOut) {
+      notes.push(`includes what ${leftOut} did: its snapshot could not be read`);
+    }
     return notes.length ? ` (${notes.join('; ')})` : '';
   };
   const table = renderTable(
@@ -186,11 +226,7 @@ export function leaksText(report: LeakReport, session: ISession, options: IFrame
   }
   const top = report.executions[report.topLeak];
   const where = kernels > 1 ? `kernel ${top.kernel + 1} of ${kernels}, ` : '';
-  const lines = [
-    table,
-    '',
-    `Look at cell ${cells[report.topLeak].index} first (${where}${top.confidence} confidence):`
-  ];
+  const lines = [table, '', lookFirst(session, top, where)];
   reasons(top).forEach(r => lines.push(`  - ${r}`));
   if (top.endedByRestart) {
     lines.push(`  ended by: the kernel restart after ${cellName(session, lastOfKernel(report, top))}, not by a cell`);

@@ -30,7 +30,7 @@ import {
   Snapshot,
   SnapshotError
 } from '../engine';
-import { diffJson, diffText, sessionJson, sessionText, summaryJson, summaryText } from './report';
+import { diffJson, diffText, leftOutJson, sessionJson, sessionText, summaryJson, summaryText } from './report';
 import { leaksJson, leaksText } from './leaks';
 import { compareJson, compareText, ranksJson, ranksText } from './ranks';
 import { diffRolesJson, diffRolesText, rolesBeside, sessionRolesText } from './roles';
@@ -366,6 +366,8 @@ export function run(argv: string[], warn: (line: string) => void = () => undefin
       // Each cell's bytes alive after it by role; null where the cell was recorded without roles.
       const json = sessionJson(reports, session.frames, filter, cells);
       json.cells.forEach((cell, k) => Object.assign(cell, { roles: roles[k]?.bytes ?? null }));
+      // Only on a cell after cells left out: its change counts theirs.
+      json.cells.forEach((cell, k) => Object.assign(cell, leftOutJson(session, k)));
       return out(json, () =>
         args.byRole ? sessionRolesText(reports, roles) : sessionText(reports, session.frames, cells, filter)
       );

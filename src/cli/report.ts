@@ -15,6 +15,8 @@ import {
   FrameTable,
   ICellReport,
   IFrameFilterOptions,
+  ISession,
+  leftOutShares,
   Snapshot,
   SnapshotDiff,
   StackEntry,
@@ -317,6 +319,29 @@ export function oomText(
   return lines.join('\n');
 }
 /** `session --json`. */
+/**
+ * `left_out_before`, only on a cell with cells left out just before it (their
+ * snapshot could not be read): its change counts theirs too. With `evidence`
+ * (a leak's), each says the bytes of it made while that cell ran.
+ */
+export function leftOutJson(
+  session: ISession,
+  k: number,
+  evidence: readonly { readonly stack: number; readonly bytes: number }[] | null = null
+): { left_out_before?: { index: number; execution_count: number | null; leaked_bytes?: number }[] } {
+  const shares = leftOutShares(session, k, evidence ?? []);
+  if (!shares.length) {
+    return {};
+  }
+  return {
+    left_out_before: shares.map(s => ({
+      index: session.sourceCells[s.position].index,
+      execution_count: session.sourceCells[s.position].execution_count,
+      ...(evidence ? { leaked_bytes: s.bytes } : {})
+    }))
+  };
+}
+
 export function sessionJson(
   reports: ICellReport[],
   table: FrameTable,

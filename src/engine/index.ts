@@ -30,3 +30,4 @@ export * from './timeline';
 export * from './transfer';
 export * from './roles';
 export * from './ranks';
+export * from './leftOut';

@@ -80,6 +80,13 @@ export interface ISession {
   readonly unreadable: readonly IUnreadableFile[];
   /** Every cell of the manifest, read or left out: what names a cell's code where a frame shows it. */
   readonly sourceCells: readonly ISessionCell[];
+  /**
+   * Per cell of `manifest.cells`, the cells left out just before it in its
+   * kernel (positions in `sourceCells`): its change counts theirs too.
+   */
+  readonly leftOutBefore: readonly (readonly number[])[];
+  /** Per cell of `manifest.cells`, its position in `sourceCells`. */
+  readonly positions: readonly number[];
 }
 
 /** A file of a session folder that could not be read, and the cell (manifest index) it belongs to. */
@@ -319,8 +326,27 @@ export function loadSession(
     holders,
     oomSnapshots,
     unreadable,
-    sourceCells: manifest.cells
+    sourceCells: manifest.cells,
+    leftOutBefore: leftOutBefore(kept, kernels),
+    positions: kept
   };
+}
+
+/**
+ * Per kept cell (positions in the manifest), the positions of the cells left
+ * out since the kept cell before it. A left-out cell of an earlier kernel is
+ * nobody's: the kernel restarted after it, and its memory went with it.
+ */
+function leftOutBefore(kept: readonly number[], kernels: readonly number[] | null): number[][] {
+  return kept.map((k, i) => {
+    const since: number[] = [];
+    for (let j = i ? kept[i - 1] + 1 : 0; kernels && j < k; j++) {
+      if (kernels[j] === kernels[k]) {
+        since.push(j);
+      }
+    }
+    return since;
+  });
 }
 
 /** Per cell: memory after it, the change it made, and the sites behind the change. */

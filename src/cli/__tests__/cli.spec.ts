@@ -628,6 +628,36 @@ describe('a session folder with a file that cannot be read', () => {
     expect(read.cells.find((c: { index: number }) => c.index === topCell(whole)).verdict).toBe('leak');
   });
 
+  it("points at a left-out cell whose code made the next cell's leak, as the stacks say", () => {
+    type Cell = { index: number; leaked_bytes: number; left_out_before?: unknown };
+    // Recorded leaks whose cell is left out; eval_without_no_grad's cells 2 and 4 run one source (one code name).
+    const cases = [
+      path.join(ROOT, 'test-data', 'live', 'exception_kept--holders'),
+      path.join(ROOT, 'test-data', 'live', 'out_cache--holders'),
+      path.join(ROOT, 'test-data', 'live', 'generator_frame--holders'),
+      recording
+    ];
+    for (const folder of cases) {
+      const manifest = JSON.parse(fs.readFileSync(path.join(folder, 'manifest.json'), 'utf-8'));
+      const top: number = manifest.expected.top_leak_cell;
+      const cell = manifest.cells[top];
+      const whole: Cell[] = json('leaks', folder).cells;
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cuda-memdiff-broken-'));
+      fs.cpSync(folder, dir, { recursive: true });
+      truncate(cell.snapshot_file)(dir);
+      const read: Cell[] = JSON.parse(cli('leaks', dir, '--json').out).cells;
+      // The next cell's row counts the left-out one, and says what of its leak that cell made: all it leaked.
+      expect(read.find(c => c.index === top + 1)!.left_out_before).toEqual([
+        { index: top, execution_count: cell.execution_count, leaked_bytes: whole[top].leaked_bytes }
+      ]);
+      expect(read.filter(c => c.left_out_before).length).toBe(1);
+      const story = cli('leaks', dir).out.split('\n');
+      expect(story.find(l => l.startsWith('Look at'))).toMatch(
+        new RegExp(`^Look at cell ${top} \\[${cell.execution_count}\\] first \\(its snapshot could not be read`)
+      );
+    }
+  });
+
   it('is refused in a multi-rank folder, whose ranks line up capture point by capture point', () => {
     const ranks = path.join(ROOT, 'test-data', 'ranks', 'ddp_one_gpu');
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cuda-memdiff-ranks-'));
