@@ -17,6 +17,7 @@ import {
   IFrameFilterOptions,
   ISession,
   leftOutShares,
+  PeakContradiction,
   Snapshot,
   SnapshotDiff,
   StackEntry,
@@ -364,6 +365,8 @@ export function sessionJson(
       // An object for a cell that ran out of memory with a known request (OOM snapshot or history); true/false otherwise.
       oom: r.oomReport ? oomJson(r.oomReport) : r.oom,
       peak: r.peak ? { ...peakJson(r.peak, r.peakBytes, table, options, cells, r.index), ...exactJson(r) } : null,
+      // Only where the cell's history contradicts its snapshots: why `peak` is null.
+      ...(r.peakContradiction ? { peak_contradiction: r.peakContradiction } : {}),
       top_sites: r.sites.map(g => groupJson(table, g, options, cells))
     }))
   };
@@ -382,16 +385,27 @@ export function sessionText(
     if (r.oomReport && cells) {
       parts.push('', oomText(name, r.oomReport, table, cells, options));
     }
+    const gap = parts.length > 1 && !r.oomReport ? '' : '\n';
     if (r.peak && r.peak.bytes > 0 && cells) {
       const sites = cellSites(r.peak.alive, table, cells, options, String(r.index));
       parts.push(
-        `${parts.length > 1 && !r.oomReport ? '' : '\n'}${name} peak ${peakWords(r, r.peak)}` +
+        `${gap}${name} peak ${peakWords(r, r.peak)}` +
           `${r.peak.complete ? '' : ' or more (history lost entries)'}: ${sitesInWords(sites)}`
       );
+    } else if (r.peakContradiction) {
+      const figure = r.peakBytes === null ? '' : ` ${r.peakExact ? '' : '≤'}${formatBytes(r.peakBytes)}`;
+      parts.push(`${gap}${name} peak${figure}: not broken down: ${PEAK_CONTRADICTION_TEXT[r.peakContradiction]}`);
     }
   }
   return parts.join('\n');
 }
+
+/** Why a cell's history gives no peak anatomy, in words. */
+const PEAK_CONTRADICTION_TEXT: { [K in PeakContradiction]: string } = {
+  'not-this-snapshot':
+    'its allocation history ends holding blocks the snapshot after the cell does not (a history of another session or device?)',
+  'above-recorded': "its allocation history lost entries and replays to a peak above torch's own figure for the cell"
+};
 
 /**
  * A cell's peak in words: torch's figure, or, where its peak counter was not reset for the cell (an export of a

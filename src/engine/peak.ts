@@ -47,6 +47,24 @@ export interface ICellSite {
 }
 
 /**
+ * Why a history that links two snapshots gives no peak anatomy:
+ * `not-this-snapshot`, its replay ends holding blocks the end snapshot does
+ * not (a history of another session or device); `above-recorded`, it lost
+ * entries and replays to a peak above torch's own figure for the cell.
+ */
+export type PeakContradiction = 'not-this-snapshot' | 'above-recorded';
+
+/** The peak anatomy between two snapshots (see `peakAnatomy`), and why there is none where the history says why. */
+export function explainPeak(
+  start: Snapshot,
+  end: Snapshot,
+  recorded: number | null = null
+): { anatomy: IPeakAnatomy | null; contradiction: PeakContradiction | null } {
+  const found = replayPeak(start, end, recorded);
+  return typeof found === 'string' ? { anatomy: null, contradiction: found } : { anatomy: found, contradiction: null };
+}
+
+/**
  * The anatomy of the peak between two snapshots, or null when no allocation
  * history links them (then only the kernel's peak figure is known), or when
  * the history contradicts them: with no entry lost, a replay that ends
@@ -57,6 +75,10 @@ export interface ICellSite {
  * nothing lost is the better witness).
  */
 export function peakAnatomy(start: Snapshot, end: Snapshot, recorded: number | null = null): IPeakAnatomy | null {
+  return explainPeak(start, end, recorded).anatomy;
+}
+
+function replayPeak(start: Snapshot, end: Snapshot, recorded: number | null): IPeakAnatomy | PeakContradiction | null {
   const history = historyBetween(start, end);
   if (!history) {
     return null;
@@ -98,7 +120,7 @@ export function peakAnatomy(start: Snapshot, end: Snapshot, recorded: number | n
     // `total` is now the replay's allocated bytes at its end (each step returns its change to the live blocks).
     const { missing, extra, allowance } = againstEnd(live, total, end, device);
     if (history.complete && extra > allowance) {
-      return null;
+      return 'not-this-snapshot';
     }
     complete = complete && missing <= allowance;
     // Second pass: the blocks alive at that moment.
@@ -117,7 +139,7 @@ export function peakAnatomy(start: Snapshot, end: Snapshot, recorded: number | n
     }
   }
   if (!complete && recorded !== null && bytes > recorded + unaccountedAllowance(recorded)) {
-    return null;
+    return 'above-recorded';
   }
   alive.sort((x, y) => x.device - y.device || x.address - y.address);
   const moment: Snapshot = { ...start, blocks: alive, traces: [], history: undefined };

@@ -11,7 +11,7 @@ import { IBlockHolders, parseHolderAnswer } from './holders';
 import { ILeakExecution } from './leaks';
 import { FrameTable, Snapshot, totalBytes } from './model';
 import { IOomReport, oomFromHistory, oomReport } from './oom';
-import { IPeakAnatomy, peakAnatomy } from './peak';
+import { explainPeak, IPeakAnatomy, PeakContradiction } from './peak';
 import { kernelPositions } from './retention';
 import { DEFAULT_DECODE_LIMITS, IDecodeLimits } from './budget';
 import { emptySnapshot, readSnapshot } from './snapshot';
@@ -128,6 +128,8 @@ export interface ICellReport {
   readonly oomReport: IOomReport | null;
   /** What was alive at the cell's peak, from the allocation history (null: the snapshots carry none). */
   readonly peak: IPeakAnatomy | null;
+  /** Why `peak` is null where the cell's history says why (it contradicts the snapshots), else null. */
+  readonly peakContradiction: PeakContradiction | null;
   readonly sites: readonly AllocationSite[];
 }
 
@@ -369,6 +371,7 @@ export function reportCells(
     // Without an OOM snapshot, an OOM in the cell's history is reported from the cell's end snapshot, the
     // best there is: its free figures and holders are after the cell (`moment: 'cell-end'`), not at the error.
     const oom = atOom ? oomReport(start, atOom) : oomFromHistory(start, snapshot);
+    const found = explainPeak(start, snapshot, typeof peak === 'number' ? peak : null);
     return {
       index: cell.index,
       executionCount: cell.execution_count,
@@ -385,7 +388,8 @@ export function reportCells(
       error: cell.error ?? null,
       oom: (cell.oom_snapshots?.length ?? 0) > 0 || oom !== null,
       oomReport: oom,
-      peak: peakAnatomy(start, snapshot, typeof peak === 'number' ? peak : null),
+      peak: found.anatomy,
+      peakContradiction: found.contradiction,
       sites: groupBySite(diff, options).slice(0, options.topSites ?? 3)
     };
   });

@@ -9,6 +9,7 @@ import * as path from 'path';
 import { gzipSync } from 'fflate';
 import {
   decodeSnapshotBytes,
+  formatBytes,
   FrameTable,
   parseManifest,
   pickle,
@@ -738,6 +739,22 @@ describe('a session whose allocation history says odd things', () => {
     expect(peak.complete).toBe(false);
     const whole = json('session', path.join(REC, 'clean_training--python')).cells[2].peak;
     expect(whole.complete).toBeUndefined();
+  });
+
+  it("says why a peak is not broken down where the history is not the snapshots'", () => {
+    // The cell's allocations again on a device that holds nothing at its end: a history of another device.
+    const dir = changed('clean_training--python', 'cell02.pickle.gz', raw => {
+      const entries = (raw.device_traces as PyValue[][])[0];
+      (raw.device_traces as PyValue[][]).push(entries, entries);
+    });
+    // torch's figure for the cell, then why it is not broken down
+    expect(peakLine(cli('session', dir).out, 2)).toBe(
+      `cell 2 [3] peak ${formatBytes(json('session', dir).cells[2].peak_bytes)}: not broken down: its allocation ` +
+        'history ends holding blocks the snapshot after the cell does not (a history of another session or device?)'
+    );
+    const cells = json('session', dir).cells;
+    expect([cells[2].peak, cells[2].peak_contradiction]).toEqual([null, 'not-this-snapshot']);
+    expect(cells.filter((c: object) => 'peak_contradiction' in c).length).toBe(1);
   });
 });
 

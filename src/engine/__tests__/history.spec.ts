@@ -12,6 +12,7 @@ import {
   emptySnapshot,
   encodeFrames,
   encodeSnapshot,
+  explainPeak,
   findLeaks,
   FrameTable,
   IWireSnapshot,
@@ -255,10 +256,12 @@ describe('peak anatomy', () => {
     expect(peakAnatomy(a, b, anatomy.bytes / 2)).toEqual(anatomy);
     const wrapped = { ...b, traces: b.traces.slice(a.traces.length) };
     expect(peakAnatomy(a, wrapped)?.complete).toBe(false);
-    expect(peakAnatomy(a, wrapped, anatomy.bytes / 2)).toBeNull();
+    expect(explainPeak(a, wrapped, anatomy.bytes / 2)).toEqual({ anatomy: null, contradiction: 'above-recorded' });
     // the cell's trace also on a device that holds nothing at its end: the replay there keeps what no one holds
     const elsewhere = { ...b, traces: [...b.traces, ...b.traces.map(e => ({ ...e, device: 5 }))] };
-    expect(peakAnatomy(a, elsewhere)).toBeNull();
+    expect(explainPeak(a, elsewhere)).toEqual({ anatomy: null, contradiction: 'not-this-snapshot' });
+    // no history is no contradiction
+    expect(explainPeak(withoutHistory(a), withoutHistory(b))).toEqual({ anatomy: null, contradiction: null });
   });
 });
 
