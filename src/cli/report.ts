@@ -319,7 +319,6 @@ export function oomText(
   );
   return lines.join('\n');
 }
-/** `session --json`. */
 /**
  * `left_out_before`, only on a cell with cells left out just before it (their
  * snapshot could not be read): its change counts theirs too. With `evidence`
@@ -343,6 +342,7 @@ export function leftOutJson(
   };
 }
 
+/** `session --json`. */
 export function sessionJson(
   reports: ICellReport[],
   table: FrameTable,

@@ -5,7 +5,7 @@
  * whose stack ends in a left-out cell's code was made while that cell ran.
  */
 import { CellCodeNames, isCellFilename } from './cells';
-import { ISession, kernelSessionsOf } from './session';
+import { ISession } from './session';
 
 /** A cell left out before a kept one, and the bytes of the kept one's memory made while it ran. */
 export interface ILeftOutShare {
@@ -30,21 +30,21 @@ export function leftOutShares(
   if (!before.length) {
     return [];
   }
-  // Execution counts start again after a restart: only the cells of this kernel name code here.
-  const kernels = kernelSessionsOf({ ...session.manifest, cells: [...session.sourceCells] });
-  const kernel = kernels[before[0]];
+  // Only these cells ran while the memory was made; their execution counts are one kernel's, so unique.
+  const ran = [...before, session.positions[k]];
   const names = new CellCodeNames(
-    session.sourceCells
-      .map((c, p) => ({ id: String(p), source: c.source, executionCount: c.execution_count }))
-      .filter((_, p) => kernels[p] === kernel)
+    ran.map(p => ({
+      id: String(p),
+      source: session.sourceCells[p].source,
+      executionCount: session.sourceCells[p].execution_count
+    }))
   );
-  const ran = new Set([...before, session.positions[k]].map(String));
   const bytes = new Map(before.map(p => [String(p), 0]));
   const ranIn = new Map<number, string | null>();
   for (const part of parts) {
     let cell = ranIn.get(part.stack);
     if (cell === undefined) {
-      const candidates = outermostCells(session, names, part.stack).filter(id => ran.has(id));
+      const candidates = outermostCells(session, names, part.stack);
       cell = candidates.length === 1 ? candidates[0] : null;
       ranIn.set(part.stack, cell);
     }
