@@ -102,7 +102,13 @@ export class SnapshotFileView extends Widget {
       void worker.call('closeSnapshotFile', { id: this._id });
       return;
     }
-    this._status.textContent = trans.__('%1 blocks, %2 trace entries', opened.blockCount, opened.traceEntries);
+    // The blocks the table counts: allocated ones, not the free ranges inside segments.
+    const allocated = opened.snapshot.totals.reduce((n, t) => n + t.allocatedBlocks, 0);
+    this._status.textContent = trans.__(
+      '%1, %2',
+      trans._n('%1 allocated block', '%1 allocated blocks', allocated),
+      trans._n('%1 trace entry', '%1 trace entries', opened.traceEntries)
+    );
     this.node.appendChild(totalsTable(opened.snapshot.totals, trans));
     if (opened.timeline) {
       const id = this._id;

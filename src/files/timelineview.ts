@@ -81,7 +81,7 @@ export function renderTimeline(
   const caption = document.createElement('p');
   caption.className = 'jp-CudaMemdiffTimeline-caption';
   caption.textContent = trans.__(
-    'Allocated memory on cuda:%1 over %2 allocation events (peak %3); dashed lines are cell boundaries. Click a moment, then another, to see what changed between them.',
+    'Allocated memory on cuda:%1 over %2 allocations and frees (peak %3); dashed lines are cell boundaries. Click a moment, then another, to see what changed between them.',
     series.device,
     series.eventCount.toLocaleString(),
     formatBytes(series.peakBytes)

@@ -36,8 +36,6 @@ const reading = new Map<number, AbortController>();
 export interface IOpenedFile {
   /** Blocks, segments and totals (the trace stays here). */
   readonly snapshot: ISnapshotTransfer;
-  /** Blocks in the file (the transfer's block array holds several numbers per block). */
-  readonly blockCount: number;
   readonly traceEntries: number;
   /** The timeline to draw; null when the file carries no allocation events. */
   readonly timeline: ITimelineSeries | null;
@@ -65,7 +63,6 @@ export function openSnapshotFile(payload: {
   return transferring(
     {
       snapshot: transfer,
-      blockCount: snapshot.blocks.length,
       traceEntries: snapshot.traces.length,
       timeline: timeline ? timelineSeries(timeline, payload.width) : null
     },

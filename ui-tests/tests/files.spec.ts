@@ -32,7 +32,7 @@ test.describe('snapshot file timeline', () => {
     const chart = view.locator('.jp-CudaMemdiffTimeline-chart');
     await expect(chart).toBeVisible({ timeout: 60000 });
     await expect(chart).toBeInViewport();
-    await expect(view.locator('.jp-CudaMemdiffTimeline-caption')).toContainText('over 2,454 allocation events');
+    await expect(view.locator('.jp-CudaMemdiffTimeline-caption')).toContainText('over 2,454 allocations and frees');
     const forFile = requests.filter(url => url.includes(name));
     expect(forFile.some(url => new URL(url).pathname.endsWith(`/files/${tmpPath}/${name}`))).toBe(true);
     expect(forFile.filter(url => url.includes('/api/contents/') && url.includes('content=1'))).toEqual([]);
@@ -150,7 +150,9 @@ test.describe('opening a large snapshot file', () => {
     });
     await expect(status).toBeInViewport();
     await page.screenshot({ path: test.info().outputPath('reading.png') });
-    await expect(status).toHaveText(`${cell.blocks} blocks, ${cell.trace_entries} trace entries`, {
+    // The heading counts what the table's Blocks column counts: allocated blocks.
+    const blocks = after.memory_stats['allocation.all.current'];
+    await expect(status).toHaveText(`${blocks} allocated blocks, ${cell.trace_entries} trace entries`, {
       timeout: 120000
     });
     await cdp.send('Network.emulateNetworkConditions', {
