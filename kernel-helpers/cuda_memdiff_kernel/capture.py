@@ -297,15 +297,25 @@ class CellCapture:
 
     def _capture_replayed(self, cell, fields):
         recorded = self.replay.take(cell["source"])
+        try:
+            self._serve_recorded(recorded, cell, fields)
+        except BaseException:
+            if recorded is not None:
+                self.replay.put_back(recorded)  # the cell run again gets this run, as a live one would
+            raise
+
+    def _serve_recorded(self, recorded, cell, fields):
         if recorded is None:
-            self.frontends.status(
-                protocol.cell_note(
-                    fields["cell_id"],
-                    fields["execution_count"],
-                    "not-recorded",
-                    f"this cell is not in the replayed recording {self.replay.name}",
+            name = self.replay.name
+            if self.replay.served_before(cell["source"]):
+                note = "replayed-already"
+                message = (
+                    f"the replayed recording {name} has no later run of this cell: a replay serves each recorded run "
+                    "once, in the recorded order; restart the kernel to replay from the start"
                 )
-            )
+            else:
+                note, message = "not-recorded", f"this cell is not in the replayed recording {name}"
+            self.frontends.status(protocol.cell_note(fields["cell_id"], fields["execution_count"], note, message))
             return
         devices = self.replay.device_stats(recorded)
         before = self.replay.before_stats(recorded)

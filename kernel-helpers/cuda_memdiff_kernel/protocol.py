@@ -55,8 +55,9 @@ HOLDER_REFERENCES = (
     "hook",
 )
 
-# Why a cell has no snapshot (cell_note's ``note``).
-CELL_NOTES = ("not-recorded", "capture-failed")
+# Why a cell has no snapshot (cell_note's ``note``): not in the replayed recording, its recorded runs all
+# replayed already, capture failed.
+CELL_NOTES = ("not-recorded", "replayed-already", "capture-failed")
 
 # What a live block is for, after a cell (roles.py); the order is the precedence when several
 # things keep one block.

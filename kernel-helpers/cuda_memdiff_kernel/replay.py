@@ -2,7 +2,9 @@
 
 Set ``CUDA_MEMDIFF_REPLAY=<session folder>`` in the kernel's environment
 (the folder layout is docs/session-format.md). Each executed cell gets the
-recorded snapshot of the next recorded cell with the same source; everything
+recorded snapshot of the next recorded cell with the same source, once and in
+the recording's order (a second Run All gets notes, not the first figures
+again: restarting the kernel replays from the start); everything
 after that (compaction, sending, badges) is the live path unchanged. A
 holders request is answered from the holders the recorder saved after the
 last cell served (``recorder --holders``), as the live kernel would have
@@ -77,15 +79,29 @@ class ReplaySource:
         return os.path.basename(os.path.normpath(self.folder))
 
     def take(self, source):
-        """The recorded cell for this source (searching on from the last one served), or None."""
-        n = len(self._cells)
-        for step in range(n):
-            k = (self._next + step) % n
-            if str(self._cells[k].get("source", "")).strip() == source.strip():
+        """The next recorded run of this source, searching on from the last one served, or None.
+
+        The recording is served once, in its order: a run the recording no
+        longer has (Run All a second time) gets nothing rather than the first
+        run's figures again, which would show memory falling back to where it
+        was. ``served_before(source)`` says whether that is the reason.
+        """
+        for k in range(self._next, len(self._cells)):
+            if _same_source(self._cells[k], source):
                 self._next = k + 1
                 self._served = self._cells[k]
                 return self._cells[k]
         return None
+
+    def put_back(self, cell):
+        """The capture of ``cell``, the run served last, failed (an interrupt): serve it again next time."""
+        if cell is self._served:
+            self._next = self._cells.index(cell)
+            self._served = None
+
+    def served_before(self, source):
+        """Whether this source has a recorded run before the last one served (so was replayed or skipped)."""
+        return any(_same_source(cell, source) for cell in self._cells[: self._next])
 
     def holders(self, blocks):
         """The recorded answer for ``blocks`` ([{"device", "address", ...}]): the holders saved after the
@@ -155,6 +171,10 @@ class ReplaySource:
             {"device": d.get("device", 0), "allocated": d.get("allocated", 0), "reserved": d.get("reserved", 0)}
             for d in cls._per_device(cell.get("before"))
         ]
+
+
+def _same_source(cell, source):
+    return str(cell.get("source", "")).strip() == source.strip()
 
 
 def _holders_row(row):

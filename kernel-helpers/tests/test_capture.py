@@ -354,6 +354,43 @@ def test_a_cell_not_in_the_recording_gets_a_note(shell, tmp_path, validate):
     assert note["cell_id"] == "new-cell" and note["note"] == "not-recorded"
 
 
+def test_a_second_run_all_gets_notes_not_the_first_runs_figures_again(shell, tmp_path, validate):
+    folder, manifest = replay_folder(tmp_path, "clean_training--python")
+    install(shell, replay=ReplaySource(str(folder)))
+    comm = attach(shell)
+    cells = manifest["cells"]
+    for k, cell in enumerate(cells):
+        shell.run_cell(cell["source"], store_history=True, cell_id=f"cell-{k}")
+    assert len(comm.of_type("snapshot")) == len(cells) and not comm.of_type("cell-note")
+    # Run All again: the recording has no second run of these cells, and says so for each
+    for k, cell in enumerate(cells):
+        shell.run_cell(cell["source"], store_history=True, cell_id=f"cell-{k}")
+    assert len(comm.of_type("snapshot")) == len(cells)
+    notes = comm.of_type("cell-note")
+    for note in notes:
+        validate(note)
+    assert [n["cell_id"] for n in notes] == [f"cell-{k}" for k in range(len(cells))]
+    assert {n["note"] for n in notes} == {"replayed-already"}
+    assert "restart the kernel" in notes[0]["message"]
+    # a restart (a new helper on the same folder) replays from the start
+    assert ReplaySource(str(folder)).take(cells[0]["source"])["snapshot_file"] == cells[0]["snapshot_file"]
+
+
+def test_a_replay_follows_the_recorded_runs_in_order(tmp_path):
+    folder, manifest = replay_folder(tmp_path, "clean_training--python")
+    cells = manifest["cells"]
+    replay = ReplaySource(str(folder))
+    # skipping ahead serves the later cell; the skipped one then has no run left
+    assert replay.take(cells[2]["source"])["snapshot_file"] == cells[2]["snapshot_file"]
+    assert replay.take(cells[1]["source"]) is None
+    assert replay.served_before(cells[1]["source"])
+    assert not replay.served_before("never recorded")
+    # a run whose capture failed (an interrupt) is served again
+    served = replay.take(cells[3]["source"])
+    replay.put_back(served)
+    assert replay.take(cells[3]["source"]) is served
+
+
 def test_output_cache_holds_only_the_users_values(shell, tmp_path):
     folder, manifest = replay_folder(tmp_path, "clean_training--python")
     install(shell, replay=ReplaySource(str(folder)))

@@ -8,6 +8,7 @@ import { NotebookPanel } from '@jupyterlab/notebook';
 import { nullTranslator, TranslationBundle } from '@jupyterlab/translation';
 import { IDisposable } from '@lumino/disposable';
 import { Signal } from '@lumino/signaling';
+import { CellNoteKind } from '../capture/protocol';
 import { SnapshotStore } from '../capture/store';
 import { CellCodeNames } from '../engine';
 import { oomLines, peakLine } from './history';
@@ -68,8 +69,10 @@ export class CellBadges implements IDisposable {
   }
 
   private _render(cell: Cell): void {
-    const record = cell.model.type === 'code' ? this._store.latestForCell(cell.model.id) : undefined;
-    const note = cell.model.type === 'code' && !record ? this._store.noteForCell(cell.model.id) : undefined;
+    // A note is about the cell's latest run (a snapshot for the cell clears it), so it wins over the
+    // figures of an earlier run: those would look like this run's.
+    const note = cell.model.type === 'code' ? this._store.noteForCell(cell.model.id) : undefined;
+    const record = cell.model.type === 'code' && !note ? this._store.latestForCell(cell.model.id) : undefined;
     let node = cell.node.querySelector<HTMLElement>(`:scope > .${BADGE_CLASS}`);
     if (!record && !note) {
       node?.remove();
@@ -88,8 +91,7 @@ export class CellBadges implements IDisposable {
     }
     if (!record) {
       // No snapshot, and the kernel said why: say it where the badge would be.
-      node.textContent =
-        note!.note === 'not-recorded' ? this._trans.__('not in the recording') : this._trans.__('no snapshot');
+      node.textContent = Private.noteText(note!.note, this._trans);
       node.title = note!.message;
       node.setAttribute('aria-label', note!.message);
       delete node.dataset.cudaMemdiffNetBytes;
@@ -152,5 +154,19 @@ export namespace CellBadges {
     thresholds?: IBadgeThresholds;
     /** Translates what the badges say. */
     trans?: TranslationBundle;
+  }
+}
+
+/** A namespace for module-private functions. */
+namespace Private {
+  /** What stands where the badge would be, for a cell the kernel sent a note about. */
+  export function noteText(note: CellNoteKind, trans: TranslationBundle): string {
+    // Typed by every note the protocol defines: a new one in protocol.py fails the build until it is worded.
+    const texts: Record<CellNoteKind, string> = {
+      'not-recorded': trans.__('not in the recording'),
+      'replayed-already': trans.__('recording already replayed'),
+      'capture-failed': trans.__('no snapshot')
+    };
+    return new Map<string, string>(Object.entries(texts)).get(note) ?? trans.__('no snapshot');
   }
 }

@@ -10,7 +10,7 @@ import type { CellNoteKind, HelperStatus, IHelperSettings } from '../engine/prot
 
 // Generated from protocol.py, with the statuses, holder kinds and settings (scripts/embed-helper.js).
 export { COMM_TARGET, DEFAULT_HELPER_SETTINGS, HELPER_STATUSES, PROTOCOL_VERSION } from '../engine/protocol.generated';
-export type { HelperStatus, IHelperSettings };
+export type { CellNoteKind, HelperStatus, IHelperSettings };
 
 /** The message schema (kernel-helpers/cuda_memdiff_kernel/protocol.schema.json). */
 export const MESSAGE_SCHEMA: Record<string, unknown> = helper.schema;

@@ -23,7 +23,7 @@ import {
   Snapshot,
   totalBytes
 } from '../engine';
-import { DEFAULT_HELPER_SETTINGS, HelperStatus } from './protocol';
+import { CellNoteKind, DEFAULT_HELPER_SETTINGS, HelperStatus } from './protocol';
 
 /** One snapshot the helper took, after a cell or at an out-of-memory error. */
 export interface CellRecord {
@@ -75,9 +75,9 @@ export interface IHelperState {
   installs?: number;
 }
 
-/** Why a cell has no snapshot (not in a replayed recording, capture failed). */
+/** Why a cell has no snapshot (not in a replayed recording, its recorded runs all replayed, capture failed). */
 export interface ICellNote {
-  readonly note: 'not-recorded' | 'capture-failed';
+  readonly note: CellNoteKind;
   readonly message: string;
 }
 

@@ -122,6 +122,37 @@ test.describe('capture replaying an H200 session', () => {
     await expect(first).not.toHaveClass(/jp-CudaMemdiffBadge-stale/);
     await expect(first).toHaveAttribute('data-cuda-memdiff-net-bytes', String(NETS[0]));
   });
+  test('a second Run All says the recording was replayed, and a restart replays it again', async ({ page }) => {
+    test.setTimeout(240000);
+    await page.notebook.run();
+    await expectRecordedBadges(page);
+    // The replay kernel serves each recorded run once: a second Run All gets no
+    // figures of the first run again (the chart would fall back), and says why.
+    await page.notebook.run();
+    for (const index of CODE_CELLS) {
+      const badge = await badgeOf(page, index);
+      await expect(badge).toHaveText('recording already replayed');
+      await expect(badge).toHaveAttribute(
+        'title',
+        /no later run of this cell.*restart the kernel to replay from the start/
+      );
+      await expect(badge).not.toHaveAttribute('data-cuda-memdiff-net-bytes', /.*/);
+    }
+    await page.evaluate(() => {
+      void window.jupyterapp.commands.execute('notebook:restart-kernel', { activate: false });
+    });
+    await page.locator('.jp-Dialog').getByRole('button', { name: 'Confirm Kernel Restart' }).click();
+    // the new kernel process: the old run's badges are dimmed, the notes gone
+    await expect(await badgeOf(page, CODE_CELLS[0])).toHaveClass(/jp-CudaMemdiffBadge-stale/, { timeout: 60000 });
+    await expect(page.locator('.jp-CudaMemdiffStatus')).toContainText('replaying a recorded session', {
+      timeout: 60000
+    });
+    await page.notebook.run();
+    for (const index of CODE_CELLS) {
+      await expect(await badgeOf(page, index)).not.toHaveClass(/jp-CudaMemdiffBadge-stale/);
+    }
+    await expectRecordedBadges(page);
+  });
 });
 
 test.describe('the helper never breaks the session it watches', () => {
