@@ -3,8 +3,10 @@
  */
 // Hostile snapshot files against the built CLI, run as a user runs it: each
 // ends in one line on stderr that names what was refused (and the limit to
-// raise, when a limit refused it), within seconds and bounded memory, with no
-// stack trace and nothing executed. The files are built in code
+// raise, when a limit refused it), in bounded memory, with no stack trace and
+// nothing executed. A file that made the CLI hang is killed after 60 s and
+// fails the exit-code check; how fast it refuses is a benchmark's figure, not
+// a test's (a timed test fails on a loaded machine). The files are built in code
 // (../../engine/__tests__/hostile.ts); they are written to a temporary folder.
 import { spawnSync } from 'child_process';
 import * as fs from 'fs';
@@ -42,18 +44,16 @@ function cli(args: string[], env: NodeJS.ProcessEnv = {}) {
   const script =
     `process.on('exit', () => require('fs').writeFileSync(${JSON.stringify(rssFile)}, String(process.resourceUsage().maxRSS)));` +
     `process.exitCode = require(${JSON.stringify(MAIN)}).main(${JSON.stringify(args)});`;
-  const start = Date.now();
   const r = spawnSync(process.execPath, ['-e', script], {
     encoding: 'utf-8',
     env: { ...process.env, ...env },
     timeout: 60_000
   });
-  const seconds = (Date.now() - start) / 1000;
   const rssMiB = Number(fs.readFileSync(rssFile, 'utf-8')) / 1024;
-  return { code: r.status, out: r.stdout, err: r.stderr, seconds, rssMiB };
+  return { code: r.status, out: r.stdout, err: r.stderr, rssMiB };
 }
 
-/** The CLI refused the file in one line matching `pattern`, quickly and within `maxMiB` of memory. */
+/** The CLI refused the file in one line matching `pattern`, within `maxMiB` of memory. */
 function expectRefused(r: ReturnType<typeof cli>, pattern: RegExp, maxMiB = 400): void {
   expect(r.code).toBe(1);
   expect(r.out).toBe('');
@@ -62,7 +62,6 @@ function expectRefused(r: ReturnType<typeof cli>, pattern: RegExp, maxMiB = 400)
   expect(lines[0]).toMatch(/^cuda-memdiff: /);
   expect(lines[0]).toMatch(pattern);
   expect(lines[0]).not.toMatch(/unexpected error|Maximum call stack|\s+at \S+ \(/);
-  expect(r.seconds).toBeLessThan(10);
   expect(r.rssMiB).toBeLessThan(maxMiB);
 }
 
@@ -73,7 +72,6 @@ describe('hostile snapshot files', () => {
       r,
       /400,000-byte integer, over the decode limit --max-int-bytes 16; if the file is real, raise it with --max-int-bytes N or CUDA_MEMDIFF_MAX_INT_BYTES=N/
     );
-    expect(r.seconds).toBeLessThan(3);
   });
 
   it('counts one segment dict referenced 9,000 times as 18 million blocks, before building any', () => {
