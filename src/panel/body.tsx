@@ -56,7 +56,7 @@ function refLabel(ref: SnapshotRef, model: DiffPanelModel, trans: TranslationBun
     case 'file':
       return trans.__('file %1', model.fileLabel(ref.file));
     default:
-      return trans.__('cell %1', recordLabel(ref.record, model, trans));
+      return trans.__('Cell %1', recordLabel(ref.record, model, trans));
   }
 }
 
@@ -164,10 +164,36 @@ type Expanded = Record<PanelSection, boolean>;
 
 const ALL_OPEN: Expanded = { leaks: true, chart: true, diff: true, segments: true };
 
-/** Scroll `container` so that `target` starts at its top (only the container moves, never the page). */
-function scrollToTop(container: HTMLElement, target: HTMLElement): void {
+/**
+ * Scroll `container` so that `target` starts at its top (only the container
+ * moves, never the page). Where what follows the target is shorter than the
+ * container, the scroll could not get there: the section above would stay
+ * half in sight, its sticky heading over its own content. `tail`, an empty
+ * block at the end of the container, gets the height that is missing.
+ */
+function scrollToTop(container: HTMLElement, target: HTMLElement, tail: HTMLElement): void {
+  tail.style.height = '0px';
   const offset = target.getBoundingClientRect().top - container.getBoundingClientRect().top;
-  container.scrollTop += offset;
+  const wanted = container.scrollTop + offset;
+  const room = container.scrollHeight - container.clientHeight;
+  tail.style.height = `${Math.max(0, Math.ceil(wanted - room))}px`;
+  container.scrollTop = wanted;
+}
+
+/**
+ * Trim the tail `scrollToTop` added to what the scroll position still needs:
+ * the part below the visible bottom goes (it never moves what is in sight),
+ * so scrolling back up takes the blank space away.
+ */
+function trimTail(container: HTMLElement, tail: HTMLElement): void {
+  const height = tail.offsetHeight;
+  if (!height) {
+    return;
+  }
+  const below = container.scrollHeight - container.scrollTop - container.clientHeight;
+  if (below > 0) {
+    tail.style.height = `${Math.max(0, height - Math.floor(below))}px`;
+  }
 }
 
 /** The chart of the session, with the device selector. */
@@ -268,6 +294,7 @@ export function PanelBody(props: IPanelBodyProps): JSX.Element {
   const [expanded, setExpanded] = React.useState<Expanded>(ALL_OPEN);
   const [pending, setPending] = React.useState<{ section: PanelSection } | null>(null);
   const scroller = React.useRef<HTMLDivElement>(null);
+  const tail = React.useRef<HTMLDivElement>(null);
   const refs = {
     leaks: React.useRef<HTMLElement>(null),
     chart: React.useRef<HTMLElement>(null),
@@ -294,8 +321,8 @@ export function PanelBody(props: IPanelBodyProps): JSX.Element {
     const section = pending.section;
     requestAnimationFrame(() => {
       const target = refs[section].current;
-      if (target && scroller.current) {
-        scrollToTop(scroller.current, target);
+      if (target && scroller.current && tail.current) {
+        scrollToTop(scroller.current, target, tail.current);
       }
     });
     setPending(null);
@@ -317,6 +344,7 @@ export function PanelBody(props: IPanelBodyProps): JSX.Element {
       tabIndex={0}
       role="region"
       aria-label={trans.__('CUDA memory diff content')}
+      onScroll={() => scroller.current && tail.current && trimTail(scroller.current, tail.current)}
       onDragOver={e => e.preventDefault()}
       onDrop={e => {
         e.preventDefault();
@@ -391,6 +419,7 @@ export function PanelBody(props: IPanelBodyProps): JSX.Element {
           <MomentSection model={model} trans={trans} onReveal={props.onReveal} show="peak" />
         </>
       )}
+      <div ref={tail} className="jp-CudaMemdiffPanel-tail" aria-hidden="true" />
     </div>
   );
 }

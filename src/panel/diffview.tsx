@@ -56,37 +56,42 @@ function siteText(frames: FrameTable, frameId: number, cells: CellCodeNames, tra
 function BlockTable(props: { blocks: readonly Block[]; born: boolean; trans: TranslationBundle }): JSX.Element {
   const { blocks, born, trans } = props;
   const shown = blocks.slice(0, MAX_BLOCKS_SHOWN);
+  const caption = born ? trans.__('Blocks born') : trans.__('Blocks freed');
+  // Wider than a narrow panel: the table scrolls sideways in a box of its own
+  // (focusable, so the keyboard scrolls it too), never the whole panel.
   return (
-    <table className="jp-CudaMemdiffBlocks">
-      <caption>{born ? trans.__('Blocks born') : trans.__('Blocks freed')}</caption>
-      <thead>
-        <tr>
-          <th scope="col">{trans.__('Address')}</th>
-          <th scope="col">{trans.__('Size')}</th>
-          <th scope="col">{trans.__('Requested')}</th>
-          <th scope="col">{trans.__('State')}</th>
-        </tr>
-      </thead>
-      <tbody>
-        {shown.map(b => (
-          <tr key={`${b.device}:${b.address}`}>
-            <td>
-              cuda:{b.device} 0x{b.address.toString(16)}
-            </td>
-            <td>{formatBytes(b.size)}</td>
-            <td>{formatBytes(b.requestedSize)}</td>
-            <td>{b.state}</td>
-          </tr>
-        ))}
-      </tbody>
-      {blocks.length > shown.length ? (
-        <tfoot>
+    <div className="jp-CudaMemdiffBlocks-scroll" role="region" aria-label={caption} tabIndex={0}>
+      <table className="jp-CudaMemdiffBlocks">
+        <caption>{caption}</caption>
+        <thead>
           <tr>
-            <td colSpan={4}>{trans.__('and %1 more blocks', blocks.length - shown.length)}</td>
+            <th scope="col">{trans.__('Address')}</th>
+            <th scope="col">{trans.__('Size')}</th>
+            <th scope="col">{trans.__('Requested')}</th>
+            <th scope="col">{trans.__('State')}</th>
           </tr>
-        </tfoot>
-      ) : null}
-    </table>
+        </thead>
+        <tbody>
+          {shown.map(b => (
+            <tr key={`${b.device}:${b.address}`}>
+              <td>
+                cuda:{b.device} 0x{b.address.toString(16)}
+              </td>
+              <td>{formatBytes(b.size)}</td>
+              <td>{formatBytes(b.requestedSize)}</td>
+              <td>{b.state}</td>
+            </tr>
+          ))}
+        </tbody>
+        {blocks.length > shown.length ? (
+          <tfoot>
+            <tr>
+              <td colSpan={4}>{trans.__('and %1 more blocks', blocks.length - shown.length)}</td>
+            </tr>
+          </tfoot>
+        ) : null}
+      </table>
+    </div>
   );
 }
 

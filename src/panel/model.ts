@@ -261,6 +261,15 @@ export class DiffPanelModel implements IDisposable {
     return { before: EMPTY, after: { kind: 'record', record: after } };
   }
 
+  /**
+   * The notebook cell whose snapshot the diff shows (the comparison's later
+   * side); null when that is a file or an empty device.
+   */
+  get shownRecord(): CellRecord | null {
+    const after = this.comparison?.after;
+    return after?.kind === 'record' ? after.record : null;
+  }
+
   /** True when the user picked the pair (not the selected cell's default). */
   get isCustomComparison(): boolean {
     return this._custom !== null;

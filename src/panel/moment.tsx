@@ -34,14 +34,16 @@ export interface IMomentSectionProps {
 }
 
 /**
- * The OOM post-mortem (`show: 'oom'`: open, meant to come first) or the peak
- * (`show: 'peak'`: collapsed until asked for) of the selected cell, in a
- * section of its own; null when the cell has none.
+ * The OOM post-mortem (`show: 'oom'`: open, meant to come first) of the
+ * selected cell, or the peak (`show: 'peak'`: collapsed until asked for) of
+ * the cell whose diff the panel shows, in a section of its own; null when the
+ * cell has none. The peak follows the diff, next to which it is shown: none
+ * while the diff shows a file or an empty device, where no cell is compared.
  */
 export function MomentSection(props: IMomentSectionProps & { show: 'oom' | 'peak' }): JSX.Element | null {
   const { model, trans } = props;
   const [expanded, setExpanded] = React.useState(props.show === 'oom');
-  const record = model.selected;
+  const record = props.show === 'oom' ? model.selected : model.shownRecord;
   const store = model.notebook?.store;
   if (!record || !store) {
     return null;
@@ -55,7 +57,7 @@ export function MomentSection(props: IMomentSectionProps & { show: 'oom' | 'peak
   return (
     <Section
       name={oom ? 'oom' : 'peak'}
-      title={oom ? trans.__('Out of memory in cell %1', cell) : trans.__('Peak of cell %1', cell)}
+      title={oom ? trans.__('Out of memory in Cell %1', cell) : trans.__('Peak of Cell %1', cell)}
       expanded={expanded}
       onToggle={() => setExpanded(e => !e)}
       trans={trans}
@@ -66,15 +68,15 @@ export function MomentSection(props: IMomentSectionProps & { show: 'oom' | 'peak
   );
 }
 
-/** A site in the panel's words: `cell [4], line 3`, `train_step (cell [1], line 7)` for a function a cell defined. */
+/** A site in the panel's words: `Cell [4], line 3`, `train_step (Cell [1], line 7)` for a function a cell defined. */
 export function siteLabel(site: ICellSite, trans: TranslationBundle): string {
   if (site.cell) {
     // Copies of one cell share its code name: say each, the frame cannot tell which ran it.
     const counts = (site.sameSource ?? [site.cell]).map(c => `[${c.executionCount ?? ' '}]`);
     const which = counts.slice(1).reduce((text, count) => trans.__('%1 or %2', text, count), counts[0]);
     return site.function
-      ? trans.__('%1 (cell %2, line %3)', site.function, which, site.line ?? '?')
-      : trans.__('cell %1, line %2', which, site.line ?? '?');
+      ? trans.__('%1 (Cell %2, line %3)', site.function, which, site.line ?? '?')
+      : trans.__('Cell %1, line %2', which, site.line ?? '?');
   }
   return site.line === null ? trans.__('no Python stack') : `${site.filename.split('/').pop()}:${site.line}`;
 }
@@ -83,7 +85,7 @@ export function siteLabel(site: ICellSite, trans: TranslationBundle): string {
 function byCell(sites: readonly ICellSite[], trans: TranslationBundle): { label: string; bytes: number }[] {
   const sums = new Map<string, number>();
   for (const s of sites) {
-    const label = s.cell ? trans.__('cell [%1]', s.cell.executionCount ?? ' ') : trans.__('outside the notebook');
+    const label = s.cell ? trans.__('Cell [%1]', s.cell.executionCount ?? ' ') : trans.__('outside the notebook');
     sums.set(label, (sums.get(label) ?? 0) + s.bytes);
   }
   return [...sums.entries()].map(([label, bytes]) => ({ label, bytes })).sort((p, q) => q.bytes - p.bytes);

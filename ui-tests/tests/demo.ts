@@ -173,3 +173,47 @@ export async function setTheme(page: IJupyterLabPageFixture, theme: string) {
 export function screenshotOf(part: Locator): Promise<Buffer> {
   return part.screenshot({ mask: [part.locator('select')] });
 }
+
+/** Upload a snapshot file and open it as a person does (its view opens, the panel compares it). */
+export async function openSnapshotFile(page: IJupyterLabPageFixture, file: string, tmpPath: string): Promise<void> {
+  const target = `${tmpPath}/${path.basename(file)}`;
+  await page.contents.uploadFile(file, target);
+  await page.evaluate(async p => {
+    await window.jupyterapp.commands.execute('docmanager:open', { path: p, factory: 'CUDA Memory Snapshot' });
+  }, target);
+}
+
+/**
+ * Whether nothing lies over the element where it shows: the topmost element
+ * at its corners and centre is the element itself or inside it (a sticky
+ * heading over it, or another panel, would be hit instead).
+ */
+export async function isUncovered(element: Locator): Promise<boolean> {
+  return element.evaluate((el: Element) => {
+    const r = el.getBoundingClientRect();
+    const points = [
+      [r.left + 2, r.top + 2],
+      [r.left + r.width / 2, r.top + r.height / 2],
+      [r.right - 2, r.bottom - 2]
+    ];
+    return points.every(([x, y]) => {
+      const hit = document.elementFromPoint(x, y);
+      return hit !== null && (hit === el || el.contains(hit));
+    });
+  });
+}
+
+/** Ask the panel to bring a section into view, as its actions (Show its diff, opening a file) do. */
+export async function revealSection(page: IJupyterLabPageFixture, section: string): Promise<void> {
+  await page.evaluate(s => {
+    const panel = Array.from(window.jupyterapp.shell.widgets('right')).find(w => w.id === 'cuda-memdiff-panel');
+    (panel as unknown as { model: { reveal(section: string): void } }).model.reveal(s);
+  }, section);
+}
+
+/** How far the element's top is below the top of the panel's scrolling content, in pixels. */
+export async function topInPanel(page: IJupyterLabPageFixture, element: Locator): Promise<number> {
+  const box = (await element.boundingBox())!;
+  const content = (await page.locator(PANEL_CONTENT).boundingBox())!;
+  return Math.round(box.y - content.y);
+}

@@ -36,7 +36,7 @@ test.describe('after a cell ran out of memory', () => {
     // First in the panel, and in view without scrolling.
     await expect(page.locator(`${PANEL_CONTENT} > :first-child`)).toHaveAttribute('data-cuda-memdiff-section', 'oom');
     await expect(oom).toBeInViewport();
-    await expect(oom.locator('.jp-CudaMemdiffSection-title')).toHaveText('Out of memory in cell [2]');
+    await expect(oom.locator('.jp-CudaMemdiffSection-title')).toHaveText('Out of memory in Cell [2]');
     await expect(oom.getByRole('alert')).toHaveText('It asked for 60.0 GiB on cuda:0; the device had 39.3 GiB free.');
     const facts = oom.locator('.jp-CudaMemdiffMoment-facts');
     await expect(facts.locator('dt')).toHaveText([
@@ -50,8 +50,8 @@ test.describe('after a cell ran out of memory', () => {
     await expect(oom.locator('.jp-CudaMemdiffMoment-advice')).toHaveCount(0);
     const bySite = oom.locator('[data-cuda-memdiff-holders="site"] tr');
     await expect(bySite).toHaveCount(1);
-    await expect(bySite.first()).toHaveText('100 GiBcell [1], line 3');
-    await expect(oom.locator('[data-cuda-memdiff-holders="cell"] tr').first()).toHaveText('100 GiBcell [1]');
+    await expect(bySite.first()).toHaveText('100 GiBCell [1], line 3');
+    await expect(oom.locator('[data-cuda-memdiff-holders="cell"] tr').first()).toHaveText('100 GiBCell [1]');
     await expect(oom.locator('[data-cuda-memdiff-holders="site"]')).toBeInViewport();
     await expect(page.locator(PANEL_CONTENT)).toHaveScreenshot('oom-post-mortem.png', { maxDiffPixelRatio: 0.02 });
   });

@@ -42,15 +42,15 @@ test.describe('allocation history', () => {
 
     await openPanel(page);
     const peak = panelSection(page, 'peak');
-    await expect(peak.locator('.jp-CudaMemdiffSection-title')).toHaveText('Peak of cell [4]');
-    await peak.getByRole('button', { name: 'Peak of cell [4]' }).click();
+    await expect(peak.locator('.jp-CudaMemdiffSection-title')).toHaveText('Peak of Cell [4]');
+    await peak.getByRole('button', { name: 'Peak of Cell [4]' }).click();
     await expect(peak.locator('.jp-CudaMemdiffMoment-summary')).toHaveText(
       'At its peak the cell had 808 MiB allocated.'
     );
     const bySite = peak.locator('[data-cuda-memdiff-holders="site"] tr');
-    await expect(bySite.first()).toHaveText('512 MiBcell [4], line 2');
+    await expect(bySite.first()).toHaveText('512 MiBCell [4], line 2');
     // Cells [2] and [3] hold the same code: the frame cannot tell which ran it, so both are named.
-    await expect(bySite.nth(1)).toHaveText('256 MiBcell [2] or [3], line 2');
+    await expect(bySite.nth(1)).toHaveText('256 MiBCell [2] or [3], line 2');
     // The panel scrolls to it, as a person would.
     await bySite.first().scrollIntoViewIfNeeded();
     expect(await isInsideVisiblePanel(page, bySite.first())).toBe(true);

@@ -106,6 +106,22 @@ describe('DiffPanelModel', () => {
     expect(model.isCustomComparison).toBe(false);
   });
 
+  it('names the cell whose snapshot the diff shows, and none while it shows a file', () => {
+    const model = new DiffPanelModel();
+    model.setNotebook(notebookWith(3));
+    expect(model.shownRecord).toBe(model.records[2]);
+    const file = model.addFile('cell04.pickle.gz', parsed(4));
+    expect(model.shownRecord).toBeNull();
+    // the selected cell stays selected, but the diff is not about it
+    expect(model.selected).toBe(model.records[2]);
+    model.compare({ kind: 'record', record: model.records[2] }, { kind: 'record', record: model.records[0] });
+    expect(model.shownRecord).toBe(model.records[0]);
+    model.compare({ kind: 'record', record: model.records[0] }, { kind: 'file', file });
+    expect(model.shownRecord).toBeNull();
+    model.select(model.records[1]);
+    expect(model.shownRecord).toBe(model.records[1]);
+  });
+
   it('keeps everything as it was when a file cannot be read', () => {
     const model = new DiffPanelModel();
     model.setNotebook(notebookWith(2));

@@ -35,10 +35,10 @@ describe("the peak and OOM views' sites", () => {
   };
 
   it("name a cell's own code by cell and line", () => {
-    expect(siteLabel(site, trans)).toBe('cell [1], line 7');
+    expect(siteLabel(site, trans)).toBe('Cell [1], line 7');
   });
 
   it('name a function one cell defined, at the place of its code', () => {
-    expect(siteLabel({ ...site, function: 'train_step' }, trans)).toBe('train_step (cell [1], line 7)');
+    expect(siteLabel({ ...site, function: 'train_step' }, trans)).toBe('train_step (Cell [1], line 7)');
   });
 });

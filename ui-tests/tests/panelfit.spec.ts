@@ -1,0 +1,185 @@
+/**
+ * The panel's fit, as a person sees it: what an action reveals starts at the
+ * top of the panel with no sticky heading over it, a narrow panel never
+ * scrolls sideways as a whole (wide tables scroll in their own box), the
+ * panel names cells as "Cell [N]" everywhere, and the peak of a cell is shown
+ * only while the diff shows that cell.
+ */
+import { expect, test } from '@jupyterlab/galata';
+import * as path from 'path';
+import {
+  isInsideVisiblePanel,
+  isUncovered,
+  openPanel,
+  openReplayedDemo,
+  openSnapshotFile,
+  PANEL,
+  PANEL_CONTENT,
+  panelSection,
+  revealSection,
+  runReplayedDemo,
+  setPanelWidth,
+  topInPanel
+} from './demo';
+
+const FILE = path.resolve(__dirname, '../../test-data/recordings/eval_without_no_grad--python/cell02.pickle.gz');
+const HEAD = '.jp-CudaMemdiffSection-head';
+
+test.describe('revealing a section', () => {
+  // Tall enough that what follows the diff is shorter than the panel.
+  test.use({ viewport: { width: 1280, height: 1000 } });
+
+  test('puts its heading at the top of the panel, with no other heading over what follows', async ({
+    page,
+    tmpPath
+  }) => {
+    test.setTimeout(180000);
+    await openReplayedDemo(page, tmpPath);
+    await runReplayedDemo(page);
+    await openPanel(page);
+    await openSnapshotFile(page, FILE, tmpPath);
+    const panel = page.locator(PANEL);
+    await expect(panel.locator('[data-cuda-memdiff-side="after"]')).toHaveValue('f0');
+
+    const diff = panelSection(page, 'diff');
+    const chartHead = panelSection(page, 'chart').locator(HEAD);
+    await expect.poll(() => topInPanel(page, diff.locator(HEAD))).toBe(0);
+    // "Memory after each cell" is out of sight, not stuck over the top of its chart
+    const content = (await page.locator(PANEL_CONTENT).boundingBox())!;
+    const chartHeadBox = (await chartHead.boundingBox())!;
+    expect(chartHeadBox.y + chartHeadBox.height).toBeLessThanOrEqual(content.y + 1);
+    expect(await isUncovered(diff.locator(HEAD))).toBe(true);
+    expect(await isUncovered(diff.locator('.jp-CudaMemdiffCompare label').first())).toBe(true);
+    await page.screenshot({ path: test.info().outputPath('file-revealed.png') });
+
+    // Every section, the last ones too: its heading at the top, the start of its body in sight below it.
+    for (const name of ['leaks', 'chart', 'diff', 'segments']) {
+      const section = panelSection(page, name);
+      if (!(await section.count())) {
+        continue; // the leak finder's section shows once it has run
+      }
+      await revealSection(page, name);
+      await expect.poll(() => topInPanel(page, section.locator(HEAD)), `section ${name} at the top`).toBe(0);
+      expect(await isUncovered(section.locator(HEAD)), `heading of ${name} uncovered`).toBe(true);
+      const first = section.locator('.jp-CudaMemdiffSection-body > *').first();
+      expect(await isUncovered(first), `start of ${name} uncovered`).toBe(true);
+      expect(await isInsideVisiblePanel(page, section.locator(HEAD))).toBe(true);
+    }
+    await page.screenshot({ path: test.info().outputPath('segments-revealed.png') });
+
+    // The blank space that let the segment map reach the top goes once the user scrolls back up.
+    const scroller = page.locator(PANEL_CONTENT);
+    await scroller.focus();
+    await page.keyboard.press('Home');
+    await expect.poll(() => scroller.evaluate(el => el.scrollTop)).toBe(0);
+    await page.keyboard.press('End');
+    const last = panel.locator('.jp-CudaMemdiffSection').last();
+    await expect.poll(() => isInsideVisiblePanel(page, last)).toBe(true);
+    const lastBox = (await last.boundingBox())!;
+    const contentBox = (await scroller.boundingBox())!;
+    // only the content's own bottom padding below the last section
+    expect(contentBox.y + contentBox.height - (lastBox.y + lastBox.height)).toBeLessThan(12);
+  });
+});
+
+test.describe('a narrow panel', () => {
+  test.use({ viewport: { width: 1280, height: 720 } });
+
+  test('never scrolls sideways as a whole; the blocks table scrolls in its own box', async ({ page, tmpPath }) => {
+    test.setTimeout(180000);
+    await openReplayedDemo(page, tmpPath);
+    await runReplayedDemo(page);
+    await openPanel(page);
+    await setPanelWidth(page, 250);
+    const panel = page.locator(PANEL);
+    const site = panel.locator('.jp-CudaMemdiffSite').first();
+    await site.locator('.jp-CudaMemdiffSite-head').click();
+    const content = page.locator(PANEL_CONTENT);
+
+    // The stack's source line wraps inside the panel.
+    const source = site.locator('.jp-CudaMemdiffStack-source').first();
+    await expect(source).toHaveText('clean = [model(b) for b in batches]');
+    await source.scrollIntoViewIfNeeded();
+    expect(await isInsideVisiblePanel(page, source)).toBe(true);
+    // Nothing makes the whole panel wider than itself, and it cannot be pushed sideways.
+    const sizes = await content.evaluate(el => ({ scroll: el.scrollWidth, client: el.clientWidth }));
+    expect(sizes.scroll).toBeLessThanOrEqual(sizes.client);
+    await content.evaluate(el => (el.scrollLeft = 1000));
+    expect(await content.evaluate(el => el.scrollLeft)).toBe(0);
+
+    // The blocks table: its first columns in sight, the last reached by scrolling its own box, by keyboard.
+    const table = site.getByRole('region', { name: 'Blocks born' });
+    const address = table.getByRole('columnheader', { name: 'Address' });
+    const state = table.getByRole('columnheader', { name: 'State' });
+    await address.scrollIntoViewIfNeeded();
+    expect(await isInsideVisiblePanel(page, address)).toBe(true);
+    expect(await isInsideVisiblePanel(page, state)).toBe(false);
+    await table.focus();
+    for (let i = 0; i < 10; i++) {
+      await page.keyboard.press('ArrowRight');
+    }
+    await expect.poll(() => isInsideVisiblePanel(page, state)).toBe(true);
+    expect(await isUncovered(state)).toBe(true);
+    await expect(table.getByRole('row').nth(1).getByRole('cell').last()).toHaveText('active_allocated');
+    expect(await content.evaluate(el => el.scrollLeft)).toBe(0);
+    await page.screenshot({ path: test.info().outputPath('narrow-blocks.png') });
+  });
+});
+
+test.describe('the peak section', () => {
+  test.use({ viewport: { width: 1280, height: 720 } });
+
+  test.beforeEach(async ({ page, tmpPath }) => {
+    await openReplayedDemo(page, tmpPath);
+    await runReplayedDemo(page);
+  });
+
+  test('names cells as the badges and the leak finder do: "Cell [N]"', async ({ page }) => {
+    test.setTimeout(180000);
+    const panel = await openPanel(page);
+    await expect(panel.locator('.jp-CudaMemdiffDiff-caption').first()).toHaveText(
+      'Cell [4] with torch.no_grad():, against Cell [3] preds = []'
+    );
+    const peak = panelSection(page, 'peak');
+    const toggle = peak.getByRole('button', { name: 'Peak of Cell [4]' });
+    await toggle.scrollIntoViewIfNeeded();
+    await toggle.click();
+    const bySite = peak.locator('[data-cuda-memdiff-holders="site"] tr');
+    await expect(bySite).toHaveText([
+      '321 MiBCell [3], line 3',
+      '128 MiBCell [1], line 4',
+      '60.0 MiBCell [4], line 2',
+      '32.0 MiBCell [2], line 1'
+    ]);
+    await bySite.first().scrollIntoViewIfNeeded();
+    expect(await isInsideVisiblePanel(page, bySite.first())).toBe(true);
+    // nowhere in the panel a cell named in lower case
+    await expect(panel).not.toContainText(/\bcell \[/);
+  });
+
+  test('is not shown while the diff shows a file, and comes back with the cell', async ({ page, tmpPath }) => {
+    test.setTimeout(180000);
+    const panel = await openPanel(page);
+    const peak = panelSection(page, 'peak');
+    await expect(peak.locator('.jp-CudaMemdiffSection-title')).toHaveText('Peak of Cell [4]');
+
+    await openSnapshotFile(page, FILE, tmpPath);
+    await expect(panel.locator('[data-cuda-memdiff-side="after"]')).toHaveValue('f0');
+    await expect(panel.locator('.jp-CudaMemdiffDiff-caption')).toHaveText(
+      'file cell02.pickle.gz, against an empty device'
+    );
+    await expect(peak).toHaveCount(0);
+    await expect(panel).not.toContainText('Peak of');
+
+    // Comparing two cells: the peak is the later one's, the one the diff shows.
+    await panel.locator('[data-cuda-memdiff-side="after"]').selectOption('r1');
+    await expect(panel.locator('.jp-CudaMemdiffDiff-caption').first()).toHaveText(/^Cell \[2\] batches/);
+    await expect(peak.locator('.jp-CudaMemdiffSection-title')).toHaveText('Peak of Cell [2]');
+
+    await panel.getByRole('button', { name: 'Back to the selected cell' }).click();
+    await expect(peak.locator('.jp-CudaMemdiffSection-title')).toHaveText('Peak of Cell [4]');
+    await peak.locator(HEAD).scrollIntoViewIfNeeded();
+    expect(await isInsideVisiblePanel(page, peak.locator(HEAD))).toBe(true);
+    expect(await isUncovered(peak.locator(HEAD))).toBe(true);
+  });
+});
