@@ -7,7 +7,16 @@ import { Token } from '@lumino/coreutils';
 import { ISignal } from '@lumino/signaling';
 import type { BlockQuery } from './capture/protocol';
 import type { CellRecord, ICellNote, IHelperState } from './capture/store';
-import type { BlockRoles, FrameTable, ICellSource, IHolderAnswer, IOomReport, IPeakAnatomy, Snapshot } from './engine';
+import type {
+  BlockRoles,
+  CellCodeNames,
+  FrameTable,
+  ICellSource,
+  IHolderAnswer,
+  IOomReport,
+  IPeakAnatomy,
+  Snapshot
+} from './engine';
 import type { EngineOp, EnginePayload, EngineProgress, EngineResult } from './worker/handlers';
 
 /** The npm package name, the prefix of every plugin id. */
@@ -110,6 +119,8 @@ export interface IDiffPanel {
   reveal(): void;
   /** The later snapshot of the panel's comparison, with a name for saving it. */
   shownSnapshot(): { name: string; snapshot: Snapshot } | null;
+  /** The followed notebook's cells by the code names their frames carry: a file's views name frames as the panel does. */
+  cellNames(): CellCodeNames;
 }
 
 /** A namespace for the diff panel's types. */

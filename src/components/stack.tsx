@@ -5,7 +5,7 @@
  */
 import * as React from 'react';
 import { nullTranslator, TranslationBundle } from '@jupyterlab/translation';
-import { CellCodeNames, FrameTable, ICellSource, IFrameFilterOptions, visibleStack } from '../engine';
+import { CellCodeNames, Frame, FrameTable, ICellSource, IFrameFilterOptions, visibleStack } from '../engine';
 
 /** Where a frame points in the notebook. */
 export interface ICellLocation {
@@ -25,6 +25,19 @@ export function cellFrameLabel(
     label: trans.__('Cell [%1], line %2', count, line),
     sourceLine: cell.source.split('\n')[line - 1]?.trim() ?? ''
   };
+}
+
+/**
+ * A frame in one line of text, as the panel names it everywhere: `Cell [5],
+ * line 3` for a notebook cell's frame (each cell with that code, joined by
+ * "or"), else `name (file:line)`.
+ */
+export function frameText(frame: Frame, cells: CellCodeNames, trans: TranslationBundle): string {
+  const match = cells.lookup(frame.filename);
+  if (match) {
+    return match.cells.map(c => cellFrameLabel(c, frame.line, trans).label).join(` ${trans.__('or')} `);
+  }
+  return `${frame.name} (${frame.filename}:${frame.line})`;
 }
 
 /** Props of StackView. */

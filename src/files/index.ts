@@ -117,7 +117,8 @@ export class SnapshotFileView extends Widget {
         opened.timeline,
         {
           describe: moment => worker.call('describeMoment', { id, moment }),
-          diff: (from, to) => worker.call('diffMoments', { id, from, to })
+          diff: (from, to) => worker.call('diffMoments', { id, from, to }),
+          cells: () => panel.cellNames()
         },
         trans
       );

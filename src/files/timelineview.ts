@@ -6,8 +6,9 @@
  * pure functions; the engine worker answers every question about the trace.
  */
 import { TranslationBundle } from '@jupyterlab/translation';
-import { formatBytes, ITimelineSeries } from '../engine';
-import type { IMoment, IMomentDiff } from '../worker/files';
+import { frameText } from '../components/stack';
+import { CellCodeNames, formatBytes, ITimelineSeries } from '../engine';
+import type { IMoment, IMomentDiff, MomentFrame } from '../worker/files';
 
 /** The drawing's size in SVG units (it scales to the view's width). */
 export const TIMELINE_WIDTH = 800;
@@ -59,10 +60,12 @@ export function timelineGeometry(
   return { path: parts.join(''), yMaxBytes, y, x, momentAt };
 }
 
-/** What the view asks of the worker. */
+/** What the view asks of the worker, and how it names frames. */
 export interface ITimelineSource {
   describe(moment: number): Promise<IMoment | null>;
   diff(from: number, to: number): Promise<IMomentDiff>;
+  /** The followed notebook's cells, asked at each hover and click: a frame of one reads `Cell [5], line 3`. */
+  cells(): CellCodeNames;
 }
 
 const SVG = 'http://www.w3.org/2000/svg';
@@ -153,7 +156,7 @@ export function renderTimeline(
     asked = moment;
     void source.describe(Math.max(0, moment)).then(m => {
       if (!disposed && m && asked === moment) {
-        showMoment(hover, m, trans);
+        showMoment(hover, m, source.cells(), trans);
       }
     });
   };
@@ -173,7 +176,7 @@ export function renderTimeline(
     const [from, to] = picked[0] <= picked[1] ? picked : [picked[1], picked[0]];
     result.textContent = trans.__('Comparing…');
     source.diff(from, to).then(
-      d => !disposed && showDiff(result, d, trans),
+      d => !disposed && showDiff(result, d, source.cells(), trans),
       reason => !disposed && (result.textContent = String(reason))
     );
   };
@@ -200,7 +203,7 @@ function place(line: SVGLineElement, x: number): void {
   line.setAttribute('x2', x.toFixed(2));
 }
 
-function showMoment(node: HTMLElement, m: IMoment, trans: TranslationBundle): void {
+function showMoment(node: HTMLElement, m: IMoment, cells: CellCodeNames, trans: TranslationBundle): void {
   node.textContent = '';
   const head = document.createElement('p');
   head.textContent = trans.__(
@@ -211,10 +214,10 @@ function showMoment(node: HTMLElement, m: IMoment, trans: TranslationBundle): vo
     formatBytes(m.allocatedBytes)
   );
   node.appendChild(head);
-  node.appendChild(stackList(m.frames));
+  node.appendChild(stackList(m.frames, cells, trans));
 }
 
-function showDiff(node: HTMLElement, d: IMomentDiff, trans: TranslationBundle): void {
+function showDiff(node: HTMLElement, d: IMomentDiff, cells: CellCodeNames, trans: TranslationBundle): void {
   node.textContent = '';
   const head = document.createElement('p');
   head.className = 'jp-CudaMemdiffTimeline-diffSummary';
@@ -255,8 +258,8 @@ function showDiff(node: HTMLElement, d: IMomentDiff, trans: TranslationBundle): 
       row.insertCell().textContent = v;
     }
     const site = row.insertCell();
-    site.textContent = s.site;
-    site.title = s.frames.join('\n');
+    site.textContent = s.site ? frameText(s.site, cells, trans) : trans.__('(no Python stack)');
+    site.title = s.frames.map(f => momentFrameText(f, cells, trans)).join('\n');
   }
   node.appendChild(table);
   if (d.siteCount > d.sites.length) {
@@ -266,13 +269,19 @@ function showDiff(node: HTMLElement, d: IMomentDiff, trans: TranslationBundle): 
   }
 }
 
-function stackList(frames: readonly string[]): HTMLElement {
+function stackList(frames: readonly MomentFrame[], cells: CellCodeNames, trans: TranslationBundle): HTMLElement {
   const list = document.createElement('ol');
   list.className = 'jp-CudaMemdiffTimeline-stack';
   for (const f of frames) {
     const item = document.createElement('li');
-    item.textContent = f;
+    item.textContent = momentFrameText(f, cells, trans);
     list.appendChild(item);
   }
   return list;
+}
+
+function momentFrameText(frame: MomentFrame, cells: CellCodeNames, trans: TranslationBundle): string {
+  return 'native' in frame
+    ? trans._n('[%1 C++ frame]', '[%1 C++ frames]', frame.native)
+    : frameText(frame, cells, trans);
 }

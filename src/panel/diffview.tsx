@@ -16,7 +16,7 @@ import {
   SnapshotDiff
 } from '../engine';
 import type { DiffGrouping } from './model';
-import { cellFrameLabel, ICellLocation, StackView } from '../components/stack';
+import { frameText, ICellLocation, StackView } from '../components/stack';
 
 /** Sites rendered at once; the rest are counted (the list stays fast at any size). */
 export const MAX_SITES_SHOWN = 200;
@@ -45,12 +45,7 @@ function siteText(frames: FrameTable, frameId: number, cells: CellCodeNames, tra
   if (frameId < 0) {
     return trans.__('(no Python stack)');
   }
-  const frame = frames.frame(frameId);
-  const match = cells.lookup(frame.filename);
-  if (match) {
-    return match.cells.map(c => cellFrameLabel(c, frame.line, trans).label).join(` ${trans.__('or')} `);
-  }
-  return `${frame.name} (${frame.filename}:${frame.line})`;
+  return frameText(frames.frame(frameId), cells, trans);
 }
 
 function BlockTable(props: { blocks: readonly Block[]; born: boolean; trans: TranslationBundle }): JSX.Element {

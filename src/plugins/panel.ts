@@ -171,6 +171,7 @@ export const panelPlugin: JupyterFrontEndPlugin<IDiffPanel> = {
       fileUnreadable: (name, reason) => panel.model.fileUnreadable(name, reason),
       filesDropped: panel.filesDropped,
       reveal: () => app.shell.activateById(panel.id),
+      cellNames: () => panel.model.cellNames(),
       shownSnapshot: () => {
         const after = panel.model.comparison?.after;
         if (!after) {

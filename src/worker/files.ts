@@ -10,6 +10,7 @@ import {
   buildTimeline,
   diffSnapshots,
   eventEntry,
+  Frame,
   FrameTable,
   groupBySite,
   ISnapshotTransfer,
@@ -105,6 +106,13 @@ export function closeSnapshotFile(payload: { id: number }): boolean {
   return opened.delete(payload.id) || read !== undefined;
 }
 
+/**
+ * A frame of a moment's stack, as data: the page names it (a notebook
+ * cell's frame by its cell, as the panel does), the worker does not word it.
+ * `native` counts C++ frames shown as one line.
+ */
+export type MomentFrame = Frame | { readonly native: number };
+
 /** One moment of the timeline, as the hover shows it. */
 export interface IMoment {
   readonly moment: number;
@@ -112,8 +120,8 @@ export interface IMoment {
   readonly size: number;
   /** Allocated bytes right after the event. */
   readonly allocatedBytes: number;
-  /** The visible frames of the event's stack, innermost first, as `file:line in name`. */
-  readonly frames: readonly string[];
+  /** The visible frames of the event's stack, innermost first. */
+  readonly frames: readonly MomentFrame[];
 }
 
 /** The event at `moment` (an event index of the timeline). */
@@ -135,9 +143,9 @@ export function describeMoment(payload: { id: number; moment: number }): IMoment
 
 /** An allocation site of a diff between two moments. */
 export interface IMomentSite {
-  /** `file:line in name` of the site frame, or a word for blocks without a Python stack. */
-  readonly site: string;
-  readonly frames: readonly string[];
+  /** The site frame; null for blocks without a Python stack. */
+  readonly site: Frame | null;
+  readonly frames: readonly MomentFrame[];
   readonly count: number;
   readonly bornBytes: number;
   readonly freedBytes: number;
@@ -182,7 +190,7 @@ export function diffMoments(payload: { id: number; from: number; to: number }): 
     netBytes: diff.netBytes,
     siteCount: groups.length,
     sites: groups.slice(0, MOMENT_SITES).map(g => ({
-      site: g.frameId < 0 ? 'no Python stack' : frameLine(table, g.frameId),
+      site: g.frameId < 0 ? null : frameOf(table, g.frameId),
       frames: stackLines(table, g.stack),
       count: g.count,
       bornBytes: g.bornBytes,
@@ -200,13 +208,11 @@ function file(id: number): { snapshot: Snapshot; timeline: ITimeline | null } {
   return found;
 }
 
-function frameLine(table: FrameTable, frameId: number): string {
-  const f = table.frame(frameId);
-  return `${f.filename}:${f.line} in ${f.name}`;
+function frameOf(table: FrameTable, frameId: number): Frame {
+  const { filename, line, name } = table.frame(frameId);
+  return { filename, line, name };
 }
 
-function stackLines(table: FrameTable, stack: number): string[] {
-  return visibleStack(table, stack).map(e =>
-    e.kind === 'native' ? `[${e.count} C++ frame${e.count === 1 ? '' : 's'}]` : frameLine(table, e.frameId)
-  );
+function stackLines(table: FrameTable, stack: number): MomentFrame[] {
+  return visibleStack(table, stack).map(e => (e.kind === 'native' ? { native: e.count } : frameOf(table, e.frameId)));
 }

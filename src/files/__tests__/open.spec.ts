@@ -27,6 +27,7 @@ function panelOver(model: DiffPanelModel): IDiffPanel & { reveals: number } {
       this.reveals++;
     },
     shownSnapshot: () => null,
+    cellNames: () => model.cellNames(),
     filesDropped: new Signal<unknown, readonly File[]>({})
   };
 }

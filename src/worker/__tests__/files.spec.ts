@@ -71,11 +71,12 @@ describe('the timeline of a snapshot file', () => {
     const site = frames.frame(top.frameId);
     expect(moments.netBytes).toBe(cells.netBytes);
     expect(moments.bornBytes).toBe(cells.bornBytes);
-    expect(moments.sites[0].site).toBe(`${site.filename}:${site.line} in ${site.name}`);
+    expect(moments.sites[0].site).toEqual({ filename: site.filename, line: site.line, name: site.name });
     expect(moments.sites[0].netBytes).toBe(top.netBytes);
     const hover = describeMoment({ id: 1, moment: 1 })!;
     expect(hover.action).toBe('alloc');
-    expect(hover.frames[0]).toBe('/tmp/ipykernel_644/1078466348.py:4 in <module>');
+    // Frames go to the page as data: it names a notebook cell's frame as the panel does.
+    expect(hover.frames[0]).toEqual({ filename: '/tmp/ipykernel_644/1078466348.py', line: 4, name: '<module>' });
     expect(closeSnapshotFile({ id: 1 })).toBe(true);
     expect(() => diffMoments({ id: 1, from: 0, to: 1 })).toThrow(/not open/);
   });
