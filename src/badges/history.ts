@@ -6,6 +6,7 @@
 import {
   CellCodeNames,
   cellSites,
+  cellTag,
   formatBytes,
   FragmentationAdvice,
   FrameTable,
@@ -21,7 +22,7 @@ const SITES_NAMED = 3;
 export function siteWords(site: ICellSite): string {
   if (site.cell) {
     // Copies of one cell share its code name: say each, the frame cannot tell which ran it.
-    const counts = (site.sameSource ?? [site.cell]).map(c => `[${c.executionCount ?? ' '}]`);
+    const counts = (site.sameSource ?? [site.cell]).map(cellTag);
     const place = `Cell ${counts.join(' or ')}, line ${site.line}`;
     return site.function ? `${site.function} (${place})` : place;
   }

@@ -10,6 +10,7 @@ import { IDisposable } from '@lumino/disposable';
 import { Signal } from '@lumino/signaling';
 import { CellNoteKind } from '../capture/protocol';
 import { SnapshotStore } from '../capture/store';
+import { codeCellSources } from '../components/cells';
 import { CellCodeNames } from '../engine';
 import { oomLines, peakLine } from './history';
 import { badgeView, DEFAULT_THRESHOLDS, IBadgeThresholds } from './view';
@@ -124,13 +125,10 @@ export class CellBadges implements IDisposable {
     }
     // One map per update of all badges (hashing every cell's source), not one per badge.
     this._cellNames ??= new CellCodeNames(
-      this._panel.content.widgets
-        .filter(c => c.model.type === 'code')
-        .map(c => ({
-          id: c.model.id,
-          source: c.model.sharedModel.getSource(),
-          executionCount: this._store.latestForCell(c.model.id)?.executionCount ?? null
-        }))
+      codeCellSources(this._panel.content.widgets.map(c => c.model)).map(c => ({
+        ...c,
+        executionCount: this._store.latestForCell(c.id)?.executionCount ?? null
+      }))
     );
     const cells = this._cellNames;
     const lines = oom ? oomLines(oom, cells) : [];

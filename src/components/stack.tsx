@@ -5,7 +5,7 @@
  */
 import * as React from 'react';
 import { nullTranslator, TranslationBundle } from '@jupyterlab/translation';
-import { CellCodeNames, Frame, FrameTable, ICellSource, IFrameFilterOptions, visibleStack } from '../engine';
+import { CellCodeNames, cellTag, Frame, FrameTable, ICellSource, IFrameFilterOptions, visibleStack } from '../engine';
 
 /** Where a frame points in the notebook. */
 export interface ICellLocation {
@@ -13,16 +13,16 @@ export interface ICellLocation {
   line: number;
 }
 
-/** The labels (`Cell [5]`, `Cell [5], line 3`) and the source line of a frame inside a notebook cell. */
+/** The labels (`Cell [5]`, `Cell [5], line 3`; see cellTag) and the source line of a frame inside a notebook cell. */
 export function cellFrameLabel(
   cell: ICellSource,
   line: number,
   trans: TranslationBundle = nullTranslator.load('jupyterlab_cuda_memdiff')
 ): { cellLabel: string; label: string; sourceLine: string } {
-  const count = cell.executionCount === null || cell.executionCount === undefined ? ' ' : String(cell.executionCount);
+  const tag = cellTag(cell);
   return {
-    cellLabel: trans.__('Cell [%1]', count),
-    label: trans.__('Cell [%1], line %2', count, line),
+    cellLabel: trans.__('Cell %1', tag),
+    label: trans.__('Cell %1, line %2', tag, line),
     sourceLine: cell.source.split('\n')[line - 1]?.trim() ?? ''
   };
 }

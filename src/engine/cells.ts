@@ -22,6 +22,21 @@ export interface ICellSource {
   readonly id: string;
   readonly source: string;
   readonly executionCount?: number | null;
+  /** Where the cell sits in its notebook, counting every cell from 1, as JupyterLab's status bar does. */
+  readonly position?: { readonly index: number; readonly total: number };
+}
+
+/**
+ * How a cell is told apart in a label (`Cell [3]`): its execution count in the
+ * prompt's brackets; a cell that shows none (not run in this kernel, e.g.
+ * matched by its code to a file recorded elsewhere) by its place, `2/5`, as
+ * the status bar says "Cell 2/5"; `[ ]` where neither is known.
+ */
+export function cellTag(cell: ICellSource): string {
+  if (cell.executionCount !== undefined && cell.executionCount !== null) {
+    return `[${cell.executionCount}]`;
+  }
+  return cell.position ? `${cell.position.index}/${cell.position.total}` : '[ ]';
 }
 
 /** The cells a code name can stand for; more than one when sources are identical. */

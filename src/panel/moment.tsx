@@ -11,6 +11,7 @@ import { CellRecord } from '../capture/store';
 import {
   CellCodeNames,
   cellSites,
+  cellTag,
   formatBytes,
   FragmentationAdvice,
   groupBySite,
@@ -72,7 +73,7 @@ export function MomentSection(props: IMomentSectionProps & { show: 'oom' | 'peak
 export function siteLabel(site: ICellSite, trans: TranslationBundle): string {
   if (site.cell) {
     // Copies of one cell share its code name: say each, the frame cannot tell which ran it.
-    const counts = (site.sameSource ?? [site.cell]).map(c => `[${c.executionCount ?? ' '}]`);
+    const counts = (site.sameSource ?? [site.cell]).map(cellTag);
     const which = counts.slice(1).reduce((text, count) => trans.__('%1 or %2', text, count), counts[0]);
     return site.function
       ? trans.__('%1 (Cell %2, line %3)', site.function, which, site.line ?? '?')
@@ -85,7 +86,7 @@ export function siteLabel(site: ICellSite, trans: TranslationBundle): string {
 function byCell(sites: readonly ICellSite[], trans: TranslationBundle): { label: string; bytes: number }[] {
   const sums = new Map<string, number>();
   for (const s of sites) {
-    const label = s.cell ? trans.__('Cell [%1]', s.cell.executionCount ?? ' ') : trans.__('outside the notebook');
+    const label = s.cell ? trans.__('Cell %1', cellTag(s.cell)) : trans.__('outside the notebook');
     sums.set(label, (sums.get(label) ?? 0) + s.bytes);
   }
   return [...sums.entries()].map(([label, bytes]) => ({ label, bytes })).sort((p, q) => q.bytes - p.bytes);

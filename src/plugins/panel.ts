@@ -10,6 +10,7 @@ import { CommandToolbarButton, ICommandPalette } from '@jupyterlab/apputils';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { ITranslator, nullTranslator } from '@jupyterlab/translation';
 import * as React from 'react';
+import { codeCellSources } from '../components/cells';
 import { openDroppedFiles } from '../files/open';
 import { MemdiffPanel } from '../panel';
 import { highlightCell } from '../leaks/highlight';
@@ -71,10 +72,7 @@ export const panelPlugin: JupyterFrontEndPlugin<IDiffPanel> = {
           },
           store: capture.store,
           requestHolders: blocks => capture.requestHolders(blocks),
-          cells: () =>
-            Array.from(notebook.content.model?.cells ?? [])
-              .filter(c => c.type === 'code')
-              .map(c => ({ id: c.id, source: c.sharedModel.getSource() }))
+          cells: () => codeCellSources(Array.from(notebook.content.model?.cells ?? []))
         };
         followed.set(notebook, entry);
       }

@@ -65,14 +65,14 @@ test.describe('snapshot file timeline', () => {
     await expect(boundaries).toHaveCount(4);
 
     // Hovering shows the event under the pointer with its stack, down to the notebook cell: the
-    // frame of /tmp/ipykernel_644/1078466348.py, line 4, is the first cell's line 4 (not run: no count).
+    // frame of /tmp/ipykernel_644/1078466348.py, line 4, is the first cell's line 4 (not run: named by its place).
     const box = (await chart.boundingBox())!;
     await page.mouse.move(box.x + box.width * (0.5 / 2454), box.y + box.height / 2);
     const hover = view.locator('.jp-CudaMemdiffTimeline-hover');
     await expect(hover).toContainText('Event 1: alloc of 6.75 KiB, then 7.00 KiB allocated');
     expect(manifest.code_names_by_execution_count['1']).toBe('/tmp/ipykernel_644/1078466348.py');
     expect(sources[0].split('\n')[3]).toContain('.cuda()');
-    await expect(hover.locator('li').first()).toHaveText('Cell [ ], line 4');
+    await expect(hover.locator('li').first()).toHaveText('Cell 1/5, line 4');
 
     // Click the boundary after cell 0, then the one after cell 1: the diff is
     // the CLI's diff of the cells' recorded pickles.
@@ -96,15 +96,23 @@ test.describe('snapshot file timeline', () => {
       `net +${mib(expected.net_bytes)}`
     );
     const top = result.locator('tbody tr').first();
-    // The site is a line of the training cell, which the notebook holds twice (cells 2 and 4): both are named.
+    // The site is a line of the training cell, which the notebook holds twice (cells 2 and 4 of 5): not run
+    // here, each is named by its place, as the status bar names cells.
     const site = expected.groups[0].site;
     const ran = manifest.cells.find(
       (c: any) => manifest.code_names_by_execution_count[c.execution_count] === site.filename
     );
-    const copies = sources.filter(s => s === ran.source).length;
-    expect(copies).toBe(2);
-    await expect(top.locator('td').last()).toHaveText(Array(copies).fill(`Cell [ ], line ${site.line}`).join(' or '));
+    const places = sources.flatMap((s, k) => (s === ran.source ? [k + 1] : []));
+    expect(places).toEqual([2, 4]);
+    await expect(top.locator('td').last()).toHaveText(places.map(k => `Cell ${k}/5, line ${site.line}`).join(' or '));
     await expect(top.locator('td').first()).toHaveText(`+${mib(expected.groups[0].net_bytes)}`);
+    // The panel, showing the same file, names cells the same way: its segment map's colours each name one cell.
+    const legend = page.locator('#cuda-memdiff-panel .jp-CudaMemdiffSegments-legend li');
+    await expect(legend.first()).toBeVisible();
+    const cellColours = (await legend.allTextContents()).filter(t => t.startsWith('Cell'));
+    expect(cellColours.length).toBeGreaterThan(1);
+    expect(cellColours.every(t => /^Cell \d\/5$/.test(t))).toBe(true);
+    expect(new Set(cellColours).size).toBe(cellColours.length);
     await result.scrollIntoViewIfNeeded();
     await expect(result).toBeInViewport();
     await page.screenshot({ path: test.info().outputPath('timeline.png') });

@@ -1,7 +1,7 @@
 /**
  * @jest-environment node
  */
-import { CellCodeNames, formatBytes, murmur2, parseCellFilename } from '..';
+import { CellCodeNames, cellTag, formatBytes, murmur2, parseCellFilename } from '..';
 
 describe('cell code names', () => {
   it('hashes like ipykernel (known values from recorded sessions)', () => {
@@ -37,6 +37,15 @@ describe('cell code names', () => {
     expect(names.lookup(`/tmp/ipykernel_9/${murmur2('y = 1')}.py`)!.ambiguous).toBe(false);
     expect(names.lookup('<ipython-input-2-abcdef012345>')!.cells[0].id).toBe('b');
     expect(names.lookup('/tmp/ipykernel_9/1.py')).toBeNull();
+  });
+
+  it('tells cells apart by the count their prompt shows, else by their place', () => {
+    const place = { index: 2, total: 5 };
+    expect(cellTag({ id: 'a', source: '', executionCount: 7, position: place })).toBe('[7]');
+    // Two copies of one cell, neither run in this kernel: their places differ where "[ ]" would not.
+    expect(cellTag({ id: 'b', source: '', executionCount: null, position: place })).toBe('2/5');
+    expect(cellTag({ id: 'c', source: '', executionCount: null, position: { index: 4, total: 5 } })).toBe('4/5');
+    expect(cellTag({ id: 'd', source: '' })).toBe('[ ]');
   });
 });
 
