@@ -295,12 +295,13 @@ export function PanelBody(props: IPanelBodyProps): JSX.Element {
   const [pending, setPending] = React.useState<{ section: PanelSection } | null>(null);
   const scroller = React.useRef<HTMLDivElement>(null);
   const tail = React.useRef<HTMLDivElement>(null);
-  const refs = {
-    leaks: React.useRef<HTMLElement>(null),
-    chart: React.useRef<HTMLElement>(null),
-    diff: React.useRef<HTMLElement>(null),
-    segments: React.useRef<HTMLElement>(null)
-  };
+  // One object for the component's life: the effect below depends on it.
+  const refs = React.useRef({
+    leaks: React.createRef<HTMLElement>(),
+    chart: React.createRef<HTMLElement>(),
+    diff: React.createRef<HTMLElement>(),
+    segments: React.createRef<HTMLElement>()
+  }).current;
   React.useEffect(() => {
     const onReveal = (_: unknown, section: PanelSection) => {
       setExpanded(e => ({ ...e, [section]: true }));
@@ -326,7 +327,7 @@ export function PanelBody(props: IPanelBodyProps): JSX.Element {
       }
     });
     setPending(null);
-  });
+  }, [pending, refs]);
   const toggle = (section: PanelSection) => () => setExpanded(e => ({ ...e, [section]: !e[section] }));
   const records = model.records;
   const pair = model.comparison;
