@@ -6,7 +6,8 @@ Prints figures (median of 5) at 10,000, 40,000 and 100,000 live blocks with
 history on: the bare ``memory_snapshot(include_traces=False)`` and
 ``_snapshot()``, the helper's whole per-cell work (snapshot, the log's
 changes, the message for one attached frontend, JSON as the comm sends it;
-the cell's own work is not timed) for a cell that changed nothing, one that
+the cell's own work is not timed; each case prints the ratio of the two
+medians, then the median of the runs' own ratios) for a cell that changed nothing, one that
 kept 300 new blocks, one that replaced 300 blocks (the allocator puts each
 where the one before was freed) and one that also made temporaries, and the
 bytes sent; the same with the blocks allocated 24 frames deeper, as a
@@ -14,12 +15,15 @@ notebook cell's are; the same with traces on (the ``includeTraces`` setting: the
 cell's allocation history travels too). Then the cost of allocation history
 on a GPU-bound and a CPU-bound training step. ``--profile`` adds the
 helper's own hot spots at 100,000 blocks (``--profile=10000`` at 10,000);
-``--sizes=10000,40000`` measures only those numbers of live blocks.
+``--sizes=10000,40000`` measures only those numbers of live blocks;
+``--phases`` adds, for each size, the median time of each step of the helper's
+capture (without a profiler's overhead) against the bare snapshot's.
 """
 
 import cProfile
 import io
 import json
+import operator
 import pstats
 import statistics
 import sys
@@ -65,9 +69,40 @@ def helper_cell(log, frontends, traces=False):
         del raw
 
 
+def phase_ms(cell, log, frontends, bare, runs=15):
+    """Medians of each step of helper_cell after runs of ``cell``, and of the bare snapshot, timed without a
+    profiler (whose overhead grows with the calls made, which would misplace the cost)."""
+    names = ("counts and snapshot", "device stats", "read", "publish", "free", "bare")
+    times = {name: [] for name in names}
+    for _ in range(runs):
+        cell()
+        with collector_paused():
+            t0 = time.perf_counter()
+            allocations, raw = torch_probe.counted_snapshot(include_traces=False)
+            t1 = time.perf_counter()
+            devices = torch_probe.device_stats()
+            t2 = time.perf_counter()
+            entry = log.add(
+                raw, allocations, reason="cell", cell_id="c", execution_count=1, error=None, devices=devices
+            )
+            t3 = time.perf_counter()
+            frontends.publish(entry)
+            t4 = time.perf_counter()
+            del raw
+            t5 = time.perf_counter()
+        t = time.perf_counter()
+        bare()
+        t6 = time.perf_counter() - t
+        for name, ms in zip(names, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4, t6)):
+            times[name].append(ms * 1000)
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
 def capture_ms(cell, capture, bare, runs=RUNS):
     """Medians of ``capture`` and of ``bare`` after each run of ``cell``, taken in turn, first one then
-    the other (the cell's own work is not timed): the bare snapshot's time varies from minute to minute."""
+    the other (the cell's own work is not timed), and the median of the runs' ratios: the bare snapshot's
+    time varies from minute to minute (2x within one run on an H100), so a run's pair of times, taken a
+    few ms apart, says more than the two medians, which may come from different minutes."""
     times, bare_times = [], []
     for k in range(runs):
         cell()
@@ -75,7 +110,8 @@ def capture_ms(cell, capture, bare, runs=RUNS):
             t = time.perf_counter()
             fn()
             out.append((time.perf_counter() - t) * 1000)
-    return statistics.median(times), statistics.median(bare_times)
+    paired = statistics.median(map(operator.truediv, times, bare_times))
+    return statistics.median(times), statistics.median(bare_times), paired
 
 
 def nested(depth, fn):
@@ -83,19 +119,19 @@ def nested(depth, fn):
     return fn() if depth == 0 else nested(depth - 1, fn)
 
 
-def capture_costs(profile=False, only=None):
+def capture_costs(profile=False, only=None, phases=False):
     for depth, sizes, trace_modes in ((0, (10_000, 40_000, 100_000), (False, True)), (24, (10_000, 100_000), (False,))):
         for n in sizes:
             if only and n not in only:
                 continue
             keep = nested(depth, lambda n=n: [torch.empty(256, device="cuda") for _ in range(n)])
             for traces in trace_modes:
-                capture_case(n, depth, keep, traces, profile == n and not traces)
+                capture_case(n, depth, keep, traces, profile == n and not traces, phases and not traces)
             keep.clear()  # free the blocks before the next size
             torch.cuda.empty_cache()
 
 
-def capture_case(n, depth, keep, traces, profile):
+def capture_case(n, depth, keep, traces, profile, phases=False):
     log = SnapshotLog()
     frontends = Frontends(log)
     comm = SizeComm()
@@ -140,11 +176,17 @@ def capture_case(n, depth, keep, traces, profile):
     print(
         f"{n:>7} live blocks, {depth:>2} frames deeper, traces {'on ' if traces else 'off'}, helper against "
         f"bare {bare_name}: "
-        + " | ".join(f"{label} {ms:6.1f} / {b:6.1f} ms ({ms / b:.2f}x)" for label, ms, b in times)
+        + " | ".join(f"{label} {ms:6.1f} / {b:6.1f} ms ({ms / b:.2f}x, paired {p:.2f}x)" for label, ms, b, p in times)
         + f" | message: whole {whole / 2**20:.2f} MiB, 300 replaced {comm.bytes / 2**10:.1f} KiB "
         f"({comm.bytes / whole:.1%})"
     )
     added.clear()
+    if phases:
+        steps = phase_ms(replace_300_with_temporaries, log, frontends, bare)
+        print(
+            "    steps (median of 15, 300 replaced and temporaries): "
+            + ", ".join(f"{k} {v:.2f} ms" for k, v in steps.items())
+        )
     if profile:
         prof = cProfile.Profile()
         prof.enable()
@@ -220,7 +262,7 @@ def main():
     profile = [arg.partition("=")[2] or "100000" for arg in sys.argv if arg.startswith("--profile")]
     sizes = [arg.partition("=")[2] for arg in sys.argv if arg.startswith("--sizes=")]
     only = {int(n) for n in sizes[0].split(",")} if sizes else None
-    capture_costs(profile=int(profile[0]) if profile else None, only=only)
+    capture_costs(profile=int(profile[0]) if profile else None, only=only, phases="--phases" in sys.argv)
     if "--no-history-cost" not in sys.argv:
         history_costs()
 
