@@ -98,8 +98,10 @@ export const ICaptureRegistry = new Token<ICaptureRegistry>(
 export interface IFollowedNotebook {
   readonly title: string;
   readonly store: ISnapshotStore;
-  /** The code cells as they are now (id and source), in notebook order. */
+  /** The code cells as they are now (id, source and place), in notebook order. */
   cells(): ICellSource[];
+  /** Emitted when cells are added, moved or deleted: the places that name cells which have not run move. */
+  readonly cellsChanged?: ISignal<unknown, unknown>;
   /** Ask the kernel who holds these blocks; absent where no kernel can answer. */
   requestHolders?(blocks: readonly BlockQuery[]): Promise<IHolderAnswer>;
 }

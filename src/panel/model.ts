@@ -73,11 +73,13 @@ export class DiffPanelModel implements IDisposable {
       return;
     }
     this._notebook?.store.changed.disconnect(this._onStoreChanged, this);
+    this._notebook?.cellsChanged?.disconnect(this._onCellsChanged, this);
     this._notebook = notebook;
     this._selected = null;
     this._custom = null;
     this._invalidate();
     notebook?.store.changed.connect(this._onStoreChanged, this);
+    notebook?.cellsChanged?.connect(this._onCellsChanged, this);
     this._changed.emit();
   }
 
@@ -361,7 +363,13 @@ export class DiffPanelModel implements IDisposable {
       cached !== null &&
       cached.cells.length === cells.length &&
       cached.cells.every(
-        (c, i) => c.id === cells[i].id && c.source === cells[i].source && c.executionCount === cells[i].executionCount
+        (c, i) =>
+          c.id === cells[i].id &&
+          c.source === cells[i].source &&
+          c.executionCount === cells[i].executionCount &&
+          // A cell that has not run is named by its place, which moves when any cell is added, moved or deleted.
+          c.position?.index === cells[i].position?.index &&
+          c.position?.total === cells[i].position?.total
       );
     if (!same) {
       this._cellNames = { cells, names: new CellCodeNames(cells) };
@@ -381,6 +389,11 @@ export class DiffPanelModel implements IDisposable {
     this._isDisposed = true;
     this.setNotebook(null);
     Signal.clearData(this);
+  }
+
+  /** Views redraw: cellNames() sees whether a name changed (it keeps its map while none did). */
+  private _onCellsChanged(): void {
+    this._changed.emit();
   }
 
   private _onStoreChanged(): void {

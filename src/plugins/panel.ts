@@ -72,7 +72,8 @@ export const panelPlugin: JupyterFrontEndPlugin<IDiffPanel> = {
           },
           store: capture.store,
           requestHolders: blocks => capture.requestHolders(blocks),
-          cells: () => codeCellSources(Array.from(notebook.content.model?.cells ?? []))
+          cells: () => codeCellSources(Array.from(notebook.content.model?.cells ?? [])),
+          cellsChanged: notebook.content.model?.cells.changed
         };
         followed.set(notebook, entry);
       }

@@ -20,10 +20,13 @@ test.describe('snapshot file timeline', () => {
     test.setTimeout(120000);
     const name = 'cell04.pickle.gz';
     const manifest = JSON.parse(fs.readFileSync(path.join(REC, 'manifest.json'), 'utf-8'));
-    // The recorded cells' code in a notebook (not run): the panel follows it.
+    // The recorded cells' code in a notebook (not run), under a heading: the panel follows it.
     const sources: string[] = manifest.cells.map((c: { source: string }) => c.source);
     const notebook = {
-      cells: sources.map(source => ({ cell_type: 'code', source, metadata: {}, outputs: [], execution_count: null })),
+      cells: [
+        { cell_type: 'markdown', source: '# Training, recorded on an H200', metadata: {} },
+        ...sources.map(source => ({ cell_type: 'code', source, metadata: {}, outputs: [], execution_count: null }))
+      ],
       metadata: { kernelspec: { name: 'python3', display_name: 'Python 3', language: 'python' } },
       nbformat: 4,
       nbformat_minor: 5
@@ -65,14 +68,13 @@ test.describe('snapshot file timeline', () => {
     await expect(boundaries).toHaveCount(4);
 
     // Hovering shows the event under the pointer with its stack, down to the notebook cell: the
-    // frame of /tmp/ipykernel_644/1078466348.py, line 4, is the first cell's line 4 (not run: named by its place).
+    // frame of /tmp/ipykernel_644/1078466348.py, line 4, is the first code cell's line 4 (not run: named by its place).
     const box = (await chart.boundingBox())!;
     await page.mouse.move(box.x + box.width * (0.5 / 2454), box.y + box.height / 2);
     const hover = view.locator('.jp-CudaMemdiffTimeline-hover');
     await expect(hover).toContainText('Event 1: alloc of 6.75 KiB, then 7.00 KiB allocated');
-    expect(manifest.code_names_by_execution_count['1']).toBe('/tmp/ipykernel_644/1078466348.py');
-    expect(sources[0].split('\n')[3]).toContain('.cuda()');
-    await expect(hover.locator('li').first()).toHaveText('Cell 1/5, line 4');
+    // A cell's place counts every cell, the heading too, as the status bar does.
+    await expect(hover.locator('li').first()).toHaveText('Cell 2/6, line 4');
 
     // Click the boundary after cell 0, then the one after cell 1: the diff is
     // the CLI's diff of the cells' recorded pickles.
@@ -96,22 +98,22 @@ test.describe('snapshot file timeline', () => {
       `net +${mib(expected.net_bytes)}`
     );
     const top = result.locator('tbody tr').first();
-    // The site is a line of the training cell, which the notebook holds twice (cells 2 and 4 of 5): not run
+    // The site is a line of the training cell, which the notebook holds twice (cells 3 and 5 of 6): not run
     // here, each is named by its place, as the status bar names cells.
     const site = expected.groups[0].site;
     const ran = manifest.cells.find(
       (c: any) => manifest.code_names_by_execution_count[c.execution_count] === site.filename
     );
-    const places = sources.flatMap((s, k) => (s === ran.source ? [k + 1] : []));
-    expect(places).toEqual([2, 4]);
-    await expect(top.locator('td').last()).toHaveText(places.map(k => `Cell ${k}/5, line ${site.line}`).join(' or '));
+    const places = sources.flatMap((s, k) => (s === ran.source ? [k + 2] : []));
+    expect(places).toEqual([3, 5]);
+    await expect(top.locator('td').last()).toHaveText(places.map(k => `Cell ${k}/6, line ${site.line}`).join(' or '));
     await expect(top.locator('td').first()).toHaveText(`+${mib(expected.groups[0].net_bytes)}`);
     // The panel, showing the same file, names cells the same way: its segment map's colours each name one cell.
     const legend = page.locator('#cuda-memdiff-panel .jp-CudaMemdiffSegments-legend li');
     await expect(legend.first()).toBeVisible();
     const cellColours = (await legend.allTextContents()).filter(t => t.startsWith('Cell'));
     expect(cellColours.length).toBeGreaterThan(1);
-    expect(cellColours.every(t => /^Cell \d\/5$/.test(t))).toBe(true);
+    expect(cellColours.every(t => /^Cell \d\/6$/.test(t))).toBe(true);
     expect(new Set(cellColours).size).toBe(cellColours.length);
     await result.scrollIntoViewIfNeeded();
     await expect(result).toBeInViewport();

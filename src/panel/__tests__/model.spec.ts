@@ -1,7 +1,8 @@
 import * as fs from 'fs';
 import * as path from 'path';
+import { Signal } from '@lumino/signaling';
 import { SnapshotStore } from '../../capture/store';
-import { readSnapshot } from '../../engine';
+import { cellTag, murmur2, readSnapshot } from '../../engine';
 import { DiffPanelModel, distinctFileNames, IFollowedNotebook, PanelSection } from '../model';
 import { runsOf } from '../../engine/__tests__/roleRuns';
 
@@ -78,6 +79,37 @@ describe('DiffPanelModel', () => {
     expect(model.cellNames()).toBe(names);
     sources[0] = sources[0] + '\n# edited';
     expect(model.cellNames()).not.toBe(names);
+  });
+
+  it('names a cell that has not run by its place, and follows the place when a cell is added above', () => {
+    const model = new DiffPanelModel();
+    const sources = manifest.cells.map((c: any) => c.source as string);
+    let above = 0; // markdown cells above the code cells
+    const cellsChanged = new Signal<unknown, unknown>({});
+    const notebook = {
+      ...notebookWith(3),
+      cellsChanged,
+      cells: () =>
+        sources.map((source: string, i: number) => ({
+          id: `cell-${i}`,
+          source,
+          position: { index: above + i + 1, total: above + sources.length }
+        }))
+    };
+    model.setNotebook(notebook);
+    let redraws = 0;
+    model.changed.connect(() => redraws++);
+    const placeOf = () =>
+      model
+        .cellNames()
+        .lookup(`/tmp/ipykernel_1/${murmur2(sources[4])}.py`)!
+        .cells.map(cellTag);
+    // Cell 2 ran (its record gives [3]); its copy, cell 4, has not: named by its place.
+    expect(placeOf()).toEqual(['[3]', `5/${sources.length}`]);
+    above = 1;
+    cellsChanged.emit(undefined);
+    expect(redraws).toBe(1); // the views ask again
+    expect(placeOf()).toEqual(['[3]', `6/${sources.length + 1}`]);
   });
 
   it('maps frames to the notebook cells with their execution counts', () => {
