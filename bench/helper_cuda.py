@@ -70,12 +70,13 @@ def helper_cell(log, frontends, traces=False):
 
 
 def phase_ms(cell, log, frontends, bare, runs=15):
-    """Medians of each step of helper_cell after runs of ``cell``, and of the bare snapshot, timed without a
-    profiler (whose overhead grows with the calls made, which would misplace the cost)."""
+    """Medians of each step of helper_cell after runs of ``cell``, and of the bare snapshot (taken before or
+    after it in turn, as capture_ms does), timed without a profiler (whose overhead grows with the calls made,
+    which would misplace the cost)."""
     names = ("counts and snapshot", "device stats", "read", "publish", "free", "bare")
     times = {name: [] for name in names}
-    for _ in range(runs):
-        cell()
+
+    def helper():
         with collector_paused():
             t0 = time.perf_counter()
             allocations, raw = torch_probe.counted_snapshot(include_traces=False)
@@ -90,11 +91,23 @@ def phase_ms(cell, log, frontends, bare, runs=15):
             t4 = time.perf_counter()
             del raw
             t5 = time.perf_counter()
+        return t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4
+
+    def bare_ms():
         t = time.perf_counter()
         bare()
-        t6 = time.perf_counter() - t
-        for name, ms in zip(names, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4, t6)):
-            times[name].append(ms * 1000)
+        return time.perf_counter() - t
+
+    for k in range(runs):
+        cell()
+        if k % 2:
+            steps = helper()  # its objects go when it returns, outside every step's time
+            bare_s = bare_ms()
+        else:
+            bare_s = bare_ms()
+            steps = helper()
+        for name, seconds in zip(names, (*steps, bare_s)):
+            times[name].append(seconds * 1000)
     return {name: statistics.median(values) for name, values in times.items()}
 
 
