@@ -51,27 +51,42 @@ interface IGroup {
 }
 
 /** The cell whose code allocated a block: the outermost notebook frame of its stack. */
-function allocatingCell(snapshot: Snapshot, block: Block, cells: CellCodeNames): IGroup | null {
+function allocatingCell(
+  snapshot: Snapshot,
+  block: Block,
+  cells: CellCodeNames,
+  trans: TranslationBundle
+): IGroup | null {
   const ids = snapshot.frames.stack(block.stack);
   for (let i = ids.length - 1; i >= 0; i--) {
     const frame = snapshot.frames.frame(ids[i]);
     if (isCellFilename(frame.filename)) {
-      const cell = cells.lookup(frame.filename)?.cells[0];
-      return cell ? { key: `cell:${cell.id}`, label: cellFrameLabel(cell, frame.line).cellLabel } : null;
+      const copies = cells.lookup(frame.filename)?.cells ?? [];
+      // Copies of one cell share its code: one colour, and the legend names each copy.
+      const label = copies.map(c => cellFrameLabel(c, frame.line, trans).cellLabel).join(` ${trans.__('or')} `);
+      return copies.length ? { key: `cell:${copies[0].id}`, label } : null;
     }
   }
   return null;
 }
 
 /** The allocation site of a block: its innermost frame worth showing. */
-function allocatingSite(snapshot: Snapshot, block: Block, cells: CellCodeNames, showAll: boolean): IGroup | null {
+function allocatingSite(
+  snapshot: Snapshot,
+  block: Block,
+  cells: CellCodeNames,
+  showAll: boolean,
+  trans: TranslationBundle
+): IGroup | null {
   const id = allocationSite(snapshot.frames, block.stack, { allFrames: showAll });
   if (id < 0) {
     return null;
   }
   const frame = snapshot.frames.frame(id);
-  const cell = cells.lookup(frame.filename)?.cells[0];
-  const where = cell ? cellFrameLabel(cell, frame.line).label : `${frame.filename.split('/').pop()}:${frame.line}`;
+  const copies = cells.lookup(frame.filename)?.cells ?? [];
+  const where = copies.length
+    ? copies.map(c => cellFrameLabel(c, frame.line, trans).label).join(` ${trans.__('or')} `)
+    : `${frame.filename.split('/').pop()}:${frame.line}`;
   return { key: `site:${id}`, label: `${frame.name} (${where})` };
 }
 
@@ -139,7 +154,7 @@ export function SegmentMap(props: ISegmentMapProps): JSX.Element {
     const byStack = new Map<number, IGroup | null>();
     const cellOf = (block: Block) => {
       if (!byStack.has(block.stack)) {
-        byStack.set(block.stack, allocatingCell(snapshot, block, cells));
+        byStack.set(block.stack, allocatingCell(snapshot, block, cells, trans));
       }
       return byStack.get(block.stack) ?? null;
     };
@@ -150,7 +165,7 @@ export function SegmentMap(props: ISegmentMapProps): JSX.Element {
         return cellOf(block);
       }
       if (!siteByStack.has(block.stack)) {
-        siteByStack.set(block.stack, allocatingSite(snapshot, block, cells, showAllFrames));
+        siteByStack.set(block.stack, allocatingSite(snapshot, block, cells, showAllFrames, trans));
       }
       return siteByStack.get(block.stack) ?? null;
     };
@@ -169,7 +184,7 @@ export function SegmentMap(props: ISegmentMapProps): JSX.Element {
     };
     const legend = top.map((key, k) => ({ key, className: `jp-mod-group${k}`, label: labels.get(key) ?? key }));
     return { keyOf, colourOf, legend, byCell };
-  }, [snapshot, cells, showAllFrames]);
+  }, [snapshot, cells, showAllFrames, trans]);
   const { keyOf, byCell } = byCode;
   const codeLayout = React.useMemo(
     () =>
