@@ -2,7 +2,7 @@ import { expect, test } from '@jupyterlab/galata';
 import { execSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
-import { BADGE, CODE_CELLS, NOTEBOOK, openReplayedDemo } from './demo';
+import { BADGE, CODE_CELLS, NOTEBOOK, openReplayedDemo, restartKernel } from './demo';
 
 // The demo notebook's session recorded on an H200: the replaying kernel serves
 // these snapshots, so each badge must show the recorded allocator figures.
@@ -106,11 +106,7 @@ test.describe('capture replaying an H200 session', () => {
     await (await page.notebook.getCellLocator(0))!.scrollIntoViewIfNeeded();
     await expectRecordedBadges(page);
 
-    // The command waits for the dialog: start it without awaiting, then answer.
-    await page.evaluate(() => {
-      void window.jupyterapp.commands.execute('notebook:restart-kernel', { activate: false });
-    });
-    await page.locator('.jp-Dialog').getByRole('button', { name: 'Confirm Kernel Restart' }).click();
+    await restartKernel(page);
     const first = await badgeOf(page, CODE_CELLS[0]);
     await expect(first).toHaveClass(/jp-CudaMemdiffBadge-stale/, { timeout: 60000 });
     await expect(page.locator('.jp-CudaMemdiffStatus')).toContainText('replaying a recorded session', {
@@ -138,10 +134,7 @@ test.describe('capture replaying an H200 session', () => {
       );
       await expect(badge).not.toHaveAttribute('data-cuda-memdiff-net-bytes', /.*/);
     }
-    await page.evaluate(() => {
-      void window.jupyterapp.commands.execute('notebook:restart-kernel', { activate: false });
-    });
-    await page.locator('.jp-Dialog').getByRole('button', { name: 'Confirm Kernel Restart' }).click();
+    await restartKernel(page);
     // the new kernel process: the old run's badges are dimmed, the notes gone
     await expect(await badgeOf(page, CODE_CELLS[0])).toHaveClass(/jp-CudaMemdiffBadge-stale/, { timeout: 60000 });
     await expect(page.locator('.jp-CudaMemdiffStatus')).toContainText('replaying a recorded session', {

@@ -217,3 +217,23 @@ export async function topInPanel(page: IJupyterLabPageFixture, element: Locator)
   const content = (await page.locator(PANEL_CONTENT).boundingBox())!;
   return Math.round(box.y - content.y);
 }
+
+/**
+ * Restart the notebook's kernel as a person does (the command, then the
+ * dialog). Galata's kernel tracker answers every POST under /api/kernels,
+ * the restart's too, with 201 Created, where the server says 200 OK and
+ * JupyterLab takes only 200: its restart then failed in the page ("Invalid
+ * response: 201 Created") while the kernel restarted, and what followed
+ * depended on timing. The restart goes to the server untouched.
+ */
+export async function restartKernel(page: IJupyterLabPageFixture): Promise<void> {
+  const restart = /\/api\/kernels\/[^/?]+\/restart/;
+  await page.route(restart, route => route.continue());
+  const answered = page.waitForResponse(r => restart.test(r.url()) && r.request().method() === 'POST');
+  // The command waits for the dialog: start it without awaiting, then answer.
+  await page.evaluate(() => {
+    void window.jupyterapp.commands.execute('notebook:restart-kernel', { activate: false });
+  });
+  await page.locator('.jp-Dialog').getByRole('button', { name: 'Confirm Kernel Restart' }).click();
+  expect((await answered).status()).toBe(200);
+}

@@ -12,6 +12,7 @@ import {
   openPanel,
   openReplayedDemo,
   PANEL,
+  restartKernel,
   runReplayedDemo,
   setTheme
 } from './demo';
@@ -25,10 +26,7 @@ test('a kernel restart is marked on the chart and told apart in the pickers', as
   const panel = await openPanel(page);
   await expect(panel.locator('.jp-CudaMemdiffChart-restart')).toHaveCount(0);
 
-  await page.evaluate(() => {
-    void window.jupyterapp.commands.execute('notebook:restart-kernel', { activate: false });
-  });
-  await page.locator('.jp-Dialog').getByRole('button', { name: 'Confirm Kernel Restart' }).click();
+  await restartKernel(page);
   await expect(page.locator('.jp-CudaMemdiffStatus')).toContainText('replaying a recorded session', { timeout: 60000 });
   await page.notebook.runCell(CODE_CELLS[0]);
 
