@@ -28,16 +28,32 @@ export function cellFrameLabel(
 }
 
 /**
+ * The cells one frame stands for, named and joined by "or": copies of one
+ * cell share its code name, so the frame cannot tell which of them ran.
+ * `part` picks `Cell [5], line 3` (label) or `Cell [5]` (cellLabel).
+ */
+export function copiesText(
+  copies: readonly ICellSource[],
+  line: number,
+  trans: TranslationBundle,
+  part: 'label' | 'cellLabel' = 'label'
+): string {
+  return copies.map(c => cellFrameLabel(c, line, trans)[part]).join(` ${trans.__('or')} `);
+}
+
+/** A run of C++ frames shown as one line of a stack. */
+export function nativeFramesText(count: number, trans: TranslationBundle): string {
+  return trans._n('[%1 C++ frame]', '[%1 C++ frames]', count);
+}
+
+/**
  * A frame in one line of text, as the panel names it everywhere: `Cell [5],
- * line 3` for a notebook cell's frame (each cell with that code, joined by
- * "or"), else `name (file:line)`.
+ * line 3` for a notebook cell's frame (each cell with that code, see
+ * copiesText), else `name (file:line)`.
  */
 export function frameText(frame: Frame, cells: CellCodeNames, trans: TranslationBundle): string {
   const match = cells.lookup(frame.filename);
-  if (match) {
-    return match.cells.map(c => cellFrameLabel(c, frame.line, trans).label).join(` ${trans.__('or')} `);
-  }
-  return `${frame.name} (${frame.filename}:${frame.line})`;
+  return match ? copiesText(match.cells, frame.line, trans) : `${frame.name} (${frame.filename}:${frame.line})`;
 }
 
 /** Props of StackView. */
@@ -67,7 +83,7 @@ export function StackView(props: IStackViewProps): JSX.Element {
         if (entry.kind === 'native') {
           return (
             <li key={i} className="jp-CudaMemdiffStack-native">
-              {trans._n('[%1 C++ frame]', '[%1 C++ frames]', entry.count)}
+              {nativeFramesText(entry.count, trans)}
             </li>
           );
         }

@@ -6,7 +6,7 @@
  * pure functions; the engine worker answers every question about the trace.
  */
 import { TranslationBundle } from '@jupyterlab/translation';
-import { frameText } from '../components/stack';
+import { frameText, nativeFramesText } from '../components/stack';
 import { CellCodeNames, formatBytes, ITimelineSeries } from '../engine';
 import type { IMoment, IMomentDiff, MomentFrame } from '../worker/files';
 
@@ -281,7 +281,5 @@ function stackList(frames: readonly MomentFrame[], cells: CellCodeNames, trans: 
 }
 
 function momentFrameText(frame: MomentFrame, cells: CellCodeNames, trans: TranslationBundle): string {
-  return 'native' in frame
-    ? trans._n('[%1 C++ frame]', '[%1 C++ frames]', frame.native)
-    : frameText(frame, cells, trans);
+  return 'native' in frame ? nativeFramesText(frame.native, trans) : frameText(frame, cells, trans);
 }

@@ -21,7 +21,7 @@ import {
   visibleStack
 } from '../engine';
 import { largestGroups, rolesPresent, segmentMapLayout } from './segments';
-import { cellFrameLabel, ICellLocation, StackView } from '../components/stack';
+import { cellFrameLabel, copiesText, ICellLocation, nativeFramesText, StackView } from '../components/stack';
 import { useWidth } from './width';
 
 /** Width before the panel is measured, in pixels. */
@@ -61,10 +61,9 @@ function allocatingCell(
   for (let i = ids.length - 1; i >= 0; i--) {
     const frame = snapshot.frames.frame(ids[i]);
     if (isCellFilename(frame.filename)) {
-      const copies = cells.lookup(frame.filename)?.cells ?? [];
+      const copies = cells.lookup(frame.filename)?.cells;
       // Copies of one cell share its code: one colour, and the legend names each copy.
-      const label = copies.map(c => cellFrameLabel(c, frame.line, trans).cellLabel).join(` ${trans.__('or')} `);
-      return copies.length ? { key: `cell:${copies[0].id}`, label } : null;
+      return copies ? { key: `cell:${copies[0].id}`, label: copiesText(copies, frame.line, trans, 'cellLabel') } : null;
     }
   }
   return null;
@@ -83,10 +82,8 @@ function allocatingSite(
     return null;
   }
   const frame = snapshot.frames.frame(id);
-  const copies = cells.lookup(frame.filename)?.cells ?? [];
-  const where = copies.length
-    ? copies.map(c => cellFrameLabel(c, frame.line, trans).label).join(` ${trans.__('or')} `)
-    : `${frame.filename.split('/').pop()}:${frame.line}`;
+  const copies = cells.lookup(frame.filename)?.cells;
+  const where = copies ? copiesText(copies, frame.line, trans) : `${frame.filename.split('/').pop()}:${frame.line}`;
   return { key: `site:${id}`, label: `${frame.name} (${where})` };
 }
 
@@ -99,7 +96,7 @@ function blockTitle(snapshot: Snapshot, block: Block, cells: CellCodeNames, tran
   const entries = visibleStack(snapshot.frames, block.stack);
   for (const entry of entries.slice(0, HOVER_FRAMES)) {
     if (entry.kind === 'native') {
-      lines.push(`  ${trans._n('[%1 C++ frame]', '[%1 C++ frames]', entry.count)}`);
+      lines.push(`  ${nativeFramesText(entry.count, trans)}`);
     } else {
       const f = snapshot.frames.frame(entry.frameId);
       const cell = cells.lookup(f.filename)?.cells[0];
