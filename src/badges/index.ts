@@ -131,8 +131,8 @@ export class CellBadges implements IDisposable {
       }))
     );
     const cells = this._cellNames;
-    const lines = oom ? oomLines(oom, cells) : [];
-    const said = peak ? peakLine(peak, record.snapshot.frames, cells) : null;
+    const lines = oom ? oomLines(oom, cells, this._trans) : [];
+    const said = peak ? peakLine(peak, record.snapshot.frames, cells, this._trans) : null;
     return said ? [...lines, said] : lines;
   }
 

@@ -5,7 +5,16 @@
  */
 import * as React from 'react';
 import { nullTranslator, TranslationBundle } from '@jupyterlab/translation';
-import { CellCodeNames, cellTag, Frame, FrameTable, ICellSource, IFrameFilterOptions, visibleStack } from '../engine';
+import {
+  CellCodeNames,
+  cellTag,
+  Frame,
+  FrameTable,
+  ICellSite,
+  ICellSource,
+  IFrameFilterOptions,
+  visibleStack
+} from '../engine';
 
 /** Where a frame points in the notebook. */
 export interface ICellLocation {
@@ -16,14 +25,14 @@ export interface ICellLocation {
 /** The labels (`Cell [5]`, `Cell [5], line 3`; see cellTag) and the source line of a frame inside a notebook cell. */
 export function cellFrameLabel(
   cell: ICellSource,
-  line: number,
+  line: number | null,
   trans: TranslationBundle = nullTranslator.load('jupyterlab_cuda_memdiff')
 ): { cellLabel: string; label: string; sourceLine: string } {
   const tag = cellTag(cell);
   return {
     cellLabel: trans.__('Cell %1', tag),
-    label: trans.__('Cell %1, line %2', tag, line),
-    sourceLine: cell.source.split('\n')[line - 1]?.trim() ?? ''
+    label: trans.__('Cell %1, line %2', tag, line ?? '?'),
+    sourceLine: line === null ? '' : (cell.source.split('\n')[line - 1]?.trim() ?? '')
   };
 }
 
@@ -34,7 +43,7 @@ export function cellFrameLabel(
  */
 export function copiesText(
   copies: readonly ICellSource[],
-  line: number,
+  line: number | null,
   trans: TranslationBundle,
   part: 'label' | 'cellLabel' = 'label'
 ): string {
@@ -54,6 +63,19 @@ export function nativeFramesText(count: number, trans: TranslationBundle): strin
 export function frameText(frame: Frame, cells: CellCodeNames, trans: TranslationBundle): string {
   const match = cells.lookup(frame.filename);
   return match ? copiesText(match.cells, frame.line, trans) : `${frame.name} (${frame.filename}:${frame.line})`;
+}
+
+/**
+ * An allocation site in one line of text: `Cell [4], line 3` (each copy of
+ * the cell, see copiesText), `train_step (Cell [1], line 7)` for a function a
+ * cell defined, `file.py:12` outside the notebook.
+ */
+export function siteText(site: ICellSite, trans: TranslationBundle): string {
+  if (site.cell) {
+    const place = copiesText(site.sameSource ?? [site.cell], site.line, trans);
+    return site.function ? trans.__('%1 (%2)', site.function, place) : place;
+  }
+  return site.line === null ? trans.__('no Python stack') : `${site.filename.split('/').pop()}:${site.line}`;
 }
 
 /** Props of StackView. */

@@ -34,9 +34,14 @@ export interface ICellSource {
  */
 export function cellTag(cell: ICellSource): string {
   if (cell.executionCount !== undefined && cell.executionCount !== null) {
-    return `[${cell.executionCount}]`;
+    return runTag(cell.executionCount);
   }
-  return cell.position ? `${cell.position.index}/${cell.position.total}` : '[ ]';
+  return cell.position ? `${cell.position.index}/${cell.position.total}` : runTag(null);
+}
+
+/** A run's execution count as the cell's prompt shows it: `[3]`, or `[ ]` for a run without one. */
+export function runTag(executionCount: number | null | undefined): string {
+  return `[${executionCount ?? ' '}]`;
 }
 
 /** The cells a code name can stand for; more than one when sources are identical. */

@@ -22,6 +22,7 @@ import {
   IRankLeaksResult,
   LeakReport,
   roleCodes,
+  runTag,
   sessionBuffers,
   Snapshot
 } from '../engine';
@@ -267,7 +268,7 @@ export class LeakFinderModel implements IDisposable {
     const cellIndex = records.map(r => cells.findIndex(c => c.id === r.cellId));
     const executions = records.map((r, k) => {
       // Named as the stack frames name cells: by execution count, what the notebook shows.
-      const count = `[${r.executionCount ?? ' '}]`;
+      const count = runTag(r.executionCount);
       return {
         cellId: r.cellId ?? `execution ${k}`,
         executionCount: r.executionCount,

@@ -9,7 +9,7 @@ import * as React from 'react';
 import { TranslationBundle } from '@jupyterlab/translation';
 import { closeIcon } from '@jupyterlab/ui-components';
 import { CellRecord } from '../capture/store';
-import { formatBytes, totalBytes } from '../engine';
+import { formatBytes, runTag, totalBytes } from '../engine';
 import { IChartInput } from './chart';
 import { SessionChart } from './chartview';
 import { DiffView } from './diffview';
@@ -36,7 +36,7 @@ export interface IPanelBodyProps {
 /** A record as the pickers and the chart name it: `[3] first line`, with its kernel after a restart. */
 function recordLabel(record: CellRecord, model: DiffPanelModel, trans: TranslationBundle): string {
   const cell = model.notebook?.cells().find(c => c.id === record.cellId);
-  const count = `[${record.executionCount ?? ' '}]`;
+  const count = runTag(record.executionCount);
   const first =
     cell?.source
       .split('\n')

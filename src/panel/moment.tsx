@@ -11,19 +11,19 @@ import { CellRecord } from '../capture/store';
 import {
   CellCodeNames,
   cellSites,
-  cellTag,
   formatBytes,
-  FragmentationAdvice,
   groupBySite,
   ICellSite,
   IOomReport,
   IPeakAnatomy,
+  runTag,
   SnapshotDiff
 } from '../engine';
 import { DiffView } from './diffview';
 import { DiffPanelModel } from './model';
 import { Section } from '../components/section';
-import { ICellLocation } from '../components/stack';
+import { fragmentationWords } from '../components/fragmentation';
+import { copiesText, ICellLocation, siteText } from '../components/stack';
 
 /** Rows of the holder tables. */
 const ROWS_SHOWN = 5;
@@ -54,7 +54,7 @@ export function MomentSection(props: IMomentSectionProps & { show: 'oom' | 'peak
   if ((props.show === 'oom' && !oom) || (props.show === 'peak' && !peak)) {
     return null;
   }
-  const cell = `[${record.executionCount ?? ' '}]`;
+  const cell = runTag(record.executionCount);
   return (
     <Section
       name={oom ? 'oom' : 'peak'}
@@ -69,24 +69,13 @@ export function MomentSection(props: IMomentSectionProps & { show: 'oom' | 'peak
   );
 }
 
-/** A site in the panel's words: `Cell [4], line 3`, `train_step (Cell [1], line 7)` for a function a cell defined. */
-export function siteLabel(site: ICellSite, trans: TranslationBundle): string {
-  if (site.cell) {
-    // Copies of one cell share its code name: say each, the frame cannot tell which ran it.
-    const counts = (site.sameSource ?? [site.cell]).map(cellTag);
-    const which = counts.slice(1).reduce((text, count) => trans.__('%1 or %2', text, count), counts[0]);
-    return site.function
-      ? trans.__('%1 (Cell %2, line %3)', site.function, which, site.line ?? '?')
-      : trans.__('Cell %1, line %2', which, site.line ?? '?');
-  }
-  return site.line === null ? trans.__('no Python stack') : `${site.filename.split('/').pop()}:${site.line}`;
-}
-
 /** Bytes by allocating cell (all its lines together), largest first. */
 function byCell(sites: readonly ICellSite[], trans: TranslationBundle): { label: string; bytes: number }[] {
   const sums = new Map<string, number>();
   for (const s of sites) {
-    const label = s.cell ? trans.__('Cell %1', cellTag(s.cell)) : trans.__('outside the notebook');
+    const label = s.cell
+      ? copiesText(s.sameSource ?? [s.cell], s.line, trans, 'cellLabel')
+      : trans.__('outside the notebook');
     sums.set(label, (sums.get(label) ?? 0) + s.bytes);
   }
   return [...sums.entries()].map(([label, bytes]) => ({ label, bytes })).sort((p, q) => q.bytes - p.bytes);
@@ -125,17 +114,6 @@ function MomentDiff(props: IMomentSectionProps & { diff: SnapshotDiff; caption: 
   );
 }
 
-/** What the post-mortem says about fragmentation, by the engine's advice. */
-export function fragmentationWords(advice: FragmentationAdvice, trans: TranslationBundle): string {
-  return advice === 'expandable-segments-on'
-    ? trans.__(
-        'Fragmentation: the free space in segments would fit the request, but no free block is big enough. Expandable segments are already on, so that setting will not help.'
-      )
-    : trans.__(
-        'Fragmentation: the free space in segments would fit the request, but no free block is big enough. Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True before CUDA starts.'
-      );
-}
-
 function OomBody(props: IMomentSectionProps & { record: CellRecord; oom: IOomReport }): JSX.Element {
   const { model, trans, oom } = props;
   const cells: CellCodeNames = model.cellNames();
@@ -163,7 +141,7 @@ function OomBody(props: IMomentSectionProps & { record: CellRecord; oom: IOomRep
       <HolderTable
         name="site"
         caption={trans.__('What filled the device, by site')}
-        rows={sites.map(s => ({ label: siteLabel(s, trans), bytes: s.bytes }))}
+        rows={sites.map(s => ({ label: siteText(s, trans), bytes: s.bytes }))}
       />
       <HolderTable name="cell" caption={trans.__('By cell')} rows={byCell(sites, trans)} />
       <MomentDiff {...props} diff={oom.diff} caption={trans.__("At the error, against the cell's start")} />
@@ -188,7 +166,7 @@ function PeakBody(props: IMomentSectionProps & { record: CellRecord; peak: IPeak
       <HolderTable
         name="site"
         caption={trans.__('Alive at the peak, by site')}
-        rows={sites.map(s => ({ label: siteLabel(s, trans), bytes: s.bytes }))}
+        rows={sites.map(s => ({ label: siteText(s, trans), bytes: s.bytes }))}
       />
       <MomentDiff {...props} diff={peak.diff} caption={trans.__("The peak moment, against the cell's start")} />
     </div>

@@ -1,5 +1,6 @@
 // The tooltip's words from the allocation history, on the helper's real
 // messages replaying H200 recordings (dump_replay.py), through the store.
+import { nullTranslator } from '@jupyterlab/translation';
 import { execFileSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
@@ -8,6 +9,8 @@ import { CellCodeNames, IWireSnapshot, oomReport, WireDecoder } from '../../engi
 import { manifestOf } from '../../engine/__tests__/data';
 import { fragmentedOom, twoDeviceOom } from '../../engine/__tests__/oomCases';
 import { oomLines, peakLine } from '../history';
+
+const trans = nullTranslator.load('jupyterlab_cuda_memdiff');
 
 const ROOT = path.resolve(__dirname, '../../..');
 const VENV_PYTHON = path.join(ROOT, '.venv', 'bin', 'python');
@@ -53,7 +56,7 @@ describe('badge tooltip from the history', () => {
   it('says why a cell ran out of memory: the request, the free memory and who held the device', () => {
     const { store, cells } = replayed('oom--python');
     const cell = store.records.filter(r => r.reason === 'cell')[1];
-    expect(oomLines(store.oomOf(cell)!, cells)).toEqual([
+    expect(oomLines(store.oomOf(cell)!, cells, trans)).toEqual([
       "It asked for 60.0 GiB on cuda:0, with 39.3 GiB free on the device and 0 B free in PyTorch's segments (largest free block 0 B).",
       'The device held: 100 GiB from Cell [1], line 3.'
     ]);
@@ -65,7 +68,7 @@ describe('badge tooltip from the history', () => {
     const records = store.records.filter(r => r.reason === 'cell');
     const lines = records.map(r => {
       const peak = store.peakOf(r);
-      return peak ? peakLine(peak, store.frames, cells) : null;
+      return peak ? peakLine(peak, store.frames, cells, trans) : null;
     });
     // each cell's peak, replayed from the recorded history, is the kernel's recorded peak
     // (within 1 KiB: cell 3's replay comes to 1,016 bytes less than torch's counter)
@@ -77,9 +80,9 @@ describe('badge tooltip from the history', () => {
     // history--python: cells [2] and [3] hold the same code; cell [4]'s peak is its 512 MiB temporary
     const { store, cells } = replayed('history--python', 'live');
     const record = store.records.filter(r => r.reason === 'cell')[3];
-    expect(peakLine(store.peakOf(record)!, store.frames, cells)).toBe(
-      'At peak (808 MiB): 512 MiB from Cell [4], line 2; 256 MiB from Cell [2] or [3], line 2; ' +
-        '32.0 MiB from Cell [2] or [3], line 4.'
+    expect(peakLine(store.peakOf(record)!, store.frames, cells, trans)).toBe(
+      'At peak (808 MiB): 512 MiB from Cell [4], line 2; 256 MiB from Cell [2], line 2 or Cell [3], line 2; ' +
+        '32.0 MiB from Cell [2], line 4 or Cell [3], line 4.'
     );
   });
 
@@ -87,7 +90,7 @@ describe('badge tooltip from the history', () => {
     // exception_kept: cell [1] defines train_step, cell [2] calls it (x at line 6, h and its graph at line 7)
     const { store, cells } = replayed('exception_kept--holders', 'live');
     const record = store.records.filter(r => r.reason === 'cell')[1];
-    expect(peakLine(store.peakOf(record)!, store.frames, cells)).toBe(
+    expect(peakLine(store.peakOf(record)!, store.frames, cells, trans)).toBe(
       'At peak (353 MiB): 161 MiB from train_step (Cell [1], line 7); 128 MiB from train_step (Cell [1], line 6); ' +
         '64.0 MiB from Cell [1], line 4.'
     );
@@ -104,22 +107,22 @@ describe('badge tooltip of the OOMs the adversarial run found misread', () => {
   // cells 2 [3] and 3 [4] run the same code: the frame cannot tell which
   it("names the newest OOM of two devices and that device's holders only", () => {
     const { start, atOom } = twoDeviceOom();
-    expect(oomLines(oomReport(start, atOom)!, cellsOf('multi_gpu_split--python'))).toEqual([
+    expect(oomLines(oomReport(start, atOom)!, cellsOf('multi_gpu_split--python'), trans)).toEqual([
       "It asked for 10.0 GiB on cuda:0, with 5.00 GiB free on the device and 17.0 MiB free in PyTorch's segments (largest free block 16.0 MiB).",
-      'The device held: 64.0 MiB from Cell [1], line 3; 33.0 MiB from Cell [3] or [4], line 2; 16.0 MiB from Cell [2], line 1.'
+      'The device held: 64.0 MiB from Cell [1], line 3; 33.0 MiB from Cell [3], line 2 or Cell [4], line 2; 16.0 MiB from Cell [2], line 1.'
     ]);
   });
 
   it('says expandable segments are already on instead of suggesting them', () => {
     const cells = cellsOf('eval_without_no_grad--python');
     const on = fragmentedOom(true);
-    expect(oomLines(oomReport(on.start, on.atOom)!, cells)[1]).toBe(
-      'Fragmentation: the free space in segments would fit the request, but no free block is big enough; ' +
-        'expandable segments are already on, so that setting will not help.'
+    expect(oomLines(oomReport(on.start, on.atOom)!, cells, trans)[1]).toBe(
+      'Fragmentation: the free space in segments would fit the request, but no free block is big enough. ' +
+        'Expandable segments are already on, so that setting will not help.'
     );
     const off = fragmentedOom(false);
-    expect(oomLines(oomReport(off.start, off.atOom)!, cells)[1]).toContain(
-      'PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True avoids it.'
+    expect(oomLines(oomReport(off.start, off.atOom)!, cells, trans)[1]).toContain(
+      'Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True before CUDA starts.'
     );
   });
 });

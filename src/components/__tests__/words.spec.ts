@@ -1,12 +1,13 @@
-// The panel's OOM view words the engine's fragmentation finding; it decides nothing itself.
+// Words the panel's peak and OOM views and the badge tooltips share; the engine decides, these only word it.
 import { nullTranslator } from '@jupyterlab/translation';
 import { ICellSite, oomReport } from '../../engine';
 import { fragmentedOom } from '../../engine/__tests__/oomCases';
-import { fragmentationWords, siteLabel } from '../moment';
+import { fragmentationWords } from '../fragmentation';
+import { siteText } from '../stack';
 
 const trans = nullTranslator.load('jupyterlab_cuda_memdiff');
 
-describe("the OOM view's fragmentation advice", () => {
+describe('the fragmentation advice', () => {
   it('says expandable segments are already on, from the same engine finding as the CLI', () => {
     const { start, atOom } = fragmentedOom(true);
     const words = fragmentationWords(oomReport(start, atOom)!.fragmentationAdvice!, trans);
@@ -22,7 +23,7 @@ describe("the OOM view's fragmentation advice", () => {
   });
 });
 
-describe("the peak and OOM views' sites", () => {
+describe('a site in words', () => {
   const cell = { id: '0', source: 'def train_step(bs): ...', executionCount: 1 };
   const site: ICellSite = {
     cell,
@@ -35,10 +36,24 @@ describe("the peak and OOM views' sites", () => {
   };
 
   it("name a cell's own code by cell and line", () => {
-    expect(siteLabel(site, trans)).toBe('Cell [1], line 7');
+    expect(siteText(site, trans)).toBe('Cell [1], line 7');
   });
 
   it('name a function one cell defined, at the place of its code', () => {
-    expect(siteLabel({ ...site, function: 'train_step' }, trans)).toBe('train_step (Cell [1], line 7)');
+    expect(siteText({ ...site, function: 'train_step' }, trans)).toBe('train_step (Cell [1], line 7)');
+  });
+
+  it('name every copy of the cell, as stacks do: the frame cannot tell which ran', () => {
+    const copy = { id: '1', source: cell.source, executionCount: 3 };
+    expect(siteText({ ...site, sameSource: [cell, copy] }, trans)).toBe('Cell [1], line 7 or Cell [3], line 7');
+    expect(siteText({ ...site, sameSource: [cell, copy], function: 'f' }, trans)).toBe(
+      'f (Cell [1], line 7 or Cell [3], line 7)'
+    );
+  });
+
+  it('name a site outside the notebook by file and line, and one without a Python stack as such', () => {
+    const outside = { ...site, cell: null, filename: '/opt/lib/model.py', line: 12 };
+    expect(siteText(outside, trans)).toBe('model.py:12');
+    expect(siteText({ ...outside, line: null }, trans)).toBe('no Python stack');
   });
 });
