@@ -5,7 +5,6 @@
 import {
   adviceText,
   allocationSite,
-  CellCodeNames,
   findingText,
   formatBytes,
   holderText,
@@ -21,7 +20,7 @@ import {
   stacklessBytes,
   visibleStack
 } from '../engine';
-import { frameJson, leftOutJson, siteJson, siteLabel } from './report';
+import { frameJson, leftOutJson, sessionCells, siteJson, siteLabel } from './report';
 import { renderTable } from './table';
 
 /**
@@ -32,9 +31,7 @@ import { renderTable } from './table';
  */
 export function leaksJson(report: LeakReport, session: ISession, options: IFrameFilterOptions) {
   const cells = session.manifest.cells;
-  const names = new CellCodeNames(
-    session.sourceCells.map(c => ({ id: String(c.index), source: c.source, executionCount: c.execution_count }))
-  );
+  const names = sessionCells(session);
   const kernelSessions = kernelSessionsOf(session.manifest);
   const labels = sessionExecutions(session.manifest).map(e => e.label);
   return {
@@ -227,6 +224,9 @@ export function leaksText(report: LeakReport, session: ISession, options: IFrame
   const top = report.executions[report.topLeak];
   const where = kernels > 1 ? `kernel ${top.kernel + 1} of ${kernels}, ` : '';
   const lines = [table, '', lookFirst(session, top, where)];
+  // The leaked blocks are the top cell's own: of copies of its code, the frame names it.
+  const cellNames = sessionCells(session);
+  const run = String(session.manifest.cells[top.execution].index);
   reasons(top).forEach(r => lines.push(`  - ${r}`));
   if (top.endedByRestart) {
     lines.push(`  ended by: the kernel restart after ${cellName(session, lastOfKernel(report, top))}, not by a cell`);
@@ -239,7 +239,9 @@ export function leaksText(report: LeakReport, session: ISession, options: IFrame
   const blocks = sites.reduce((n, e) => n + e.blocks, 0);
   lines.push(`  leaked: ${formatBytes(top.leakedBytes)} in ${blocksText(blocks)}, allocated at:`);
   for (const e of sites.slice(0, EVIDENCE_SITES_SHOWN)) {
-    lines.push(`    ${formatBytes(e.bytes)} in ${blocksText(e.blocks)} from ${siteLabel(session.frames, e.site)}`);
+    lines.push(
+      `    ${formatBytes(e.bytes)} in ${blocksText(e.blocks)} from ${siteLabel(session.frames, e.site, cellNames, run)}`
+    );
   }
   const rest = sites.slice(EVIDENCE_SITES_SHOWN);
   if (rest.length) {

@@ -5,7 +5,6 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import {
-  CellCodeNames,
   checkSize,
   decodeLimits,
   diffSnapshots,
@@ -30,7 +29,16 @@ import {
   Snapshot,
   SnapshotError
 } from '../engine';
-import { diffJson, diffText, leftOutJson, sessionJson, sessionText, summaryJson, summaryText } from './report';
+import {
+  diffJson,
+  diffText,
+  leftOutJson,
+  sessionCells,
+  sessionJson,
+  sessionText,
+  summaryJson,
+  summaryText
+} from './report';
 import { leaksJson, leaksText } from './leaks';
 import { compareJson, compareText, ranksJson, ranksText } from './ranks';
 import { diffRolesJson, diffRolesText, rolesBeside, sessionRolesText } from './roles';
@@ -354,9 +362,7 @@ export function run(argv: string[], warn: (line: string) => void = () => undefin
       const session = readSessionOrRank(args);
       leftOut(session);
       const reports = reportCells(session, filter);
-      const cells = new CellCodeNames(
-        session.sourceCells.map(c => ({ id: String(c.index), source: c.source, executionCount: c.execution_count }))
-      );
+      const cells = sessionCells(session);
       // The folder of the session's files: DIR, or a rank's own folder in a multi-rank one.
       const dir = args.rank === null ? args.operands[0] : path.join(args.operands[0], `rank${args.rank}`);
       const roles = sessionRoles(session.manifest, name => readBytes(path.join(dir, name), args.limits));

@@ -5,8 +5,10 @@
 import {
   AllocationSite,
   CellCodeNames,
+  cellFunction,
   cellSites,
   ICellSite,
+  ICellSource,
   IOomReport,
   IPeakAnatomy,
   DeviceTotals,
@@ -60,11 +62,29 @@ export function siteJson(table: FrameTable, frameId: number) {
   return { filename: f.filename, line: f.line, name: f.name };
 }
 
-export function siteLabel(table: FrameTable, frameId: number): string {
+/** The cells of a session folder's manifest by their code names, as frames name them. */
+export function sessionCells(session: ISession): CellCodeNames {
+  return new CellCodeNames(
+    session.sourceCells.map(c => ({ id: String(c.index), source: c.source, executionCount: c.execution_count }))
+  );
+}
+
+/**
+ * An allocation site in words: `cell 2 [3], line 3` for a frame of a cell the
+ * session's manifest has (as the peak lines say it), else `file:line name`.
+ * Of copies of one cell's code, the frame names ``run`` (the manifest index of
+ * the cell that allocated) where it is one of them, else the first.
+ */
+export function siteLabel(table: FrameTable, frameId: number, cells?: CellCodeNames, run?: string): string {
   if (frameId < 0) {
     return '(no Python stack)';
   }
   const f = table.frame(frameId);
+  const copies = cells?.lookup(f.filename)?.cells;
+  const cell = copies?.find(c => c.id === run) ?? copies?.[0];
+  if (cell) {
+    return cellPlace(cell, f.line, cellFunction(f.name));
+  }
   return printable(`${f.filename}:${f.line} ${f.name}`);
 }
 
@@ -261,13 +281,18 @@ export function oomJson(oom: IOomReport) {
 /** Where a cell site is, in words: `cell 4 [5], line 3` or `file.py:12`. */
 export function cellSiteLabel(site: ICellSite): string {
   if (site.cell) {
-    const count = site.cell.executionCount;
-    const place = `cell ${site.cell.id}${count === null || count === undefined ? '' : ` [${count}]`}, line ${site.line}`;
-    // A function the cell defined runs when any cell calls it: the place is where its code is, not when it ran.
-    return site.function ? `${printable(site.function)} (${place})` : place;
+    return cellPlace(site.cell, site.line, site.function);
   }
   // The file's name is data: a newline in it must not start a line of the report.
   return site.line === null ? '(no Python stack)' : `${printable(site.filename)}:${site.line}`;
+}
+
+/** `cell 4 [5], line 3`, or `train_step (cell 4 [5], line 3)` for a function the cell defined. */
+function cellPlace(cell: ICellSource, line: number | null, fn: string | null): string {
+  const count = cell.executionCount;
+  const place = `cell ${cell.id}${count === null || count === undefined ? '' : ` [${count}]`}, line ${line ?? '?'}`;
+  // A function the cell defined runs when any cell calls it: the place is where its code is, not when it ran.
+  return fn ? `${printable(fn)} (${place})` : place;
 }
 
 function sitesInWords(sites: readonly ICellSite[], count = 3): string {
@@ -379,7 +404,7 @@ export function sessionText(
   cells?: CellCodeNames,
   options: IFrameFilterOptions = {}
 ): string {
-  const parts = [sessionTable(reports, table)];
+  const parts = [sessionTable(reports, table, cells)];
   for (const r of reports) {
     const name = r.executionCount === null ? `cell ${r.index}` : `cell ${r.index} [${r.executionCount}]`;
     if (r.oomReport && cells) {
@@ -420,7 +445,7 @@ function peakWords(r: ICellReport, peak: IPeakAnatomy): string {
 }
 
 /** One row per executed cell, a line where the kernel restarted. */
-function sessionTable(reports: ICellReport[], table: FrameTable): string {
+function sessionTable(reports: ICellReport[], table: FrameTable, cells?: CellCodeNames): string {
   const rows: (string[] | ITableNote)[] = [];
   for (const r of reports) {
     if (r.afterRestart) {
@@ -434,7 +459,7 @@ function sessionTable(reports: ICellReport[], table: FrameTable): string {
       r.peakBytes === null ? '' : `${r.peakExact ? '' : '≤'}${formatBytes(r.peakBytes)}`,
       formatBytes(r.bornBytes),
       formatBytes(r.freedBytes),
-      (r.oom ? 'OOM ' : '') + (r.sites.length ? siteLabel(table, r.sites[0].frameId) : '')
+      (r.oom ? 'OOM ' : '') + (r.sites.length ? siteLabel(table, r.sites[0].frameId, cells, String(r.index)) : '')
     ]);
   }
   return renderTable(

@@ -228,6 +228,15 @@ function step(live: Map<number, Block>, e: TraceEntry, device: number): number {
  * run again is a copy of it in a recorded session) is that run's own; other
  * blocks of such code go to the first of the copies.
  */
+/**
+ * The function a cell defined that a frame in the cell's code is in, or null:
+ * `<module>` is the cell's own code; `<listcomp>`, `<lambda>` name no
+ * function a person called.
+ */
+export function cellFunction(frameName: string): string | null {
+  return frameName.startsWith('<') ? null : frameName;
+}
+
 export function cellSites(
   blocks: readonly Block[],
   table: FrameTable,
@@ -256,8 +265,7 @@ export function cellSites(
       g = {
         cell,
         line: frame?.line ?? null,
-        // `<module>` is the cell's own code; `<listcomp>`, `<lambda>` name no function a person called
-        function: cell && frame && !frame.name.startsWith('<') ? frame.name : null,
+        function: cell && frame ? cellFunction(frame.name) : null,
         filename: frame?.filename ?? '',
         frameId: site,
         bytes: 0,

@@ -130,7 +130,8 @@ describe('cuda-memdiff leaks', () => {
     // then as 321 MiB in 26 blocks, the 33 MiB of cuBLAS workspace included: it is now said apart
     const demo = cli('leaks', path.join(REC, 'gpu_memory_demo--python')).out;
     expect(demo).toMatch(
-      /^ {2}leaked: 288 MiB in 24 blocks, allocated at:\n {4}288 MiB in 24 blocks from \/tmp\/ipykernel_503\/3447429980\.py:3 <module>$/m
+      // named as the peak lines name a cell, not by ipykernel's file name for its code
+      /^ {2}leaked: 288 MiB in 24 blocks, allocated at:\n {4}288 MiB in 24 blocks from cell 2 \[3\], line 3$/m
     );
     expect(demo).toMatch(/^ {2}- also keeps 33\.0 MiB of library workspace \(cuBLAS, cuDNN\).*not part of the leak$/m);
     // forward_hook_list: "retained 0 B / leaked 32 MiB" was a leak; cell 3 freed it: fixed, and by which cell
@@ -302,6 +303,21 @@ describe('cuda-memdiff session', () => {
     expect(sites.map((s: { cell: number; bytes: number }) => [s.cell, s.bytes])).toEqual([
       [4, 288 * 2 ** 20],
       [2, 34603008]
+    ]);
+  });
+
+  it("names a cell's top site by the cell, as its peak line does, and a re-run's by that run", () => {
+    const rows = cli('session', path.join(REC, 'eval_without_no_grad--python'))
+      .out.split('\n')
+      .filter(l => /^ +\d+ +\[\d+\]/.test(l));
+    // the top site column: cell 2's code allocated in cell 2 [3], then again (the same code) in cell 4 [5]
+    expect(rows.map(l => / {2}(cell \d+ \[\d+\], line \d+)$/.exec(l)?.[1] ?? '')).toEqual([
+      'cell 0 [1], line 3',
+      'cell 1 [2], line 1',
+      'cell 2 [3], line 3',
+      '', // it changed nothing
+      'cell 4 [5], line 3',
+      'cell 5 [6], line 2'
     ]);
   });
 
@@ -500,7 +516,7 @@ describe('the demo exported across a restart (two real kernels)', () => {
   it('session starts kernel 2 from an empty device', () => {
     const r = cli('session', dir);
     expect(r.out).toMatch(
-      /\n~~ kernel restarted: kernel 2 starts from an empty device ~~\n +0 +\[1\] +128 MiB +\+128 MiB +128 MiB +128 MiB +0 B +\/tmp\/ipykernel_669\//
+      /\n~~ kernel restarted: kernel 2 starts from an empty device ~~\n +0 +\[1\] +128 MiB +\+128 MiB +128 MiB +128 MiB +0 B +cell 0 \[1\], line 4$/m
     );
   });
 });
