@@ -182,13 +182,22 @@ export function sessionFolderFiles(
   let before: ReturnType<typeof stats> | ReturnType<typeof emptyDeviceStats> = emptyDeviceStats();
   let kernel: number | undefined;
   let ooms = 0;
+  let untilUs: number | null | undefined; // where the cell before's history ended (undefined: no cell before)
   const manifestCells = cells.map((cell, k) => {
     if (cell.kernelSession !== undefined) {
       if (kernel !== undefined && cell.kernelSession !== kernel) {
         before = emptyDeviceStats();
+        untilUs = undefined;
       }
       kernel = cell.kernelSession;
     }
+    // A cell's traces are only what the kernel recorded since the capture before it. Said in the manifest where
+    // that capture is the cell before in the folder, the reader takes them as the whole stretch between the two;
+    // a file alone would look like a ring buffer that wrapped (history lost entries). An OOM capture in between
+    // splits the stretch: those cells are left to the file's own reading.
+    const history = cell.snapshot.history;
+    const linked = history !== undefined && history.sinceUs === (untilUs === undefined ? null : untilUs);
+    untilUs = history ? history.untilUs : null;
     const name = `cell${String(k).padStart(2, '0')}.pickle.gz`;
     files.set(name, snapshotToPickle(cell.snapshot));
     const oomFiles = cell.oomSnapshots.map(s => {
@@ -209,6 +218,9 @@ export function sessionFolderFiles(
       segments: cell.snapshot.segments.length,
       ...(cell.kernelSession !== undefined ? { kernel_session: cell.kernelSession } : {}),
       ...(cell.roles ? { roles: { bytes: cell.roles.bytes, partial: cell.roles.partial } } : {}),
+      ...(linked
+        ? { history: { since_us: history.sinceUs, until_us: history.untilUs, complete: history.complete } }
+        : {}),
       before,
       after
     };

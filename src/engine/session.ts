@@ -51,6 +51,13 @@ export interface ISessionCell {
    * kernel of the cell before (a folder without it is one kernel).
    */
   kernel_session?: number;
+  /**
+   * Which stretch of allocation history the cell's snapshot file carries, as
+   * the live snapshot it was exported from said (`TraceHistory`): its traces
+   * are every entry since the cell before's capture. Absent: the file's
+   * traces are a ring buffer, read as torch writes it.
+   */
+  history?: { since_us: number | null; until_us: number | null; complete: boolean };
   before?: IAllocatorStats;
   after?: IAllocatorStats;
 }
@@ -167,6 +174,17 @@ function checkStats(stats: unknown, where: string): void {
   }
 }
 
+function isHistoryStretch(h: unknown): h is ISessionCell['history'] {
+  const time = (v: unknown) => v === null || (typeof v === 'number' && Number.isFinite(v));
+  return (
+    typeof h === 'object' &&
+    h !== null &&
+    time((h as { since_us?: unknown }).since_us) &&
+    time((h as { until_us?: unknown }).until_us) &&
+    typeof (h as { complete?: unknown }).complete === 'boolean'
+  );
+}
+
 /** Validate a manifest's JSON text; errors name the field at fault. */
 export function parseManifest(text: string): ISessionManifest {
   let raw: unknown;
@@ -215,6 +233,11 @@ export function parseManifest(text: string): ISessionManifest {
     }
     if (cell.kernel_session !== undefined && cell.kernel_session !== null && !Number.isInteger(cell.kernel_session)) {
       throw new SnapshotError(`${where} kernel_session must be an integer`);
+    }
+    if (cell.history !== undefined && !isHistoryStretch(cell.history)) {
+      throw new SnapshotError(
+        `${where} history must be {"since_us": number or null, "until_us": number or null, "complete": true or false}`
+      );
     }
   });
   return manifest;
@@ -303,8 +326,12 @@ export function loadSession(
   manifest.cells.forEach((cell, k) => {
     const snapshot = attempt(cell, 'cell', cell.snapshot_file, () => read(cell.snapshot_file));
     if (snapshot) {
+      // The stretch follows the cell before in the manifest: after a cell left out, the file is read alone.
+      const h = cell.history && (k === 0 || kept[kept.length - 1] === k - 1) ? cell.history : undefined;
       kept.push(k);
-      snapshots.push(snapshot);
+      snapshots.push(
+        h ? { ...snapshot, history: { sinceUs: h.since_us, untilUs: h.until_us, complete: h.complete } } : snapshot
+      );
     }
   });
   // A cell left out passes its kernel on: each kept cell's is the one read from the whole manifest.

@@ -9,7 +9,8 @@ import { PathExt } from '@jupyterlab/coreutils';
 import { INotebookTracker } from '@jupyterlab/notebook';
 import { Contents } from '@jupyterlab/services';
 import { ITranslator, nullTranslator } from '@jupyterlab/translation';
-import { IExportCell, sessionFolderFiles, snapshotToPickle } from '../engine';
+import { exportCells } from '../capture/export';
+import { sessionFolderFiles, snapshotToPickle } from '../engine';
 import { CommandIDs, ICaptureRegistry, IDiffPanel, PACKAGE_NAME } from '../tokens';
 
 /** Base64 of bytes, in chunks small enough for String.fromCharCode. */
@@ -62,35 +63,11 @@ export const exportPlugin: JupyterFrontEndPlugin<void> = {
         if (!notebook || !store) {
           return;
         }
-        const cells = Array.from(notebook.content.model?.cells ?? []);
-        const records = store.records;
-        const exported: IExportCell[] = records
-          .filter(r => r.reason === 'cell')
-          .map(r => {
-            const index = cells.findIndex(c => c.id === r.cellId);
-            return {
-              index,
-              executionCount: r.executionCount,
-              source: index >= 0 ? cells[index].sharedModel.getSource() : '',
-              cellId: r.cellId,
-              error: r.error,
-              snapshot: r.snapshot,
-              oomSnapshots: records
-                .filter(
-                  o =>
-                    o.reason === 'oom' &&
-                    o.cellId === r.cellId &&
-                    o.executionCount === r.executionCount &&
-                    // execution counts start again at 1 after a restart
-                    o.kernelSession === r.kernelSession
-                )
-                .map(o => o.snapshot),
-              devices: r.devices,
-              peak: { bytes: r.peakBytes, exact: r.peakExact },
-              kernelSession: r.kernelSession,
-              roles: r.roles
-            };
-          });
+        const cells = Array.from(notebook.content.model?.cells ?? []).map(c => ({
+          id: c.id,
+          source: c.sharedModel.getSource()
+        }));
+        const exported = exportCells(store.records, cells);
         const folder = await freshPath(
           contents,
           PathExt.join(

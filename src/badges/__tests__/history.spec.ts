@@ -1,50 +1,21 @@
 // The tooltip's words from the allocation history, on the helper's real
 // messages replaying H200 recordings (dump_replay.py), through the store.
 import { nullTranslator } from '@jupyterlab/translation';
-import { execFileSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import { SnapshotStore } from '../../capture/store';
-import { CellCodeNames, IWireSnapshot, oomReport, WireDecoder } from '../../engine';
+import { CellCodeNames, oomReport } from '../../engine';
+import { replayedStore, ROOT } from '../../capture/__tests__/replay';
 import { manifestOf } from '../../engine/__tests__/data';
 import { fragmentedOom, twoDeviceOom } from '../../engine/__tests__/oomCases';
 import { oomLines, peakLine } from '../history';
 
 const trans = nullTranslator.load('jupyterlab_cuda_memdiff');
 
-const ROOT = path.resolve(__dirname, '../../..');
-const VENV_PYTHON = path.join(ROOT, '.venv', 'bin', 'python');
-const PYTHON = process.env.PYTHON ?? (fs.existsSync(VENV_PYTHON) ? VENV_PYTHON : 'python3');
-
 /** A store filled as the session fills it, and the recording's cells by their manifest index. */
 function replayed(name: string, under = 'recordings'): { store: SnapshotStore; cells: CellCodeNames } {
+  const store = replayedStore(name, under);
   const folder = path.join(ROOT, 'test-data', under, name);
-  const out = execFileSync(PYTHON, [path.join(ROOT, 'kernel-helpers', 'tests', 'dump_replay.py'), folder], {
-    encoding: 'utf-8',
-    env: { ...process.env, PYTHONPATH: path.join(ROOT, 'kernel-helpers') },
-    maxBuffer: 1 << 30
-  });
-  const store = new SnapshotStore();
-  const decoder = new WireDecoder(store.frames);
-  for (const line of out.trim().split('\n')) {
-    const m = JSON.parse(line) as IWireSnapshot;
-    if (m.type !== 'snapshot') {
-      continue;
-    }
-    store.add({
-      cellId: m.cell_id,
-      executionCount: m.execution_count,
-      reason: m.reason,
-      seq: m.seq,
-      snapshot: decoder.decode(m),
-      devices: m.devices,
-      before: m.before,
-      peak: m.peak,
-      error: m.error,
-      replay: m.replay ?? null,
-      oom: m.oom
-    });
-  }
   const manifest = JSON.parse(fs.readFileSync(path.join(folder, 'manifest.json'), 'utf-8'));
   const cells = new CellCodeNames(
     manifest.cells.map((c: any) => ({ id: String(c.index), source: c.source, executionCount: c.execution_count }))

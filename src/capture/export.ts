@@ -1,0 +1,44 @@
+/**
+ * A notebook's captured cells as the export writes them (engine's
+ * sessionFolderFiles): each cell's snapshot with the OOM snapshots of the
+ * same execution, its place and code in the notebook, its peak and kernel.
+ */
+import { IExportCell } from '../engine';
+import { CellRecord } from './store';
+
+/** The cells of the notebook, in order, as the export needs them. */
+export interface INotebookCell {
+  readonly id: string;
+  readonly source: string;
+}
+
+/** One exported cell per cell execution the store holds (OOM snapshots go with their execution). */
+export function exportCells(records: readonly CellRecord[], cells: readonly INotebookCell[]): IExportCell[] {
+  return records
+    .filter(r => r.reason === 'cell')
+    .map(r => {
+      const index = cells.findIndex(c => c.id === r.cellId);
+      return {
+        index,
+        executionCount: r.executionCount,
+        source: index >= 0 ? cells[index].source : '',
+        cellId: r.cellId,
+        error: r.error,
+        snapshot: r.snapshot,
+        oomSnapshots: records
+          .filter(
+            o =>
+              o.reason === 'oom' &&
+              o.cellId === r.cellId &&
+              o.executionCount === r.executionCount &&
+              // execution counts start again at 1 after a restart
+              o.kernelSession === r.kernelSession
+          )
+          .map(o => o.snapshot),
+        devices: r.devices,
+        peak: { bytes: r.peakBytes, exact: r.peakExact },
+        kernelSession: r.kernelSession,
+        roles: r.roles
+      };
+    });
+}
