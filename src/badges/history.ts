@@ -5,7 +5,7 @@
  */
 import { TranslationBundle } from '@jupyterlab/translation';
 import { CellCodeNames, cellSites, formatBytes, FrameTable, ICellSite, IOomReport, IPeakAnatomy } from '../engine';
-import { fragmentationWords } from '../components/fragmentation';
+import { fragmentationWords } from '../components/oomwords';
 import { siteText } from '../components/stack';
 
 /** How many sites a tooltip names. */

@@ -9,7 +9,9 @@ import {
   cellSites,
   ICellSite,
   ICellSource,
+  fileOomReport,
   IOomReport,
+  OomSnapshotMoment,
   IPeakAnatomy,
   DeviceTotals,
   formatBytes,
@@ -130,8 +132,15 @@ export function summaryJson(snapshot: Snapshot) {
     blocks: snapshot.blocks.length,
     trace_entries: snapshot.traces.length,
     oom_entries: snapshot.traces.filter(e => e.action === 'oom').length,
-    devices: snapshot.totals.map(deviceJson)
+    devices: snapshot.totals.map(deviceJson),
+    oom: oomOfFile(snapshot)
   };
+}
+
+/** `summary --json`'s `oom`: the post-mortem of the trace's newest `oom` entry (null without one). */
+function oomOfFile(snapshot: Snapshot) {
+  const oom = fileOomReport(snapshot);
+  return oom ? { ...oomJson(oom), device: oom.device, written_at_error: oom.moment === 'error' } : null;
 }
 
 /** `summary` for people. */
@@ -160,8 +169,10 @@ export function summaryText(snapshot: Snapshot): string {
     'devices'
   );
   const ooms = snapshot.traces.filter(e => e.action === 'oom').length;
+  const oom = fileOomReport(snapshot);
+  const postMortem = oom ? `\n\n${oomText('the program', oom, snapshot.frames, new CellCodeNames([]), {}, false)}` : '';
   return rows.length
-    ? table + (ooms ? `\n${ooms} out-of-memory event(s) in the trace` : '')
+    ? table + (ooms ? `\n${ooms} out-of-memory event(s) in the trace` : '') + postMortem
     : 'no CUDA memory: the snapshot has no segments';
 }
 
@@ -312,36 +323,47 @@ const FRAGMENTATION_WORDS: Record<FragmentationAdvice, string> = {
     'expandable segments are already on, so that setting will not help'
 };
 
+/** Where the figures after the error are of a later moment: what the text says of the segments and holders. */
+const OOM_LATER: Partial<Record<OomSnapshotMoment, { segments: string; holders: string }>> = {
+  'cell-end': { segments: 'after the cell (no snapshot was taken at the error)', holders: 'after the cell' },
+  'after-error': {
+    segments: 'when the file was written (after the error: the trace goes on)',
+    holders: 'when the file was written'
+  }
+};
+
 /** The OOM post-mortem in words. */
 export function oomText(
   name: string,
   oom: IOomReport,
   table: FrameTable,
   cells: CellCodeNames,
-  options: IFrameFilterOptions
+  options: IFrameFilterOptions,
+  // false for a file alone: it has no cell whose start the diff is against
+  sinceCellStart = true
 ): string {
   const free = oom.deviceFreeBytes === null ? 'an unknown amount' : formatBytes(oom.deviceFreeBytes);
   const asked = oom.requestBytes === null ? 'an unknown amount' : formatBytes(oom.requestBytes);
   const segments = `${formatBytes(oom.segmentFreeBytes)} free (largest free block ${formatBytes(oom.largestFreeBlockBytes)})`;
-  // Without a snapshot at the error, the segments and holders are the cell's end: say so.
-  const atEnd = oom.moment === 'cell-end';
+  // Without a snapshot at the error, the segments and holders are of a later moment: say which.
+  const later = OOM_LATER[oom.moment];
   const lines = [
     `${name} ran out of memory on cuda:${oom.device}: it asked for ${asked}; ` +
       `the device had ${free} free, and ` +
-      (atEnd
-        ? `after the cell (no snapshot was taken at the error) PyTorch's segments had ${segments}`
-        : `PyTorch's segments ${segments}`)
+      (later ? `${later.segments} PyTorch's segments had ${segments}` : `PyTorch's segments ${segments}`)
   ];
   if (oom.fragmentationAdvice) {
     lines.push(FRAGMENTATION_WORDS[oom.fragmentationAdvice]);
   }
   const holders = cellSites(oom.held, table, cells, options);
   if (holders.length) {
-    lines.push(`  the device held${atEnd ? ' after the cell' : ''}: ${sitesInWords(holders)}`);
+    lines.push(`  the device held${later ? ` ${later.holders}` : ''}: ${sitesInWords(holders)}`);
   }
-  lines.push(
-    `  since the cell started: born ${formatBytes(oom.diff.bornBytes)}, freed ${formatBytes(oom.diff.freedBytes)}`
-  );
+  if (sinceCellStart) {
+    lines.push(
+      `  since the cell started: born ${formatBytes(oom.diff.bornBytes)}, freed ${formatBytes(oom.diff.freedBytes)}`
+    );
+  }
   return lines.join('\n');
 }
 /**

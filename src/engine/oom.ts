@@ -7,6 +7,7 @@
 import { diffSnapshots, SnapshotDiff } from './diff';
 import { historyBetween } from './history';
 import { Block, isAllocated, Snapshot, TraceEntry } from './model';
+import { emptySnapshot } from './snapshot';
 
 /** What the kernel reported about the failed allocation (the wire's `oom` field). */
 export interface IOomEvent {
@@ -29,9 +30,12 @@ export type FragmentationAdvice = 'enable-expandable-segments' | 'expandable-seg
  * Which moment the post-mortem's snapshot is: `error`, the snapshot taken when
  * the allocation failed; `cell-end`, the cell's own snapshot after it, for an
  * OOM known only from the cell's history (what the failing code held may have
- * been freed by then, so its free figures and holders are the cell's end).
+ * been freed by then, so its free figures and holders are the cell's end);
+ * `after-error`, a snapshot file whose trace goes on after its `oom` entry (it
+ * was written later, e.g. after the exception was handled: its free figures
+ * and holders are from then).
  */
-export type OomSnapshotMoment = 'error' | 'cell-end';
+export type OomSnapshotMoment = 'error' | 'cell-end' | 'after-error';
 
 /** Why an allocation failed. */
 export interface IOomReport {
@@ -79,6 +83,26 @@ export function oomReport(start: Snapshot, atOom: Snapshot, reported: IOomEvent 
     device_free: reported.device_free ?? entry?.deviceFree ?? undefined
   };
   return postMortem(start, atOom, event, 'error');
+}
+
+/**
+ * The post-mortem of one snapshot file (torch's `_dump_snapshot`, often
+ * written from an OOM observer): its newest `oom` entry, against an empty
+ * device, as a file has no cell start. Its moment is `error` where the trace
+ * has nothing on that device after the entry (the file holds the device as
+ * it was at the error), else `after-error`. Null without an `oom` entry.
+ */
+export function fileOomReport(snapshot: Snapshot): IOomReport | null {
+  const entry = oomEntry(snapshot.traces, 'newest');
+  if (!entry) {
+    return null;
+  }
+  // The trace lists each device's entries in recording order.
+  const at = snapshot.traces.indexOf(entry);
+  const later = snapshot.traces.slice(at + 1).some(e => e.device === entry.device && e.action !== 'oom');
+  const devices = snapshot.totals.reduce((n, t) => Math.max(n, t.device + 1), entry.device + 1);
+  const event = { device: entry.device, alloc: knownRequest(entry.size), device_free: entry.deviceFree ?? undefined };
+  return postMortem(emptySnapshot(snapshot.frames, devices), snapshot, event, later ? 'after-error' : 'error');
 }
 
 /**

@@ -16,6 +16,7 @@ import { DeviceTotals, formatBytes } from '../engine';
 import { IDiffPanel, IEngineWorker } from '../tokens';
 import { fetchInWorker, handToPanel, nextFileId, unreadableReason } from './open';
 import { fileRequest } from './request';
+import { oomSection } from './oomview';
 import { renderTimeline, TIMELINE_WIDTH } from './timelineview';
 
 /**
@@ -109,6 +110,10 @@ export class SnapshotFileView extends Widget {
       trans._n('%1 allocated block', '%1 allocated blocks', allocated),
       trans._n('%1 trace entry', '%1 trace entries', opened.traceEntries)
     );
+    if (opened.oom) {
+      // What a person opens an OOM dump for comes first.
+      this.node.appendChild(oomSection(opened.oom, panel.cellNames(), trans));
+    }
     this.node.appendChild(totalsTable(opened.snapshot.totals, trans));
     if (opened.timeline) {
       const id = this._id;

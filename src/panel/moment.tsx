@@ -22,7 +22,7 @@ import {
 import { DiffView } from './diffview';
 import { DiffPanelModel } from './model';
 import { Section } from '../components/section';
-import { fragmentationWords } from '../components/fragmentation';
+import { oomFacts } from '../components/oomwords';
 import { copiesText, ICellLocation, siteText } from '../components/stack';
 
 /** Rows of the holder tables. */
@@ -118,26 +118,21 @@ function OomBody(props: IMomentSectionProps & { record: CellRecord; oom: IOomRep
   const { model, trans, oom } = props;
   const cells: CellCodeNames = model.cellNames();
   const sites = cellSites(oom.held, oom.atOom.frames, cells, { allFrames: model.showAllFrames });
-  const free = oom.deviceFreeBytes === null ? trans.__('an unknown amount') : formatBytes(oom.deviceFreeBytes);
-  const asked = oom.requestBytes === null ? trans.__('an unknown amount') : formatBytes(oom.requestBytes);
+  const words = oomFacts(oom, trans);
   return (
     <div className="jp-CudaMemdiffMoment">
       <p className="jp-CudaMemdiffMoment-summary" role="alert">
-        {trans.__('It asked for %1 on cuda:%2; the device had %3 free.', asked, oom.device, free)}
+        {words.summary}
       </p>
       <dl className="jp-CudaMemdiffMoment-facts">
-        <dt>{trans.__('Requested')}</dt>
-        <dd>{asked}</dd>
-        <dt>{trans.__('Free on the device')}</dt>
-        <dd>{free}</dd>
-        <dt>{trans.__("Free in PyTorch's segments")}</dt>
-        <dd>{formatBytes(oom.segmentFreeBytes)}</dd>
-        <dt>{trans.__('Largest free block')}</dt>
-        <dd>{formatBytes(oom.largestFreeBlockBytes)}</dd>
+        {words.facts.map(([label, value]) => (
+          <React.Fragment key={label}>
+            <dt>{label}</dt>
+            <dd>{value}</dd>
+          </React.Fragment>
+        ))}
       </dl>
-      {oom.fragmentationAdvice ? (
-        <p className="jp-CudaMemdiffMoment-advice">{fragmentationWords(oom.fragmentationAdvice, trans)}</p>
-      ) : null}
+      {words.advice ? <p className="jp-CudaMemdiffMoment-advice">{words.advice}</p> : null}
       <HolderTable
         name="site"
         caption={trans.__('What filled the device, by site')}

@@ -7,7 +7,10 @@
  * moments) from the trace, which never leaves the worker.
  */
 import {
+  allocationSite,
   buildTimeline,
+  fileOomReport,
+  FragmentationAdvice,
   diffSnapshots,
   eventEntry,
   Frame,
@@ -40,6 +43,55 @@ export interface IOpenedFile {
   readonly traceEntries: number;
   /** The timeline to draw; null when the file carries no allocation events. */
   readonly timeline: ITimelineSeries | null;
+  /** The post-mortem of the trace's newest out-of-memory error; null without one. */
+  readonly oom: IFileOom | null;
+}
+
+/** What a file says about its out-of-memory error, the holders as data for the page to name. */
+export interface IFileOom {
+  readonly device: number;
+  readonly requestBytes: number | null;
+  readonly deviceFreeBytes: number | null;
+  readonly segmentFreeBytes: number;
+  readonly largestFreeBlockBytes: number;
+  readonly fragmentationAdvice: FragmentationAdvice | null;
+  /** Whether the file holds the device as it was at the error (its trace has nothing after it there). */
+  readonly atError: boolean;
+  /** What filled the device, by allocation site, largest first: at most OOM_HOLDERS. */
+  readonly holders: readonly { readonly site: Frame | null; readonly bytes: number; readonly blocks: number }[];
+}
+
+/** Holders of the device a file's post-mortem sends to the page. */
+export const OOM_HOLDERS = 5;
+
+/** The file's post-mortem (fileOomReport), its holders grouped by allocation site. */
+function fileOom(snapshot: Snapshot): IFileOom | null {
+  const oom = fileOomReport(snapshot);
+  if (!oom) {
+    return null;
+  }
+  const bySite = new Map<number, { bytes: number; blocks: number }>();
+  for (const b of oom.held) {
+    const site = allocationSite(snapshot.frames, b.stack);
+    const held = bySite.get(site) ?? { bytes: 0, blocks: 0 };
+    held.bytes += b.size;
+    held.blocks += 1;
+    bySite.set(site, held);
+  }
+  const holders = [...bySite.entries()]
+    .sort((p, q) => q[1].bytes - p[1].bytes)
+    .slice(0, OOM_HOLDERS)
+    .map(([site, held]) => ({ site: site < 0 ? null : frameOf(snapshot.frames, site), ...held }));
+  return {
+    device: oom.device,
+    requestBytes: oom.requestBytes,
+    deviceFreeBytes: oom.deviceFreeBytes,
+    segmentFreeBytes: oom.segmentFreeBytes,
+    largestFreeBlockBytes: oom.largestFreeBlockBytes,
+    fragmentationAdvice: oom.fragmentationAdvice,
+    atError: oom.moment === 'error',
+    holders
+  };
 }
 
 /**
@@ -65,7 +117,8 @@ export function openSnapshotFile(payload: {
     {
       snapshot: transfer,
       traceEntries: snapshot.traces.length,
-      timeline: timeline ? timelineSeries(timeline, payload.width) : null
+      timeline: timeline ? timelineSeries(timeline, payload.width) : null,
+      oom: fileOom(snapshot)
     },
     [transfer.blocks.buffer as ArrayBuffer]
   );

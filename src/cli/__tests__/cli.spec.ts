@@ -65,6 +65,32 @@ describe('cuda-memdiff summary', () => {
   });
 });
 
+describe('cuda-memdiff summary of an OOM dump', () => {
+  const dump = path.join(REC, 'oom--python', 'oom00.pickle.gz');
+
+  it('says why the program ran out of memory and what filled the device', () => {
+    const r = cli('summary', dump);
+    expect(r.out).toMatch(
+      /^the program ran out of memory on cuda:0: it asked for 60\.0 GiB; the device had 39\.3 GiB free, and PyTorch's segments 0 B free \(largest free block 0 B\)\n {2}the device held: 100 GiB from \/tmp\/ipykernel_709\/1313211645\.py:3$/m
+    );
+    // a file has no cell start to diff against
+    expect(r.out).not.toMatch(/since the cell started/);
+  });
+
+  it('gives the post-mortem in --json, and null for a file without an OOM', () => {
+    expect(json('summary', dump).oom).toEqual({
+      request_bytes: 60 * 2 ** 30,
+      device_free_bytes: 42183294976,
+      largest_free_block_bytes: 0,
+      segment_free_bytes: 0,
+      fragmentation: false,
+      device: 0,
+      written_at_error: true
+    });
+    expect(json('summary', path.join(REC, 'oom--python', 'cell00.pickle.gz')).oom).toBeNull();
+  });
+});
+
 describe('cuda-memdiff diff', () => {
   it('groups born blocks by allocation site with filtered frames', () => {
     const dir = path.join(REC, 'eval_without_no_grad--python');

@@ -2,7 +2,7 @@
 import { nullTranslator } from '@jupyterlab/translation';
 import { ICellSite, oomReport } from '../../engine';
 import { fragmentedOom } from '../../engine/__tests__/oomCases';
-import { fragmentationWords } from '../fragmentation';
+import { fragmentationWords } from '../oomwords';
 import { siteText } from '../stack';
 
 const trans = nullTranslator.load('jupyterlab_cuda_memdiff');

@@ -2,8 +2,8 @@
 // adversarial run found misread (oomCases.ts builds them as it did).
 import * as fs from 'fs';
 import * as path from 'path';
-import { isAllocated, loadSession, oomReport, reportCells, totalBytes } from '..';
-import { RECORDINGS } from './data';
+import { fileOomReport, isAllocated, loadSession, oomReport, readSnapshot, reportCells, totalBytes } from '..';
+import { readBytes, RECORDINGS } from './data';
 import { fragmentedOom, twoDeviceOom } from './oomCases';
 
 const MiB = 2 ** 20;
@@ -89,5 +89,29 @@ describe('fragmentation advice', () => {
   it('gives none without fragmentation', () => {
     const { start, atOom } = twoDeviceOom();
     expect(oomReport(start, atOom)!.fragmentationAdvice).toBeNull();
+  });
+});
+
+describe('the post-mortem of a snapshot file alone', () => {
+  const oomFile = () => readSnapshot(readBytes(path.join(RECORDINGS, 'oom--python', 'oom00.pickle.gz')));
+
+  it("comes from the file's oom entry and what the device held, written at the error", () => {
+    const report = fileOomReport(oomFile())!;
+    expect(report.requestBytes).toBe(60 * GiB);
+    expect(report.deviceFreeBytes).toBe(42183294976);
+    expect(report.segmentFreeBytes).toBe(0);
+    expect(report.held.reduce((n, b) => n + b.size, 0)).toBe(100 * GiB);
+    expect(report.moment).toBe('error');
+  });
+
+  it('says a file whose trace goes on after the error was written later', () => {
+    const snapshot = oomFile();
+    const oom = snapshot.traces.find(e => e.action === 'oom')!;
+    const free = { ...oom, action: 'free_completed', timeUs: (oom.timeUs ?? 0) + 1, address: 0, size: 512 };
+    expect(fileOomReport({ ...snapshot, traces: [...snapshot.traces, free] })!.moment).toBe('after-error');
+  });
+
+  it('is null for a file without an oom entry', () => {
+    expect(fileOomReport(readSnapshot(readBytes(path.join(RECORDINGS, 'oom--python', 'cell00.pickle.gz'))))).toBeNull();
   });
 });

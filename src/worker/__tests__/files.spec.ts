@@ -194,3 +194,29 @@ describe('a file dropped on the panel', () => {
     }
   });
 });
+
+describe("a snapshot file's out-of-memory error", () => {
+  it("comes back with the file: the request, the free memory and the device's holders by site", () => {
+    const bytes = readBytes(path.join(RECORDINGS, 'oom--python', 'oom00.pickle.gz'));
+    const { value: opened } = openSnapshotFile({ id: 201, bytes, width: 800, keep: false });
+    expect(opened.oom).toEqual({
+      device: 0,
+      requestBytes: 60 * 2 ** 30,
+      deviceFreeBytes: 42183294976,
+      segmentFreeBytes: 0,
+      largestFreeBlockBytes: 0,
+      fragmentationAdvice: null,
+      atError: true,
+      holders: [
+        {
+          site: { filename: '/tmp/ipykernel_709/1313211645.py', line: 3, name: '<module>' },
+          bytes: 100 * 2 ** 30,
+          blocks: 5
+        }
+      ]
+    });
+    expect(
+      openSnapshotFile({ id: 202, bytes: file('cell04.pickle.gz'), width: 800, keep: false }).value.oom
+    ).toBeNull();
+  });
+});

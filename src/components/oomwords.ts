@@ -1,0 +1,46 @@
+/**
+ * What an out-of-memory post-mortem says in words: the same in the panel's
+ * OOM view, a snapshot file's view and the badge's tooltip.
+ */
+import { TranslationBundle } from '@jupyterlab/translation';
+import { formatBytes, FragmentationAdvice } from '../engine';
+
+/** The figures of a post-mortem the words are made of (an IOomReport, or a file's, from the worker). */
+export interface IOomFigures {
+  readonly device: number;
+  readonly requestBytes: number | null;
+  readonly deviceFreeBytes: number | null;
+  readonly segmentFreeBytes: number;
+  readonly largestFreeBlockBytes: number;
+  readonly fragmentationAdvice: FragmentationAdvice | null;
+}
+
+/** The post-mortem's first line, its figures as (label, value) rows, and its advice on fragmentation. */
+export function oomFacts(
+  oom: IOomFigures,
+  trans: TranslationBundle
+): { summary: string; facts: [string, string][]; advice: string | null } {
+  const free = oom.deviceFreeBytes === null ? trans.__('an unknown amount') : formatBytes(oom.deviceFreeBytes);
+  const asked = oom.requestBytes === null ? trans.__('an unknown amount') : formatBytes(oom.requestBytes);
+  return {
+    summary: trans.__('It asked for %1 on cuda:%2; the device had %3 free.', asked, oom.device, free),
+    facts: [
+      [trans.__('Requested'), asked],
+      [trans.__('Free on the device'), free],
+      [trans.__("Free in PyTorch's segments"), formatBytes(oom.segmentFreeBytes)],
+      [trans.__('Largest free block'), formatBytes(oom.largestFreeBlockBytes)]
+    ],
+    advice: oom.fragmentationAdvice ? fragmentationWords(oom.fragmentationAdvice, trans) : null
+  };
+}
+
+/** The advice in words: enable expandable segments, or (already on) that the setting will not help. */
+export function fragmentationWords(advice: FragmentationAdvice, trans: TranslationBundle): string {
+  return advice === 'expandable-segments-on'
+    ? trans.__(
+        'Fragmentation: the free space in segments would fit the request, but no free block is big enough. Expandable segments are already on, so that setting will not help.'
+      )
+    : trans.__(
+        'Fragmentation: the free space in segments would fit the request, but no free block is big enough. Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True before CUDA starts.'
+      );
+}

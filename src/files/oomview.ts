@@ -1,0 +1,64 @@
+/**
+ * A snapshot file's out-of-memory post-mortem, first in its view: the
+ * request against the free memory, fragmentation, and what filled the
+ * device, in the words of the panel's OOM view (oomFacts).
+ */
+import { TranslationBundle } from '@jupyterlab/translation';
+import { oomFacts } from '../components/oomwords';
+import { frameText } from '../components/stack';
+import { CellCodeNames, formatBytes } from '../engine';
+import type { IFileOom } from '../worker/files';
+
+/** The post-mortem's section; holders' frames are named by `cells` as the panel names them. */
+export function oomSection(oom: IFileOom, cells: CellCodeNames, trans: TranslationBundle): HTMLElement {
+  const section = document.createElement('section');
+  section.className = 'jp-CudaMemdiffFile-oom';
+  const heading = document.createElement('h3');
+  heading.textContent = trans.__('Out of memory on cuda:%1', oom.device);
+  section.appendChild(heading);
+  const words = oomFacts(oom, trans);
+  section.appendChild(paragraph(words.summary, 'jp-CudaMemdiffMoment-summary')).setAttribute('role', 'alert');
+  const facts = document.createElement('dl');
+  facts.className = 'jp-CudaMemdiffMoment-facts';
+  for (const [label, value] of words.facts) {
+    facts.appendChild(document.createElement('dt')).textContent = label;
+    facts.appendChild(document.createElement('dd')).textContent = value;
+  }
+  section.appendChild(facts);
+  if (words.advice) {
+    section.appendChild(paragraph(words.advice, 'jp-CudaMemdiffMoment-advice'));
+  }
+  if (!oom.atError) {
+    section.appendChild(
+      paragraph(
+        trans.__(
+          "This file was written after the error (its trace goes on): the segments' free space and the holders are from then."
+        ),
+        'jp-CudaMemdiffMoment-advice'
+      )
+    );
+  }
+  if (oom.holders.length) {
+    const table = document.createElement('table');
+    table.className = 'jp-CudaMemdiffMoment-table';
+    table.dataset.cudaMemdiffHolders = 'site';
+    table.createCaption().textContent = trans.__('What filled the device, by site');
+    const body = table.createTBody();
+    for (const h of oom.holders) {
+      const row = body.insertRow();
+      const bytes = row.insertCell();
+      bytes.className = 'jp-CudaMemdiffMoment-bytes';
+      bytes.textContent = formatBytes(h.bytes);
+      row.insertCell().textContent = h.site ? frameText(h.site, cells, trans) : trans.__('no Python stack');
+    }
+    section.appendChild(table);
+  }
+  return section;
+}
+
+function paragraph(text: string, className: string): HTMLParagraphElement {
+  const p = document.createElement('p');
+  p.className = className;
+  p.textContent = text;
+  return p;
+}
