@@ -58,6 +58,17 @@ for original in sorted(demo.glob("*.ipynb")):
     print(f"start: {what} {specs[kernel]['display_name']}")
 EOF
 
+# Snapshot files to open from the file browser (the server's root is .demo-work/, so test-data/ is out of
+# its reach): a training session's file with its allocation history, and one written at an out-of-memory error.
+mkdir -p "$work/snapshots"
+for pair in clean_training--python/cell04.pickle.gz:training_history.pickle.gz oom--python/oom00.pickle.gz:out_of_memory.pickle.gz; do
+  if [ ! -e "$work/snapshots/${pair#*:}" ]; then
+    cp "$root/test-data/recordings/${pair%%:*}" "$work/snapshots/${pair#*:}"
+  fi
+done
+echo "start: snapshot files to open are in $work/snapshots/ (double-click them in the file browser)"
+echo "start: the demo notebook is at /lab/tree/gpu_memory_demo.ipynb on the server's address (printed below)"
+
 extra=()
 if [ "$(id -u)" = 0 ]; then
   extra+=(--allow-root)
