@@ -74,6 +74,29 @@ export function decodeLimits(overrides: Partial<IDecodeLimits> = {}): IDecodeLim
 }
 
 /**
+ * Refuse more items copied out of values already built than the entries
+ * budget allows: `bytes` is the size of the decoded pickle. An item read off
+ * the unpickler's stack cost the file a byte or more, but set(), OrderedDict()
+ * or a tuple key copy a whole memoised list for a 5-byte memo reference, so a
+ * 256 KB file repeating one took 4 GB. Each copy is held to the same rule as
+ * blocks and trace entries, with the same flag to raise it.
+ */
+export function checkCopiedItems(count: number, bytes: number, limits: IDecodeLimits): void {
+  const allowed =
+    limits.maxEntries === DEFAULT_DECODE_LIMITS.maxEntries
+      ? Math.min(limits.maxEntries, Math.max(SMALL_FILE_ENTRIES, Math.floor(bytes / MIN_BYTES_PER_ENTRY)))
+      : limits.maxEntries;
+  if (count > allowed) {
+    throw new LimitError(
+      'maxEntries',
+      `the pickle's ${bytes.toLocaleString('en-US')} bytes make the decoder copy ${count.toLocaleString('en-US')} ` +
+        'items (set(), OrderedDict() or a tuple key repeating a memoised list)',
+      allowed
+    );
+  }
+}
+
+/**
  * Refuse more blocks and trace entries than the budget allows, counted before
  * any is built: `bytes` is the size of the decoded pickle or JSON.
  */

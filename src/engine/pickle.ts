@@ -5,9 +5,10 @@
  * and null-prototype objects) and refuses every opcode that would import or
  * call Python code, except a few harmless constructors that plain-data
  * pickles use (sets, OrderedDict, bytes under protocol 2). Memo and stack are
- * bounded so a hostile file fails with a `SnapshotError`, never a hang.
+ * bounded, and so is every item a step copies out of a value already built,
+ * so a hostile file fails with a `SnapshotError`, never a hang.
  */
-import { DEFAULT_DECODE_LIMITS, IDecodeLimits, LimitError } from './budget';
+import { checkCopiedItems, DEFAULT_DECODE_LIMITS, IDecodeLimits, LimitError } from './budget';
 import { SnapshotError } from './errors';
 
 /**
@@ -50,7 +51,7 @@ export function unpickle(
   budget: IDecodeLimits = DEFAULT_DECODE_LIMITS,
   limits: IUnpickleLimits = DEFAULT_UNPICKLE_LIMITS
 ): PyValue {
-  return new Private.Unpickler(bytes, limits, budget.maxIntegerBytes).load();
+  return new Private.Unpickler(bytes, limits, budget).load();
 }
 
 /** An empty dict with an empty, null-rooted prototype (fast objects, nothing inherited). */
@@ -65,7 +66,7 @@ export function ownValue(dict: PyDict, key: string): PyValue | undefined {
 
 /** Turn a Python key into the string an object can hold, as Python would print it. */
 export function pyKey(key: PyValue): string {
-  return Private.keyString(key, 0);
+  return Private.keyString(key, 0, Private.UNCOUNTED);
 }
 
 namespace Private {
@@ -108,7 +109,16 @@ namespace Private {
     0x98: 'READONLY_BUFFER'
   };
 
-  export function keyString(key: PyValue, depth: number): string {
+  /** Counts items a step copies out of a value already built; throws past the budget. */
+  export type CopyCounter = (items: number) => void;
+
+  /** For keys outside a decode: nothing to bound. */
+  export const UNCOUNTED: CopyCounter = () => undefined;
+
+  /** Longest text of a tuple key: snapshot keys are short names, and each one is built anew. */
+  const MAX_TUPLE_KEY_LENGTH = 4096;
+
+  export function keyString(key: PyValue, depth: number, copy: CopyCounter): string {
     if (typeof key === 'string') {
       return key;
     }
@@ -122,17 +132,33 @@ namespace Private {
       return String(key);
     }
     if (Array.isArray(key) && depth < 8) {
-      return '(' + key.map(k => keyString(k, depth + 1)).join(', ') + ')';
+      // A memoised tuple used as a key is walked each time it is used: count
+      // its items, and stop the text before a tuple of long strings makes gigabytes.
+      copy(key.length);
+      const parts: string[] = [];
+      let length = 2;
+      for (let i = 0; i < key.length; i++) {
+        const part = keyString(key[i], depth + 1, copy);
+        length += part.length + 2;
+        if (length > MAX_TUPLE_KEY_LENGTH) {
+          throw new SnapshotError(
+            `pickle has a tuple dict key longer than ${MAX_TUPLE_KEY_LENGTH.toLocaleString('en-US')} characters`
+          );
+        }
+        parts.push(part);
+      }
+      return '(' + parts.join(', ') + ')';
     }
     throw new SnapshotError('pickle has a dict key that is not plain data');
   }
 
   export class Unpickler {
-    constructor(bytes: Uint8Array, limits: IUnpickleLimits, maxIntegerBytes: number) {
+    constructor(bytes: Uint8Array, limits: IUnpickleLimits, budget: IDecodeLimits) {
       this._bytes = bytes;
       this._view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
       this._limits = limits;
-      this._maxIntegerBytes = maxIntegerBytes;
+      this._budget = budget;
+      this._maxIntegerBytes = budget.maxIntegerBytes;
     }
 
     load(): PyValue {
@@ -285,7 +311,7 @@ namespace Private {
           // SETITEM
           const value = this._popValue();
           const key = this._popValue();
-          setItem(this._dict(this._top()), key, value);
+          setItem(this._dict(this._top()), key, value, this._copy);
           break;
         }
         case 0x75: {
@@ -297,7 +323,7 @@ namespace Private {
           }
           const dict = this._dict(stack[at - 1]);
           for (let i = at + 1; i < stack.length; i += 2) {
-            setItem(dict, this._value(stack[i]), this._value(stack[i + 1]));
+            setItem(dict, this._value(stack[i]), this._value(stack[i + 1]), this._copy);
           }
           stack.length = at;
           break;
@@ -307,7 +333,7 @@ namespace Private {
           const items = this._popMark();
           const dict = newDict();
           for (let i = 0; i + 1 < items.length; i += 2) {
-            setItem(dict, items[i], items[i + 1]);
+            setItem(dict, items[i], items[i + 1], this._copy);
           }
           this._push(dict);
           break;
@@ -475,9 +501,10 @@ namespace Private {
           const dict = newDict();
           const pairs = args.length ? args[0] : [];
           if (Array.isArray(pairs)) {
+            this._copy(pairs.length);
             for (const pair of pairs) {
               if (Array.isArray(pair) && pair.length === 2) {
-                setItem(dict, pair[0], pair[1]);
+                setItem(dict, pair[0], pair[1], this._copy);
               }
             }
           }
@@ -489,6 +516,16 @@ namespace Private {
           if (typeof text !== 'string') {
             throw new SnapshotError('malformed pickle: _codecs.encode of a non-string');
           }
+          // A memoised string encoded again and again builds bytes the file never held: they count as decoded bytes.
+          this._builtBytes += text.length;
+          if (this._bytes.length + this._builtBytes > this._budget.maxBytes) {
+            throw new LimitError(
+              'maxBytes',
+              `the pickle's ${this._bytes.length.toLocaleString('en-US')} bytes build ` +
+                `${this._builtBytes.toLocaleString('en-US')} more through _codecs.encode`,
+              this._budget.maxBytes
+            );
+          }
           const out = new Uint8Array(text.length);
           for (let i = 0; i < text.length; i++) {
             out[i] = text.charCodeAt(i) & 0xff;
@@ -498,10 +535,20 @@ namespace Private {
         default: {
           // set / frozenset: an array of the items.
           const items = args.length ? args[0] : [];
-          return Array.isArray(items) ? items.slice() : [];
+          if (!Array.isArray(items)) {
+            return [];
+          }
+          this._copy(items.length);
+          return items.slice();
         }
       }
     }
+
+    /** Count items copied out of a value already built, before copying them (see checkCopiedItems). */
+    private readonly _copy: CopyCounter = items => {
+      this._copied += items;
+      checkCopiedItems(this._copied, this._bytes.length, this._budget);
+    };
 
     private _push(item: StackItem): void {
       if (this._stack.length >= this._limits.maxStack) {
@@ -743,7 +790,10 @@ namespace Private {
     private readonly _bytes: Uint8Array;
     private readonly _view: DataView;
     private readonly _limits: IUnpickleLimits;
+    private readonly _budget: IDecodeLimits;
     private readonly _maxIntegerBytes: number;
+    private _copied = 0;
+    private _builtBytes = 0;
     private _pos = 0;
     private readonly _stack: StackItem[] = [];
     private readonly _marks: number[] = [];
@@ -805,8 +855,8 @@ namespace Private {
     return text;
   }
 
-  function setItem(dict: PyDict, key: PyValue, value: PyValue): void {
-    const k = keyString(key, 0);
+  function setItem(dict: PyDict, key: PyValue, value: PyValue, copy: CopyCounter): void {
+    const k = typeof key === 'string' ? key : keyString(key, 0, copy);
     if (k === '__proto__') {
       // Assignment would set the prototype: define an own property instead.
       Object.defineProperty(dict, k, {

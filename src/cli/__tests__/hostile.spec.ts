@@ -102,6 +102,17 @@ describe('hostile snapshot files', () => {
     expect(JSON.parse(r.out).trace_entries).toBe(5_000_000);
   });
 
+  it('refuses set() of one memoised 100,000-item list repeated 2,000 times before copying it twice', () => {
+    // Copied in full, the 2,000 sets hold 200 million items: gigabytes from a 210 KB file.
+    const bytes = HOSTILE.memoisedCalls('builtins', 'set', 100_000, w => w.int(0), 2000);
+    expect(bytes.length).toBeLessThan(256 * 1024);
+    expectRefused(
+      cli(['summary', file('set-copies.pickle', bytes)]),
+      /set-copies\.pickle: the pickle's [\d,]+ bytes make the decoder copy 200,000 items .*over the decode limit --max-entries 100,000; if the file is real, raise it with --max-entries N or CUDA_MEMDIFF_MAX_ENTRIES=N/,
+      200
+    );
+  });
+
   it('stops a gzip bomb of 1 GiB of zeros at its first bytes', () => {
     const bytes = HOSTILE.gzipBomb();
     expect(bytes.length).toBeLessThan(2 ** 21);

@@ -314,6 +314,51 @@ export const HOSTILE = {
     ]);
   },
 
+  /**
+   * `module.name` (set, OrderedDict) called `calls` times on one memoised list
+   * of `items` items written by `item`, the results kept in a list: each call
+   * is 5 bytes, each copies the whole list.
+   */
+  memoisedCalls(
+    module: string,
+    name: string,
+    items: number,
+    item: (w: PickleWriter) => void,
+    calls: number
+  ): Uint8Array {
+    return PickleWriter.pickle(w => {
+      w.str(module).str(name).raw(0x93); // STACK_GLOBAL
+      const callable = w.memoize();
+      w.raw(0x30, 0x5d); // POP, EMPTY_LIST
+      const list = w.memoize();
+      w.raw(0x28);
+      for (let k = 0; k < items; k++) {
+        item(w);
+      }
+      w.raw(0x65, 0x30, 0x5d); // APPENDS, POP, EMPTY_LIST (the results)
+      for (let k = 0; k < calls; k++) {
+        w.get(callable).get(list).raw(0x85, 0x52, 0x61); // TUPLE1, REDUCE, APPEND
+      }
+    });
+  },
+
+  /** One memoised tuple of `items` strings written by `item`, used as a dict key `uses` times. */
+  memoisedTupleKey(items: number, item: (w: PickleWriter) => void, uses: number): Uint8Array {
+    return PickleWriter.pickle(w => {
+      w.raw(0x28);
+      for (let k = 0; k < items; k++) {
+        item(w);
+      }
+      w.raw(0x74); // TUPLE
+      const key = w.memoize();
+      w.raw(0x30, 0x7d, 0x28); // POP, EMPTY_DICT, MARK
+      for (let k = 0; k < uses; k++) {
+        w.get(key).int(k);
+      }
+      w.raw(0x75); // SETITEMS
+    });
+  },
+
   /** os.system('touch MARKER') through GLOBAL and REDUCE (protocol 2): must never run. */
   systemCall(marker: string): Uint8Array {
     const w = new PickleWriter().raw(0x80, 2);

@@ -5,8 +5,9 @@
 // called, no prototype is reached, and every bad input ends in SnapshotError.
 import * as path from 'path';
 import { gunzipSync, gzipSync } from 'fflate';
-import { decodeSnapshotBytes, readSnapshot, SnapshotError, unpickle } from '..';
+import { decodeLimits, decodeSnapshotBytes, readSnapshot, SnapshotError, unpickle } from '..';
 import { FIXTURES, readBytes, RECORDINGS } from './data';
+import { HOSTILE, PickleWriter } from './hostile';
 
 /** Bytes from opcodes: numbers are bytes, strings are latin1 text. */
 function pk(...parts: (number | string)[]): Uint8Array {
@@ -187,6 +188,60 @@ describe('unpickle bounds hostile input', () => {
         expect(e).toBeInstanceOf(SnapshotError);
       }
     }
+  });
+});
+
+describe('unpickle counts what a step copies against the entries budget', () => {
+  const zero = (w: PickleWriter) => w.int(0);
+  const pair = (w: PickleWriter) => w.int(0).int(0).raw(0x86); // TUPLE2
+
+  it('refuses set() repeated on a memoised list at the first call past the limit', () => {
+    // 200 calls would copy 200,000 items; the 101st passes the 100,000 a small file may copy.
+    expectSnapshotError(
+      HOSTILE.memoisedCalls('builtins', 'set', 1000, zero, 200),
+      /the pickle's [\d,]+ bytes make the decoder copy 101,000 items .*over the decode limit --max-entries 100,000/
+    );
+  });
+
+  it('refuses OrderedDict() repeated on a memoised list of pairs', () => {
+    expectSnapshotError(
+      HOSTILE.memoisedCalls('collections', 'OrderedDict', 1000, pair, 200),
+      /copy 101,000 items .*--max-entries 100,000/
+    );
+  });
+
+  it('refuses a memoised tuple key used over and over, and one whose text would be huge', () => {
+    expectSnapshotError(HOSTILE.memoisedTupleKey(1000, zero, 200), /copy 101,000 items .*--max-entries/);
+    const long = (w: PickleWriter) => w.str('x'.repeat(1000));
+    expectSnapshotError(HOSTILE.memoisedTupleKey(100, long, 1), /tuple dict key longer than 4,096 characters/);
+  });
+
+  it('reads the same copies when --max-entries is raised, and small ones under the default', () => {
+    const bytes = HOSTILE.memoisedCalls('builtins', 'set', 1000, zero, 200);
+    const sets = decodeSnapshotBytes(bytes, decodeLimits({ maxEntries: 300_000 })).value as number[][];
+    expect(sets).toHaveLength(200);
+    expect(sets[199]).toHaveLength(1000);
+    expect(decodeSnapshotBytes(HOSTILE.memoisedCalls('builtins', 'set', 1000, zero, 100)).value).toHaveLength(100);
+  });
+
+  it('counts bytes that _codecs.encode builds from a memoised string against the byte limit', () => {
+    const text = (w: PickleWriter) => w.str('x'.repeat(60_000));
+    const bytes = PickleWriter.pickle(w => {
+      w.str('_codecs').str('encode').raw(0x93);
+      const encode = w.memoize();
+      w.raw(0x30);
+      text(w);
+      w.str('latin1').raw(0x86); // TUPLE2 (text, 'latin1')
+      const args = w.memoize();
+      w.raw(0x30, 0x5d);
+      for (let k = 0; k < 100; k++) {
+        w.get(encode).get(args).raw(0x52, 0x61); // REDUCE, APPEND
+      }
+    });
+    expect(() => decodeSnapshotBytes(bytes, decodeLimits({ maxBytes: 2 ** 20 }))).toThrow(
+      /build [\d,]+ more through _codecs\.encode, over the decode limit --max-bytes 1,048,576/
+    );
+    expect(decodeSnapshotBytes(bytes).value).toHaveLength(100);
   });
 });
 
