@@ -53,6 +53,25 @@ function checkNoOverlap(sorted: readonly Segment[]): void {
   }
 }
 
+/**
+ * Refuse blocks of one segment that overlap or are listed twice: each would be
+ * counted, and the segment's free space would come out negative. `sorted` is
+ * by address; 2.0-era blocks, placed end to end from their sizes, never overlap.
+ */
+function checkBlocksApart(segment: Segment, sorted: readonly Block[]): void {
+  for (let i = 1; i < sorted.length; i++) {
+    const [a, b] = [sorted[i - 1], sorted[i]];
+    if (b.address < a.address + a.size || b.address === a.address) {
+      const at = `not a consistent snapshot: segment 0x${segment.address.toString(16)}`;
+      throw new SnapshotError(
+        b.address === a.address
+          ? `${at} lists two blocks at 0x${a.address.toString(16)} (one listed twice?)`
+          : `${at} blocks at 0x${a.address.toString(16)} and 0x${b.address.toString(16)} overlap`
+      );
+    }
+  }
+}
+
 namespace Private {
   export class Normalizer {
     constructor(
@@ -189,6 +208,7 @@ namespace Private {
         });
       }
       blocks.sort((x, y) => x.address - y.address);
+      checkBlocksApart(segment, blocks);
       return { segment, blocks };
     }
 

@@ -116,4 +116,18 @@ describe('normalizeSnapshot across torch versions', () => {
       'not a consistent snapshot: segment 0 block 1 lies outside its segment'
     );
   });
+
+  it('refuses blocks of one segment that overlap or are listed twice: counted, free space goes negative', () => {
+    const block = (address: number, size: number) => ({ address, size, state: 'active_allocated' });
+    const segment = (...blocks: PyValue[]) => ({ device: 0, address: 4096, total_size: 4096, blocks }) as PyValue;
+    // Listed out of order, as nothing promises they are sorted.
+    expect(() => normalizeSnapshot([segment(block(6144, 1024), block(4096, 1024), block(5120, 1536))])).toThrow(
+      'not a consistent snapshot: segment 0x1000 blocks at 0x1400 and 0x1800 overlap'
+    );
+    expect(() => normalizeSnapshot([segment(block(4096, 1024), block(4096, 1024))])).toThrow(
+      'not a consistent snapshot: segment 0x1000 lists two blocks at 0x1000 (one listed twice?)'
+    );
+    const tiled = normalizeSnapshot([segment(block(4096, 1024), block(5120, 1024), block(7168, 1024))]);
+    expect(tiled.totals[0].inactiveBytes).toBe(1024);
+  });
 });
