@@ -8,3 +8,19 @@ export class SnapshotError extends Error {
     this.name = 'SnapshotError';
   }
 }
+
+/** Characters of a value from a file that an error message quotes before cutting it. */
+export const QUOTE_LENGTH = 80;
+
+/**
+ * A value from a file as an error message quotes it: whole when short, else
+ * its first characters and its length, so a 5 MB name is one short line.
+ */
+export function clip(text: string): string {
+  if (text.length <= QUOTE_LENGTH) {
+    return text;
+  }
+  // Cut before a split surrogate pair, which would print as a stray half.
+  const end = text.charCodeAt(QUOTE_LENGTH - 1) >> 10 === 0xd800 >> 10 ? QUOTE_LENGTH - 1 : QUOTE_LENGTH;
+  return `${text.slice(0, end)}…(${text.length.toLocaleString('en-US')} characters)`;
+}

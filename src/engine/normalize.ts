@@ -7,7 +7,7 @@
  * may lack `frames`; `oom` entries carry `device_free` instead of `addr`.
  */
 import { checkEntryCount, DEFAULT_DECODE_LIMITS, IDecodeLimits, LimitError } from './budget';
-import { SnapshotError } from './errors';
+import { clip, SnapshotError } from './errors';
 import { Block, BlockState, DeviceTotals, FrameTable, Segment, Snapshot, TraceEntry } from './model';
 import { PyDict, PyValue, ownValue } from './pickle';
 
@@ -187,7 +187,7 @@ namespace Private {
             : undefined;
         const state = str(ownValue(b, 'state'), 'active_allocated');
         if (!BLOCK_STATES.has(state)) {
-          throw new SnapshotError(`not a snapshot: ${bw} has unknown state '${state}'`);
+          throw new SnapshotError(`not a snapshot: ${bw} has unknown state '${clip(state)}'`);
         }
         // 2.0-era blocks have no address: they tile the segment in order.
         const blockAddress = int(ownValue(b, 'address'), bw, 'address', cursor);

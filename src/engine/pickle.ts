@@ -9,7 +9,7 @@
  * so a hostile file fails with a `SnapshotError`, never a hang.
  */
 import { checkCopiedItems, DEFAULT_DECODE_LIMITS, IDecodeLimits, LimitError } from './budget';
-import { SnapshotError } from './errors';
+import { clip, SnapshotError } from './errors';
 
 /**
  * A Python dict as plain data: an ordinary object whose every key is an own
@@ -487,7 +487,9 @@ namespace Private {
     private _global(module: string, name: string): void {
       const qualified = `${module} ${name}`;
       if (!ALLOWED_GLOBALS.has(qualified)) {
-        throw new SnapshotError(`refused pickle: it imports ${module}.${name}, and a snapshot never needs code`);
+        throw new SnapshotError(
+          `refused pickle: it imports ${clip(`${module}.${name}`)}, and a snapshot never needs code`
+        );
       }
       this._push(new AllowedGlobal(qualified));
     }

@@ -5,7 +5,7 @@
  * come from its protocol.py through the build, never spelled here.
  */
 import { AllocationSite, groupBySite, SnapshotDiff } from './diff';
-import { SnapshotError } from './errors';
+import { clip, SnapshotError } from './errors';
 import { IFrameFilterOptions } from './frames';
 import { Block, Snapshot } from './model';
 import { ROLES as KERNEL_ROLES, ROLE_CODES } from './protocol.generated';
@@ -121,10 +121,10 @@ export function parseRoleSummary(raw: unknown, where: string): IRoleSummary {
   const out: Record<Role, number> = { ...emptyRoleBytes() };
   for (const [role, value] of Object.entries(bytes)) {
     if (!ROLES.includes(role)) {
-      throw new SnapshotError(`${where} names an unknown role '${role}' (known: ${ROLES.join(', ')})`);
+      throw new SnapshotError(`${where} names an unknown role '${clip(role)}' (known: ${ROLES.join(', ')})`);
     }
     if (!Number.isInteger(value) || (value as number) < 0) {
-      throw new SnapshotError(`${where} bytes of '${role}' must be a count`);
+      throw new SnapshotError(`${where} bytes of '${clip(role)}' must be a count`);
     }
     out[role] = value as number;
   }
@@ -142,7 +142,10 @@ export function parseBlockRoles(raw: unknown, where: string): BlockRoles {
   }
   const unknown = role.find(r => !ROLES.includes(r));
   if (unknown !== undefined) {
-    throw new SnapshotError(`${where} names an unknown role '${String(unknown)}'`);
+    // String() of a nested list recurses, and of a dict prints nothing useful: name the kind instead.
+    const shown =
+      typeof unknown === 'object' && unknown !== null ? (Array.isArray(unknown) ? 'a list' : 'a dict') : null;
+    throw new SnapshotError(`${where} names an unknown role ${shown ?? `'${clip(String(unknown))}'`}`);
   }
   return new BlockRoles(role.map((r: Role, i: number) => [device[i] as number, address[i] as number, r]));
 }

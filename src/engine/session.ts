@@ -5,7 +5,7 @@
  * reads from disk and the panel from the contents API with the same code.
  */
 import { AllocationSite, diffSnapshots, groupBySite } from './diff';
-import { SnapshotError } from './errors';
+import { clip, SnapshotError } from './errors';
 import { IFrameFilterOptions } from './frames';
 import { IBlockHolders, parseHolderAnswer } from './holders';
 import { ILeakExecution } from './leaks';
@@ -291,12 +291,12 @@ export function loadSession(
     try {
       bytes = readFile(name);
     } catch (reason) {
-      throw new SnapshotError(`manifest.json names ${name}, which cannot be read (${(reason as Error).message})`);
+      throw new SnapshotError(`manifest.json names ${clip(name)}, which cannot be read (${(reason as Error).message})`);
     }
     try {
       return readSnapshot(bytes, frames, limits);
     } catch (reason) {
-      throw new SnapshotError(`${name}: ${(reason as Error).message}`);
+      throw new SnapshotError(`${clip(name)}: ${(reason as Error).message}`);
     }
   };
   const readHolders = (name: string) => {
@@ -306,13 +306,13 @@ export function loadSession(
     } catch (reason) {
       // JSON.parse quotes the text it met: for a binary file, raw bytes on the terminal
       throw new SnapshotError(
-        `${name} cannot be read as JSON${reason instanceof SyntaxError ? '' : ` (${(reason as Error).message})`}`
+        `${clip(name)} cannot be read as JSON${reason instanceof SyntaxError ? '' : ` (${(reason as Error).message})`}`
       );
     }
     try {
       return parseHolderAnswer(answer).holders;
     } catch (reason) {
-      throw new SnapshotError(`${name}: ${(reason as Error).message}`);
+      throw new SnapshotError(`${clip(name)}: ${(reason as Error).message}`);
     }
   };
   for (const cell of manifest.cells) {

@@ -166,6 +166,12 @@ describe('hostile snapshot files', () => {
     expectRefused(cli(['summary', file('size.pickle', HOSTILE.blockSize(write))]), pattern);
   });
 
+  it('quotes a 5 MB state string cut to its first 80 characters and its length', () => {
+    const r = cli(['summary', file('state.pickle', HOSTILE.longState())]);
+    expectRefused(r, /segment 0 block 0 has unknown state 'z{80}…\(5,000,000 characters\)'$/);
+    expect(r.err.length).toBeLessThan(400);
+  });
+
   it('reads tuples nested a million deep without a stack overflow', () => {
     const r = cli(['summary', file('deep.pickle.gz', HOSTILE.deepNesting()), '--json']);
     expect(r.err).toBe('');

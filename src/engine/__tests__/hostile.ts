@@ -270,6 +270,15 @@ export const HOSTILE = {
     ]);
   },
 
+  /** A block whose state is a 5 MB string: an error that quoted it whole was a 5 MB line. */
+  longState(): Uint8Array {
+    return oneBlock([
+      ['address', y => y.int(0)],
+      ['size', y => y.int(512)],
+      ['state', y => y.str('z'.repeat(5_000_000))]
+    ]);
+  },
+
   /** Tuples nested a million deep, as a segment's frames. */
   deepNesting(): Uint8Array {
     const bytes = snapshot(

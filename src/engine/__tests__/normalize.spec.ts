@@ -117,6 +117,13 @@ describe('normalizeSnapshot across torch versions', () => {
     );
   });
 
+  it('quotes an unknown state cut to 80 characters, so the error stays one short line', () => {
+    const block = { address: 0, size: 512, state: 'z'.repeat(5_000_000) };
+    expect(() => normalizeSnapshot([{ device: 0, address: 0, total_size: 1024, blocks: [block] }])).toThrow(
+      `not a snapshot: segment 0 block 0 has unknown state '${'z'.repeat(80)}…(5,000,000 characters)'`
+    );
+  });
+
   it('refuses blocks of one segment that overlap or are listed twice: counted, free space goes negative', () => {
     const block = (address: number, size: number) => ({ address, size, state: 'active_allocated' });
     const segment = (...blocks: PyValue[]) => ({ device: 0, address: 4096, total_size: 4096, blocks }) as PyValue;

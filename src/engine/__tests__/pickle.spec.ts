@@ -51,6 +51,15 @@ describe('unpickle refuses code', () => {
     expectSnapshotError(bytes, /refused pickle: it imports builtins\.eval/);
   });
 
+  it('quotes a long imported name cut to 80 characters, with its length', () => {
+    const module = 'x'.repeat(10_000);
+    const bytes = pk(0x80, 2, `c${module}\nsystem\n`, '.');
+    expectSnapshotError(
+      bytes,
+      /^refused pickle: it imports x{80}…\(10,007 characters\), and a snapshot never needs code$/
+    );
+  });
+
   it('refuses REDUCE on anything but an allowed constructor', () => {
     const bytes = pk(...PROTO4, 0x5d, 0x29, 'R', '.');
     expectSnapshotError(bytes, /refused pickle: opcode REDUCE/);

@@ -126,6 +126,17 @@ describe('bad roles input', () => {
     expect(() => parseBlockRoles({ device: [0], address: [1], role: ['weights'] }, 'f.json')).toThrow(
       "unknown role 'weights'"
     );
+    // A role nested 200,000 lists deep: String() of it overflowed the stack.
+    let deep: unknown = 'user';
+    for (let k = 0; k < 200_000; k++) {
+      deep = [deep];
+    }
+    expect(() => parseBlockRoles({ device: [0], address: [1], role: [deep] }, 'f.json')).toThrow(
+      'f.json names an unknown role a list'
+    );
+    expect(() => parseRoleSummary({ bytes: { ['x'.repeat(1000)]: 1 } }, 'x')).toThrow(
+      `x names an unknown role '${'x'.repeat(80)}…(1,000 characters)'`
+    );
     const manifest = {
       cells: [
         { index: 0, execution_count: 1, source: '', snapshot_file: 'a', roles: { bytes: {} }, roles_file: '../x' }
