@@ -158,14 +158,13 @@ namespace Private {
       }
       const address = int(ownValue(seg, 'address'), where, 'address');
       const totalSize = int(ownValue(seg, 'total_size'), where, 'total_size');
-      const pool = ownValue(seg, 'segment_pool_id');
       const segment: Segment = {
         device,
         address,
         totalSize,
         stream: stream(ownValue(seg, 'stream'), where),
         segmentType: str(ownValue(seg, 'segment_type'), ''),
-        pool: Array.isArray(pool) ? pool.join(',') : pool === undefined || pool === null ? '' : String(pool),
+        pool: poolId(ownValue(seg, 'segment_pool_id'), where),
         isExpandable: ownValue(seg, 'is_expandable') === true,
         stack: this._stack(ownValue(seg, 'frames'))
       };
@@ -251,7 +250,9 @@ namespace Private {
             stream: stream(ownValue(e, 'stream'), where),
             timeUs: time === undefined || time === null ? null : num(time, where, 'time_us'),
             stack: this._stack(ownValue(e, 'frames')),
-            userMetadata: typeof meta === 'string' ? meta : meta === undefined || meta === null ? '' : String(meta),
+            // A label the user's code sets, always a string in torch, that no figure reads: anything else
+            // (a dict, a list nested 200,000 deep) is dropped rather than refuse the file over it.
+            userMetadata: typeof meta === 'string' ? meta : '',
             deviceFree: deviceFree === undefined || deviceFree === null ? null : int(deviceFree, where, 'device_free')
           });
         }
@@ -365,6 +366,26 @@ namespace Private {
   function printableNumber(v: number | bigint): string {
     const text = String(v);
     return text.length > 24 ? `${text.slice(0, 12)}... (${text.length} digits)` : text;
+  }
+
+  /** Most integers in a pool id: torch writes two. */
+  const MAX_POOL_ID_PARTS = 8;
+
+  /**
+   * A segment's pool as text: torch writes a pair of integers, (0, 0) for the
+   * default pool. Anything else is refused by name rather than dropped, since
+   * an export writes it back and would call it the default pool; joined as it
+   * came, a dict threw and a list nested 200,000 deep overflowed the stack.
+   */
+  function poolId(v: PyValue | undefined, at: string): string {
+    if (v === undefined || v === null) {
+      return '';
+    }
+    const parts = Array.isArray(v) ? v : [v];
+    if (parts.length > MAX_POOL_ID_PARTS || !parts.every(p => Number.isSafeInteger(p))) {
+      throw new SnapshotError(`not a snapshot: ${at} segment_pool_id is not a tuple of integers`);
+    }
+    return parts.join(',');
   }
 
   function str(v: PyValue | undefined, fallback: string): string {

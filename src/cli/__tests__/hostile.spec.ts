@@ -166,6 +166,13 @@ describe('hostile snapshot files', () => {
     expectRefused(cli(['summary', file('size.pickle', HOSTILE.blockSize(write))]), pattern);
   });
 
+  it('refuses a pool id nested 200,000 deep by name, without a stack overflow', () => {
+    expectRefused(
+      cli(['summary', file('pool.pickle', HOSTILE.deepPoolId())]),
+      /pool\.pickle: not a snapshot: segment 0 segment_pool_id is not a tuple of integers$/
+    );
+  });
+
   it('quotes a 5 MB state string cut to its first 80 characters and its length', () => {
     const r = cli(['summary', file('state.pickle', HOSTILE.longState())]);
     expectRefused(r, /segment 0 block 0 has unknown state 'z{80}…\(5,000,000 characters\)'$/);

@@ -302,6 +302,28 @@ export const HOSTILE = {
     return gzipSync(bytes, { level: 9 });
   },
 
+  /** A segment whose segment_pool_id is tuples nested 200,000 deep: joined as text, it overflowed the stack. */
+  deepPoolId(): Uint8Array {
+    return snapshot(
+      w => {
+        w.raw(0x5d, 0x28);
+        segment(w, 0, x => x.raw(0x5d), [
+          [
+            'segment_pool_id',
+            x => {
+              x.raw(0x29); // EMPTY_TUPLE
+              for (let k = 0; k < 200_000; k++) {
+                x.raw(0x85); // TUPLE1
+              }
+            }
+          ]
+        ]);
+        w.raw(0x65);
+      },
+      w => w.raw(0x5d)
+    );
+  },
+
   /** A block allocated by a frame whose name and file carry terminal escape sequences. */
   escapeSequences(): Uint8Array {
     return oneBlock([

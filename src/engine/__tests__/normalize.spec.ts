@@ -117,6 +117,29 @@ describe('normalizeSnapshot across torch versions', () => {
     );
   });
 
+  it('refuses a pool id that is not a tuple of integers, and drops user_metadata that is not a string', () => {
+    // Nested 200,000 deep: joined or printed with String(), these overflowed the stack.
+    let deep: PyValue = [0];
+    for (let k = 0; k < 200_000; k++) {
+      deep = [deep];
+    }
+    const pool = (id: PyValue) =>
+      normalizeSnapshot([{ device: 0, address: 0, total_size: 512, segment_pool_id: id, blocks: [] }]).segments[0].pool;
+    expect(pool([1, 7])).toBe('1,7');
+    expect(pool(null)).toBe('');
+    for (const bad of [deep, { toString: 'x', valueOf: 'y' }, [{ toString: 1 }], 'a', [0.5, 1]] as PyValue[]) {
+      expect(() => pool(bad)).toThrow('not a snapshot: segment 0 segment_pool_id is not a tuple of integers');
+    }
+    const meta = (m: PyValue) =>
+      normalizeSnapshot({
+        segments: [],
+        device_traces: [[{ action: 'oom', device_free: 0, size: 0, user_metadata: m }]]
+      }).traces[0].userMetadata;
+    expect(meta('cell-a')).toBe('cell-a');
+    expect(meta(deep)).toBe('');
+    expect(meta({ toString: 1 } as PyValue)).toBe('');
+  });
+
   it('quotes an unknown state cut to 80 characters, so the error stays one short line', () => {
     const block = { address: 0, size: 512, state: 'z'.repeat(5_000_000) };
     expect(() => normalizeSnapshot([{ device: 0, address: 0, total_size: 1024, blocks: [block] }])).toThrow(
