@@ -184,7 +184,8 @@ namespace Private {
           Array.isArray(history) && history.length && isDict(history[history.length - 1])
             ? (history[history.length - 1] as PyDict)
             : undefined;
-        const state = str(ownValue(b, 'state'), 'active_allocated');
+        // Every torch writes a state; read as allocated, a missing or numeric one made up memory in use.
+        const state = text(ownValue(b, 'state'), bw, 'state');
         if (!BLOCK_STATES.has(state)) {
           throw new SnapshotError(`not a snapshot: ${bw} has unknown state '${clip(state)}'`);
         }
@@ -233,7 +234,8 @@ namespace Private {
         for (let k = 0; k < entries.length; k++) {
           where.at = k;
           const e = dict(entries[k], where);
-          const action = str(ownValue(e, 'action'), 'unknown');
+          // Read as 'unknown', a missing or numeric action dropped the entry from every replay silently.
+          const action = text(ownValue(e, 'action'), where, 'action');
           const addr = ownValue(e, 'addr');
           // Read as no address, an alloc or free would drop out of every replay and change its figures silently.
           if ((addr === undefined || addr === null) && ADDRESSED_ACTIONS.has(action)) {
@@ -386,6 +388,14 @@ namespace Private {
       throw new SnapshotError(`not a snapshot: ${at} segment_pool_id is not a tuple of integers`);
     }
     return parts.join(',');
+  }
+
+  /** A field torch always writes as a string (a block's state, an entry's action). */
+  function text(v: PyValue | undefined, at: Where | string, field: string): string {
+    if (typeof v === 'string') {
+      return v;
+    }
+    throw new SnapshotError(`not a snapshot: ${at} ${field} is ${v === undefined ? 'missing' : 'not a string'}`);
   }
 
   function str(v: PyValue | undefined, fallback: string): string {

@@ -61,6 +61,15 @@ describe('normalizeSnapshot across torch versions', () => {
     expect(() =>
       normalizeSnapshot({ segments: [{ address: 0, total_size: 1, blocks: [{ size: 1, state: 'weird' }] }] })
     ).toThrow("segment 0 block 0 has unknown state 'weird'");
+    // Read as allocated (a missing state) or as an unknown action (a numeric one), these changed figures silently.
+    const block = (fields: PyValue) => normalizeSnapshot([{ address: 0, total_size: 1024, blocks: [fields] }]);
+    expect(() => block({ size: 512 })).toThrow('not a snapshot: segment 0 block 0 state is missing');
+    expect(() => block({ size: 512, state: 1 })).toThrow('not a snapshot: segment 0 block 0 state is not a string');
+    const entry = (fields: PyValue) => normalizeSnapshot({ segments: [], device_traces: [[fields]] });
+    expect(() => entry({ addr: 0, size: 512, action: 3 })).toThrow(
+      'not a snapshot: device 0 trace entry 0 action is not a string'
+    );
+    expect(() => entry({ addr: 0, size: 512 })).toThrow('not a snapshot: device 0 trace entry 0 action is missing');
   });
 
   it('reads no history where there is none, and refuses traces that are not one list per device', () => {
