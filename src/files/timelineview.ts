@@ -207,7 +207,7 @@ function showMoment(node: HTMLElement, m: IMoment, cells: CellCodeNames, trans: 
   node.textContent = '';
   const head = document.createElement('p');
   head.textContent = trans.__(
-    'Event %1: %2 of %3, then %4 allocated',
+    'Moment %1: %2 of %3, then %4 allocated',
     m.moment + 1,
     m.action,
     formatBytes(m.size),

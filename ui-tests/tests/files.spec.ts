@@ -72,7 +72,7 @@ test.describe('snapshot file timeline', () => {
     const box = (await chart.boundingBox())!;
     await page.mouse.move(box.x + box.width * (0.5 / 2454), box.y + box.height / 2);
     const hover = view.locator('.jp-CudaMemdiffTimeline-hover');
-    await expect(hover).toContainText('Event 1: alloc of 6.75 KiB, then 7.00 KiB allocated');
+    await expect(hover).toContainText('Moment 1: alloc of 6.75 KiB, then 7.00 KiB allocated');
     // A cell's place counts every cell, the heading too, as the status bar does.
     await expect(hover.locator('li').first()).toHaveText('Cell 2/6, line 4');
 
