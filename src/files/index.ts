@@ -95,7 +95,7 @@ export class SnapshotFileView extends Widget {
       const error = document.createElement('p');
       error.setAttribute('role', 'alert');
       error.className = 'jp-CudaMemdiffFile-error';
-      error.textContent = trans.__('Not a readable CUDA memory snapshot: %1', unreadableReason(reason));
+      error.textContent = trans.__('Cannot read this file: %1', unreadableReason(reason));
       this.node.appendChild(error);
       return;
     }

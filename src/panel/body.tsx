@@ -370,7 +370,7 @@ export function PanelBody(props: IPanelBodyProps): JSX.Element {
       />
       {model.fileError ? (
         <p className="jp-CudaMemdiffPanel-error" role="alert">
-          {trans.__('Not a readable CUDA memory snapshot: %1', model.fileError)}
+          {trans.__('Cannot read %1', model.fileError)}
         </p>
       ) : null}
       {!pair ? (

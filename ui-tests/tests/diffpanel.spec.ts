@@ -91,7 +91,7 @@ test.describe('snapshot files', () => {
       [`${tmpPath}/notes.pickle`]
     );
     await expect(page.locator('.jp-CudaMemdiffFile-error')).toHaveText(
-      /^Not a readable CUDA memory snapshot: not a snapshot/
+      /^Cannot read this file: not a snapshot/
     );
   });
 });

@@ -293,7 +293,7 @@ test.describe('snapshot files dropped on the panel', () => {
     // A broken file: one line naming it, and the comparison shown stays.
     await dropOnPanel(page, [`${tmpPath}/notes.pickle`]);
     const alert = panel.getByRole('alert');
-    await expect(alert).toHaveText(/^Not a readable CUDA memory snapshot: notes\.pickle: not a snapshot[^\n]*$/);
+    await expect(alert).toHaveText(/^Cannot read notes\.pickle: not a snapshot[^\n]*$/);
     await expect(alert).toBeVisible();
     await expect(status).toHaveText(new RegExp(`net \\+${mib(allocated(2) - allocated(1))}$`));
     await expect(panel.locator('.jp-CudaMemdiffFiles li')).toHaveCount(2);
