@@ -57,7 +57,8 @@ FILE, BEFORE and AFTER are snapshot pickles written by torch.cuda.memory._dump_s
 snapshot per cell); RANKS_DIR is a multi-rank folder (rank0/, rank1/, ... each a session
 folder, written by cuda_memdiff_kernel.ranks): without --rank, session and leaks compare the
 ranks and say which one grows. \`leaks\` ranks the session's cells by the memory they left alive:
-leak (grows on re-run, or held by nothing the user sees), retained (expected state) or ok.
+leak (grows on re-run, or held by nothing the user sees), fixed (a leak a later cell freed),
+retained (expected state), unknown (no allocation stacks to tell) or ok.
 --by role groups memory by what it is for (parameter, gradient, optimizer_state, activation, ...),
 as the kernel recorded it: \`diff\` takes two snapshots of one session folder recorded with roles.
 
