@@ -141,7 +141,7 @@ export namespace IDiffPanel {
 /** The diff panel token. */
 export const IDiffPanel = new Token<IDiffPanel>(
   'jupyterlab-cuda-memdiff:IDiffPanel',
-  'The CUDA memory diff side panel.'
+  'The CUDA Memory side panel.'
 );
 
 /** File type of snapshot pickles (and their JSON form). */

@@ -15,7 +15,7 @@
  *   which a new process can meet when it happens to get the same addresses.
  *
  * Nothing is made up: every snapshot is one the H200 wrote, and each folder
- * is written by the same code as the command "Export GPU Memory Session"
+ * is written by the same code as the command "Export CUDA Memory Session"
  * (sessionFolderFiles), with each cell's kernel session numbered as the
  * frontend's store numbers it (0, then 1 after the restart).
  *

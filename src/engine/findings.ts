@@ -266,7 +266,7 @@ function historySteps(deletable: readonly string[], displays: number): string {
 
 /** How to get allocation stacks recorded, in the panel's setting and in torch's own call. */
 export const RECORD_STACKS_TEXT =
-  'turn allocation history on (in JupyterLab: Settings Editor \u2192 CUDA Memory Diff \u2192 Allocation history, `all` or `state`; elsewhere: `torch.cuda.memory._record_memory_history()` before the cells allocate)';
+  'turn allocation history on (in JupyterLab: Settings Editor \u2192 CUDA Memory \u2192 Allocation history, `all` or `state`; elsewhere: `torch.cuda.memory._record_memory_history()` before the cells allocate)';
 
 /** Codes of advice. */
 export type LeakAdviceCode = LeakAdvice['code'];

@@ -267,7 +267,7 @@ export function adviceWords(advice: LeakAdvice, trans: TranslationBundle): strin
       );
     case 'record-stacks':
       return trans.__(
-        'Set Allocation history to `all` (Settings Editor, CUDA Memory Diff) and run the cells again to see the line that allocates it.'
+        'Set Allocation history to `all` (Settings Editor, CUDA Memory) and run the cells again to see the line that allocates it.'
       );
   }
 }
@@ -371,8 +371,8 @@ function outputHistoryWords(
  */
 export function noStacksWords(noStacks: INoStacks, trans: TranslationBundle): string {
   return trans._n(
-    'No allocation stacks were recorded (allocation history was off): for %2 in %1 cell run, what made it, on which line, and whether it leaks is unknown; only growth on a re-run or the kernel\u2019s holders show a leak. Set Allocation history to `all` (Settings Editor, CUDA Memory Diff) and run the cells again.',
-    'No allocation stacks were recorded (allocation history was off): for %2 in %1 cell runs, what made it, on which line, and whether it leaks is unknown; only growth on a re-run or the kernel\u2019s holders show a leak. Set Allocation history to `all` (Settings Editor, CUDA Memory Diff) and run the cells again.',
+    'No allocation stacks were recorded (allocation history was off): for %2 in %1 cell run, what made it, on which line, and whether it leaks is unknown; only growth on a re-run or the kernel\u2019s holders show a leak. Set Allocation history to `all` (Settings Editor, CUDA Memory) and run the cells again.',
+    'No allocation stacks were recorded (allocation history was off): for %2 in %1 cell runs, what made it, on which line, and whether it leaks is unknown; only growth on a re-run or the kernel\u2019s holders show a leak. Set Allocation history to `all` (Settings Editor, CUDA Memory) and run the cells again.',
     noStacks.executions.length,
     formatBytes(noStacks.bytes)
   );

@@ -344,7 +344,7 @@ export function PanelBody(props: IPanelBodyProps): JSX.Element {
       className="jp-CudaMemdiffPanel-content"
       tabIndex={0}
       role="region"
-      aria-label={trans.__('CUDA memory diff content')}
+      aria-label={trans.__('CUDA Memory content')}
       onScroll={() => scroller.current && tail.current && trimTail(scroller.current, tail.current)}
       onDragOver={e => e.preventDefault()}
       onDrop={e => {

@@ -8,7 +8,7 @@ const MEMORY_SVG = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24" 
   </g>
 </svg>`;
 
-/** Icon of the CUDA memory diff panel. */
+/** Icon of the CUDA Memory panel. */
 export const memoryIcon = new LabIcon({ name: 'jupyterlab-cuda-memdiff:memory', svgstr: MEMORY_SVG });
 
 const LEAK_SVG = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24" width="16">

@@ -29,8 +29,8 @@ export class MemdiffPanel extends SidePanel {
     this.id = PANEL_ID;
     this.addClass('jp-CudaMemdiffPanel');
     this.title.icon = memoryIcon;
-    this.title.caption = trans.__('CUDA memory diff');
-    this.node.setAttribute('aria-label', trans.__('CUDA memory diff'));
+    this.title.caption = trans.__('CUDA Memory');
+    this.node.setAttribute('aria-label', trans.__('CUDA Memory'));
     this.leaks = new LeakFinderModel(this.model, options.worker);
     const onReveal = options.onReveal ?? (() => undefined);
     const onShowCell = options.onShowCell ?? (() => undefined);

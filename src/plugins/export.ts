@@ -54,7 +54,7 @@ export const exportPlugin: JupyterFrontEndPlugin<void> = {
       contents.save(path, { type: 'file', format: 'base64', content: toBase64(bytes) });
 
     app.commands.addCommand(CommandIDs.exportSession, {
-      label: trans.__('Export GPU Memory Session'),
+      label: trans.__('Export CUDA Memory Session'),
       caption: trans.__("Write the notebook's snapshots as a session folder the cuda-memdiff CLI reads"),
       isEnabled: () => !!tracker.currentWidget && !!captures.captureFor(tracker.currentWidget)?.store.records.length,
       execute: async () => {
@@ -88,7 +88,7 @@ export const exportPlugin: JupyterFrontEndPlugin<void> = {
     });
 
     app.commands.addCommand(CommandIDs.saveSnapshot, {
-      label: trans.__('Save GPU Memory Snapshot as Pickle'),
+      label: trans.__('Save CUDA Memory Snapshot as Pickle'),
       caption: trans.__('Save the snapshot the panel shows, for torch.cuda._memory_viz and pytorch.org/memory_viz'),
       isEnabled: () => panel.shownSnapshot() !== null,
       execute: async () => {

@@ -24,7 +24,7 @@ const PANEL_RANK = 900;
 
 export const panelPlugin: JupyterFrontEndPlugin<IDiffPanel> = {
   id: `${PACKAGE_NAME}:panel`,
-  description: 'The CUDA memory diff side panel and the commands that open it and reveal cells.',
+  description: 'The CUDA Memory side panel and the commands that open it and reveal cells.',
   autoStart: true,
   requires: [INotebookTracker, ICaptureRegistry],
   optional: [ILayoutRestorer, ICommandPalette, ITranslator, IEngineWorker],
@@ -84,7 +84,7 @@ export const panelPlugin: JupyterFrontEndPlugin<IDiffPanel> = {
     follow();
 
     app.commands.addCommand(CommandIDs.openPanel, {
-      label: trans.__('Open CUDA Memory Diff Panel'),
+      label: trans.__('Open CUDA Memory Panel'),
       caption: trans.__('Show GPU memory snapshots and diffs per notebook cell'),
       icon: memoryIcon,
       execute: () => {

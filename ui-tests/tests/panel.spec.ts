@@ -17,13 +17,13 @@ test.describe('extension', () => {
     const panel = page.locator(PANEL);
     await expect(panel).toBeVisible();
     await expect(panel.getByRole('status')).toContainText('No GPU memory snapshots yet');
-    await expect(panel).toHaveAttribute('aria-label', 'CUDA memory diff');
+    await expect(panel).toHaveAttribute('aria-label', 'CUDA Memory');
   });
 
   test('opens its side panel from the command palette', async ({ page }) => {
     await page.keyboard.press('Control+Shift+c');
-    await page.locator('#command-palette input').fill('CUDA Memory Diff');
-    await page.locator('#command-palette .lm-CommandPalette-item', { hasText: 'Open CUDA Memory Diff Panel' }).click();
+    await page.locator('#command-palette input').fill('CUDA Memory Panel');
+    await page.locator('#command-palette .lm-CommandPalette-item', { hasText: 'Open CUDA Memory Panel' }).click();
     await expect(page.locator(PANEL)).toBeVisible();
   });
 });

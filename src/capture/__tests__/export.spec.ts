@@ -5,7 +5,7 @@ import { manifestOf } from '../../engine/__tests__/data';
 import { exportCells } from '../export';
 import { replayedStore } from './replay';
 
-/** The export of a replayed recording, as "Export GPU Memory Session" writes it, read back. */
+/** The export of a replayed recording, as "Export CUDA Memory Session" writes it, read back. */
 function exported(name: string) {
   const store = replayedStore(name);
   // the replay names the recording's cells cell-0, cell-1, ...

@@ -139,7 +139,7 @@ describe('LeakView on a session recorded with allocation history off', () => {
     const status = screen.getByRole('status');
     expect(status.textContent).not.toMatch(/No cell leaks/);
     expect(status.textContent).toMatch(
-      /^No allocation stacks were recorded \(allocation history was off\): for 513 MiB in 5 cell runs, .*whether it leaks is unknown.* Set Allocation history to all \(Settings Editor, CUDA Memory Diff\) and run the cells again\./
+      /^No allocation stacks were recorded \(allocation history was off\): for 513 MiB in 5 cell runs, .*whether it leaks is unknown.* Set Allocation history to all \(Settings Editor, CUDA Memory\) and run the cells again\./
     );
     expect(within(status).getByText('all').tagName).toBe('CODE');
     const entries = [...container.querySelectorAll('.jp-CudaMemdiffLeak')] as HTMLElement[];

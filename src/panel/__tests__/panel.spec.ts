@@ -18,8 +18,8 @@ describe('MemdiffPanel', () => {
   it('carries the stable id and an accessible name', () => {
     expect(panel.id).toBe(PANEL_ID);
     expect(document.getElementById(PANEL_ID)).toBe(panel.node);
-    expect(panel.node.getAttribute('aria-label')).toBe('CUDA memory diff');
-    expect(panel.title.caption).toBe('CUDA memory diff');
+    expect(panel.node.getAttribute('aria-label')).toBe('CUDA Memory');
+    expect(panel.title.caption).toBe('CUDA Memory');
   });
 
   it('renders the empty state until snapshots exist', async () => {
