@@ -244,7 +244,8 @@ function readRankedFolder(dir: string, limits: IDecodeLimits): IRankedSession | 
   return loadRankedSession(
     folders,
     (folder, name) => readBytes(path.join(dir, folder, name), limits),
-    fs.existsSync(index) ? fs.readFileSync(index, 'utf-8') : null
+    fs.existsSync(index) ? fs.readFileSync(index, 'utf-8') : null,
+    limits
   );
 }
 

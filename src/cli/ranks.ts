@@ -6,10 +6,12 @@
 import {
   compareRanks,
   formatBytes,
+  formatRankRanges,
   IFrameFilterOptions,
   IRankedSession,
   IRankGrowth,
   rankGrowth,
+  rankCount,
   rankPoints,
   RanksVerdict,
   ranksVerdict
@@ -114,7 +116,8 @@ export function ranksText(ranked: IRankedSession, filter: IFrameFilterOptions): 
     ''
   ];
   if (ranked.missing.length) {
-    lines.push(`Missing: no folder for rank ${ranked.missing.join(', ')}.`);
+    const ranks = rankCount(ranked.missing) === 1 ? 'rank' : 'ranks';
+    lines.push(`Missing: no folder for ${ranks} ${formatRankRanges(ranked.missing)}.`);
   }
   lines.push(verdictText(ranked, growth, ranksVerdict(growth)));
   return lines.join('\n');

@@ -6,6 +6,7 @@
  * rank, and compares the ranks: memory per capture point, which rank grows
  * and from where, and one rank against another at the same point.
  */
+import { DEFAULT_DECODE_LIMITS, IDecodeLimits } from './budget';
 import { SnapshotError } from './errors';
 import { allocationSite, IFrameFilterOptions } from './frames';
 import { FrameTable, isAllocated, Snapshot, totalBytes } from './model';
@@ -13,6 +14,20 @@ import { ISession, loadSession } from './session';
 
 /** The index rank 0 writes (ranks.json); optional, the folders are enough. */
 export const RANKS_INDEX = 'ranks.json';
+
+/**
+ * Most ranks a job may have: ten times the largest training jobs run (about
+ * 100,000 GPUs). A world size or rank folder past it is a damaged index or
+ * name, not a job, so it is refused. Not a decode limit: no file's decode
+ * needs more, so there is nothing for a user to raise.
+ */
+export const MAX_WORLD_SIZE = 2 ** 20;
+
+/** Ranks `first` to `last`, both included. */
+export interface IRankRange {
+  readonly first: number;
+  readonly last: number;
+}
 
 /** `rank<R>` folder names, in rank order. */
 export function rankFolders(names: readonly string[]): { rank: number; folder: string }[] {
@@ -36,23 +51,69 @@ export interface IRankedSession {
   /** The job's world size (from the index or the manifests; else the number of ranks found). */
   readonly worldSize: number;
   readonly ranks: readonly IRankSession[];
-  /** Ranks the world size promises that have no folder. */
-  readonly missing: readonly number[];
+  /** Ranks the world size promises that have no folder, as runs (a world of a million costs one entry). */
+  readonly missing: readonly IRankRange[];
   readonly frames: FrameTable;
+}
+
+/** `2-4,999,999, 7`: runs of ranks as people read them (a run of one is its rank). */
+export function formatRankRanges(ranges: readonly IRankRange[]): string {
+  const n = (rank: number) => rank.toLocaleString('en-US');
+  return ranges.map(r => (r.first === r.last ? n(r.first) : `${n(r.first)}-${n(r.last)}`)).join(', ');
+}
+
+/** How many ranks the runs hold. */
+export function rankCount(ranges: readonly IRankRange[]): number {
+  return ranges.reduce((sum, r) => sum + r.last - r.first + 1, 0);
+}
+
+/** Refuse a world size no job has; `where` names the file that gave it. */
+function checkWorldSize(worldSize: number, where: string): void {
+  if (worldSize > MAX_WORLD_SIZE) {
+    throw new SnapshotError(
+      `${where}: world_size ${worldSize.toLocaleString('en-US')} is more ranks than any job runs ` +
+        `(at most ${MAX_WORLD_SIZE.toLocaleString('en-US')})`
+    );
+  }
+}
+
+/** The runs of ranks below `worldSize` that `have` (in rank order) lacks. */
+function missingRanks(have: readonly number[], worldSize: number): IRankRange[] {
+  const missing: IRankRange[] = [];
+  let next = 0;
+  for (const rank of have) {
+    if (rank > next) {
+      missing.push({ first: next, last: rank - 1 });
+    }
+    next = Math.max(next, rank + 1);
+  }
+  if (next < worldSize) {
+    missing.push({ first: next, last: worldSize - 1 });
+  }
+  return missing;
 }
 
 /**
  * Load the ranks' session folders; `readFile(folder, name)` returns a file's
- * bytes, `indexText` is ranks.json's text when the folder has one.
+ * bytes, `indexText` is ranks.json's text when the folder has one, and
+ * `limits` bound each snapshot's decode as for a single session.
  */
 export function loadRankedSession(
   folders: readonly string[],
   readFile: (folder: string, name: string) => Uint8Array,
-  indexText: string | null = null
+  indexText: string | null = null,
+  limits: IDecodeLimits = DEFAULT_DECODE_LIMITS
 ): IRankedSession {
   const found = rankFolders(folders);
   if (found.length === 0) {
     throw new SnapshotError('no rank<N> folders, so it is not a multi-rank session');
+  }
+  // Before anything is read: rank99999999999999999999 is not even an exact number.
+  const past = found.find(f => f.rank >= MAX_WORLD_SIZE);
+  if (past) {
+    throw new SnapshotError(
+      `${past.folder}: a rank number past the ${MAX_WORLD_SIZE.toLocaleString('en-US')} ranks any job runs`
+    );
   }
   let indexWorld: number | null = null;
   if (indexText !== null) {
@@ -62,6 +123,7 @@ export function loadRankedSession(
     } catch (reason) {
       throw new SnapshotError(`${RANKS_INDEX} is not valid JSON (${(reason as Error).message})`);
     }
+    checkWorldSize(indexWorld ?? 0, RANKS_INDEX);
   }
   const frames = new FrameTable();
   const ranks = found.map(({ rank, folder }) => {
@@ -73,7 +135,7 @@ export function loadRankedSession(
     }
     let session: ISession;
     try {
-      session = loadSession(manifestText, name => readFile(folder, name), frames);
+      session = loadSession(manifestText, name => readFile(folder, name), frames, limits);
     } catch (reason) {
       throw new SnapshotError(`${folder}: ${(reason as Error).message}`);
     }
@@ -82,15 +144,23 @@ export function loadRankedSession(
     if (lost) {
       throw new SnapshotError(`${folder}: ${lost.message}`);
     }
+    const world = session.manifest.world_size;
+    checkWorldSize(Number.isInteger(world) ? (world as number) : 0, `${folder}/manifest.json`);
     const host = session.manifest.host;
     return { rank, folder, host: typeof host === 'string' ? host : null, session };
   });
   const manifestWorld = ranks.map(r => r.session.manifest.world_size).find(w => Number.isInteger(w)) as
     number | undefined;
   const worldSize = Math.max(indexWorld ?? manifestWorld ?? 0, ranks[ranks.length - 1].rank + 1);
-  const have = new Set(ranks.map(r => r.rank));
-  const missing = Array.from({ length: worldSize }, (_, r) => r).filter(r => !have.has(r));
-  return { worldSize, ranks, missing, frames };
+  return {
+    worldSize,
+    ranks,
+    missing: missingRanks(
+      ranks.map(r => r.rank),
+      worldSize
+    ),
+    frames
+  };
 }
 
 /** One capture point of a rank. */

@@ -7,7 +7,7 @@
  */
 import * as React from 'react';
 import { TranslationBundle } from '@jupyterlab/translation';
-import { formatBytes } from '../engine';
+import { formatBytes, formatRankRanges, rankCount } from '../engine';
 import { ranksChart } from './chart';
 import { IRanksSummary, ISiteSummary } from '../worker/ranks';
 import { siteText, verdictText } from './words';
@@ -193,7 +193,12 @@ export function RanksView(props: IRanksViewProps): JSX.Element {
       </p>
       {summary.missing.length > 0 && (
         <p role="alert">
-          {trans.__('No folder for rank %1: its capture did not reach this folder.', summary.missing.join(', '))}
+          {trans._n(
+            'No folder for rank %2: its capture did not reach this folder.',
+            'No folder for ranks %2: their captures did not reach this folder.',
+            rankCount(summary.missing),
+            formatRankRanges(summary.missing)
+          )}
         </p>
       )}
       <RanksChart summary={summary} trans={trans} />

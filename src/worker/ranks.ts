@@ -6,6 +6,7 @@
 import {
   compareRanks,
   IRankedSession,
+  IRankRange,
   loadRankedSession,
   rankGrowth,
   rankPoints,
@@ -30,7 +31,7 @@ export interface ISiteSummary {
 export interface IRanksSummary {
   readonly id: number;
   readonly worldSize: number;
-  readonly missing: readonly number[];
+  readonly missing: readonly IRankRange[];
   readonly ranks: readonly {
     readonly rank: number;
     readonly host: string | null;

@@ -237,3 +237,43 @@ describe('terminal output', () => {
     expect(r.out.split('\n').length).toBeLessThan(400);
   });
 });
+
+describe('hostile multi-rank folders', () => {
+  const DDP = path.join(ROOT, 'test-data', 'ranks', 'ddp_one_gpu');
+
+  /** A copy of the DDP recording whose ranks.json claims `worldSize`. */
+  function ranksFolder(name: string, worldSize: number): string {
+    const copy = path.join(dir, name);
+    fs.cpSync(DDP, copy, { recursive: true });
+    const index = path.join(copy, 'ranks.json');
+    fs.writeFileSync(index, JSON.stringify({ ...JSON.parse(fs.readFileSync(index, 'utf-8')), world_size: worldSize }));
+    return copy;
+  }
+
+  it('refuses a world size of a billion in one line, in bounded memory', () => {
+    // Before: an array of a billion ranks, and V8 died out of memory (exit 134).
+    expectRefused(
+      cli(['session', ranksFolder('billion', 1e9)]),
+      /^cuda-memdiff: ranks\.json: world_size 1,000,000,000 is more ranks than any job runs \(at most 1,048,576\)$/,
+      300
+    );
+  });
+
+  it('words the ranks a million-rank world lacks as one run', () => {
+    // Before: "Missing: no folder for rank 2, 3, 4, ..." with every rank spelled out.
+    const r = cli(['session', ranksFolder('million', 1_000_000)]);
+    expect(r.code).toBe(0);
+    expect(r.out).toContain('\nMissing: no folder for ranks 2-999,999.\n');
+    expect(JSON.parse(cli(['session', path.join(dir, 'million'), '--json']).out).missing_ranks).toEqual([
+      { first: 2, last: 999_999 }
+    ]);
+  });
+
+  it('decodes the ranks under the decode limits given', () => {
+    // Before: the flags were not passed to the ranks, so this read every rank (and raising one did not help).
+    expectRefused(
+      cli(['session', DDP, '--max-entries', '1']),
+      /^cuda-memdiff: rank0: point0000\.pickle\.gz: .*--max-entries 1;/
+    );
+  });
+});

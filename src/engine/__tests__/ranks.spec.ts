@@ -7,7 +7,11 @@ import * as fs from 'fs';
 import * as path from 'path';
 import {
   compareRanks,
+  decodeLimits,
+  formatRankRanges,
   loadRankedSession,
+  MAX_WORLD_SIZE,
+  rankCount,
   rankFolders,
   rankGrowth,
   rankPoints,
@@ -43,7 +47,52 @@ describe('multi-rank sessions', () => {
     const ranked = loadRankedSession(['rank3', 'rank0', 'rank1'], readFile);
     expect(ranked.ranks.map(r => r.rank)).toEqual([0, 1, 3]);
     expect(ranked.worldSize).toBe(4);
-    expect(ranked.missing).toEqual([2]);
+    expect(ranked.missing).toEqual([{ first: 2, last: 2 }]);
+  });
+
+  it('gives the ranks a big world lacks as runs, and words them so', () => {
+    const index = JSON.stringify({ world_size: 1_000_000 });
+    const ranked = loadRankedSession(['rank0', 'rank1', 'rank3'], readFile, index);
+    expect(ranked.worldSize).toBe(1_000_000);
+    expect(ranked.missing).toEqual([
+      { first: 2, last: 2 },
+      { first: 4, last: 999_999 }
+    ]);
+    expect(formatRankRanges(ranked.missing)).toBe('2, 4-999,999');
+    expect(rankCount(ranked.missing)).toBe(999_997);
+  });
+
+  it.each([
+    ['a ranks.json world size', ['rank0'], { world_size: 1e9 }, /^ranks\.json: world_size 1,000,000,000 is more ranks/],
+    ['a rank folder name', ['rank0', 'rank30000000'], null, /^rank30000000: a rank number past the 1,048,576/],
+    [
+      'a rank number past 2^53',
+      ['rank0', 'rank99999999999999999999'],
+      null,
+      /^rank99999999999999999999: a rank number past/
+    ]
+  ])('refuses %s no job has, before reading a snapshot', (_, folders, index, message) => {
+    // Before: an array of world-size entries (1e9 crashed V8; 1e20 was "Invalid array length").
+    const read = jest.fn(readFile);
+    expect(() => loadRankedSession(folders, read, index && JSON.stringify(index))).toThrow(message);
+    expect(read).not.toHaveBeenCalled();
+  });
+
+  it("refuses a rank's manifest that claims such a world size, naming it", () => {
+    const huge = (folder: string, name: string) =>
+      name === 'manifest.json'
+        ? new TextEncoder().encode(JSON.stringify({ ...manifestOf(BY_FOLDER[folder]), world_size: 5_000_000 }))
+        : readFile(folder, name);
+    expect(() => loadRankedSession(['rank0'], huge)).toThrow(
+      'rank0/manifest.json: world_size 5,000,000 is more ranks than any job runs (at most 1,048,576)'
+    );
+    expect(MAX_WORLD_SIZE).toBe(1_048_576);
+  });
+
+  it('decodes every rank under the limits it is given', () => {
+    // Before: the limits were not passed on, so raising one did not help a rank (nor lowering one bind).
+    const limits = decodeLimits({ maxEntries: 1 });
+    expect(() => loadRankedSession(['rank0'], readFile, null, limits)).toThrow(/^rank0: .*--max-entries 1;/);
   });
 
   it('refuses a folder with no ranks, and says which rank folder is broken', () => {
