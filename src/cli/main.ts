@@ -5,7 +5,6 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import {
-  checkSize,
   decodeLimits,
   diffSnapshots,
   findLeaks,
@@ -42,6 +41,7 @@ import {
 import { leaksJson, leaksText } from './leaks';
 import { compareJson, compareText, ranksJson, ranksText } from './ranks';
 import { diffRolesJson, diffRolesText, rolesBeside, sessionRolesText } from './roles';
+import { fileProblem, isFileSystemError, isFolder, readBytes, readText } from './files';
 import { printableLines } from './table';
 
 const USAGE = `usage:
@@ -183,21 +183,6 @@ function parseArgs(argv: string[], env: NodeJS.ProcessEnv = process.env): IArgs 
   return { command, operands: rest, json, allFrames, byRole, rank, ranks, point, limits };
 }
 
-function readBytes(file: string, limits: IDecodeLimits): Uint8Array {
-  let stat: fs.Stats;
-  try {
-    stat = fs.statSync(file);
-  } catch {
-    throw new SnapshotError(`${file}: no such file`);
-  }
-  if (stat.isDirectory()) {
-    throw new SnapshotError(`${file}: is a folder, not a snapshot file`);
-  }
-  // A file over the byte limit is refused before it is read (gzip cannot shrink on decompression).
-  checkSize(stat.size, limits.maxBytes);
-  return new Uint8Array(fs.readFileSync(file));
-}
-
 function readSnapshotFile(file: string, frames: FrameTable, limits: IDecodeLimits): Snapshot {
   try {
     return readSnapshot(readBytes(file, limits), frames, limits);
@@ -216,7 +201,7 @@ function expectOperands(args: IArgs, count: number, names: string): void {
 }
 
 function readSessionFolder(dir: string, limits: IDecodeLimits): ISession {
-  if (!fs.existsSync(dir) || !fs.statSync(dir).isDirectory()) {
+  if (!isFolder(dir)) {
     throw new SnapshotError(`${dir}: no such folder`);
   }
   const manifestPath = path.join(dir, 'manifest.json');
@@ -224,7 +209,7 @@ function readSessionFolder(dir: string, limits: IDecodeLimits): ISession {
     throw new SnapshotError(`${dir}: no manifest.json, so it is not a session folder`);
   }
   return loadSession(
-    fs.readFileSync(manifestPath, 'utf-8'),
+    readText(manifestPath, limits),
     name => readBytes(path.join(dir, name), limits),
     undefined,
     limits
@@ -233,20 +218,37 @@ function readSessionFolder(dir: string, limits: IDecodeLimits): ISession {
 
 /** The ranks of a multi-rank folder, or null when the folder is not one. */
 function readRankedFolder(dir: string, limits: IDecodeLimits): IRankedSession | null {
-  if (!fs.existsSync(dir) || !fs.statSync(dir).isDirectory() || fs.existsSync(path.join(dir, 'manifest.json'))) {
+  if (!isFolder(dir) || fs.existsSync(path.join(dir, 'manifest.json'))) {
     return null;
   }
-  const folders = fs.readdirSync(dir).filter(name => fs.statSync(path.join(dir, name)).isDirectory());
-  if (rankFolders(folders).length === 0) {
+  let names: string[];
+  try {
+    names = fs.readdirSync(dir);
+  } catch (reason) {
+    throw fileProblem(dir, reason);
+  }
+  // Only rank<N> entries are looked at: a stale link beside them is none of the ranks' business.
+  const folders = rankFolders(names)
+    .map(r => r.folder)
+    .filter(name => isFolder(path.join(dir, name)));
+  if (folders.length === 0) {
     return null;
   }
   const index = path.join(dir, RANKS_INDEX);
-  return loadRankedSession(
-    folders,
-    (folder, name) => readBytes(path.join(dir, folder, name), limits),
-    fs.existsSync(index) ? fs.readFileSync(index, 'utf-8') : null,
-    limits
-  );
+  try {
+    return loadRankedSession(
+      folders,
+      (folder, name) => readBytes(path.join(dir, folder, name), limits),
+      fs.existsSync(index) ? readText(index, limits) : null,
+      limits
+    );
+  } catch (reason) {
+    // The engine names files inside the folder (ranks.json, rank1: ...); the user needs where the folder is.
+    if (reason instanceof SnapshotError && !reason.message.startsWith(dir)) {
+      throw new SnapshotError(`${dir.replace(/[\\/]+$/, '')}${path.sep}${reason.message}`);
+    }
+    throw reason;
+  }
 }
 
 /** A session folder, or one rank of a multi-rank folder (`--rank N`). */
@@ -425,6 +427,11 @@ export function main(argv: string[]): number {
     }
     if (reason instanceof SnapshotError) {
       process.stderr.write(`cuda-memdiff: ${oneLine(reason.message)}\n`);
+      return 1;
+    }
+    if (isFileSystemError(reason) && reason.path) {
+      // A read this code did not expect to fail still names its path.
+      process.stderr.write(`cuda-memdiff: ${oneLine(fileProblem(reason.path, reason).message)}\n`);
       return 1;
     }
     const message = reason instanceof Error ? reason.message : String(reason);

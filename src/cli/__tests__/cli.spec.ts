@@ -713,7 +713,9 @@ describe('a session folder with a file that cannot be read', () => {
     ]) {
       const r = cli(...args);
       expect([r.code, r.out]).toEqual([1, '']);
-      expect(r.err).toBe('cuda-memdiff: rank1: point0002.pickle.gz: corrupt gzip data: unexpected EOF\n');
+      expect(r.err).toBe(
+        `cuda-memdiff: ${path.join(dir, 'rank1')}: point0002.pickle.gz: corrupt gzip data: unexpected EOF\n`
+      );
     }
   });
 

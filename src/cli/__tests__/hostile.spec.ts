@@ -252,11 +252,10 @@ describe('hostile multi-rank folders', () => {
 
   it('refuses a world size of a billion in one line, in bounded memory', () => {
     // Before: an array of a billion ranks, and V8 died out of memory (exit 134).
-    expectRefused(
-      cli(['session', ranksFolder('billion', 1e9)]),
-      /^cuda-memdiff: ranks\.json: world_size 1,000,000,000 is more ranks than any job runs \(at most 1,048,576\)$/,
-      300
-    );
+    const billion = ranksFolder('billion', 1e9);
+    const r = cli(['session', billion]);
+    expectRefused(r, /world_size 1,000,000,000 is more ranks than any job runs \(at most 1,048,576\)$/, 300);
+    expect(r.err).toMatch(`cuda-memdiff: ${path.join(billion, 'ranks.json')}: world_size`);
   });
 
   it('words the ranks a million-rank world lacks as one run', () => {
@@ -271,9 +270,46 @@ describe('hostile multi-rank folders', () => {
 
   it('decodes the ranks under the decode limits given', () => {
     // Before: the flags were not passed to the ranks, so this read every rank (and raising one did not help).
+    expectRefused(cli(['session', DDP, '--max-entries', '1']), /rank0: point0000\.pickle\.gz: .*--max-entries 1;/);
+  });
+});
+
+describe('input that is not a plain file', () => {
+  it('reads a device or pipe in chunks and stops it past --max-bytes', () => {
+    // Before: /dev/zero was read whole (7.8 GB before the size was ever checked).
     expectRefused(
-      cli(['session', DDP, '--max-entries', '1']),
-      /^cuda-memdiff: rank0: point0000\.pickle\.gz: .*--max-entries 1;/
+      cli(['summary', '/dev/zero', '--max-bytes', '1M']),
+      /^cuda-memdiff: \/dev\/zero gives more than 1,048,576 bytes, over the decode limit --max-bytes 1,048,576;/,
+      200
     );
+  });
+
+  it('names a manifest.json or ranks.json that is a folder', () => {
+    // Before: "unexpected error: EISDIR: illegal operation on a directory, read", naming nothing.
+    const session = path.join(dir, 'manifest-folder');
+    fs.mkdirSync(path.join(session, 'manifest.json'), { recursive: true });
+    expectRefused(
+      cli(['session', session]),
+      new RegExp(`${path.join(session, 'manifest.json')}: is a folder, not a file$`)
+    );
+    const ranks = path.join(dir, 'index-folder');
+    fs.cpSync(path.join(ROOT, 'test-data', 'ranks', 'ddp_one_gpu'), ranks, { recursive: true });
+    fs.rmSync(path.join(ranks, 'ranks.json'));
+    fs.mkdirSync(path.join(ranks, 'ranks.json'));
+    expectRefused(cli(['leaks', ranks]), new RegExp(`${path.join(ranks, 'ranks.json')}: is a folder, not a file$`));
+  });
+
+  it('is not stopped by a dangling link the folder does not need', () => {
+    // Before: the multi-rank check stat'ed every entry: "unexpected error: ENOENT ... stat '.../stale'".
+    const ranks = path.join(dir, 'stale-ranks');
+    fs.cpSync(path.join(ROOT, 'test-data', 'ranks', 'ddp_one_gpu'), ranks, { recursive: true });
+    fs.symlinkSync('/nonexistent/target', path.join(ranks, 'stale'));
+    const r = cli(['session', ranks]);
+    expect([r.code, r.err]).toEqual([0, '']);
+    expect(r.out).toMatch(/^2 of 2 ranks/);
+    const bare = path.join(dir, 'stale-bare');
+    fs.mkdirSync(bare);
+    fs.symlinkSync('/nonexistent/target', path.join(bare, 'stale'));
+    expectRefused(cli(['leaks', bare]), /stale-bare: no manifest\.json, so it is not a session folder$/);
   });
 });

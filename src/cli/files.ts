@@ -1,0 +1,94 @@
+/**
+ * Reading the CLI's input from disk under the byte limit, with what went
+ * wrong said as one line that names the path: a Node error's own message
+ * ("EISDIR: illegal operation on a directory, read") names neither.
+ */
+import * as fs from 'fs';
+import { checkSize, IDecodeLimits, LimitError, SnapshotError } from '../engine';
+
+/** A device or pipe is read this much at a time, so the byte limit stops it within one chunk. */
+const STREAM_CHUNK = 1 << 20;
+
+/** What a file system error means, in words. */
+const PROBLEMS: Record<string, string> = {
+  ENOENT: 'no such file',
+  EACCES: 'permission denied',
+  EPERM: 'permission denied',
+  EISDIR: 'is a folder, not a file',
+  ENOTDIR: 'a part of the path is not a folder',
+  ELOOP: 'too many symbolic links',
+  EMFILE: 'too many open files'
+};
+
+/** A Node file system error (it has a code), as opposed to a bug. */
+export function isFileSystemError(reason: unknown): reason is NodeJS.ErrnoException {
+  return reason instanceof Error && typeof (reason as NodeJS.ErrnoException).code === 'string';
+}
+
+/** `path: what is wrong` for a file system error. */
+export function fileProblem(file: string, reason: unknown): SnapshotError {
+  const code = isFileSystemError(reason) ? reason.code! : '';
+  return new SnapshotError(`${file}: ${PROBLEMS[code] ?? (reason as Error).message}`);
+}
+
+/** True for a folder (a dangling symbolic link, or anything that cannot be looked at, is not one). */
+export function isFolder(file: string): boolean {
+  try {
+    return fs.statSync(file).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/** Everything a device or pipe gives, refused once it passes `maxBytes`. */
+function readStream(file: string, maxBytes: number): Uint8Array {
+  const fd = fs.openSync(file, 'r');
+  try {
+    const chunks: Buffer[] = [];
+    const chunk = Buffer.allocUnsafe(STREAM_CHUNK);
+    let total = 0;
+    for (;;) {
+      const n = fs.readSync(fd, chunk, 0, chunk.length, null);
+      if (n === 0) {
+        return new Uint8Array(Buffer.concat(chunks, total));
+      }
+      total += n;
+      if (total > maxBytes) {
+        throw new LimitError('maxBytes', `${file} gives more than ${maxBytes.toLocaleString('en-US')} bytes`, maxBytes);
+      }
+      chunks.push(Buffer.from(chunk.subarray(0, n)));
+    }
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/**
+ * A file's bytes, at most `limits.maxBytes` of them. A regular file over the
+ * limit is refused before it is read; anything else (`/dev/zero`, a pipe)
+ * has no size to check, so it is read in chunks until it ends or passes it.
+ */
+export function readBytes(file: string, limits: IDecodeLimits): Uint8Array {
+  try {
+    const stat = fs.statSync(file);
+    if (stat.isDirectory()) {
+      throw new SnapshotError(`${file}: is a folder, not a file`);
+    }
+    if (!stat.isFile()) {
+      return readStream(file, limits.maxBytes);
+    }
+    // Gzip cannot shrink on decompression, so the file's own size is checked first.
+    checkSize(stat.size, limits.maxBytes);
+    return new Uint8Array(fs.readFileSync(file));
+  } catch (reason) {
+    if (reason instanceof SnapshotError) {
+      throw reason;
+    }
+    throw fileProblem(file, reason);
+  }
+}
+
+/** A text file (a manifest, an index) under the same limit. */
+export function readText(file: string, limits: IDecodeLimits): string {
+  return new TextDecoder().decode(readBytes(file, limits));
+}
