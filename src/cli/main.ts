@@ -408,8 +408,22 @@ export function run(argv: string[], warn: (line: string) => void = () => undefin
   }
 }
 
+/**
+ * A reader that stops early (`| head -1`) closes the pipe: that ends the
+ * output, it is no error to report (Node would print EPIPE's stack trace).
+ */
+function endQuietlyOnClosedPipe(): void {
+  process.stdout.on('error', (reason: NodeJS.ErrnoException) => {
+    if (reason.code !== 'EPIPE') {
+      throw reason;
+    }
+    process.exit();
+  });
+}
+
 /** Entry point: prints the result, or one clear line on stderr and a non-zero exit. */
 export function main(argv: string[]): number {
+  endQuietlyOnClosedPipe();
   try {
     // With --json the left-out files are the JSON's; a person reading the terminal is told on stderr too.
     const json = argv.includes('--json');

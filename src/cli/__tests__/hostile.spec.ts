@@ -197,6 +197,24 @@ describe('hostile snapshot files', () => {
 });
 
 describe('terminal output', () => {
+  it('ends quietly when the reader closes the pipe early', () => {
+    // Before: `... --json | head -1` printed Node's EPIPE stack trace on stderr.
+    const blocks: PyValue[] = [];
+    for (let k = 0; k < 5000; k++) {
+      const frames = [{ name: '<module>', filename: `/tmp/ipykernel_1/${k}.py`, line: 1 }];
+      blocks.push({ address: k * 512, size: 512, state: 'active_allocated', frames } as PyDict);
+    }
+    const segment = { device: 0, address: 0, total_size: 5000 * 512, stream: 0, segment_type: 'large', blocks };
+    const before = file('pipe-before.pickle', pickle({ segments: [], device_traces: [[]] }));
+    const after = file('pipe-after.pickle', pickle({ segments: [segment], device_traces: [[]] } as PyDict));
+    const command = [process.execPath, path.join(ROOT, 'bin', 'cuda-memdiff.js'), 'diff', before, after, '--json']
+      .map(a => `'${a}'`)
+      .join(' ');
+    const r = spawnSync('bash', ['-c', `${command} | head -c 1; echo " \${PIPESTATUS[0]}"`], { encoding: 'utf-8' });
+    expect(r.stderr).toBe('');
+    expect(r.stdout).toBe('{ 0\n');
+  });
+
   it('escapes control characters in text and keeps them in JSON', () => {
     const before = file('empty.pickle', pickle({ segments: [], device_traces: [[]] }));
     const after = file('escape.pickle', HOSTILE.escapeSequences());
