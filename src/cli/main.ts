@@ -280,6 +280,8 @@ function unreadableLine(u: IUnreadableFile): string {
       return `cell ${u.index}'s out-of-memory snapshot left out: ${u.message}`;
     case 'holders':
       return `cell ${u.index}'s holders left out: ${u.message}`;
+    case 'roles':
+      return `cell ${u.index}'s per-block roles left out: ${u.message}`;
   }
 }
 
@@ -304,8 +306,8 @@ export function run(argv: string[], warn: (line: string) => void = () => undefin
   const filter: IFrameFilterOptions = { allFrames: args.allFrames };
   let skipped: (IUnreadableFile & { rank?: number })[] = [];
   const skippedLines = () => skipped.map(u => (u.rank === undefined ? '' : `rank ${u.rank}: `) + unreadableLine(u));
-  const leftOut = (session: ISession | null, ranked: IRankedSession | null = null) => {
-    skipped = unreadableOf(session, ranked);
+  const leftOut = (session: ISession | null, ranked: IRankedSession | null = null, more: IUnreadableFile[] = []) => {
+    skipped = [...unreadableOf(session, ranked), ...more];
     skippedLines().forEach(line => warn(line));
   };
   // Text goes to a terminal: control characters from the data are escaped; JSON keeps them as data.
@@ -367,10 +369,10 @@ export function run(argv: string[], warn: (line: string) => void = () => undefin
       leftOut(session);
       const reports = reportCells(session, filter);
       const cells = sessionCells(session);
-      // The folder of the session's files: DIR, or a rank's own folder in a multi-rank one.
-      const dir = args.rank === null ? args.operands[0] : path.join(args.operands[0], `rank${args.rank}`);
-      const roles = sessionRoles(session.manifest, name => readBytes(path.join(dir, name), args.limits));
+      // Bytes per role only: no roles file is read, so a bad one cannot stop the report.
+      const roles = sessionRoles(session.manifest, null);
       if (args.byRole && roles.every(r => r === null)) {
+        const dir = args.rank === null ? args.operands[0] : path.join(args.operands[0], `rank${args.rank}`);
         throw new SnapshotError(`${dir}: no cell has recorded roles (record it with cuda_memdiff_kernel.recorder)`);
       }
       // Each cell's bytes alive after it by role; null where the cell was recorded without roles.
@@ -390,12 +392,18 @@ export function run(argv: string[], warn: (line: string) => void = () => undefin
         return out(ranksJson(ranked, filter), () => ranksText(ranked, filter));
       }
       const session = readSessionOrRank(args);
-      leftOut(session);
       // The kernel's holders after the last cell, when the session was recorded with them.
       const holders = session.holders[session.holders.length - 1] ?? undefined;
       // Each cell's per-block roles, when recorded: a leak's reasons then say what its memory is for.
+      // A roles file that cannot be read is left out of its cell, like a holders file.
       const dir = args.rank === null ? args.operands[0] : path.join(args.operands[0], `rank${args.rank}`);
-      const roles = sessionRoles(session.manifest, name => readBytes(path.join(dir, name), args.limits));
+      const badRoles: IUnreadableFile[] = [];
+      const roles = sessionRoles(
+        session.manifest,
+        name => readBytes(path.join(dir, name), args.limits),
+        file => badRoles.push(file)
+      );
+      leftOut(session, null, badRoles);
       const report = findLeaks(session.snapshots, sessionExecutions(session.manifest), {
         holders,
         holdersAfter: session.holders,

@@ -9,7 +9,7 @@ import { clip, SnapshotError } from './errors';
 import { IFrameFilterOptions } from './frames';
 import { Block, Snapshot } from './model';
 import { ROLES as KERNEL_ROLES, ROLE_CODES } from './protocol.generated';
-import { ISessionManifest } from './session';
+import { ISessionManifest, IUnreadableFile } from './session';
 
 /** A role name, one of `ROLES` (a string: recorded files may name roles of other versions). */
 export type Role = string;
@@ -70,11 +70,17 @@ export interface ICellRoles extends IRoleSummary {
 /**
  * Each cell's recorded roles (the manifest's `roles` and `roles_file`,
  * docs/session-format.md), null for a cell recorded without them;
- * `readFile` returns a file's bytes by its name in the folder.
+ * `readFile` returns a file's bytes by its name in the folder, null where the
+ * caller needs only the bytes (no roles file is then read). A roles file that
+ * cannot be read goes to `leftOut` and its cell keeps its bytes without
+ * per-block roles; by default it refuses, for a caller that needs them.
  */
 export function sessionRoles(
   manifest: ISessionManifest,
-  readFile: (name: string) => Uint8Array
+  readFile: ((name: string) => Uint8Array) | null,
+  leftOut: (file: IUnreadableFile) => void = file => {
+    throw new SnapshotError(file.message);
+  }
 ): (ICellRoles | null)[] {
   return manifest.cells.map((cell, i) => {
     const { roles, roles_file: file } = cell as { roles?: unknown; roles_file?: unknown };
@@ -83,19 +89,35 @@ export function sessionRoles(
       return null;
     }
     const summary = parseRoleSummary(roles, `${where} roles`);
-    if (file === undefined) {
+    if (file === undefined || readFile === null) {
       return { ...summary, blocks: null };
     }
-    if (typeof file !== 'string' || !file || /(^|[\\/])\.\.([\\/]|$)/.test(file) || /^[\\/]/.test(file)) {
-      throw new SnapshotError(`${where} roles_file must be a name inside the folder`);
-    }
-    let raw: unknown;
+    const blocks = (): BlockRoles => {
+      if (typeof file !== 'string' || !file || /(^|[\\/])\.\.([\\/]|$)/.test(file) || /^[\\/]/.test(file)) {
+        throw new SnapshotError(`${where} roles_file must be a name inside the folder`);
+      }
+      let raw: unknown;
+      try {
+        raw = JSON.parse(new TextDecoder().decode(readFile(file)));
+      } catch (reason) {
+        // JSON.parse quotes the text it met: for a binary file, raw bytes on the terminal.
+        throw new SnapshotError(
+          reason instanceof SyntaxError
+            ? `${file}: cannot be read as JSON`
+            : `${file}: cannot be read (${(reason as Error).message})`
+        );
+      }
+      return parseBlockRoles(raw, file);
+    };
     try {
-      raw = JSON.parse(new TextDecoder().decode(readFile(file)));
+      return { ...summary, blocks: blocks() };
     } catch (reason) {
-      throw new SnapshotError(`${file}: cannot be read as JSON (${(reason as Error).message})`);
+      if (!(reason instanceof SnapshotError)) {
+        throw reason;
+      }
+      leftOut({ index: cell.index, file: String(file), message: reason.message, part: 'roles' });
+      return { ...summary, blocks: null };
     }
-    return { ...summary, blocks: parseBlockRoles(raw, file) };
   });
 }
 

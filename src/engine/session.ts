@@ -101,8 +101,12 @@ export interface IUnreadableFile {
   readonly index: number;
   readonly file: string;
   readonly message: string;
-  /** What was left out: the cell (its snapshot), or only its OOM snapshot or holders. */
-  readonly part: 'cell' | 'oom-snapshot' | 'holders';
+  /**
+   * What was left out: the cell (its snapshot), or only its OOM snapshot,
+   * holders or per-block roles (`sessionRoles` reports those: a command reads
+   * them only where it uses them).
+   */
+  readonly part: 'cell' | 'oom-snapshot' | 'holders' | 'roles';
 }
 
 /** What one cell did to GPU memory. */

@@ -3,6 +3,8 @@
  */
 // `--by role` in the built `cuda-memdiff` bin, on a session the H200 recorded with roles.
 import { spawnSync } from 'child_process';
+import * as fs from 'fs';
+import * as os from 'os';
 import * as path from 'path';
 
 const ROOT = path.resolve(__dirname, '../../..');
@@ -83,5 +85,56 @@ describe('cuda-memdiff diff --by role', () => {
     expect(bad.code).toBe(2);
     expect(bad.err.split('\n')[0]).toBe("cuda-memdiff: --by takes 'role', not 'size'");
     expect(cli('leaks', DIR, '--by', 'role').err.split('\n')[0]).toBe('cuda-memdiff: leaks does not take --by');
+  });
+});
+
+describe('a roles file that cannot be read', () => {
+  // The roles folder with cell 2's roles file damaged three ways.
+  const damaged = (name: string, write: (file: string) => void) => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), `cuda-memdiff-${name}-`));
+    fs.cpSync(DIR, dir, { recursive: true });
+    write(path.join(dir, 'cell02.roles.json'));
+    return dir;
+  };
+  const cases: [string, (file: string) => void, string][] = [
+    ['missing', file => fs.rmSync(file), 'cell02.roles.json: cannot be read ('],
+    ['binary', file => fs.writeFileSync(file, '\x1b[2J\x00\xff'), 'cell02.roles.json: cannot be read as JSON'],
+    [
+      'columns',
+      file => fs.writeFileSync(file, JSON.stringify({ device: [0], address: [1, 2], role: ['user'] })),
+      'cell02.roles.json columns differ in length'
+    ]
+  ];
+  const dirs: string[] = [];
+  afterAll(() => dirs.forEach(d => fs.rmSync(d, { recursive: true, force: true })));
+
+  it.each(cases)('(%s) leaves leaks its other cells, and says which roles it left out', (name, write, message) => {
+    // Before: the whole command stopped on the optional file ("r.json: cannot be read as JSON ...", exit 1).
+    const dir = damaged(name, write);
+    dirs.push(dir);
+    const text = cli('leaks', dir);
+    expect(text.code).toBe(0);
+    expect(text.out.split('\n')[0]).toMatch(/^cell 2's per-block roles left out: /);
+    expect(text.out.split('\n')[0]).toContain(message);
+    expect(text.out).toMatch(/^cell\s+exec\s+verdict/m);
+    const json = cli('leaks', dir, '--json');
+    expect(json.code).toBe(0);
+    expect(json.err.trim().split('\n')).toEqual([expect.stringContaining("cell 2's per-block roles left out")]);
+    const out = JSON.parse(json.out);
+    expect(out.unreadable).toEqual([
+      { index: 2, file: 'cell02.roles.json', part: 'roles', message: expect.stringContaining(message) }
+    ]);
+    expect(out.cells).toHaveLength(6);
+  });
+
+  it('is not read by session, which needs only the bytes per role', () => {
+    const dir = damaged('session', file => fs.rmSync(file));
+    dirs.push(dir);
+    const r = cli('session', dir, '--json');
+    expect([r.code, r.err]).toEqual([0, '']);
+    const out = JSON.parse(r.out);
+    expect(out.unreadable).toBeUndefined();
+    expect(out.cells[2].roles).toEqual(JSON.parse(cli('session', DIR, '--json').out).cells[2].roles);
+    expect(cli('session', dir, '--by', 'role').code).toBe(0);
   });
 });

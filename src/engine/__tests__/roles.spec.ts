@@ -145,6 +145,22 @@ describe('bad roles input', () => {
     expect(() => sessionRoles(manifest, read)).toThrow('cells[0] roles_file must be a name inside the folder');
   });
 
+  it('leaves a roles file that cannot be read out of its cell, keeping its bytes, and reads none without readFile', () => {
+    const { session } = recorded();
+    const broken = (name: string) =>
+      name === 'cell02.roles.json' ? new TextEncoder().encode('{"device": [') : read(name);
+    const left: unknown[] = [];
+    const roles = sessionRoles(session.manifest, broken, file => left.push(file));
+    expect(left).toEqual([
+      { index: 2, file: 'cell02.roles.json', message: 'cell02.roles.json: cannot be read as JSON', part: 'roles' }
+    ]);
+    expect(roles[2]).toEqual({ ...recorded().roles[2], blocks: null });
+    expect(roles[3]!.blocks).not.toBeNull();
+    expect(sessionRoles(session.manifest, null).every(r => r!.blocks === null)).toBe(true);
+    // A caller that needs the roles (diff --by role) is refused by default.
+    expect(() => sessionRoles(session.manifest, broken)).toThrow('cell02.roles.json: cannot be read as JSON');
+  });
+
   it('fills roles a summary leaves out with zero', () => {
     expect(parseRoleSummary({ bytes: { user: 5 }, partial: true }, 'x')).toEqual({
       bytes: { ...Object.fromEntries(ROLES.map(r => [r, 0])), user: 5 },
