@@ -208,12 +208,17 @@ function readSessionFolder(dir: string, limits: IDecodeLimits): ISession {
   if (!fs.existsSync(manifestPath)) {
     throw new SnapshotError(`${dir}: no manifest.json, so it is not a session folder`);
   }
-  return loadSession(
+  const session = loadSession(
     readText(manifestPath, limits),
     name => readBytes(path.join(dir, name), limits),
     undefined,
     limits
   );
+  // An empty table and "No cell leaks." would read as a clean session.
+  if (session.sourceCells.length === 0) {
+    throw new SnapshotError(`${manifestPath}: lists no cells, so there is nothing to report`);
+  }
+  return session;
 }
 
 /** The ranks of a multi-rank folder, or null when the folder is not one. */

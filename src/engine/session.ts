@@ -232,6 +232,9 @@ export function parseManifest(text: string): ISessionManifest {
     if (cell.oom_snapshots !== undefined && cell.oom_snapshots !== null && !Array.isArray(cell.oom_snapshots)) {
       throw new SnapshotError(`${where} oom_snapshots must be a list of names`);
     }
+    if (cell.oom_snapshots?.some(name => !insideFolder(name))) {
+      throw new SnapshotError(`${where} oom_snapshots must be names inside the folder`);
+    }
     for (const key of ['before', 'after'] as const) {
       checkStats(cell[key], `${where} ${key}`);
     }
@@ -244,7 +247,34 @@ export function parseManifest(text: string): ISessionManifest {
       );
     }
   });
+  checkExecutionOrder(manifest);
   return manifest;
+}
+
+/**
+ * Refuse cells listed out of execution order within one kernel session:
+ * each cell's change is measured from the cell before it, so a reversed list
+ * reads frees as allocations and hides a real leak. Every writer (the
+ * recorder, Export session, ranks) lists cells as they ran, and counts start
+ * again only after a restart, which `kernel_session` marks. Equal counts are
+ * allowed: a cell run without storing history keeps the count of the last.
+ */
+function checkExecutionOrder(manifest: ISessionManifest): void {
+  const kernels = kernelSessionsOf(manifest);
+  let last: { cell: ISessionCell; count: number; kernel: number } | null = null;
+  manifest.cells.forEach((cell, k) => {
+    const count = cell.execution_count;
+    if (count === null) {
+      return;
+    }
+    if (last && last.kernel === kernels[k] && count < last.count) {
+      throw new SnapshotError(
+        `manifest.json: cells are not in execution order: cell ${last.cell.index} [${last.count}] comes before ` +
+          `cell ${cell.index} [${count}] in one kernel session (a restart between them needs kernel_session)`
+      );
+    }
+    last = { cell, count, kernel: kernels[k] };
+  });
 }
 
 /**
@@ -319,12 +349,6 @@ export function loadSession(
       throw new SnapshotError(`${clip(name)}: ${(reason as Error).message}`);
     }
   };
-  for (const cell of manifest.cells) {
-    const name = cell.oom_snapshots?.[0];
-    if (name !== undefined && !insideFolder(name)) {
-      throw new SnapshotError('manifest.json oom_snapshots must be names inside the folder');
-    }
-  }
   const kept: number[] = [];
   const snapshots: Snapshot[] = [];
   manifest.cells.forEach((cell, k) => {

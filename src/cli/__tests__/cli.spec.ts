@@ -566,6 +566,18 @@ describe('bad input', () => {
       Buffer.from('\x80\x02cposix\nsystem\nX\x02\x00\x00\x00ls\x85R.', 'latin1')
     );
     fs.writeFileSync(path.join(tmp, 'text.json.gz'), gzipSync(new TextEncoder().encode('{"segments": 3}')));
+    fs.mkdirSync(path.join(tmp, 'nocells'));
+    fs.writeFileSync(path.join(tmp, 'nocells', 'manifest.json'), JSON.stringify({ cells: [] }));
+    // eval_without_no_grad with its cells listed last first: its leak read as "No cell leaks."
+    const recording = path.join(REC, 'eval_without_no_grad--python');
+    fs.cpSync(recording, path.join(tmp, 'reversed'), { recursive: true });
+    const manifest = JSON.parse(fs.readFileSync(path.join(recording, 'manifest.json'), 'utf-8'));
+    manifest.cells.reverse();
+    fs.writeFileSync(path.join(tmp, 'reversed', 'manifest.json'), JSON.stringify(manifest));
+    fs.cpSync(recording, path.join(tmp, 'oomnumber'), { recursive: true });
+    manifest.cells.reverse();
+    manifest.cells[1].oom_snapshots = [5];
+    fs.writeFileSync(path.join(tmp, 'oomnumber', 'manifest.json'), JSON.stringify(manifest));
     fs.mkdirSync(path.join(tmp, 'nomanifest'));
     fs.mkdirSync(path.join(tmp, 'missing'));
     fs.writeFileSync(
@@ -589,7 +601,14 @@ describe('bad input', () => {
     [['diff', 'nope.pickle', 'empty.pickle'], /nope\.pickle: no such file/],
     [['session', 'nomanifest'], /nomanifest: no manifest\.json/],
     [['session', 'missing'], /manifest\.json names cell00\.pickle\.gz, which cannot be read/],
-    [['session', 'nowhere'], /nowhere: no such folder/]
+    [['session', 'nowhere'], /nowhere: no such folder/],
+    [['session', 'nocells'], /nocells\/manifest\.json: lists no cells, so there is nothing to report/],
+    [['leaks', 'nocells'], /nocells\/manifest\.json: lists no cells/],
+    [
+      ['leaks', 'reversed'],
+      /^cuda-memdiff: manifest\.json: cells are not in execution order: cell 5 \[6\] comes before cell 4 \[5\]/
+    ],
+    [['session', 'oomnumber'], /manifest\.json cells\[1\] oom_snapshots must be names inside the folder/]
   ])('%j exits non-zero with one clear line', (args, message) => {
     const resolved = (args as string[]).map((a, i) => (i === 0 ? a : path.join(tmp, a)));
     const r = cli(...resolved);

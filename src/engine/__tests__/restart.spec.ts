@@ -299,3 +299,29 @@ describe('a session folder without kernel sessions', () => {
     expect(kernelPositions([undefined, 2, 2])).toEqual([0, 0, 0]);
   });
 });
+
+describe('a manifest whose cells are not in execution order', () => {
+  const manifest = (cells: { execution_count: number | null; kernel_session?: number }[]) =>
+    JSON.stringify({ cells: cells.map((c, i) => ({ index: i, snapshot_file: `cell${i}.pickle.gz`, ...c })) });
+
+  it('is refused: each change counts from the cell before, so a reversed list reads frees as allocations', () => {
+    // Before: eval_without_no_grad's cells listed 6, 5, 4, ... read "No cell leaks.".
+    expect(() => parseManifest(manifest([{ execution_count: 6 }, { execution_count: 5 }]))).toThrow(
+      'manifest.json: cells are not in execution order: cell 0 [6] comes before cell 1 [5] in one kernel session'
+    );
+    const counts = [1, null, 3, null, 2].map(execution_count => ({ execution_count }));
+    expect(() => parseManifest(manifest(counts))).toThrow('cell 2 [3] comes before cell 4 [2]');
+  });
+
+  it('starts counting again at a restart, and lets a cell keep the count of the one before', () => {
+    const restart = [
+      { execution_count: 5, kernel_session: 0 },
+      { execution_count: 1, kernel_session: 1 }
+    ];
+    expect(parseManifest(manifest(restart)).cells).toHaveLength(2);
+    expect(parseManifest(manifest([{ execution_count: 3 }, { execution_count: 3 }])).cells).toHaveLength(2);
+    // Counts go back within the kernel the second cell inherits.
+    const inherited = [{ execution_count: 5, kernel_session: 1 }, { execution_count: 1 }];
+    expect(() => parseManifest(manifest(inherited))).toThrow('cell 0 [5] comes before cell 1 [1]');
+  });
+});
