@@ -7,10 +7,10 @@
  */
 import * as React from 'react';
 import { TranslationBundle } from '@jupyterlab/translation';
-import { formatBytes, formatRankRanges, rankCount } from '../engine';
+import { formatBytes } from '../engine';
 import { ranksChart } from './chart';
 import { IRanksSummary, ISiteSummary } from '../worker/ranks';
-import { siteText, verdictText } from './words';
+import { missingText, siteText, verdictText } from './words';
 
 const WIDTH = 560;
 const HEIGHT = 180;
@@ -191,16 +191,7 @@ export function RanksView(props: IRanksViewProps): JSX.Element {
       <p className="jp-CudaMemdiffRanks-verdict" role="status">
         {verdictText(summary, trans)}
       </p>
-      {summary.missing.length > 0 && (
-        <p role="alert">
-          {trans._n(
-            'No folder for rank %2: its capture did not reach this folder.',
-            'No folder for ranks %2: their captures did not reach this folder.',
-            rankCount(summary.missing),
-            formatRankRanges(summary.missing)
-          )}
-        </p>
-      )}
+      {summary.missing.length > 0 && <p role="alert">{missingText(summary, trans)}</p>}
       <RanksChart summary={summary} trans={trans} />
       <RankPoints summary={summary} trans={trans} />
       <RankComparison {...props} />

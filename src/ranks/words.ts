@@ -3,7 +3,7 @@
  * sentences with placeholders, from the engine's data.
  */
 import { TranslationBundle } from '@jupyterlab/translation';
-import { formatBytes } from '../engine';
+import { formatBytes, formatRankRanges, rankCount } from '../engine';
 import { IRanksSummary, ISiteSummary } from '../worker/ranks';
 
 /** `file.py:40 fn`, with the folders left out; the full path is in the title. */
@@ -69,4 +69,17 @@ export function verdictText(summary: IRanksSummary, trans: TranslationBundle): s
         ...unmeasured
       ].join(' ');
   }
+}
+
+/** The ranks the world size promises that have no folder, as runs ("ranks 2-999,999"); null when none. */
+export function missingText(summary: IRanksSummary, trans: TranslationBundle): string | null {
+  if (summary.missing.length === 0) {
+    return null;
+  }
+  return trans._n(
+    'No folder for rank %2: its capture did not reach this folder.',
+    'No folder for ranks %2: their captures did not reach this folder.',
+    rankCount(summary.missing),
+    formatRankRanges(summary.missing)
+  );
 }

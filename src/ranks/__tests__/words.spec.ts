@@ -3,7 +3,7 @@ import { nullTranslator } from '@jupyterlab/translation';
 import * as fs from 'fs';
 import * as path from 'path';
 import { IRankFile, loadRanks } from '../../worker/ranks';
-import { verdictText } from '../words';
+import { missingText, verdictText } from '../words';
 
 const trans = nullTranslator.load('jupyterlab_cuda_memdiff');
 const DDP = path.resolve(__dirname, '../../../test-data/ranks/ddp_one_gpu');
@@ -36,6 +36,38 @@ describe('verdictText', () => {
     // Before: "Every rank is flat from step to step."
     expect(verdictText(loadRanks(files({ rank1: 1 })), trans)).toBe(
       'Rank 0 is flat from step to step. Rank 1 has fewer than two optimizer-step capture points: too few steps to tell.'
+    );
+  });
+});
+
+describe('missingText', () => {
+  /** The job's files with ranks.json claiming `worldSize`. */
+  const claiming = (worldSize: number) =>
+    files().map(f =>
+      f.path === 'ranks.json'
+        ? {
+            path: f.path,
+            bytes: new TextEncoder().encode(
+              JSON.stringify({ ...JSON.parse(new TextDecoder().decode(f.bytes)), world_size: worldSize })
+            )
+          }
+        : f
+    );
+
+  it('names the ranks a big world lacks as one run, and says nothing when none is missing', () => {
+    // Before: the worker sent every missing rank, and the view joined them all.
+    expect(missingText(loadRanks(claiming(1_000_000)), trans)).toBe(
+      'No folder for ranks 2-999,999: their captures did not reach this folder.'
+    );
+    expect(missingText(loadRanks(claiming(3)), trans)).toBe(
+      'No folder for rank 2: its capture did not reach this folder.'
+    );
+    expect(missingText(loadRanks(files()), trans)).toBeNull();
+  });
+
+  it('gets the same bound on the world size as the CLI', () => {
+    expect(() => loadRanks(claiming(1e9))).toThrow(
+      'ranks.json: world_size 1,000,000,000 is more ranks than any job runs'
     );
   });
 });
