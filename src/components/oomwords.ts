@@ -3,21 +3,11 @@
  * OOM view, a snapshot file's view and the badge's tooltip.
  */
 import { TranslationBundle } from '@jupyterlab/translation';
-import { formatBytes, FragmentationAdvice } from '../engine';
-
-/** The figures of a post-mortem the words are made of (an IOomReport, or a file's, from the worker). */
-export interface IOomFigures {
-  readonly device: number;
-  readonly requestBytes: number | null;
-  readonly deviceFreeBytes: number | null;
-  readonly segmentFreeBytes: number;
-  readonly largestFreeBlockBytes: number;
-  readonly fragmentationAdvice: FragmentationAdvice | null;
-}
+import { formatBytes, FragmentationAdvice, IOomFigures } from '../engine';
 
 /** The post-mortem's first line, its figures as (label, value) rows, and its advice on fragmentation. */
 export function oomFacts(
-  oom: IOomFigures,
+  oom: IOomFigures, // an IOomReport, or a file's (from the worker)
   trans: TranslationBundle
 ): { summary: string; facts: [string, string][]; advice: string | null } {
   const free = oom.deviceFreeBytes === null ? trans.__('an unknown amount') : formatBytes(oom.deviceFreeBytes);

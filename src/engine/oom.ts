@@ -37,8 +37,8 @@ export type FragmentationAdvice = 'enable-expandable-segments' | 'expandable-seg
  */
 export type OomSnapshotMoment = 'error' | 'cell-end' | 'after-error';
 
-/** Why an allocation failed. */
-export interface IOomReport {
+/** The figures of a post-mortem: what the views word, for a cell's report or a file's. */
+export interface IOomFigures {
   readonly device: number;
   /** Bytes the failed allocation asked for; null where the file's `oom` entry does not say (no size, or 0). */
   readonly requestBytes: number | null;
@@ -48,13 +48,17 @@ export interface IOomReport {
   readonly largestFreeBlockBytes: number;
   /** Free bytes inside the device's reserved segments, all together. */
   readonly segmentFreeBytes: number;
+  /** What the views say about the fragmentation; null without it. */
+  readonly fragmentationAdvice: FragmentationAdvice | null;
+}
+
+/** Why an allocation failed. */
+export interface IOomReport extends IOomFigures {
   /**
    * True when no free block was big enough but the free space in segments
    * was: after defragmenting (`expandable_segments`) the request would fit.
    */
   readonly fragmentation: boolean;
-  /** What the views say about the fragmentation; null without it. */
-  readonly fragmentationAdvice: FragmentationAdvice | null;
   /** The allocated blocks of the device that ran out (not of the others): what filled it. */
   readonly held: readonly Block[];
   /** What filled the device at that moment, against the cell's start. */

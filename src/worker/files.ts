@@ -10,7 +10,7 @@ import {
   allocationSite,
   buildTimeline,
   fileOomReport,
-  FragmentationAdvice,
+  IOomFigures,
   diffSnapshots,
   eventEntry,
   Frame,
@@ -48,13 +48,7 @@ export interface IOpenedFile {
 }
 
 /** What a file says about its out-of-memory error, the holders as data for the page to name. */
-export interface IFileOom {
-  readonly device: number;
-  readonly requestBytes: number | null;
-  readonly deviceFreeBytes: number | null;
-  readonly segmentFreeBytes: number;
-  readonly largestFreeBlockBytes: number;
-  readonly fragmentationAdvice: FragmentationAdvice | null;
+export interface IFileOom extends IOomFigures {
   /** Whether the file holds the device as it was at the error (its trace has nothing after it there). */
   readonly atError: boolean;
   /** What filled the device, by allocation site, largest first: at most OOM_HOLDERS. */

@@ -281,47 +281,12 @@ export const HOSTILE = {
 
   /** Tuples nested a million deep, as a segment's frames. */
   deepNesting(): Uint8Array {
-    const bytes = snapshot(
-      w => {
-        w.raw(0x5d, 0x28);
-        segment(w, 0, x => x.raw(0x5d), [
-          [
-            'frames',
-            x => {
-              x.raw(0x29); // EMPTY_TUPLE
-              for (let k = 0; k < 1_000_000; k++) {
-                x.raw(0x85); // TUPLE1
-              }
-            }
-          ]
-        ]);
-        w.raw(0x65);
-      },
-      w => w.raw(0x5d)
-    );
-    return gzipSync(bytes, { level: 9 });
+    return gzipSync(nestedTuplesIn('frames', 1_000_000), { level: 9 });
   },
 
   /** A segment whose segment_pool_id is tuples nested 200,000 deep: joined as text, it overflowed the stack. */
   deepPoolId(): Uint8Array {
-    return snapshot(
-      w => {
-        w.raw(0x5d, 0x28);
-        segment(w, 0, x => x.raw(0x5d), [
-          [
-            'segment_pool_id',
-            x => {
-              x.raw(0x29); // EMPTY_TUPLE
-              for (let k = 0; k < 200_000; k++) {
-                x.raw(0x85); // TUPLE1
-              }
-            }
-          ]
-        ]);
-        w.raw(0x65);
-      },
-      w => w.raw(0x5d)
-    );
+    return nestedTuplesIn('segment_pool_id', 200_000);
   },
 
   /** A block allocated by a frame whose name and file carry terminal escape sequences. */
@@ -409,4 +374,26 @@ function concat(...parts: Uint8Array[]): Uint8Array {
     at += p.length;
   }
   return out;
+}
+
+/** A snapshot of one segment whose `field` is an empty tuple inside `depth` one-item tuples. */
+function nestedTuplesIn(field: string, depth: number): Uint8Array {
+  return snapshot(
+    w => {
+      w.raw(0x5d, 0x28);
+      segment(w, 0, x => x.raw(0x5d), [
+        [
+          field,
+          x => {
+            x.raw(0x29); // EMPTY_TUPLE
+            for (let k = 0; k < depth; k++) {
+              x.raw(0x85); // TUPLE1
+            }
+          }
+        ]
+      ]);
+      w.raw(0x65);
+    },
+    w => w.raw(0x5d)
+  );
 }
