@@ -139,10 +139,7 @@ export namespace IDiffPanel {
 }
 
 /** The diff panel token. */
-export const IDiffPanel = new Token<IDiffPanel>(
-  'jupyterlab-cuda-memdiff:IDiffPanel',
-  'The CUDA Memory side panel.'
-);
+export const IDiffPanel = new Token<IDiffPanel>('jupyterlab-cuda-memdiff:IDiffPanel', 'The CUDA Memory side panel.');
 
 /** File type of snapshot pickles (and their JSON form). */
 export const SNAPSHOT_FILE_TYPE = 'cuda-memdiff-snapshot';

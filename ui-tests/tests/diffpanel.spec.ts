@@ -90,9 +90,7 @@ test.describe('snapshot files', () => {
       },
       [`${tmpPath}/notes.pickle`]
     );
-    await expect(page.locator('.jp-CudaMemdiffFile-error')).toHaveText(
-      /^Cannot read this file: not a snapshot/
-    );
+    await expect(page.locator('.jp-CudaMemdiffFile-error')).toHaveText(/^Cannot read this file: not a snapshot/);
   });
 });
 
