@@ -53,7 +53,8 @@ test.describe('snapshot files', () => {
     for (const name of ['cell01.pickle.gz', 'cell02.pickle.gz']) {
       await page.contents.uploadFile(path.join(REC, name), `${tmpPath}/${name}`);
     }
-    for (const name of ['cell01.pickle.gz', 'cell02.pickle.gz']) {
+    const names = ['cell01.pickle.gz', 'cell02.pickle.gz'];
+    for (const [k, name] of names.entries()) {
       await page.evaluate(
         async ([p]) => {
           await window.jupyterapp.commands.execute('docmanager:open', { path: p, factory: 'CUDA Memory Snapshot' });
@@ -61,6 +62,11 @@ test.describe('snapshot files', () => {
         [`${tmpPath}/${name}`]
       );
       await expect(page.locator('.jp-CudaMemdiffFile h2', { hasText: name })).toBeVisible();
+      // As a person opens one file, then the next: each reaches the panel before the next is opened (the panel
+      // names files in the order they arrive, and two parsed at once may arrive either way).
+      await expect(page.locator(`${PANEL} [data-cuda-memdiff-side="after"] option[value="f${k}"]`)).toHaveCount(1, {
+        timeout: 60000
+      });
     }
     await expect(page.locator('.jp-CudaMemdiffFile-totals').last()).toContainText('481 MiB');
     const panel = page.locator(PANEL);
