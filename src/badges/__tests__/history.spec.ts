@@ -5,8 +5,8 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { SnapshotStore } from '../../capture/store';
 import { CellCodeNames, oomReport } from '../../engine';
-import { replayedStore, ROOT } from '../../capture/__tests__/replay';
-import { manifestOf } from '../../engine/__tests__/data';
+import { replayedStore } from '../../capture/__tests__/replay';
+import { manifestOf, TEST_DATA } from '../../engine/__tests__/data';
 import { fragmentedOom, twoDeviceOom } from '../../engine/__tests__/oomCases';
 import { oomLines, peakLine } from '../history';
 
@@ -15,7 +15,7 @@ const trans = nullTranslator.load('jupyterlab_cuda_memdiff');
 /** A store filled as the session fills it, and the recording's cells by their manifest index. */
 function replayed(name: string, under = 'recordings'): { store: SnapshotStore; cells: CellCodeNames } {
   const store = replayedStore(name, under);
-  const folder = path.join(ROOT, 'test-data', under, name);
+  const folder = path.join(TEST_DATA, under, name);
   const manifest = JSON.parse(fs.readFileSync(path.join(folder, 'manifest.json'), 'utf-8'));
   const cells = new CellCodeNames(
     manifest.cells.map((c: any) => ({ id: String(c.index), source: c.source, executionCount: c.execution_count }))

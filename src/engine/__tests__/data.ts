@@ -1,4 +1,5 @@
 /** Paths and loaders for the test data committed under test-data/. */
+import { execFileSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import {
@@ -31,6 +32,23 @@ export function sessionOf(name: string, root = RECORDINGS) {
   return loadSession(fs.readFileSync(path.join(root, name, 'manifest.json'), 'utf-8'), f =>
     readBytes(path.join(root, name, f))
   );
+}
+
+const VENV_PYTHON = path.resolve(__dirname, '../../../.venv/bin/python');
+const PYTHON = process.env.PYTHON ?? (fs.existsSync(VENV_PYTHON) ? VENV_PYTHON : 'python3');
+
+/** The kernel helper's real messages replaying a recorded session folder (dump_replay.py: a real IPython shell). */
+export function helperMessages(folder: string): any[] {
+  const helpers = path.resolve(__dirname, '../../../kernel-helpers');
+  const out = execFileSync(PYTHON, [path.join(helpers, 'tests', 'dump_replay.py'), folder], {
+    encoding: 'utf-8',
+    env: { ...process.env, PYTHONPATH: helpers },
+    maxBuffer: 1 << 30
+  });
+  return out
+    .trim()
+    .split('\n')
+    .map(line => JSON.parse(line));
 }
 
 export function readBytes(file: string): Uint8Array {

@@ -1,33 +1,12 @@
 // The helper's real messages (a real IPython shell replaying every H200
 // recording) decoded by the engine give the allocator's own numbers.
-import { execFileSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import { FrameTable, IWireSnapshot, SnapshotError, WireDecoder } from '..';
-import { manifestOf, recordedSnapshot, recordingNames, RECORDINGS } from './data';
-
-const ROOT = path.resolve(__dirname, '../../..');
-const VENV_PYTHON = path.join(ROOT, '.venv', 'bin', 'python');
-const PYTHON = process.env.PYTHON ?? (fs.existsSync(VENV_PYTHON) ? VENV_PYTHON : 'python3');
-
-function helperMessages(name: string): any[] {
-  const out = execFileSync(
-    PYTHON,
-    [path.join(ROOT, 'kernel-helpers', 'tests', 'dump_replay.py'), path.join(RECORDINGS, name)],
-    {
-      encoding: 'utf-8',
-      env: { ...process.env, PYTHONPATH: path.join(ROOT, 'kernel-helpers') },
-      maxBuffer: 1 << 30
-    }
-  );
-  return out
-    .trim()
-    .split('\n')
-    .map(line => JSON.parse(line));
-}
+import { helperMessages, LIVE, manifestOf, recordedSnapshot, recordingNames, RECORDINGS } from './data';
 
 describe.each(recordingNames())('wire messages of %s', name => {
-  const messages = helperMessages(name);
+  const messages = helperMessages(path.join(RECORDINGS, name));
   const manifest = manifestOf(name);
 
   it('decode to the allocated and reserved bytes of every cell', () => {
@@ -59,7 +38,7 @@ describe.each(recordingNames())('wire messages of %s', name => {
 });
 
 describe('WireDecoder', () => {
-  const [, first, second, third] = helperMessages('eval_without_no_grad--python');
+  const [, first, second, third] = helperMessages(path.join(RECORDINGS, 'eval_without_no_grad--python'));
 
   it("reads each segment's expandable flag, and none from an older helper", () => {
     const marked = { ...first, segments: { ...first.segments, expandable: first.segments.address.map(() => 1) } };
@@ -87,7 +66,7 @@ describe('WireDecoder', () => {
 
   it('shares the blocks a cell did not touch between snapshots', () => {
     // Two runs of a cell that keeps its segments: every block the second run did not send is the same object.
-    const messages = helperMessages('clean_training--python').filter(m => m.type === 'snapshot');
+    const messages = helperMessages(path.join(RECORDINGS, 'clean_training--python')).filter(m => m.type === 'snapshot');
     const decoder = new WireDecoder(new FrameTable());
     const snapshots = messages.map(m => decoder.decode(m));
     let compared = 0;
@@ -106,7 +85,7 @@ describe('WireDecoder', () => {
 });
 
 describe('live messages recorded on an H200', () => {
-  const file = path.join(ROOT, 'test-data', 'live', 'h200_live_cells.jsonl');
+  const file = path.join(LIVE, 'h200_live_cells.jsonl');
   const messages = fs
     .readFileSync(file, 'utf-8')
     .trim()
