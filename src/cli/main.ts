@@ -257,6 +257,11 @@ function readRankedFolder(dir: string, limits: IDecodeLimits): IRankedSession | 
 }
 
 /** A session folder, or one rank of a multi-rank folder (`--rank N`). */
+/** The folder of the session's files: DIR, or a rank's own folder in a multi-rank one (`--rank N`). */
+function sessionDir(args: IArgs): string {
+  return args.rank === null ? args.operands[0] : path.join(args.operands[0], `rank${args.rank}`);
+}
+
 function readSessionOrRank(args: IArgs): ISession {
   const dir = args.operands[0];
   const ranked = readRankedFolder(dir, args.limits);
@@ -377,8 +382,9 @@ export function run(argv: string[], warn: (line: string) => void = () => undefin
       // Bytes per role only: no roles file is read, so a bad one cannot stop the report.
       const roles = sessionRoles(session.manifest, null);
       if (args.byRole && roles.every(r => r === null)) {
-        const dir = args.rank === null ? args.operands[0] : path.join(args.operands[0], `rank${args.rank}`);
-        throw new SnapshotError(`${dir}: no cell has recorded roles (record it with cuda_memdiff_kernel.recorder)`);
+        throw new SnapshotError(
+          `${sessionDir(args)}: no cell has recorded roles (record it with cuda_memdiff_kernel.recorder)`
+        );
       }
       // Each cell's bytes alive after it by role; null where the cell was recorded without roles.
       const json = sessionJson(reports, session.frames, filter, cells);
@@ -401,7 +407,7 @@ export function run(argv: string[], warn: (line: string) => void = () => undefin
       const holders = session.holders[session.holders.length - 1] ?? undefined;
       // Each cell's per-block roles, when recorded: a leak's reasons then say what its memory is for.
       // A roles file that cannot be read is left out of its cell, like a holders file.
-      const dir = args.rank === null ? args.operands[0] : path.join(args.operands[0], `rank${args.rank}`);
+      const dir = sessionDir(args);
       const badRoles: IUnreadableFile[] = [];
       const roles = sessionRoles(
         session.manifest,

@@ -9,7 +9,7 @@ import { clip, SnapshotError } from './errors';
 import { IFrameFilterOptions } from './frames';
 import { Block, Snapshot } from './model';
 import { ROLES as KERNEL_ROLES, ROLE_CODES } from './protocol.generated';
-import { ISessionManifest, IUnreadableFile } from './session';
+import { insideFolder, ISessionManifest, IUnreadableFile } from './session';
 
 /** A role name, one of `ROLES` (a string: recorded files may name roles of other versions). */
 export type Role = string;
@@ -93,7 +93,7 @@ export function sessionRoles(
       return { ...summary, blocks: null };
     }
     const blocks = (): BlockRoles => {
-      if (typeof file !== 'string' || !file || /(^|[\\/])\.\.([\\/]|$)/.test(file) || /^[\\/]/.test(file)) {
+      if (typeof file !== 'string' || !file || !insideFolder(file)) {
         throw new SnapshotError(`${where} roles_file must be a name inside the folder`);
       }
       let raw: unknown;

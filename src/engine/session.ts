@@ -145,7 +145,7 @@ export interface ICellReport {
 }
 
 /** True for a file name inside the session folder (no `..`, not absolute). */
-function insideFolder(name: unknown): boolean {
+export function insideFolder(name: unknown): boolean {
   return typeof name === 'string' && !/(^|[\\/])\.\.([\\/]|$)/.test(name) && !/^[\\/]/.test(name);
 }
 
