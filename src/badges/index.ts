@@ -73,7 +73,7 @@ export class CellBadges implements IDisposable {
     // A note is about the cell's latest run (a snapshot for the cell clears it), so it wins over the
     // figures of an earlier run: those would look like this run's.
     const note = cell.model.type === 'code' ? this._store.noteForCell(cell.model.id) : undefined;
-    const record = cell.model.type === 'code' && !note ? this._store.latestForCell(cell.model.id) : undefined;
+    const record = cell.model.type === 'code' && !note ? this._store.shownForCell(cell.model.id) : undefined;
     let node = cell.node.querySelector<HTMLElement>(`:scope > .${BADGE_CLASS}`);
     if (!record && !note) {
       node?.remove();
@@ -98,6 +98,8 @@ export class CellBadges implements IDisposable {
       delete node.dataset.cudaMemdiffNetBytes;
       delete node.dataset.cudaMemdiffPeakBytes;
       node.dataset.level = 'note';
+      // Notes are always the current kernel's (a restart drops them): never dimmed as an earlier kernel's figures.
+      node.classList.remove(`${BADGE_CLASS}-stale`);
       return;
     }
     const view = badgeView(record, {

@@ -145,6 +145,26 @@ export class SnapshotStore implements IDisposable {
     return undefined;
   }
 
+  /**
+   * The record a cell's badge shows: its latest, unless the cell ran again in a
+   * later kernel session that sent nothing about it (the helper was not back
+   * yet, or took no snapshot): the earlier kernel's figures are not that run's.
+   */
+  shownForCell(cellId: string): CellRecord | undefined {
+    const record = this.latestForCell(cellId);
+    const ran = this._runs.get(cellId);
+    return record && (ran === undefined || ran <= record.kernelSession) ? record : undefined;
+  }
+
+  /** A cell started running in the current kernel session (as the notebook scheduled it). */
+  cellRan(cellId: string): void {
+    if (this._runs.get(cellId) === this._kernelSession) {
+      return;
+    }
+    this._runs.set(cellId, this._kernelSession);
+    this._changed.emit();
+  }
+
   /** True when the cell's latest execution ran out of memory. */
   hadOom(record: CellRecord): boolean {
     return this._records.some(
@@ -358,6 +378,8 @@ export class SnapshotStore implements IDisposable {
   private _lastSeq = 0;
   private _run: string | null = null;
   private readonly _notes = new Map<string, ICellNote>();
+  // The kernel session each cell last ran in; one entry per cell of the notebook.
+  private readonly _runs = new Map<string, number>();
   // Derived per record on first use; records never change.
   private readonly _peaks = new WeakMap<CellRecord, IPeakAnatomy | null>();
   private readonly _ooms = new WeakMap<CellRecord, IOomReport | null>();

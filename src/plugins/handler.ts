@@ -4,7 +4,8 @@
  * each view, created and disposed with it. (The toolbar status is a toolbar
  * item the capture plugin declares; it finds the store through the registry.)
  */
-import { NotebookPanel } from '@jupyterlab/notebook';
+import { Cell } from '@jupyterlab/cells';
+import { Notebook, NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
 import { TranslationBundle } from '@jupyterlab/translation';
 import { IDisposable } from '@lumino/disposable';
 import { CellBadges } from '../badges';
@@ -19,6 +20,7 @@ import { SnapshotStore } from '../capture/store';
 export class NotebookCapture implements IDisposable {
   constructor(options: NotebookCapture.IOptions) {
     this._options = options;
+    this._document = options.panel.context.model;
     this.store = new SnapshotStore({ maxRecords: options.maxRecords });
     this.session = new CaptureSession({
       sessionContext: options.panel.sessionContext,
@@ -27,6 +29,8 @@ export class NotebookCapture implements IDisposable {
       comms: options.comms
     });
     this.addView(options.panel);
+    // Runs of this document's cells from any view: a cell run in a new kernel stops showing the old one's figures.
+    NotebookActions.executionScheduled.connect(this._onScheduled, this);
   }
 
   readonly store: SnapshotStore;
@@ -79,6 +83,7 @@ export class NotebookCapture implements IDisposable {
       return;
     }
     this._isDisposed = true;
+    NotebookActions.executionScheduled.disconnect(this._onScheduled, this);
     for (const panel of [...this._views.keys()]) {
       this.removeView(panel);
     }
@@ -86,7 +91,15 @@ export class NotebookCapture implements IDisposable {
     this.store.dispose();
   }
 
+  private _onScheduled(_: unknown, args: { notebook: Notebook; cell: Cell }): void {
+    if (args.cell.model.type === 'code' && args.notebook.model === this._document) {
+      this.store.cellRan(args.cell.model.id);
+    }
+  }
+
   private readonly _options: NotebookCapture.IOptions;
+  // The notebook document every view shows (the first view may close before the others).
+  private readonly _document: NotebookPanel['context']['model'];
   private readonly _views = new Map<NotebookPanel, { badges: CellBadges }>();
   private _isDisposed = false;
 }

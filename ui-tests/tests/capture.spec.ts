@@ -146,6 +146,75 @@ test.describe('capture replaying an H200 session', () => {
     }
     await expectRecordedBadges(page);
   });
+
+  test('after a restart, a cell run again shows what the new kernel said of it, never the old figures', async ({
+    page
+  }) => {
+    test.setTimeout(240000);
+    await page.notebook.run();
+    await expectRecordedBadges(page);
+    // Restart and run the first cell at once, as a person pressing Shift+Enter
+    // does: it runs before the helper is back in the new kernel, which then
+    // says nothing of it; its badge must not go on showing the old run.
+    await page.notebook.selectCells(CODE_CELLS[0]);
+    const restart = /\/api\/kernels\/[^/?]+\/restart/;
+    await page.route(restart, route => route.continue());
+    await page.evaluate(() => {
+      void window.jupyterapp.commands.execute('notebook:restart-kernel', { activate: false });
+    });
+    await page.locator('.jp-Dialog').getByRole('button', { name: 'Confirm Kernel Restart' }).click();
+    await page.evaluate(() => {
+      void window.jupyterapp.commands.execute('notebook:run-cell');
+    });
+    const status = page.locator('.jp-CudaMemdiffStatus');
+    await expect(status).toContainText('replaying a recorded session', { timeout: 60000 });
+    const first = await page.notebook.getCellLocator(CODE_CELLS[0]);
+    await expect(first!.locator('.jp-InputPrompt')).toHaveText('[1]:', { timeout: 60000 });
+    await expect(first!).not.toContainText('+128 MiB');
+    await expect(first!.locator(`:scope > .jp-CudaMemdiffBadge-stale`)).toHaveCount(0);
+    // the cells not run since keep the old kernel's figures, dimmed
+    await expect(await badgeOf(page, CODE_CELLS[1])).toHaveClass(/jp-CudaMemdiffBadge-stale/);
+
+    // A cell the new kernel served shows its new figures; a cell it says it
+    // replayed already shows that note, in full colour: it is this kernel's word.
+    await page.notebook.runCell(CODE_CELLS[2]);
+    const third = await badgeOf(page, CODE_CELLS[2]);
+    await expect(third).toHaveText(/^\+321 MiB · peak 481 MiB$/);
+    await expect(third).not.toHaveClass(/jp-CudaMemdiffBadge-stale/);
+    await page.notebook.runCell(CODE_CELLS[1]);
+    const second = await badgeOf(page, CODE_CELLS[1]);
+    await expect(second).toHaveText('recording already replayed');
+    await expect(second).toBeVisible();
+    await expect(second).not.toHaveClass(/jp-CudaMemdiffBadge-stale/);
+    expect(await second.evaluate(node => getComputedStyle(node).borderTopStyle)).toBe('solid');
+  });
+});
+
+test.describe('capture after a change to a CPU kernel', () => {
+  test("a cell run in the new kernel drops the old kernel's figures; the others keep them, dimmed", async ({
+    page,
+    tmpPath
+  }) => {
+    test.setTimeout(180000);
+    await openReplayedDemo(page, tmpPath);
+    await page.notebook.run();
+    await expectRecordedBadges(page);
+    await page.evaluate(async () => {
+      const panel = window.jupyterapp.shell.currentWidget as any;
+      await panel.sessionContext.changeKernel({ name: 'python3' });
+    });
+    const status = page.locator('.jp-CudaMemdiffStatus');
+    await expect(status).toHaveText('GPU memory: waiting for torch', { timeout: 60000 });
+    // The first cell imports torch, which has no CUDA here: the live helper takes no snapshot of it.
+    await page.notebook.runCell(CODE_CELLS[0]);
+    await expect(status).toHaveText('GPU memory: torch without CUDA');
+    const first = await page.notebook.getCellLocator(CODE_CELLS[0]);
+    await expect(first!.locator(`:scope > ${BADGE}`)).toHaveCount(0);
+    await expect(first!).not.toContainText('+128 MiB');
+    const second = await badgeOf(page, CODE_CELLS[1]);
+    await expect(second).toHaveText(/^\+32\.0 MiB · peak 160 MiB$/);
+    await expect(second).toHaveClass(/jp-CudaMemdiffBadge-stale/);
+  });
 });
 
 test.describe('the helper never breaks the session it watches', () => {

@@ -109,6 +109,26 @@ describe('SnapshotStore', () => {
     add(store, 0);
     expect(store.noteForCell('c0')).toBeUndefined();
   });
+
+  it("shows a cell's earlier-kernel figures until the cell runs in the new kernel, and that run's once they come", () => {
+    const store = new SnapshotStore();
+    store.cellRan('c0');
+    const first = add(store, 0)!;
+    add(store, 1);
+    expect(store.shownForCell('c0')).toBe(first); // ran and snapshotted in the same kernel
+    store.newKernelSession();
+    expect(store.shownForCell('c0')).toBe(first); // not run since the restart: the earlier kernel's, marked so
+    let changes = 0;
+    store.changed.connect(() => changes++);
+    store.cellRan('c0');
+    store.cellRan('c0'); // a second run in the same kernel session changes nothing more
+    expect(changes).toBe(1);
+    expect(store.shownForCell('c0')).toBeUndefined(); // ran in the new kernel, which said nothing of it
+    expect(store.latestForCell('c0')).toBe(first); // the record itself stays
+    expect(store.shownForCell('c1')!.executionCount).toBe(2);
+    const again = add(store, 0, 'c0', 'cell', 1)!;
+    expect(store.shownForCell('c0')).toBe(again);
+  });
 });
 
 describe('per-block roles', () => {
