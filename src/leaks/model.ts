@@ -115,6 +115,8 @@ export class LeakFinderModel implements IDisposable {
       return { findings: Promise.resolve(null), refined: Promise.resolve(null) };
     }
     this._running = true;
+    this._notebook = notebook;
+    this._kernelSession = notebook.store.kernelSession;
     this._changed.emit();
     const session = this._session(records);
     const ask = notebook.requestHolders;
@@ -305,11 +307,14 @@ export class LeakFinderModel implements IDisposable {
   }
 
   private _onPanelChanged(): void {
-    // Findings belong to one notebook: following another drops them.
-    if (this._findings && this._notebook !== this._panel.notebook) {
+    // Findings belong to one notebook and one kernel of it: following another notebook drops them, and so
+    // does a restart or kernel change (the memory they are about, and its holders, are gone).
+    const notebook = this._panel.notebook;
+    const moved = this._notebook !== notebook || notebook?.store.kernelSession !== this._kernelSession;
+    if ((this._findings || this._running) && moved) {
       this.clear();
     }
-    this._notebook = this._panel.notebook;
+    this._notebook = notebook;
   }
 
   private readonly _panel: IDiffPanel.IModel;
@@ -317,6 +322,8 @@ export class LeakFinderModel implements IDisposable {
   private _errorMessage = '';
   private _isDisposed = false;
   private _notebook = null as IDiffPanel.IModel['notebook'];
+  /** The followed notebook's kernel session when the findings were asked for. */
+  private _kernelSession: number | null = null;
   private _findings: ILeakFindings | null = null;
   /**
    * Keep an answer for later rankings; each goes to the worker with every

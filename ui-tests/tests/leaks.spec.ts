@@ -5,7 +5,7 @@
  * first in the panel and say why and what to do.
  */
 import { expect, test } from '@jupyterlab/galata';
-import { clickNotebookToolbarItem, CODE_CELLS, openReplayedDemo, PANEL, runReplayedDemo } from './demo';
+import { clickNotebookToolbarItem, CODE_CELLS, openReplayedDemo, PANEL, restartKernel, runReplayedDemo } from './demo';
 
 const COMMAND = 'cuda-memdiff:find-leaking-cell';
 const LEAKING = '.jp-Cell.jp-mod-cudaMemdiffLeak';
@@ -46,6 +46,26 @@ test.describe('find leaking cell', () => {
     // closing the findings takes the highlight away
     await panel.getByLabel('Close the leak finder').click();
     await expect(page.locator(LEAKING)).toHaveCount(0);
+  });
+
+  test('takes the outline and the findings away when the kernel restarts: that memory is gone', async ({ page }) => {
+    test.setTimeout(180000);
+    await runReplayedDemo(page);
+    await page.evaluate(id => window.jupyterapp.commands.execute(id), COMMAND);
+    const outlined = await page.notebook.getCellLocator(PREDS_CELL);
+    await expect(page.locator(LEAKING)).toHaveAttribute('data-windowed-list-index', String(PREDS_CELL));
+    const outline = () => outlined!.evaluate(node => getComputedStyle(node).outlineStyle);
+    expect(await outline()).toBe('solid');
+    const status = page.locator(`${PANEL} .jp-CudaMemdiffLeaks-status`);
+    await expect(status).toContainText('Look at Cell [3] first.');
+
+    await restartKernel(page);
+    await expect(page.locator(LEAKING)).toHaveCount(0);
+    await outlined!.scrollIntoViewIfNeeded();
+    await expect(outlined!).toBeInViewport();
+    await expect.poll(outline).toBe('none');
+    await expect(status).toHaveCount(0);
+    await expect(page.locator(`${PANEL} .jp-CudaMemdiffLeak`)).toHaveCount(0);
   });
 
   test('runs from the palette and the panel toolbar, and explains an empty notebook', async ({ page }) => {

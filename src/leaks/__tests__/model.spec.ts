@@ -129,6 +129,26 @@ describe('LeakFinderModel', () => {
     expect(leaks.findings).toBeNull();
   });
 
+  it('drops the findings when the kernel restarts or changes: the memory they are about is gone', async () => {
+    const nb = notebook(() => Promise.resolve(recordedAnswer()));
+    const { leaks } = finder(nb);
+    await leaks.run().refined;
+    expect(leaks.findings!.top).not.toBeNull();
+    (nb.store as SnapshotStore).setHelper({ ...nb.store.helper }); // news of the same kernel keeps them
+    expect(leaks.findings).not.toBeNull();
+    (nb.store as SnapshotStore).newKernelSession();
+    expect(leaks.findings).toBeNull();
+    expect(leaks.running).toBe(false);
+    // a ranking still running when the kernel restarts ends with nothing, not the old kernel's top cell
+    const later = notebook(() => Promise.resolve(recordedAnswer()));
+    const second = finder(later).leaks;
+    const run = second.run();
+    (later.store as SnapshotStore).newKernelSession();
+    expect(await run.findings).toBeNull();
+    expect(await run.refined).toBeNull();
+    expect(second.findings).toBeNull();
+  });
+
   it('keeps each run\u2019s answer for its latest cell: a leak only the holders showed, freed later, is fixed', async () => {
     // out_cache: cell 0 makes x (64 MiB), cell 2 runs `del x`. Asked right after cell 0, the kernel
     // says an exception the user kept holds it (as exception_fixed's `err` did on the H200).
