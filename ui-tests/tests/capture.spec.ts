@@ -154,8 +154,10 @@ test.describe('capture replaying an H200 session', () => {
     await page.notebook.run();
     await expectRecordedBadges(page);
     // Restart and run the first cell at once, as a person pressing Shift+Enter
-    // does: it runs before the helper is back in the new kernel, which then
-    // says nothing of it; its badge must not go on showing the old run.
+    // does: it usually runs before the helper is back in the new kernel, which
+    // then says nothing of it; its badge must not go on showing the old run.
+    // (Where the helper wins the race, the cell gets the new kernel's figures,
+    // the same numbers undimmed: either way, nothing dimmed.)
     await page.notebook.selectCells(CODE_CELLS[0]);
     const restart = /\/api\/kernels\/[^/?]+\/restart/;
     await page.route(restart, route => route.continue());
@@ -170,7 +172,6 @@ test.describe('capture replaying an H200 session', () => {
     await expect(status).toContainText('replaying a recorded session', { timeout: 60000 });
     const first = await page.notebook.getCellLocator(CODE_CELLS[0]);
     await expect(first!.locator('.jp-InputPrompt')).toHaveText('[1]:', { timeout: 60000 });
-    await expect(first!).not.toContainText('+128 MiB');
     await expect(first!.locator(`:scope > .jp-CudaMemdiffBadge-stale`)).toHaveCount(0);
     // the cells not run since keep the old kernel's figures, dimmed
     await expect(await badgeOf(page, CODE_CELLS[1])).toHaveClass(/jp-CudaMemdiffBadge-stale/);
