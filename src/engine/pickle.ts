@@ -10,6 +10,7 @@
  */
 import { checkCopiedItems, DEFAULT_DECODE_LIMITS, IDecodeLimits, LimitError } from './budget';
 import { clip, SnapshotError } from './errors';
+import { SharedFrameDicts } from './pickleFrames';
 
 /**
  * A Python dict as plain data: an ordinary object whose every key is an own
@@ -322,10 +323,14 @@ namespace Private {
             throw new SnapshotError('malformed pickle: SETITEMS with an odd item count');
           }
           const dict = this._dict(stack[at - 1]);
+          const pairs = (stack.length - at - 1) / 2;
           for (let i = at + 1; i < stack.length; i += 2) {
             setItem(dict, this._value(stack[i]), this._value(stack[i + 1]), this._copy);
           }
           stack.length = at;
+          if (pairs === FRAME_KEYS) {
+            this._shareFrame(dict, at - 1);
+          }
           break;
         }
         case 0x64: {
@@ -335,7 +340,8 @@ namespace Private {
           for (let i = 0; i + 1 < items.length; i += 2) {
             setItem(dict, items[i], items[i + 1], this._copy);
           }
-          this._push(dict);
+          // Built whole here, so not memoized yet: the shared dict can stand in for it.
+          this._push(items.length === 2 * FRAME_KEYS ? this._frames.share(dict) : dict);
           break;
         }
         case 0x6c: // LIST
@@ -542,6 +548,27 @@ namespace Private {
           }
           this._copy(items.length);
           return items.slice();
+        }
+      }
+    }
+
+    /**
+     * Put the shared dict of a frame in place of `dict` (just filled, at
+     * `stack[at]`) on the stack and in the memo, where a pickler stores it a
+     * few entries back. The copy left behind has the same items, so a
+     * reference to it missed (a hostile pickle memoizing it far back) still
+     * reads the same frame; nothing else holds it, and it is collected.
+     */
+    private _shareFrame(dict: PyDict, at: number): void {
+      const shared = this._frames.share(dict);
+      if (shared === dict) {
+        return;
+      }
+      this._stack[at] = shared;
+      const memo = this._memo;
+      for (let i = memo.length - 1; i >= 0 && i >= memo.length - FRAME_MEMO_LOOKBACK; i--) {
+        if (memo[i] === dict) {
+          memo[i] = shared;
         }
       }
     }
@@ -802,7 +829,16 @@ namespace Private {
     private readonly _memo: PyValue[] = [];
     private _result: PyValue | undefined;
     private readonly _strings: (string | undefined)[] = new Array(STRING_CACHE_SIZE);
+    private readonly _frames = new SharedFrameDicts();
   }
+
+  /** Items of a frame dict: name, filename, line. */
+  const FRAME_KEYS = 3;
+  /**
+   * Memo entries searched for a frame dict just filled: it was memoized when
+   * empty, and only its new keys and strings (six at most) came after.
+   */
+  const FRAME_MEMO_LOOKBACK = 8;
 
   const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
 
