@@ -40,6 +40,15 @@ export function isFolder(file: string): boolean {
   }
 }
 
+/**
+ * A Buffer's bytes as a plain Uint8Array, without copying them: `new
+ * Uint8Array(buffer)` copied the whole file (a 190 MB snapshot held twice),
+ * and a Buffer's own `slice` would share memory where the engine expects a copy.
+ */
+function plainBytes(buffer: Buffer): Uint8Array {
+  return new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength);
+}
+
 /** Everything a device or pipe gives, refused once it passes `maxBytes`. */
 function readStream(file: string, maxBytes: number): Uint8Array {
   const fd = fs.openSync(file, 'r');
@@ -50,7 +59,7 @@ function readStream(file: string, maxBytes: number): Uint8Array {
     for (;;) {
       const n = fs.readSync(fd, chunk, 0, chunk.length, null);
       if (n === 0) {
-        return new Uint8Array(Buffer.concat(chunks, total));
+        return plainBytes(Buffer.concat(chunks, total));
       }
       total += n;
       if (total > maxBytes) {
@@ -79,7 +88,7 @@ export function readBytes(file: string, limits: IDecodeLimits): Uint8Array {
     }
     // Gzip cannot shrink on decompression, so the file's own size is checked first.
     checkSize(stat.size, limits.maxBytes);
-    return new Uint8Array(fs.readFileSync(file));
+    return plainBytes(fs.readFileSync(file));
   } catch (reason) {
     if (reason instanceof SnapshotError) {
       throw reason;
