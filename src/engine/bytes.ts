@@ -1,7 +1,8 @@
 /**
  * Bytes that arrive in chunks (a gunzip's output, a response body), gathered
- * into one buffer that grows by doubling and never past a limit, so a real
- * file of a known size takes one allocation and a lying size only regrowth.
+ * into one buffer that grows by doubling and never past a limit. A size the
+ * source declares is allocated up front only where the source is trusted (a
+ * server's Content-Length); otherwise `reserve` it once the data bears it out.
  */
 export class GrowingBytes {
   /**
@@ -16,6 +17,21 @@ export class GrowingBytes {
   /** Bytes gathered so far. */
   get length(): number {
     return this._length;
+  }
+
+  /** Bytes the buffer holds room for. */
+  get capacity(): number {
+    return this._buffer.length;
+  }
+
+  /** Make room for `total` bytes in all (never past the limit), so data up to it arrives without regrowth. */
+  reserve(total: number): void {
+    const size = Math.min(total, this._maxBytes);
+    if (size > this._buffer.length) {
+      const grown = new Uint8Array(size);
+      grown.set(this._buffer.subarray(0, this._length));
+      this._buffer = grown;
+    }
   }
 
   /** Append `chunk`; false (and nothing appended) when it would take the bytes past the limit. */

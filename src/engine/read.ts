@@ -2,7 +2,8 @@
  * From bytes on disk or on the wire to the raw snapshot dict: detects gzip by
  * its magic bytes, then a pickle by its PROTO opcode or JSON by its first
  * character. Gunzip is streamed and stops as soon as the output passes the
- * budget's byte limit, so a gzip bomb costs the limit, not what it declares.
+ * budget's byte limit, so a gzip bomb costs the limit, not what it declares,
+ * and a lying size in the gzip trailer costs nothing.
  */
 import { Gunzip } from 'fflate';
 import { DEFAULT_DECODE_LIMITS, IDecodeLimits, LimitError } from './budget';
@@ -33,7 +34,7 @@ export function decodeSnapshotBytes(bytes: Uint8Array, limits: IDecodeLimits = D
   let data = bytes;
   const gzipped = bytes[0] === GZIP_MAGIC[0] && bytes[1] === GZIP_MAGIC[1];
   if (gzipped) {
-    data = gunzipWithin(bytes, limits.maxBytes);
+    data = gunzipSnapshot(bytes, limits.maxBytes);
     if (data.length === 0) {
       throw new SnapshotError('empty file: gzip holds no snapshot data');
     }
@@ -62,18 +63,27 @@ export function checkSize(size: number, maxBytes: number): void {
 const GUNZIP_SLICE = 1 << 16;
 /** The first slice is small: its output is enough to tell a snapshot from a bomb of zeros. */
 const GUNZIP_FIRST_SLICE = 1 << 10;
+/** Output room before any data has arrived. */
+const GUNZIP_FIRST_ROOM = 1 << 16;
+/**
+ * The trailer's size is believed once it is at most this many times what the
+ * output so far, at the compression ratio so far, makes of the whole input.
+ */
+const TRAILER_BELIEVED_WITHIN = 2;
 
 /**
  * Gunzip, refusing output past `maxBytes`, and stopping at the first bytes
- * when they cannot start a snapshot. The output buffer is sized from the gzip
- * trailer (the size modulo 2^32), so a real file is decoded into one
- * allocation; a lying trailer only costs regrowth, never more than the limit.
+ * when they cannot start a snapshot. The output grows as data arrives. The
+ * gzip trailer's size (ISIZE, the size modulo 2^32, written by whoever made
+ * the file) is only a hint: allocated up front, a trailer claiming 2 GiB cost
+ * 2 GiB for a few bytes of JSON. It is reserved once the data inflated so far
+ * agrees with it, so a real file still ends in one buffer of its exact size.
  */
-function gunzipWithin(bytes: Uint8Array, maxBytes: number): Uint8Array {
+export function gunzipSnapshot(bytes: Uint8Array, maxBytes: number): Uint8Array {
   const n = bytes.length;
   const declared =
     n >= 18 ? (bytes[n - 4] | (bytes[n - 3] << 8) | (bytes[n - 2] << 16) | (bytes[n - 1] << 24)) >>> 0 : 0;
-  const out = new GrowingBytes(Math.max(declared, 1 << 16), maxBytes);
+  const out = new GrowingBytes(GUNZIP_FIRST_ROOM, maxBytes);
   let stop: 'over' | 'not a snapshot' | null = null;
   const gunzip = new Gunzip(chunk => {
     if (stop !== null || chunk.length === 0) {
@@ -92,6 +102,9 @@ function gunzipWithin(bytes: Uint8Array, maxBytes: number): Uint8Array {
       const end = Math.min(n, at + (at === 0 ? GUNZIP_FIRST_SLICE : GUNZIP_SLICE));
       gunzip.push(bytes.subarray(at, end), end >= n);
       at = end;
+      if (declared > out.capacity && declared <= TRAILER_BELIEVED_WITHIN * ((out.length * n) / at)) {
+        out.reserve(declared);
+      }
     }
   } catch (reason) {
     throw new SnapshotError(`corrupt gzip data: ${(reason as Error).message}`);

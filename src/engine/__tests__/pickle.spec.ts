@@ -5,7 +5,7 @@
 // called, no prototype is reached, and every bad input ends in SnapshotError.
 import * as path from 'path';
 import { gunzipSync, gzipSync } from 'fflate';
-import { decodeLimits, decodeSnapshotBytes, readSnapshot, SnapshotError, unpickle } from '..';
+import { decodeLimits, decodeSnapshotBytes, gunzipSnapshot, readSnapshot, SnapshotError, unpickle } from '..';
 import { FIXTURES, readBytes, RECORDINGS } from './data';
 import { HOSTILE, PickleWriter } from './hostile';
 
@@ -289,6 +289,62 @@ describe('decodeSnapshotBytes', () => {
       );
       expect(s.totals).toEqual(shapes[0].totals);
       expect(s.traces.map(t => t.action)).toEqual(['segment_alloc', 'alloc', 'oom']);
+    }
+  });
+});
+
+describe("gunzip does not trust the gzip trailer's size", () => {
+  /** A JSON snapshot of one segment of `count` blocks (about 100 bytes each), and its gzip. */
+  function jsonSnapshot(count: number): { json: Uint8Array; gz: Uint8Array } {
+    const blocks = Array.from({ length: count }, (_, i) => ({
+      address: i * 512,
+      size: 512,
+      requested_size: 500,
+      state: 'active_allocated',
+      frames: [{ name: `f${i % 97}`, filename: 'train.py', line: i % 13 }]
+    }));
+    const segments = [{ device: 0, address: 0, total_size: count * 512, stream: 0, blocks }];
+    const json = new TextEncoder().encode(JSON.stringify({ segments, device_traces: [[]] }));
+    return { json, gz: gzipSync(json) };
+  }
+
+  /** The gzip with its trailer's ISIZE (the last four bytes) replaced. */
+  function withTrailerSize(gz: Uint8Array, size: number): Uint8Array {
+    const out = gz.slice();
+    new DataView(out.buffer).setUint32(out.length - 4, size, true);
+    return out;
+  }
+
+  it('reads a gzip whose trailer claims 2 GiB, allocating room for what it holds only', () => {
+    const { json, gz } = jsonSnapshot(2000);
+    const lying = withTrailerSize(gz, 2 ** 31);
+    const out = gunzipSnapshot(lying, decodeLimits().maxBytes);
+    expect(Buffer.from(out).equals(json)).toBe(true);
+    // grown by doubling as data came: at most twice the data (the trailer once sized it 2 GiB)
+    expect(out.buffer.byteLength).toBeLessThanOrEqual(2 * json.length);
+    expect(decodeSnapshotBytes(lying).value).toEqual(decodeSnapshotBytes(gz).value);
+  });
+
+  it('reads a gzip whose trailer claims too little', () => {
+    const { json, gz } = jsonSnapshot(2000);
+    expect(Buffer.from(gunzipSnapshot(withTrailerSize(gz, 10), decodeLimits().maxBytes)).equals(json)).toBe(true);
+  });
+
+  it('still ends a real file in one buffer of its size, once the data bears the trailer out', () => {
+    const { json, gz } = jsonSnapshot(4000);
+    expect(json.length).toBeGreaterThan(4 * 65536);
+    expect(gunzipSnapshot(gz, decodeLimits().maxBytes).buffer.byteLength).toBe(json.length);
+  });
+
+  it('refuses data over the byte limit with the limit named, whatever the trailer says', () => {
+    const { json, gz } = jsonSnapshot(2000);
+    const limits = decodeLimits({ maxBytes: Math.floor(json.length / 2) });
+    const limit = limits.maxBytes.toLocaleString('en-US');
+    for (const bytes of [gz, withTrailerSize(gz, 10), withTrailerSize(gz, 2 ** 31)]) {
+      expect(() => decodeSnapshotBytes(bytes, limits)).toThrow(
+        `the gzip data decompresses to more bytes than allowed, over the decode limit --max-bytes ${limit}; ` +
+          'if the file is real, raise it with --max-bytes N or CUDA_MEMDIFF_MAX_BYTES=N'
+      );
     }
   });
 });
