@@ -10,6 +10,7 @@ import {
   ICellSite,
   ICellSource,
   fileOomReport,
+  IOomPostMortem,
   IOomReport,
   OomSnapshotMoment,
   IPeakAnatomy,
@@ -170,7 +171,7 @@ export function summaryText(snapshot: Snapshot): string {
   );
   const ooms = snapshot.traces.filter(e => e.action === 'oom').length;
   const oom = fileOomReport(snapshot);
-  const postMortem = oom ? `\n\n${oomText('the program', oom, snapshot.frames, new CellCodeNames([]), {}, false)}` : '';
+  const postMortem = oom ? `\n\n${oomText('the program', oom, snapshot.frames, new CellCodeNames([]), {})}` : '';
   return rows.length
     ? table + (ooms ? `\n${ooms} out-of-memory event(s) in the trace` : '') + postMortem
     : 'no CUDA memory: the snapshot has no segments';
@@ -279,7 +280,7 @@ function exactJson(r: ICellReport) {
 }
 
 /** The `oom` object of `session --json` (the holders are in the text output). */
-export function oomJson(oom: IOomReport) {
+export function oomJson(oom: IOomPostMortem) {
   return {
     request_bytes: oom.requestBytes,
     device_free_bytes: oom.deviceFreeBytes,
@@ -332,15 +333,13 @@ const OOM_LATER: Partial<Record<OomSnapshotMoment, { segments: string; holders: 
   }
 };
 
-/** The OOM post-mortem in words. */
+/** The OOM post-mortem in words; a cell's (with its diff) says what changed since the cell started. */
 export function oomText(
   name: string,
-  oom: IOomReport,
+  oom: IOomPostMortem | IOomReport,
   table: FrameTable,
   cells: CellCodeNames,
-  options: IFrameFilterOptions,
-  // false for a file alone: it has no cell whose start the diff is against
-  sinceCellStart = true
+  options: IFrameFilterOptions
 ): string {
   const free = oom.deviceFreeBytes === null ? 'an unknown amount' : formatBytes(oom.deviceFreeBytes);
   const asked = oom.requestBytes === null ? 'an unknown amount' : formatBytes(oom.requestBytes);
@@ -359,7 +358,7 @@ export function oomText(
   if (holders.length) {
     lines.push(`  the device held${later ? ` ${later.holders}` : ''}: ${sitesInWords(holders)}`);
   }
-  if (sinceCellStart) {
+  if ('diff' in oom) {
     lines.push(
       `  since the cell started: born ${formatBytes(oom.diff.bornBytes)}, freed ${formatBytes(oom.diff.freedBytes)}`
     );

@@ -7,7 +7,6 @@
 import { diffSnapshots, SnapshotDiff } from './diff';
 import { historyBetween } from './history';
 import { Block, isAllocated, Snapshot, TraceEntry } from './model';
-import { emptySnapshot } from './snapshot';
 
 /** What the kernel reported about the failed allocation (the wire's `oom` field). */
 export interface IOomEvent {
@@ -52,8 +51,8 @@ export interface IOomFigures {
   readonly fragmentationAdvice: FragmentationAdvice | null;
 }
 
-/** Why an allocation failed. */
-export interface IOomReport extends IOomFigures {
+/** Why an allocation failed, from one snapshot: what a file alone can tell. */
+export interface IOomPostMortem extends IOomFigures {
   /**
    * True when no free block was big enough but the free space in segments
    * was: after defragmenting (`expandable_segments`) the request would fit.
@@ -61,12 +60,16 @@ export interface IOomReport extends IOomFigures {
   readonly fragmentation: boolean;
   /** The allocated blocks of the device that ran out (not of the others): what filled it. */
   readonly held: readonly Block[];
-  /** What filled the device at that moment, against the cell's start. */
-  readonly diff: SnapshotDiff;
-  /** The snapshot the figures, the holders and the diff come from. */
+  /** The snapshot the figures and the holders come from. */
   readonly atOom: Snapshot;
   /** Which moment `atOom` is. */
   readonly moment: OomSnapshotMoment;
+}
+
+/** Why a cell's allocation failed: the post-mortem, and what changed since the cell started. */
+export interface IOomReport extends IOomPostMortem {
+  /** What filled the device at that moment, against the cell's start (`atOom` against it). */
+  readonly diff: SnapshotDiff;
 }
 
 /**
@@ -86,17 +89,19 @@ export function oomReport(start: Snapshot, atOom: Snapshot, reported: IOomEvent 
     alloc: knownRequest(requestBytes),
     device_free: reported.device_free ?? entry?.deviceFree ?? undefined
   };
-  return postMortem(start, atOom, event, 'error');
+  return sinceCellStart(start, postMortem(atOom, event, 'error'));
 }
 
 /**
  * The post-mortem of one snapshot file (torch's `_dump_snapshot`, often
- * written from an OOM observer): its newest `oom` entry, against an empty
- * device, as a file has no cell start. Its moment is `error` where the trace
- * has nothing on that device after the entry (the file holds the device as
- * it was at the error), else `after-error`. Null without an `oom` entry.
+ * written from an OOM observer): its newest `oom` entry. A file has no cell
+ * start, so nothing is diffed (against an empty device, the diff only
+ * repeated the holders, and copied every block of a big file). Its moment is
+ * `error` where the trace has nothing on that device after the entry (the
+ * file holds the device as it was at the error), else `after-error`. Null
+ * without an `oom` entry.
  */
-export function fileOomReport(snapshot: Snapshot): IOomReport | null {
+export function fileOomReport(snapshot: Snapshot): IOomPostMortem | null {
   const entry = oomEntry(snapshot.traces, 'newest');
   if (!entry) {
     return null;
@@ -104,9 +109,8 @@ export function fileOomReport(snapshot: Snapshot): IOomReport | null {
   // The trace lists each device's entries in recording order.
   const at = snapshot.traces.indexOf(entry);
   const later = snapshot.traces.slice(at + 1).some(e => e.device === entry.device && e.action !== 'oom');
-  const devices = snapshot.totals.reduce((n, t) => Math.max(n, t.device + 1), entry.device + 1);
   const event = { device: entry.device, alloc: knownRequest(entry.size), device_free: entry.deviceFree ?? undefined };
-  return postMortem(emptySnapshot(snapshot.frames, devices), snapshot, event, later ? 'after-error' : 'error');
+  return postMortem(snapshot, event, later ? 'after-error' : 'error');
 }
 
 /**
@@ -127,7 +131,7 @@ export function oomFromHistory(start: Snapshot, end: Snapshot): IOomReport | nul
     return null;
   }
   const event = { device: entry.device, alloc: knownRequest(entry.size), device_free: entry.deviceFree ?? undefined };
-  return postMortem(start, end, event, 'cell-end');
+  return sinceCellStart(start, postMortem(end, event, 'cell-end'));
 }
 
 /** A request's bytes, or null: no allocation of 0 bytes reaches the allocator, so 0 is an entry without its size. */
@@ -135,13 +139,17 @@ function knownRequest(bytes: number): number | null {
   return bytes > 0 ? bytes : null;
 }
 
+/** A cell's post-mortem: what filled the device since `start`. */
+function sinceCellStart(start: Snapshot, oom: IOomPostMortem): IOomReport {
+  return { ...oom, diff: diffSnapshots(start, oom.atOom) };
+}
+
 /** The figures of one device in `snapshot`, against the request. */
 function postMortem(
-  start: Snapshot,
   snapshot: Snapshot,
   event: { device: number; alloc: number | null; device_free?: number },
   moment: OomSnapshotMoment
-): IOomReport {
+): IOomPostMortem {
   const { device, alloc: requestBytes } = event;
   const totals = snapshot.totals.find(t => t.device === device);
   const largestFreeBlockBytes = totals?.largestFreeBytes ?? 0;
@@ -157,7 +165,6 @@ function postMortem(
     fragmentation,
     fragmentationAdvice: fragmentation ? fragmentationAdvice(snapshot, device) : null,
     held: snapshot.blocks.filter(b => b.device === device && isAllocated(b)),
-    diff: diffSnapshots(start, snapshot),
     atOom: snapshot,
     moment
   };

@@ -111,6 +111,11 @@ describe('the post-mortem of a snapshot file alone', () => {
     expect(fileOomReport({ ...snapshot, traces: [...snapshot.traces, free] })!.moment).toBe('after-error');
   });
 
+  it('diffs nothing: a file has no cell start, and no caller reads a diff against an empty device', () => {
+    const report = fileOomReport(oomFile())!;
+    expect('diff' in report).toBe(false);
+  });
+
   it('is null for a file without an oom entry', () => {
     expect(fileOomReport(readSnapshot(readBytes(path.join(RECORDINGS, 'oom--python', 'cell00.pickle.gz'))))).toBeNull();
   });
