@@ -10,7 +10,7 @@
  */
 import { checkCopiedItems, DEFAULT_DECODE_LIMITS, IDecodeLimits, LimitError } from './budget';
 import { clip, SnapshotError } from './errors';
-import { SharedFrameDicts } from './pickleFrames';
+import { SharedFrames } from './pickleFrames';
 
 /**
  * A Python dict as plain data: an ordinary object whose every key is an own
@@ -207,6 +207,7 @@ namespace Private {
             throw new SnapshotError('pickle nests too deeply (MARK limit)');
           }
           this._marks.push(stack.length);
+          this._markMemo.push(memo.length);
           stack.push(MARK);
         } else if (op === 0x4b /* BININT1 */ && pos < end) {
           stack.push(bytes[pos++]);
@@ -293,10 +294,14 @@ namespace Private {
           const at = this._markAt();
           const list = this._list(this._stack[at - 1]);
           const stack = this._stack;
+          const filled = list.length === 0;
           for (let i = at + 1; i < stack.length; i++) {
             list.push(this._value(stack[i]));
           }
           stack.length = at;
+          if (filled) {
+            this._share(list, this._frames.stack(list), at - 1);
+          }
           break;
         }
         case 0x90: {
@@ -329,7 +334,7 @@ namespace Private {
           }
           stack.length = at;
           if (pairs === FRAME_KEYS) {
-            this._shareFrame(dict, at - 1);
+            this._share(dict, this._frames.frame(dict), at - 1);
           }
           break;
         }
@@ -341,10 +346,12 @@ namespace Private {
             setItem(dict, items[i], items[i + 1], this._copy);
           }
           // Built whole here, so not memoized yet: the shared dict can stand in for it.
-          this._push(items.length === 2 * FRAME_KEYS ? this._frames.share(dict) : dict);
+          this._push(items.length === 2 * FRAME_KEYS ? this._frames.frame(dict) : dict);
           break;
         }
-        case 0x6c: // LIST
+        case 0x6c: // LIST (built whole, as DICT is)
+          this._push(this._frames.stack(this._popMark()));
+          break;
         case 0x74: // TUPLE
         case 0x91: // FROZENSET
           this._push(this._popMark());
@@ -553,22 +560,24 @@ namespace Private {
     }
 
     /**
-     * Put the shared dict of a frame in place of `dict` (just filled, at
-     * `stack[at]`) on the stack and in the memo, where a pickler stores it a
-     * few entries back. The copy left behind has the same items, so a
-     * reference to it missed (a hostile pickle memoizing it far back) still
-     * reads the same frame; nothing else holds it, and it is collected.
+     * Put `shared` (a frame or stack of the same content) in place of `built`
+     * (just filled from the MARK _markAt popped, at `stack[at]`) on the stack
+     * and in the memo, where a pickler stored it when empty: just before that
+     * MARK. The copy left behind has the same items, so a reference to it
+     * missed (a pickle memoizing it elsewhere too) still reads the same;
+     * nothing else holds it, and it is collected.
      */
-    private _shareFrame(dict: PyDict, at: number): void {
-      const shared = this._frames.share(dict);
-      if (shared === dict) {
+    private _share(built: PyDict | PyValue[], shared: PyDict | PyValue[], at: number): void {
+      if (shared === built) {
         return;
       }
       this._stack[at] = shared;
       const memo = this._memo;
-      for (let i = memo.length - 1; i >= 0 && i >= memo.length - FRAME_MEMO_LOOKBACK; i--) {
-        if (memo[i] === dict) {
+      const end = Math.min(this._markedMemo, memo.length);
+      for (let i = end - 1; i >= 0 && i >= end - MEMO_SLACK; i--) {
+        if (memo[i] === built) {
           memo[i] = shared;
+          return;
         }
       }
     }
@@ -610,6 +619,7 @@ namespace Private {
 
     private _popMark(): PyValue[] {
       const at = this._marks.pop();
+      this._markMemo.pop();
       if (at === undefined) {
         throw new SnapshotError('malformed pickle: no MARK to pop to');
       }
@@ -626,6 +636,7 @@ namespace Private {
 
     /** Pop the innermost MARK and return where it stood; items above it stay for the caller. */
     private _markAt(): number {
+      this._markedMemo = this._markMemo.pop() ?? 0;
       const at = this._marks.pop();
       if (at === undefined || at === 0) {
         throw new SnapshotError('malformed pickle: no MARK (or nothing under it) to pop to');
@@ -644,6 +655,9 @@ namespace Private {
       if (!Array.isArray(item)) {
         throw new SnapshotError('malformed pickle: APPEND to something that is not a list');
       }
+      if (Object.isFrozen(item)) {
+        throw new SnapshotError(CHANGES_SHARED);
+      }
       return item;
     }
 
@@ -656,6 +670,9 @@ namespace Private {
         item instanceof AllowedGlobal
       ) {
         throw new SnapshotError('malformed pickle: SETITEM on something that is not a dict');
+      }
+      if (Object.isFrozen(item)) {
+        throw new SnapshotError(CHANGES_SHARED);
       }
       return item as PyDict;
     }
@@ -826,19 +843,23 @@ namespace Private {
     private _pos = 0;
     private readonly _stack: StackItem[] = [];
     private readonly _marks: number[] = [];
+    /** The memo's length when each open MARK was pushed. */
+    private readonly _markMemo: number[] = [];
+    /** That length for the MARK _markAt popped last. */
+    private _markedMemo = 0;
     private readonly _memo: PyValue[] = [];
     private _result: PyValue | undefined;
     private readonly _strings: (string | undefined)[] = new Array(STRING_CACHE_SIZE);
-    private readonly _frames = new SharedFrameDicts();
+    private readonly _frames = new SharedFrames();
   }
 
   /** Items of a frame dict: name, filename, line. */
   const FRAME_KEYS = 3;
-  /**
-   * Memo entries searched for a frame dict just filled: it was memoized when
-   * empty, and only its new keys and strings (six at most) came after.
-   */
-  const FRAME_MEMO_LOOKBACK = 8;
+  /** Memo entries searched back from a MARK for the container filled from it (a pickler's is the one just before). */
+  const MEMO_SLACK = 4;
+
+  /** No pickler changes a frame or a stack once built: shared, the change would reach every copy. */
+  const CHANGES_SHARED = 'malformed pickle: it changes a frame or a stack after building it';
 
   const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
 

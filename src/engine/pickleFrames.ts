@@ -1,22 +1,27 @@
 /**
- * Frame dicts shared by content while unpickling. Torch writes a new
- * `{name, filename, line}` dict for every frame of every stack: a real
- * recording's 364,500 frame dicts hold 11 distinct frames, and a 190 MB
- * snapshot's 9.6 million took 600 MB of the decoded graph. The unpickler
- * hands back one dict per distinct frame instead, as it does one string per
- * distinct name.
+ * Frames and stacks shared by content while unpickling. Torch writes a new
+ * `{name, filename, line}` dict for every frame of every stack, and a new list
+ * for every stack: a real recording's 364,500 frame dicts hold 11 distinct
+ * frames, and a 190 MB snapshot's 9.6 million dicts and 400,000 lists took
+ * 700 MB of the decoded graph. The unpickler hands back one dict per distinct
+ * frame and one list per distinct stack instead, as it does one string per
+ * distinct name. What is shared is frozen: a pickle that changed it after
+ * building it would change every frame or stack of that content.
  */
-import type { PyDict } from './pickle';
+import type { PyDict, PyValue } from './pickle';
 
-/** Frame dicts seen so far in one decode, by filename, name and line. */
-export class SharedFrameDicts {
+/** Stacks at least this long are not shared: a pickler appends this many items at a time, so more may follow. */
+export const PICKLER_BATCH = 1000;
+
+/** Frame dicts and stacks of them seen so far in one decode. */
+export class SharedFrames {
   /**
    * The dict already seen with the same content as `dict`, or `dict` itself
    * (now the one shared) when it is a frame seen first; anything that is not
    * exactly a frame (three keys: string name and filename, number line) comes
    * back as it is.
    */
-  share(dict: PyDict): PyDict {
+  frame(dict: PyDict): PyDict {
     const name = dict.name;
     const filename = dict.filename;
     const line = dict.line;
@@ -25,10 +30,10 @@ export class SharedFrameDicts {
       return dict;
     }
     // Nested maps, as FrameTable does: the strings are shared objects whose hashes V8 caches.
-    let byName = this._byFile.get(filename);
+    let byName = this._frames.get(filename);
     if (byName === undefined) {
       byName = new Map();
-      this._byFile.set(filename, byName);
+      this._frames.set(filename, byName);
     }
     let byLine = byName.get(name);
     if (byLine === undefined) {
@@ -39,11 +44,48 @@ export class SharedFrameDicts {
     if (shared !== undefined) {
       return shared;
     }
-    byLine.set(line, dict);
+    byLine.set(line, Object.freeze(dict));
+    this._frameIds.set(dict, this._frameIds.size);
     return dict;
   }
 
-  private readonly _byFile = new Map<string, Map<string, Map<number, PyDict>>>();
+  /**
+   * The list already seen holding the same shared frames as `list`, or `list`
+   * itself (now the one shared) when it is such a stack seen first; a list of
+   * anything else, or too long to be complete, comes back as it is.
+   */
+  stack(list: PyValue[]): PyValue[] {
+    const n = list.length;
+    if (n < 2 || n >= PICKLER_BATCH) {
+      return list;
+    }
+    let hash = n;
+    for (let i = 0; i < n; i++) {
+      const id = this._frameIds.get(list[i] as PyDict);
+      if (id === undefined) {
+        return list;
+      }
+      hash = Math.imul(hash ^ id, 0x9e3779b1);
+    }
+    // Hashed by its frames, compared item by item: no key string built per stack.
+    const bucket = this._stacks.get(hash);
+    for (const known of bucket ?? []) {
+      if (sameItems(known, list)) {
+        return known;
+      }
+    }
+    Object.freeze(list);
+    if (bucket) {
+      bucket.push(list);
+    } else {
+      this._stacks.set(hash, [list]);
+    }
+    return list;
+  }
+
+  private readonly _frames = new Map<string, Map<string, Map<number, PyDict>>>();
+  private readonly _frameIds = new Map<PyDict, number>();
+  private readonly _stacks = new Map<number, PyValue[][]>();
 }
 
 function hasThreeKeys(dict: PyDict): boolean {
@@ -54,4 +96,16 @@ function hasThreeKeys(dict: PyDict): boolean {
     }
   }
   return count === 3;
+}
+
+function sameItems(a: readonly PyValue[], b: readonly PyValue[]): boolean {
+  if (a.length !== b.length) {
+    return false;
+  }
+  for (let i = 0; i < a.length; i++) {
+    if (a[i] !== b[i]) {
+      return false;
+    }
+  }
+  return true;
 }

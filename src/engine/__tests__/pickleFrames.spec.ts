@@ -1,8 +1,8 @@
 /**
  * @jest-environment node
  */
-// Frame dicts shared by content while unpickling: torch writes a new dict per
-// frame of every stack, which made a 190 MB snapshot's decoded graph 600 MB.
+// Frames and stacks shared by content while unpickling: torch writes a new dict
+// per frame and a new list per stack, which made a 190 MB snapshot's decoded graph 720 MB.
 import * as path from 'path';
 import { decodeSnapshotBytes, PyDict, PyValue, readSnapshot, unpickle } from '..';
 import { readBytes, RECORDINGS } from './data';
@@ -38,13 +38,24 @@ function frame(w: PickleWriter, name: string, line: number, extra: [string, (x: 
   w.raw(0x75); // SETITEMS
 }
 
-describe('frame dicts shared while unpickling', () => {
-  it("makes a real recording's frame dicts one object per distinct frame", () => {
+/** The frames list of every block of a raw snapshot. */
+function blockStacks(raw: PyValue): PyValue[][] {
+  return ((raw as PyDict).segments as PyDict[]).flatMap(s => (s.blocks as PyDict[]).map(b => b.frames as PyValue[]));
+}
+
+describe('frames and stacks shared while unpickling', () => {
+  it("makes a real recording's frame dicts one object per distinct frame, and its stacks one list each", () => {
     const raw = decodeSnapshotBytes(readBytes(path.join(RECORDINGS, 'many_blocks--python', 'cell03.pickle.gz'))).value;
     const dicts = frameDicts(raw);
     const distinct = new Set(dicts.map(f => `${f.filename}\0${f.name}\0${f.line}`));
     expect(dicts.length).toBeGreaterThan(300_000);
     expect(new Set(dicts).size).toBe(distinct.size);
+    const stacks = blockStacks(raw);
+    const distinctStacks = new Set(
+      stacks.map(s => (s as PyDict[]).map(f => `${f.filename}:${f.name}:${f.line}`).join(' < '))
+    );
+    expect(stacks.length).toBeGreaterThan(40_000);
+    expect(new Set(stacks).size).toBe(distinctStacks.size);
   });
 
   it('reads the same model as before: every block keeps its stack', () => {
@@ -96,6 +107,22 @@ describe('frame dicts shared while unpickling', () => {
     expect(list[1]).toBe(list[0]);
     for (const f of list) {
       expect(f).toEqual({ name: 'forward', filename: '/work/train.py', line: 3 });
+    }
+  });
+
+  it('refuses a pickle that changes a shared frame or stack after building it', () => {
+    const changed = (change: (w: PickleWriter) => void) =>
+      PickleWriter.pickle(w => {
+        w.raw(0x5d, 0x28); // EMPTY_LIST, MARK
+        frame(w, 'forward', 3);
+        frame(w, 'forward', 3);
+        w.raw(0x65); // APPENDS: a list of shared frames, itself shared
+        change(w);
+      });
+    const setLine = changed(w => w.get(0).str('line').int(99).raw(0x73, 0x30)); // BINGET 0, SETITEM, POP
+    const appendFrame = changed(w => w.raw(0x32).int(1).raw(0x61, 0x30)); // DUP, APPEND, POP
+    for (const bytes of [setLine, appendFrame]) {
+      expect(() => unpickle(bytes)).toThrow('malformed pickle: it changes a frame or a stack after building it');
     }
   });
 });
