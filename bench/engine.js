@@ -13,6 +13,8 @@
  * peak RSS <= 3x the file). Files are written to the temporary folder one at
  * a time and deleted after; sizes that do not fit the free disk or memory
  * are skipped with the figures. BENCH_HISTORY_MB=100,500 picks the sizes.
+ * The peak memory of `summary` and `diff` is printed for the 100,000-block
+ * pair, and for any pair BENCH_LARGE_PAIR=before,after names.
  */
 const { execFileSync } = require('child_process');
 const fs = require('fs');
@@ -94,11 +96,11 @@ function benchPair(label, beforeFile, afterFile) {
 const CLI_MAIN = path.join(ROOT, 'dist', 'node', 'cli', 'main.js');
 const HISTORY_SOURCE = path.join(ROOT, 'test-data', 'recordings', 'clean_training--python', 'cell04.pickle.gz');
 
-/** Run the CLI on a file in a fresh process: wall ms of the command and peak RSS in bytes. */
-function cliRun(file) {
+/** Run the CLI (`summary FILE` unless told) in a fresh process: wall ms of the command and peak RSS in bytes. */
+function cliRun(file, args = ['summary', file]) {
   const out = path.join(os.tmpdir(), `cuda-memdiff-bench-${process.pid}.json`);
   const script =
-    `const t = performance.now(); const code = require(${JSON.stringify(CLI_MAIN)}).main(['summary', ${JSON.stringify(file)}]);` +
+    `const t = performance.now(); const code = require(${JSON.stringify(CLI_MAIN)}).main(${JSON.stringify(args)});` +
     `require('fs').writeFileSync(${JSON.stringify(out)}, JSON.stringify({ ms: performance.now() - t, code, rss: process.resourceUsage().maxRSS * 1024 }));`;
   execFileSync(process.execPath, ['-e', script], { stdio: ['ignore', 'ignore', 'inherit'] });
   const r = JSON.parse(fs.readFileSync(out, 'utf-8'));
@@ -118,6 +120,32 @@ function pythonRun(file) {
   ].join('\n');
   const [ms, rss] = execFileSync(PYTHON, ['-c', code, file], { encoding: 'utf-8' }).trim().split(' ').map(Number);
   return { ms, rss };
+}
+
+const mib = n => `${(n / 2 ** 20).toFixed(0)} MiB`;
+
+/**
+ * Peak resident memory of `summary` and `diff` on a pair of files, each in a
+ * fresh process, against the size of the pickle (after gunzip): what a big
+ * or hostile file costs, printed, not asserted.
+ */
+function benchMemory(label, beforeFile, afterFile) {
+  const raw = bytesOf(afterFile);
+  const pickleBytes =
+    raw[0] === 0x1f && raw[1] === 0x8b
+      ? engine.gunzipSnapshot(raw, engine.DEFAULT_DECODE_LIMITS.maxBytes).length
+      : raw.length;
+  console.log(`\n${label}: peak memory of the CLI, one fresh process per command (pickle ${mib(pickleBytes)})`);
+  for (const args of [
+    ['summary', afterFile],
+    ['diff', beforeFile, afterFile]
+  ]) {
+    const r = cliRun(afterFile, args);
+    console.log(
+      `${`cuda-memdiff ${args[0]}`.padEnd(58)} ${r.ms.toFixed(0).padStart(8)} ms, peak RSS ${mib(r.rss)} ` +
+        `(${(r.rss / pickleBytes).toFixed(2)}x the pickle${args[0] === 'diff' ? ' of one side' : ''})`
+    );
+  }
 }
 
 function benchHistory() {
@@ -148,7 +176,6 @@ function benchHistory() {
       console.log(`  ${made} (generated in ${((performance.now() - t) / 1000).toFixed(1)} s)`);
       const ours = cliRun(file);
       const py = pythonRun(file);
-      const mib = n => `${(n / 2 ** 20).toFixed(0)} MiB`;
       report(`cuda-memdiff summary (read, normalize, totals)`, ours.ms);
       report(`python3 pickle.load, same file`, py.ms);
       console.log(
@@ -184,10 +211,24 @@ function main() {
       path.join(dir, 'large_before.pickle.gz'),
       path.join(dir, 'large_after.pickle.gz')
     );
+    benchMemory(
+      '100,000 blocks built from the real shape',
+      path.join(dir, 'large_before.pickle.gz'),
+      path.join(dir, 'large_after.pickle.gz')
+    );
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
+  }
+  // BENCH_LARGE_PAIR=before.pickle,after.pickle: the same figures for a pair of your own (a 190 MB one, say).
+  if (process.env.BENCH_LARGE_PAIR) {
+    const [before, after] = process.env.BENCH_LARGE_PAIR.split(',');
+    benchMemory(`${path.basename(before)} -> ${path.basename(after)}`, before, after);
   }
   benchHistory();
 }
 
-main();
+if (require.main === module) {
+  main();
+} else {
+  module.exports = { benchMemory };
+}
