@@ -8,10 +8,11 @@
  * distinct name. What is shared is frozen: a pickle that changed it after
  * building it would change every frame or stack of that content.
  */
+import { FrameTable } from './model';
 import type { PyDict, PyValue } from './pickle';
 
 /** Stacks at least this long are not shared: a pickler appends this many items at a time, so more may follow. */
-export const PICKLER_BATCH = 1000;
+const PICKLER_BATCH = 1000;
 
 /** Frame dicts and stacks of them seen so far in one decode. */
 export class SharedFrames {
@@ -29,23 +30,14 @@ export class SharedFrames {
     if (typeof name !== 'string' || typeof filename !== 'string' || typeof line !== 'number' || !hasThreeKeys(dict)) {
       return dict;
     }
-    // Nested maps, as FrameTable does: the strings are shared objects whose hashes V8 caches.
-    let byName = this._frames.get(filename);
-    if (byName === undefined) {
-      byName = new Map();
-      this._frames.set(filename, byName);
-    }
-    let byLine = byName.get(name);
-    if (byLine === undefined) {
-      byLine = new Map();
-      byName.set(name, byLine);
-    }
-    const shared = byLine.get(line);
+    // The frame table's id of the content says which dict stands for it.
+    const id = this._table.internFrame(name, filename, line);
+    const shared = this._dicts[id];
     if (shared !== undefined) {
       return shared;
     }
-    byLine.set(line, Object.freeze(dict));
-    this._frameIds.set(dict, this._frameIds.size);
+    this._dicts[id] = Object.freeze(dict);
+    this._frameIds.set(dict, id);
     return dict;
   }
 
@@ -83,7 +75,9 @@ export class SharedFrames {
     return list;
   }
 
-  private readonly _frames = new Map<string, Map<string, Map<number, PyDict>>>();
+  private readonly _table = new FrameTable();
+  /** The shared dict of each frame, by its id in `_table`. */
+  private readonly _dicts: PyDict[] = [];
   private readonly _frameIds = new Map<PyDict, number>();
   private readonly _stacks = new Map<number, PyValue[][]>();
 }
