@@ -56,6 +56,28 @@ export class CaptureSession implements IDisposable {
   }
 
   /**
+   * A cell of this notebook is about to go to the kernel. After a restart the
+   * helper goes in once the new kernel is idle, and a cell run before that
+   * (Shift+Enter at once) is queued on the connection ahead of it, so it would
+   * run uncaptured. Sent now, while the connection still queues, the helper
+   * goes first; the comm follows when the kernel is idle, as after any restart.
+   */
+  cellScheduled(): void {
+    const kernel = this._context.session?.kernel ?? null;
+    if (
+      this._isDisposed ||
+      !kernel ||
+      !this._pendingRestart ||
+      kernel.id !== this._pythonKernel ||
+      this._injectedInto === kernel.id
+    ) {
+      return;
+    }
+    // Cancelled by another restart, or the kernel died: the restart's or the new kernel's connection sends it.
+    this._inject(kernel, this._generation).catch(() => undefined);
+  }
+
+  /**
    * Ask the kernel who holds these blocks. Rejects when the helper has no
    * comm open, when the session is disposed, or when no answer comes within
    * `timeoutMs` (the kernel answers between cells, so a long cell delays it).
@@ -166,25 +188,11 @@ export class CaptureSession implements IDisposable {
       this._store.setHelper({ status: 'not-python', message: info.language_info.name, replay: null });
       return;
     }
+    this._pythonKernel = kernel.id; // a restart keeps the id and the language
     // A new connection to the kernel process this session already injected (JupyterLab
-    // reconnects after a restart) needs only a new comm.
+    // reconnects after a restart, or a cell run at once after it sent the helper) needs only a new comm.
     if (this._injectedInto !== kernel.id) {
-      // Marked before the reply: a reconnection while it runs must not send it twice.
-      this._injectedInto = kernel.id;
-      this._injections++;
-      const reply = (await kernel.requestExecute(this._execute(), true).done) as KernelMessage.IExecuteReplyMsg;
-      if (reply.content.status === 'error') {
-        this._injectedInto = null;
-        if (!this._isStale(kernel, generation)) {
-          this._store.setHelper({
-            status: 'error',
-            message: `${reply.content.ename}: ${reply.content.evalue}`,
-            replay: null
-          });
-        }
-        return;
-      }
-      if (this._isStale(kernel, generation)) {
+      if (!(await this._inject(kernel, generation)) || this._isStale(kernel, generation)) {
         return;
       }
     }
@@ -221,6 +229,26 @@ export class CaptureSession implements IDisposable {
       }
     };
     comm.open({ v: PROTOCOL_VERSION, type: 'attach' });
+  }
+
+  /** Send the helper's source to the kernel process; false when it failed there (the status says why). */
+  private async _inject(kernel: Kernel.IKernelConnection, generation: number): Promise<boolean> {
+    // Marked before the reply: a reconnection while it runs must not send it twice.
+    this._injectedInto = kernel.id;
+    this._injections++;
+    const reply = (await kernel.requestExecute(this._execute(), true).done) as KernelMessage.IExecuteReplyMsg;
+    if (reply.content.status === 'error') {
+      this._injectedInto = null;
+      if (!this._isStale(kernel, generation)) {
+        this._store.setHelper({
+          status: 'error',
+          message: `${reply.content.ename}: ${reply.content.evalue}`,
+          replay: null
+        });
+      }
+      return false;
+    }
+    return true;
   }
 
   private _execute(): KernelMessage.IExecuteRequestMsg['content'] {
@@ -349,6 +377,8 @@ export class CaptureSession implements IDisposable {
   private _generation = 0;
   private _injections = 0;
   private _injectedInto: string | null = null;
+  // The kernel known to speak Python (by id, which a restart keeps): a cell run right after a restart may inject.
+  private _pythonKernel: string | null = null;
   private _reconnects = 0;
   private _resends = 0;
   private _requestId = 0;

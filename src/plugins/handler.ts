@@ -93,6 +93,7 @@ export class NotebookCapture implements IDisposable {
 
   private _onScheduled(_: unknown, args: { notebook: Notebook; cell: Cell }): void {
     if (args.cell.model.type === 'code' && args.notebook.model === this._document) {
+      this.session.cellScheduled(); // before the cell's request: right after a restart, the helper goes first
       this.store.cellRan(args.cell.model.id);
     }
   }
