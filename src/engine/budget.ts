@@ -50,8 +50,10 @@ export const LIMIT_NAMES: { readonly [K in keyof IDecodeLimits]: { flag: string;
 export class LimitError extends SnapshotError {
   constructor(
     readonly limit: keyof IDecodeLimits,
-    what: string,
-    value: number
+    /** What is over the limit, in words ("the snapshot holds 30,000,000 blocks and trace entries"). */
+    readonly what: string,
+    /** The limit's value. */
+    readonly value: number
   ) {
     const names = LIMIT_NAMES[limit];
     super(

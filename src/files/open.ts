@@ -7,7 +7,8 @@
  * array of numbers and hands them to the panel a step a task, so no step
  * holds the page long.
  */
-import { fromTransfer, SnapshotError } from '../engine';
+import { unreadableReason } from '../components/unreadable';
+import { fromTransfer } from '../engine';
 import { IDiffPanel, IEngineWorker } from '../tokens';
 import type { IOpenedFile, OpeningProgress } from '../worker/files';
 import type { IFileRequest } from '../worker/fetch';
@@ -74,14 +75,6 @@ export async function handToPanel(
   }
   panel.addFile(name, snapshot, path ?? undefined);
   return true;
-}
-
-/** Why a file could not be read, in one line (the budget's refusals say which limit and how to raise it). */
-export function unreadableReason(reason: unknown): string {
-  if (reason instanceof SnapshotError || reason instanceof Error) {
-    return reason.message;
-  }
-  return String(reason);
 }
 
 /**

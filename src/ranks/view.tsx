@@ -7,6 +7,7 @@
  */
 import * as React from 'react';
 import { TranslationBundle } from '@jupyterlab/translation';
+import { unreadableReason } from '../components/unreadable';
 import { formatBytes } from '../engine';
 import { ranksChart } from './chart';
 import { IRanksSummary, ISiteSummary } from '../worker/ranks';
@@ -120,7 +121,7 @@ function RankComparison(props: IRanksViewProps): JSX.Element {
     setSites(null);
     compare(a, b, point).then(
       s => live && (setSites(s), setError(null)),
-      reason => live && setError(String(reason instanceof Error ? reason.message : reason))
+      reason => live && setError(unreadableReason(reason))
     );
     return () => {
       live = false;

@@ -7,6 +7,7 @@ import * as React from 'react';
 import { ReactWidget } from '@jupyterlab/apputils';
 import { Contents } from '@jupyterlab/services';
 import { TranslationBundle } from '@jupyterlab/translation';
+import { unreadableReason } from '../components/unreadable';
 import { IEngineWorker } from '../tokens';
 import { IRankFile, IRanksSummary } from '../worker/ranks';
 import { CompareRanks, RanksView } from './view';
@@ -89,7 +90,7 @@ export class RanksWidget extends ReactWidget {
       const buffers = files.map(f => f.bytes.buffer as ArrayBuffer);
       this._summary = await this._engine.call('loadRanks', files, buffers);
     } catch (reason) {
-      this._error = reason instanceof Error ? reason.message : String(reason);
+      this._error = unreadableReason(reason);
     }
     if (!this.isDisposed) {
       this.update();

@@ -9,6 +9,7 @@ import * as http from 'http';
 import { AddressInfo } from 'net';
 import * as path from 'path';
 import { ServerConnection } from '@jupyterlab/services';
+import { unreadableReason } from '../../components/unreadable';
 import { readSnapshot, toTransfer, totalBytes } from '../../engine';
 import { readBytes, RECORDINGS } from '../../engine/__tests__/data';
 import { IFileRequest, readFileBytes } from '../fetch';
@@ -144,10 +145,16 @@ describe('fetchSnapshotFile in the engine worker', () => {
 
   it('refuses a file over the decode budget before reading it, saying how to raise the limit', async () => {
     const started = Date.now();
-    await expect(readFileBytes(await request('huge.pickle'))).rejects.toThrow(
+    const refused = await readFileBytes(await request('huge.pickle')).catch((e: unknown) => e);
+    expect((refused as Error).message).toMatch(
       /^the snapshot is 3,221,225,472 bytes, over the decode limit --max-bytes [\d,]+; if the file is real, raise it with --max-bytes N or CUDA_MEMDIFF_MAX_BYTES=N$/
     );
     expect(Date.now() - started).toBeLessThan(5000);
+    // The panel says it in its own terms: its limit, and the command that reads the file.
+    expect(unreadableReason(refused)).toBe(
+      "the snapshot is 3,221,225,472 bytes, over the panel's limit of 2.00 GiB; " +
+        'read it with the command line: cuda-memdiff summary FILE --max-bytes N'
+    );
   });
 
   it('refuses a file that passes the limit while it arrives, with no size announced', async () => {

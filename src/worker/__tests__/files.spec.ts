@@ -12,6 +12,7 @@ import {
   diffSnapshots,
   FrameTable,
   fromTransfer,
+  LimitError,
   groupBySite,
   readSnapshot,
   reframe,
@@ -21,6 +22,7 @@ import {
   totalBytes
 } from '../../engine';
 import { manifestOf, readBytes, RECORDINGS } from '../../engine/__tests__/data';
+import { unreadableReason } from '../../components/unreadable';
 import { timelineGeometry } from '../../files/timelineview';
 import { closeSnapshotFile, describeMoment, diffMoments, IOpenedFile, openSnapshotFile } from '../files';
 import { errorOf, failure } from '../wire';
@@ -192,6 +194,23 @@ describe('a file dropped on the panel', () => {
       expect(onPage.message).not.toContain('\n');
       expect(closeSnapshotFile({ id: 104 })).toBe(false);
     }
+  });
+
+  it("crosses over a decode limit as that limit, which the panel words as its own, with the command line's way past it", async () => {
+    const long = new Uint8Array(6 + 400_000 + 1);
+    long.set([0x80, 0x02, 0x8b]);
+    new DataView(long.buffer).setUint32(3, 400_000, true);
+    long[long.length - 1] = 0x2e;
+    const thrown = await drop(long, 105).catch((e: unknown) => e);
+    const onPage = errorOf(failure(105, thrown));
+    expect(onPage).toBeInstanceOf(LimitError);
+    expect((onPage as LimitError).limit).toBe('maxIntegerBytes');
+    // The CLI's message stays for the CLI; the panel's names no flag a panel user cannot pass.
+    expect(onPage.message).toMatch(/raise it with --max-int-bytes N or CUDA_MEMDIFF_MAX_INT_BYTES=N$/);
+    expect(unreadableReason(onPage)).toBe(
+      "the pickle holds a 400,000-byte integer, over the panel's limit of 16 bytes; " +
+        'read it with the command line: cuda-memdiff summary FILE --max-int-bytes N'
+    );
   });
 });
 
