@@ -56,20 +56,21 @@ export class CaptureSession implements IDisposable {
   }
 
   /**
-   * A cell of this notebook is about to go to the kernel. After a restart the
-   * helper goes in once the new kernel is idle, and a cell run before that
-   * (Shift+Enter at once) is queued on the connection ahead of it, so it would
-   * run uncaptured. Sent now, while the connection still queues, the helper
-   * goes first; the comm follows when the kernel is idle, as after any restart.
+   * A cell of this notebook is about to go to the kernel. The helper goes in
+   * once the kernel has answered its info request (on opening, after a kernel
+   * change) or is idle (after a restart); a cell run before that (Run All as
+   * the notebook opens, Shift+Enter right after a restart) waits in the
+   * connection's queue ahead of it and would run uncaptured. Sent now, the
+   * helper goes first; the comm follows as usual.
    */
   cellScheduled(): void {
     const kernel = this._context.session?.kernel ?? null;
     if (
       this._isDisposed ||
       !kernel ||
-      !this._pendingRestart ||
-      kernel.id !== this._pythonKernel ||
-      this._injectedInto === kernel.id
+      this._injectedInto === kernel.id ||
+      !(this._pendingRestart || this._attaching === kernel) ||
+      !this._speaksPython(kernel)
     ) {
       return;
     }
@@ -180,7 +181,15 @@ export class CaptureSession implements IDisposable {
   private async _attach(kernel: Kernel.IKernelConnection, generation: number): Promise<void> {
     this._closeComm();
     this._kernel = kernel;
-    const info = await kernel.info;
+    this._attaching = kernel; // until its info comes, a cell run sends the helper (cellScheduled)
+    let info: KernelMessage.IInfoReply;
+    try {
+      info = await kernel.info;
+    } finally {
+      if (this._attaching === kernel) {
+        this._attaching = null;
+      }
+    }
     if (this._isStale(kernel, generation)) {
       return;
     }
@@ -249,6 +258,15 @@ export class CaptureSession implements IDisposable {
       return false;
     }
     return true;
+  }
+
+  /** Whether the kernel runs Python, before its info comes: known from an earlier attach (a restart keeps the id) or its spec. */
+  private _speaksPython(kernel: Kernel.IKernelConnection): boolean {
+    if (kernel.id === this._pythonKernel) {
+      return true;
+    }
+    const spec = this._context.specsManager.specs?.kernelspecs[kernel.name];
+    return spec?.language.toLowerCase() === 'python';
   }
 
   private _execute(): KernelMessage.IExecuteRequestMsg['content'] {
@@ -379,6 +397,8 @@ export class CaptureSession implements IDisposable {
   private _injectedInto: string | null = null;
   // The kernel known to speak Python (by id, which a restart keeps): a cell run right after a restart may inject.
   private _pythonKernel: string | null = null;
+  // The kernel whose info an attach awaits: the helper is not sent yet.
+  private _attaching: Kernel.IKernelConnection | null = null;
   private _reconnects = 0;
   private _resends = 0;
   private _requestId = 0;

@@ -192,6 +192,24 @@ test.describe('capture replaying an H200 session', () => {
   });
 });
 
+test.describe('capture from the first cell', () => {
+  test('Run All the moment the kernel is there, before the helper is: every cell is captured', async ({
+    page,
+    tmpPath
+  }) => {
+    test.setTimeout(180000);
+    await page.contents.uploadFile(path.resolve(__dirname, 'notebooks', NOTEBOOK), `${tmpPath}/${NOTEBOOK}`);
+    await page.notebook.openByPath(`${tmpPath}/${NOTEBOOK}`);
+    // As soon as the notebook has a kernel (its info not yet in), as a person clicking Run All as it opens.
+    await page.waitForFunction(() => !!(window.jupyterapp.shell.currentWidget as any)?.sessionContext?.session?.kernel);
+    await page.evaluate(() => {
+      void window.jupyterapp.commands.execute('notebook:run-all-cells');
+    });
+    // The helper goes in ahead of the first cell, so the first cell has its figures too.
+    await expectRecordedBadges(page);
+  });
+});
+
 test.describe('capture after a change to a CPU kernel', () => {
   test("a cell run in the new kernel drops the old kernel's figures; the others keep them, dimmed", async ({
     page,
