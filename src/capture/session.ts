@@ -75,7 +75,7 @@ export class CaptureSession implements IDisposable {
       return;
     }
     // Cancelled by another restart, or the kernel died: the restart's or the new kernel's connection sends it.
-    this._inject(kernel, this._generation).catch(() => undefined);
+    this._inject(kernel).catch(() => undefined);
   }
 
   /**
@@ -201,7 +201,7 @@ export class CaptureSession implements IDisposable {
     // A new connection to the kernel process this session already injected (JupyterLab
     // reconnects after a restart, or a cell run at once after it sent the helper) needs only a new comm.
     if (this._injectedInto !== kernel.id) {
-      if (!(await this._inject(kernel, generation)) || this._isStale(kernel, generation)) {
+      if (!(await this._inject(kernel)) || this._isStale(kernel, generation)) {
         return;
       }
     }
@@ -241,14 +241,16 @@ export class CaptureSession implements IDisposable {
   }
 
   /** Send the helper's source to the kernel process; false when it failed there (the status says why). */
-  private async _inject(kernel: Kernel.IKernelConnection, generation: number): Promise<boolean> {
+  private async _inject(kernel: Kernel.IKernelConnection): Promise<boolean> {
+    const future = kernel.requestExecute(this._execute(), true); // throws at once where nothing can be sent
     // Marked before the reply: a reconnection while it runs must not send it twice.
     this._injectedInto = kernel.id;
     this._injections++;
-    const reply = (await kernel.requestExecute(this._execute(), true).done) as KernelMessage.IExecuteReplyMsg;
+    const reply = (await future.done) as KernelMessage.IExecuteReplyMsg;
     if (reply.content.status === 'error') {
       this._injectedInto = null;
-      if (!this._isStale(kernel, generation)) {
+      // Sent early (cellScheduled), the generation has moved on by the reply: the kernel is what counts.
+      if (!this._isDisposed && kernel === (this._context.session?.kernel ?? null)) {
         this._store.setHelper({
           status: 'error',
           message: `${reply.content.ename}: ${reply.content.evalue}`,
@@ -260,13 +262,22 @@ export class CaptureSession implements IDisposable {
     return true;
   }
 
-  /** Whether the kernel runs Python, before its info comes: known from an earlier attach (a restart keeps the id) or its spec. */
+  /**
+   * Whether the kernel is an IPython kernel, before its info comes: known
+   * from an earlier attach (a restart keeps the id), or from an ipykernel's
+   * spec. A spec's language alone is not enough: a wrapper kernel (PySpark's)
+   * says Python and sends the code to a cluster.
+   */
   private _speaksPython(kernel: Kernel.IKernelConnection): boolean {
     if (kernel.id === this._pythonKernel) {
       return true;
     }
     const spec = this._context.specsManager.specs?.kernelspecs[kernel.name];
-    return spec?.language.toLowerCase() === 'python';
+    return (
+      !!spec &&
+      spec.language.toLowerCase() === 'python' &&
+      (spec.argv.some(arg => arg.includes('ipykernel')) || spec.metadata?.debugger === true)
+    );
   }
 
   private _execute(): KernelMessage.IExecuteRequestMsg['content'] {

@@ -14,6 +14,9 @@ import type { PyDict, PyValue } from './pickle';
 /** Stacks at least this long are not shared: a pickler appends this many items at a time, so more may follow. */
 const PICKLER_BATCH = 1000;
 
+/** Distinct stacks kept under one hash; past it a stack is not shared (real ones collide rarely). */
+const MAX_BUCKET = 8;
+
 /** Frame dicts and stacks of them seen so far in one decode. */
 export class SharedFrames {
   /**
@@ -61,6 +64,9 @@ export class SharedFrames {
     }
     // Hashed by its frames, compared item by item: no key string built per stack.
     const bucket = this._stacks.get(hash);
+    if (bucket && bucket.length >= MAX_BUCKET) {
+      return list; // a crafted pickle's many stacks of one hash would make each lookup compare them all
+    }
     for (const known of bucket ?? []) {
       if (sameItems(known, list)) {
         return known;

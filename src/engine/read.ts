@@ -65,11 +65,6 @@ const GUNZIP_SLICE = 1 << 16;
 const GUNZIP_FIRST_SLICE = 1 << 10;
 /** Output room before any data has arrived. */
 const GUNZIP_FIRST_ROOM = 1 << 16;
-/**
- * The trailer's size is believed once it is at most this many times what the
- * output so far, at the compression ratio so far, makes of the whole input.
- */
-const TRAILER_BELIEVED_WITHIN = 2;
 
 /**
  * Gunzip, refusing output past `maxBytes`, and stopping at the first bytes
@@ -77,7 +72,7 @@ const TRAILER_BELIEVED_WITHIN = 2;
  * gzip trailer's size (ISIZE, the size modulo 2^32, written by whoever made
  * the file) is only a hint: allocated up front, a trailer claiming 2 GiB cost
  * 2 GiB for a few bytes of JSON. It is reserved once the data inflated so far
- * agrees with it, so a real file still ends in one buffer of its exact size.
+ * reaches half of it, so a real file still ends in a buffer of its exact size.
  */
 export function gunzipSnapshot(bytes: Uint8Array, maxBytes: number): Uint8Array {
   const n = bytes.length;
@@ -102,7 +97,9 @@ export function gunzipSnapshot(bytes: Uint8Array, maxBytes: number): Uint8Array 
       const end = Math.min(n, at + (at === 0 ? GUNZIP_FIRST_SLICE : GUNZIP_SLICE));
       gunzip.push(bytes.subarray(at, end), end >= n);
       at = end;
-      if (declared > out.capacity && declared <= TRAILER_BELIEVED_WITHIN * ((out.length * n) / at)) {
+      // Believed once the data reaches half of it (never more than doubling would take), and only while
+      // more is to come: an estimate from the ratio so far let 1 MiB of input reserve the whole limit.
+      if (declared > out.capacity && at < n && 2 * out.length >= declared) {
         out.reserve(declared);
       }
     }

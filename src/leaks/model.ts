@@ -311,7 +311,7 @@ export class LeakFinderModel implements IDisposable {
     // does a restart or kernel change (the memory they are about, and its holders, are gone).
     const notebook = this._panel.notebook;
     const moved = this._notebook !== notebook || notebook?.store.kernelSession !== this._kernelSession;
-    if ((this._findings || this._running) && moved) {
+    if ((this._findings || this._running || this._error) && moved) {
       this.clear();
     }
     this._notebook = notebook;

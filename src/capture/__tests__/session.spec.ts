@@ -76,6 +76,28 @@ async function run(context: SessionContext, code: string): Promise<void> {
 }
 
 describe('CaptureSession in a real kernel', () => {
+  it('sends the helper ahead of a cell run at once after a restart, so the new kernel captures that cell', async () => {
+    const comms = new KernelComms();
+    const { context, store, session } = await open('early', { name: 'replay' }, comms);
+    await until('the replaying kernel', () => store.helper.status === 'ready' && store.helper.replay !== null);
+    expect(session.injections).toBe(1);
+    const restarted = context.restartKernel();
+    // As the notebook runs a cell: the session hears that it is scheduled, then its request goes.
+    session.cellScheduled();
+    const ran = run(context, manifest.cells[0].source);
+    await restarted;
+    await ran;
+    const kernelSession = store.kernelSession;
+    await until('the snapshot of the cell run at once', () =>
+      store.records.some(r => r.kernelSession === kernelSession)
+    );
+    expect(session.injections).toBe(2); // once for the new process: sent early, not again when it went idle
+    const record = store.records.find(r => r.kernelSession === kernelSession)!;
+    expect(record.netBytes).toBe(manifest.cells[0].after.allocated - manifest.cells[0].before.allocated);
+    session.dispose();
+    context.dispose();
+  }, 120000);
+
   it('injects once per kernel process, waits for torch, and follows restarts and kernel changes', async () => {
     const comms = new KernelComms();
     const { context, store, session } = await open('cpu', { name: 'python3' }, comms);
