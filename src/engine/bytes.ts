@@ -40,11 +40,7 @@ export class GrowingBytes {
       return false;
     }
     if (this._length + chunk.length > this._buffer.length) {
-      const grown = new Uint8Array(
-        Math.min(this._maxBytes, Math.max(this._buffer.length * 2, this._length + chunk.length))
-      );
-      grown.set(this._buffer.subarray(0, this._length));
-      this._buffer = grown;
+      this.reserve(Math.max(this._buffer.length * 2, this._length + chunk.length));
     }
     this._buffer.set(chunk, this._length);
     this._length += chunk.length;

@@ -64,19 +64,19 @@ export class SharedFrames {
     }
     // Hashed by its frames, compared item by item: no key string built per stack.
     const bucket = this._stacks.get(hash);
-    if (bucket && bucket.length >= MAX_BUCKET) {
-      return list; // a crafted pickle's many stacks of one hash would make each lookup compare them all
-    }
     for (const known of bucket ?? []) {
       if (sameItems(known, list)) {
         return known;
       }
     }
-    Object.freeze(list);
-    if (bucket) {
-      bucket.push(list);
-    } else {
-      this._stacks.set(hash, [list]);
+    // Past MAX_BUCKET not shared: a crafted pickle's many stacks of one hash would make each lookup compare them all.
+    if (!bucket || bucket.length < MAX_BUCKET) {
+      Object.freeze(list);
+      if (bucket) {
+        bucket.push(list);
+      } else {
+        this._stacks.set(hash, [list]);
+      }
     }
     return list;
   }
