@@ -2,7 +2,7 @@ import { expect, test } from '@jupyterlab/galata';
 import { execSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
-import { BADGE, CODE_CELLS, NOTEBOOK, openReplayedDemo, restartKernel } from './demo';
+import { BADGE, CODE_CELLS, confirmKernelRestart, NOTEBOOK, openReplayedDemo, restartKernel } from './demo';
 
 // The demo notebook's session recorded on an H200: the replaying kernel serves
 // these snapshots, so each badge must show the recorded allocator figures.
@@ -158,15 +158,11 @@ test.describe('capture replaying an H200 session', () => {
     // cell, so the new kernel captures it, and its badge shows that run's
     // figures (the same numbers, replayed again), never the old run's, dimmed.
     await page.notebook.selectCells(CODE_CELLS[0]);
-    const restart = /\/api\/kernels\/[^/?]+\/restart/;
-    await page.route(restart, route => route.continue());
-    await page.evaluate(() => {
-      void window.jupyterapp.commands.execute('notebook:restart-kernel', { activate: false });
-    });
-    await page.locator('.jp-Dialog').getByRole('button', { name: 'Confirm Kernel Restart' }).click();
+    const { answered } = await confirmKernelRestart(page);
     await page.evaluate(() => {
       void window.jupyterapp.commands.execute('notebook:run-cell');
     });
+    expect((await answered).status()).toBe(200);
     const status = page.locator('.jp-CudaMemdiffStatus');
     await expect(status).toContainText('replaying a recorded session', { timeout: 60000 });
     const first = await page.notebook.getCellLocator(CODE_CELLS[0]);
@@ -188,7 +184,7 @@ test.describe('capture replaying an H200 session', () => {
     await expect(second).toHaveText('recording already replayed');
     await expect(second).toBeVisible();
     await expect(second).not.toHaveClass(/jp-CudaMemdiffBadge-stale/);
-    expect(await second.evaluate(node => getComputedStyle(node).borderTopStyle)).toBe('solid');
+    expect(await second.evaluate((node: HTMLElement) => getComputedStyle(node).borderTopStyle)).toBe('solid');
   });
 });
 

@@ -4,7 +4,7 @@
  */
 import AxeBuilder from '@axe-core/playwright';
 import { expect, IJupyterLabPageFixture } from '@jupyterlab/galata';
-import type { Locator } from '@playwright/test';
+import type { Locator, Response } from '@playwright/test';
 import * as path from 'path';
 
 export const NOTEBOOK = 'replay_demo.ipynb';
@@ -227,6 +227,15 @@ export async function topInPanel(page: IJupyterLabPageFixture, element: Locator)
  * depended on timing. The restart goes to the server untouched.
  */
 export async function restartKernel(page: IJupyterLabPageFixture): Promise<void> {
+  const { answered } = await confirmKernelRestart(page);
+  expect((await answered).status()).toBe(200);
+}
+
+/**
+ * Restart the kernel as restartKernel does, but return once the dialog is
+ * confirmed, as a person goes on at once: the server's answer comes later.
+ */
+export async function confirmKernelRestart(page: IJupyterLabPageFixture): Promise<{ answered: Promise<Response> }> {
   const restart = /\/api\/kernels\/[^/?]+\/restart/;
   await page.route(restart, route => route.continue());
   const answered = page.waitForResponse(r => restart.test(r.url()) && r.request().method() === 'POST');
@@ -235,5 +244,6 @@ export async function restartKernel(page: IJupyterLabPageFixture): Promise<void>
     void window.jupyterapp.commands.execute('notebook:restart-kernel', { activate: false });
   });
   await page.locator('.jp-Dialog').getByRole('button', { name: 'Confirm Kernel Restart' }).click();
-  expect((await answered).status()).toBe(200);
+  // In an object: returned alone from an async function, the answer would be awaited here.
+  return { answered };
 }
