@@ -96,27 +96,34 @@ function benchPair(label, beforeFile, afterFile) {
 const CLI_MAIN = path.join(ROOT, 'dist', 'node', 'cli', 'main.js');
 const HISTORY_SOURCE = path.join(ROOT, 'test-data', 'recordings', 'clean_training--python', 'cell04.pickle.gz');
 
-/** Run the CLI (`summary FILE` unless told) in a fresh process: wall ms of the command and peak RSS in bytes. */
+/** Run the CLI (`summary FILE` unless told) in a fresh process: wall ms of the command and its own peak RSS in bytes. */
 function cliRun(file, args = ['summary', file]) {
   const out = path.join(os.tmpdir(), `cuda-memdiff-bench-${process.pid}.json`);
+  const rssFile = `${out}.rss`;
   const script =
     `const t = performance.now(); const code = require(${JSON.stringify(CLI_MAIN)}).main(${JSON.stringify(args)});` +
-    `require('fs').writeFileSync(${JSON.stringify(out)}, JSON.stringify({ ms: performance.now() - t, code, rss: process.resourceUsage().maxRSS * 1024 }));`;
-  execFileSync(process.execPath, ['-e', script], { stdio: ['ignore', 'ignore', 'inherit'] });
-  const r = JSON.parse(fs.readFileSync(out, 'utf-8'));
+    `require('fs').writeFileSync(${JSON.stringify(out)}, JSON.stringify({ ms: performance.now() - t, code }));`;
+  execFileSync(process.execPath, ['-r', path.join(__dirname, 'peak-rss.js'), '-e', script], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+    env: { ...process.env, PEAK_RSS_FILE: rssFile }
+  });
+  const r = { ...JSON.parse(fs.readFileSync(out, 'utf-8')), rss: Number(fs.readFileSync(rssFile, 'utf-8')) };
   fs.rmSync(out);
+  fs.rmSync(rssFile);
   return r;
 }
 
-/** Python's pickle.load on a file in a fresh process: wall ms and peak RSS in bytes. */
+/** Python's pickle.load on a file in a fresh process: wall ms and its own peak RSS in bytes (VmHWM, as peak-rss.js says why). */
 function pythonRun(file) {
   const code = [
-    'import pickle, resource, sys, time',
+    'import pickle, re, sys, time',
     't = time.perf_counter()',
     'with open(sys.argv[1], "rb") as f:',
     '    pickle.load(f)',
     'ms = (time.perf_counter() - t) * 1000',
-    'print(ms, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)'
+    'with open("/proc/self/status") as f:',
+    '    hwm = int(re.search(r"^VmHWM:\\s+(\\d+) kB$", f.read(), re.M).group(1))',
+    'print(ms, hwm * 1024)'
   ].join('\n');
   const [ms, rss] = execFileSync(PYTHON, ['-c', code, file], { encoding: 'utf-8' }).trim().split(' ').map(Number);
   return { ms, rss };

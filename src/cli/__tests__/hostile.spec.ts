@@ -17,6 +17,8 @@ import { HOSTILE } from '../../engine/__tests__/hostile';
 
 const ROOT = path.resolve(__dirname, '../../..');
 const MAIN = path.join(ROOT, 'dist', 'node', 'cli', 'main.js');
+// Measures the child's own peak: getrusage's maxRSS starts from the jest worker's.
+const PEAK_RSS = path.join(ROOT, 'bench', 'peak-rss.js');
 
 let dir: string;
 
@@ -38,18 +40,15 @@ function file(name: string, bytes: Uint8Array): string {
   return p;
 }
 
-/** Run the CLI in a child process; its peak resident memory comes back through a side file. */
+/** Run the CLI in a child process; its own peak resident memory comes back through a side file. */
 function cli(args: string[], env: NodeJS.ProcessEnv = {}) {
   const rssFile = path.join(dir, 'rss');
-  const script =
-    `process.on('exit', () => require('fs').writeFileSync(${JSON.stringify(rssFile)}, String(process.resourceUsage().maxRSS)));` +
-    `process.exitCode = require(${JSON.stringify(MAIN)}).main(${JSON.stringify(args)});`;
-  const r = spawnSync(process.execPath, ['-e', script], {
-    encoding: 'utf-8',
-    env: { ...process.env, ...env },
-    timeout: 60_000
-  });
-  const rssMiB = Number(fs.readFileSync(rssFile, 'utf-8')) / 1024;
+  const r = spawnSync(
+    process.execPath,
+    ['-r', PEAK_RSS, '-e', `process.exitCode = require(${JSON.stringify(MAIN)}).main(${JSON.stringify(args)});`],
+    { encoding: 'utf-8', env: { ...process.env, ...env, PEAK_RSS_FILE: rssFile }, timeout: 60_000 }
+  );
+  const rssMiB = Number(fs.readFileSync(rssFile, 'utf-8')) / 2 ** 20;
   return { code: r.status, out: r.stdout, err: r.stderr, rssMiB };
 }
 
