@@ -140,18 +140,40 @@ export class CaptureSession implements IDisposable {
 
   private _onStatusChanged(_: ISessionContext, status: Kernel.Status): void {
     if (status === 'restarting' || status === 'autorestarting') {
-      this._store.newKernelSession();
-      this._generation++;
-      this._injectedInto = null; // a new kernel process: it needs the helper
-      // The kernel process is going away with its end of the comm: forget ours, send nothing now.
-      this._comm = null;
-      this._decoder = null;
-      this._cancelPending('the kernel restarted');
+      this._processGone();
       this._pendingRestart = true;
     } else if (status === 'idle' && this._pendingRestart) {
       this._pendingRestart = false;
       void this._connect();
+    } else if (status === 'starting' && this._isNewProcess()) {
+      // Restarted by another page or a REST call: no "restarting" here, and no idle may follow until a
+      // request, so the helper goes in now, ahead of any cell.
+      this._processGone();
+      void this._connect();
     }
+  }
+
+  /**
+   * Whether the kernel connection heard a process announce itself after the
+   * helper spoke in that kernel: iopub is in order, so it is a new process.
+   * The session context also says "starting" of its own as a kernel change
+   * begins; then the connection's status is not.
+   */
+  private _isNewProcess(): boolean {
+    const kernel = this._context.session?.kernel;
+    return !!kernel && kernel.status === 'starting' && !this._pendingRestart && this._heardIn === kernel.id;
+  }
+
+  /** The kernel process went away (a restart): its snapshots are the previous kernel's, its helper is gone. */
+  private _processGone(): void {
+    this._store.newKernelSession();
+    this._generation++;
+    this._injectedInto = null; // a new kernel process: it needs the helper
+    this._heardIn = null;
+    // The kernel process is going away with its end of the comm: forget ours, send nothing now.
+    this._comm = null;
+    this._decoder = null;
+    this._cancelPending('the kernel restarted');
   }
 
   /** Inject and attach once per kernel connection and kernel process. */
@@ -221,6 +243,9 @@ export class CaptureSession implements IDisposable {
     let heard = false;
     comm.onMsg = msg => {
       heard = true;
+      if (comm === this._comm) {
+        this._heardIn = kernel.id;
+      }
       this._handle(comm, msg.content.data);
     };
     comm.onClose = () => {
@@ -406,6 +431,8 @@ export class CaptureSession implements IDisposable {
   private _generation = 0;
   private _injections = 0;
   private _injectedInto: string | null = null;
+  // The kernel whose helper spoke on the current comm: a "starting" after that is a new process.
+  private _heardIn: string | null = null;
   // The kernel known to speak Python (by id, which a restart keeps): a cell run right after a restart may inject.
   private _pythonKernel: string | null = null;
   // The kernel whose info an attach awaits: the helper is not sent yet.

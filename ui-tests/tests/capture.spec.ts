@@ -118,6 +118,29 @@ test.describe('capture replaying an H200 session', () => {
     await expect(first).not.toHaveClass(/jp-CudaMemdiffBadge-stale/);
     await expect(first).toHaveAttribute('data-cuda-memdiff-net-bytes', String(NETS[0]));
   });
+  test("a restart made elsewhere dims the badges at once, and the next cell is the new kernel's", async ({ page }) => {
+    test.setTimeout(180000);
+    await page.notebook.run();
+    await expectRecordedBadges(page);
+    // Restarted by another page or a script through the server's REST API: this page sees no "restarting",
+    // only the new process's first status.
+    const id = await page.evaluate(
+      () => (window.jupyterapp.shell.currentWidget as any).sessionContext.session.kernel.id as string
+    );
+    expect((await page.request.post(`/api/kernels/${id}/restart`)).status()).toBe(200);
+    const first = await badgeOf(page, CODE_CELLS[0]);
+    await expect(first).toHaveClass(/jp-CudaMemdiffBadge-stale/, { timeout: 30000 });
+    await expect(page.locator('.jp-CudaMemdiffStatus')).toContainText('replaying a recorded session', {
+      timeout: 60000
+    });
+    await expect(page.locator('.jp-CudaMemdiffStatus')).toHaveAttribute('data-cuda-memdiff-installs', '1');
+    // The new kernel replays the recording from its start: the first cell's figures again, this kernel's.
+    await page.notebook.runCell(CODE_CELLS[0]);
+    await expect(first).not.toHaveClass(/jp-CudaMemdiffBadge-stale/);
+    await expect(first).toHaveAttribute('data-cuda-memdiff-net-bytes', String(NETS[0]));
+    await expect(await badgeOf(page, CODE_CELLS[1])).toHaveClass(/jp-CudaMemdiffBadge-stale/);
+  });
+
   test('a second Run All says the recording was replayed, and a restart replays it again', async ({ page }) => {
     test.setTimeout(240000);
     await page.notebook.run();

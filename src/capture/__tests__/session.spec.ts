@@ -2,7 +2,7 @@
 // server and real ipykernels: the helper is injected once per kernel process,
 // follows the user's torch, and serves a second notebook on the same kernel.
 import { SessionContext } from '@jupyterlab/apputils';
-import { ServiceManager } from '@jupyterlab/services';
+import { KernelAPI, ServiceManager } from '@jupyterlab/services';
 import { JupyterServer } from '@jupyterlab/testing';
 import * as fs from 'fs';
 import * as path from 'path';
@@ -95,6 +95,29 @@ describe('CaptureSession in a real kernel', () => {
     const record = store.records.find(r => r.kernelSession === kernelSession)!;
     expect(record.netBytes).toBe(manifest.cells[0].after.allocated - manifest.cells[0].before.allocated);
     session.dispose();
+    context.dispose();
+  }, 120000);
+
+  it('sees a restart made elsewhere when the new process announces itself, and sends the helper at once', async () => {
+    const comms = new KernelComms();
+    const { context, store, session } = await open('elsewhere', { name: 'replay' }, comms);
+    await until('the replaying kernel', () => store.helper.status === 'ready' && store.helper.replay !== null);
+    await run(context, manifest.cells[0].source);
+    await until('the first snapshot', () => store.records.length === 1);
+    const kernelSession = store.kernelSession;
+    // As another page or a script does: through the server, not this connection.
+    await KernelAPI.restartKernel(context.session!.kernel!.id, manager.serverSettings);
+    await until('a new kernel session', () => store.kernelSession > kernelSession);
+    await until('the helper in the new process', () => session.injections === 2 && store.helper.status === 'ready');
+    // The new process replays the recording from its start: the first cell again, this kernel's.
+    await run(context, manifest.cells[0].source);
+    await until('the snapshot in the new process', () => store.records.some(r => r.kernelSession > kernelSession));
+    expect(store.records.filter(r => r.kernelSession > kernelSession).map(r => r.netBytes)).toEqual([
+      manifest.cells[0].after.allocated - manifest.cells[0].before.allocated
+    ]);
+    expect(session.injections).toBe(2);
+    session.dispose();
+    await context.shutdown();
     context.dispose();
   }, 120000);
 
