@@ -296,6 +296,17 @@ class CellCapture:
         return {"bytes": total, "exact": exact}
 
     def _capture_replayed(self, cell, fields):
+        waiting = self.replay.peek(cell["source"])
+        if waiting is not None and fields["error"] and not waiting.get("error"):
+            # This run failed where the recorded one did not (a cell it needs has not run here): the recorded
+            # figures would not be this run's. The recorded run waits for the cell's next run.
+            message = (
+                f"not replayed: this run raised {fields['error'].splitlines()[-1]}, and the recorded run in "
+                f"{self.replay.name} did not, so its figures would not be this run's; the recorded run is kept "
+                "for this cell's next run"
+            )
+            self._note(fields, "replay-raised", message)
+            return
         recorded = self.replay.take(cell["source"])
         try:
             self._serve_recorded(recorded, cell, fields)
@@ -304,18 +315,26 @@ class CellCapture:
                 self.replay.put_back(recorded)  # the cell run again gets this run, as a live one would
             raise
 
+    def _note(self, fields, note, message):
+        self.frontends.status(protocol.cell_note(fields["cell_id"], fields["execution_count"], note, message))
+
     def _serve_recorded(self, recorded, cell, fields):
         if recorded is None:
             name = self.replay.name
-            if self.replay.served_before(cell["source"]):
-                note = "replayed-already"
-                message = (
-                    f"the replayed recording {name} has no later run of this cell: a replay serves each recorded run "
-                    "once, in the recorded order; restart the kernel to replay from the start"
-                )
-            else:
-                note, message = "not-recorded", f"this cell is not in the replayed recording {name}"
-            self.frontends.status(protocol.cell_note(fields["cell_id"], fields["execution_count"], note, message))
+            note = self.replay.not_served(cell["source"])
+            restart = (
+                "a replay serves each recorded run once, in the recorded order; restart the kernel to replay from "
+                "the start"
+            )
+            message = {
+                "replayed-already": f"the replayed recording {name} has no later run of this cell: {restart}",
+                "replay-skipped": (
+                    f"the replayed recording {name} ran this cell before one that ran here first, so its run was "
+                    f"skipped: {restart}"
+                ),
+                "not-recorded": f"this cell is not in the replayed recording {name}",
+            }[note]
+            self._note(fields, note, message)
             return
         devices = self.replay.device_stats(recorded)
         before = self.replay.before_stats(recorded)

@@ -56,8 +56,9 @@ HOLDER_REFERENCES = (
 )
 
 # Why a cell has no snapshot (cell_note's ``note``): not in the replayed recording, its recorded runs all
-# replayed already, capture failed.
-CELL_NOTES = ("not-recorded", "replayed-already", "capture-failed")
+# replayed already, its recorded run skipped (a later cell ran first), this run raised where the recorded one did
+# not, capture failed.
+CELL_NOTES = ("not-recorded", "replayed-already", "replay-skipped", "replay-raised", "capture-failed")
 
 # What a live block is for, after a cell (roles.py); the order is the precedence when several
 # things keep one block.

@@ -73,10 +73,16 @@ class ReplaySource:
         self._cells = cells
         self._next = 0
         self._served = None  # the recorded cell served last
+        self._served_at = set()  # the indices of the recorded runs served
 
     @property
     def name(self):
         return os.path.basename(os.path.normpath(self.folder))
+
+    def peek(self, source):
+        """The recorded run ``take`` would serve for this source, taking nothing, or None."""
+        k = self._next_run(source)
+        return None if k is None else self._cells[k]
 
     def take(self, source):
         """The next recorded run of this source, searching on from the last one served, or None.
@@ -84,24 +90,34 @@ class ReplaySource:
         The recording is served once, in its order: a run the recording no
         longer has (Run All a second time) gets nothing rather than the first
         run's figures again, which would show memory falling back to where it
-        was. ``served_before(source)`` says whether that is the reason.
+        was; runs passed over to reach a later one are skipped for good.
+        ``not_served(source)`` says why a source got nothing.
         """
-        for k in range(self._next, len(self._cells)):
-            if _same_source(self._cells[k], source):
-                self._next = k + 1
-                self._served = self._cells[k]
-                return self._cells[k]
-        return None
+        k = self._next_run(source)
+        if k is None:
+            return None
+        self._served_at.add(k)
+        self._next = k + 1
+        self._served = self._cells[k]
+        return self._cells[k]
+
+    def _next_run(self, source):
+        return next((k for k in range(self._next, len(self._cells)) if _same_source(self._cells[k], source)), None)
 
     def put_back(self, cell):
         """The capture of ``cell``, the run served last, failed (an interrupt): serve it again next time."""
         if cell is self._served:
             self._next = self._cells.index(cell)
+            self._served_at.discard(self._next)
             self._served = None
 
-    def served_before(self, source):
-        """Whether this source has a recorded run before the last one served (so was replayed or skipped)."""
-        return any(_same_source(cell, source) for cell in self._cells[: self._next])
+    def not_served(self, source):
+        """Why ``take`` has no run of this source: "replayed-already" (its runs before the last one served
+        were replayed), "replay-skipped" (passed over to serve a later cell run first) or "not-recorded"."""
+        runs = [k for k in range(self._next) if _same_source(self._cells[k], source)]
+        if any(k in self._served_at for k in runs):
+            return "replayed-already"
+        return "replay-skipped" if runs else "not-recorded"
 
     def holders(self, blocks):
         """The recorded answer for ``blocks`` ([{"device", "address", ...}]): the holders saved after the

@@ -376,15 +376,53 @@ def test_a_second_run_all_gets_notes_not_the_first_runs_figures_again(shell, tmp
     assert ReplaySource(str(folder)).take(cells[0]["source"])["snapshot_file"] == cells[0]["snapshot_file"]
 
 
+def test_a_run_that_raised_is_not_given_the_recorded_figures_and_the_recording_waits(shell, tmp_path, validate):
+    # The demo's trap: a cell run before the cell it needs raises NameError here, where the recorded run did not.
+    folder, manifest = replay_folder(tmp_path, "clean_training--python")
+    cells = manifest["cells"]
+    cells[1]["source"] = "step_1 = step_0 + 1"
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    install(shell, replay=ReplaySource(str(folder)))
+    comm = attach(shell)
+    shell.run_cell(cells[1]["source"], store_history=True, cell_id="needs-step-0")
+    assert comm.of_type("snapshot") == []
+    (note,) = comm.of_type("cell-note")
+    validate(note)
+    assert note["note"] == "replay-raised" and note["cell_id"] == "needs-step-0"
+    assert "NameError: name 'step_0' is not defined" in note["message"]
+    # run in order, both get their recorded runs, the second one included
+    shell.run_cell(cells[0]["source"], store_history=True, cell_id="first")
+    shell.run_cell(cells[1]["source"], store_history=True, cell_id="needs-step-0")
+    served = comm.of_type("snapshot")
+    assert [m["cell_id"] for m in served] == ["first", "needs-step-0"]
+    assert [m["devices"][0]["allocated"] for m in served] == [c["after"]["allocated"] for c in cells[:2]]
+    assert len(comm.of_type("cell-note")) == 1
+
+
+def test_a_skipped_recorded_run_says_it_was_skipped_not_replayed(shell, tmp_path, validate):
+    folder, manifest = replay_folder(tmp_path, "clean_training--python")
+    cells = manifest["cells"]
+    install(shell, replay=ReplaySource(str(folder)))
+    comm = attach(shell)
+    shell.run_cell(cells[2]["source"], store_history=True, cell_id="third")
+    shell.run_cell(cells[1]["source"], store_history=True, cell_id="second")
+    (note,) = comm.of_type("cell-note")
+    validate(note)
+    assert note["note"] == "replay-skipped" and note["cell_id"] == "second"
+    assert "restart the kernel" in note["message"]
+
+
 def test_a_replay_follows_the_recorded_runs_in_order(tmp_path):
     folder, manifest = replay_folder(tmp_path, "clean_training--python")
     cells = manifest["cells"]
     replay = ReplaySource(str(folder))
-    # skipping ahead serves the later cell; the skipped one then has no run left
+    # skipping ahead serves the later cell; the skipped one then has no run left, and says so
+    assert replay.peek(cells[2]["source"]) == cells[2]
     assert replay.take(cells[2]["source"])["snapshot_file"] == cells[2]["snapshot_file"]
     assert replay.take(cells[1]["source"]) is None
-    assert replay.served_before(cells[1]["source"])
-    assert not replay.served_before("never recorded")
+    assert replay.not_served(cells[1]["source"]) == "replay-skipped"
+    assert replay.not_served(cells[2]["source"]) == "replayed-already"
+    assert replay.not_served("never recorded") == "not-recorded"
     # a run whose capture failed (an interrupt) is served again
     served = replay.take(cells[3]["source"])
     replay.put_back(served)

@@ -165,6 +165,8 @@ namespace Private {
     const texts: Record<CellNoteKind, string> = {
       'not-recorded': trans.__('not in the recording'),
       'replayed-already': trans.__('recording already replayed'),
+      'replay-skipped': trans.__('skipped in the replay'),
+      'replay-raised': trans.__('not replayed: this run raised'),
       'capture-failed': trans.__('no snapshot')
     };
     return new Map<string, string>(Object.entries(texts)).get(note) ?? trans.__('no snapshot');

@@ -141,6 +141,25 @@ test.describe('capture replaying an H200 session', () => {
     await expect(await badgeOf(page, CODE_CELLS[1])).toHaveClass(/jp-CudaMemdiffBadge-stale/);
   });
 
+  test('a cell that fails where the recording did not gets no recorded figures, and gets them once it runs', async ({
+    page
+  }) => {
+    test.setTimeout(180000);
+    // preds before batches: a NameError here, where the recorded run made 321 MiB of graphs.
+    await page.notebook.runCell(CODE_CELLS[0]);
+    await page.notebook.runCell(CODE_CELLS[2]);
+    const preds = await badgeOf(page, CODE_CELLS[2]);
+    await expect(preds).toHaveText('not replayed: this run raised');
+    await expect(preds).toHaveAttribute('title', /NameError: name 'batches' is not defined.*recorded run .* did not/);
+    await expect(preds).not.toHaveAttribute('data-cuda-memdiff-net-bytes', /.*/);
+    // In order, each gets its recorded run: the one the failed run left waiting included.
+    await page.notebook.runCell(CODE_CELLS[1]);
+    await expect(await badgeOf(page, CODE_CELLS[1])).toHaveAttribute('data-cuda-memdiff-net-bytes', String(NETS[1]));
+    await page.notebook.runCell(CODE_CELLS[2]);
+    await expect(preds).toHaveAttribute('data-cuda-memdiff-net-bytes', String(NETS[2]));
+    await expect(preds).toHaveText(/^\+321 MiB · peak 481 MiB$/);
+  });
+
   test('a second Run All says the recording was replayed, and a restart replays it again', async ({ page }) => {
     test.setTimeout(240000);
     await page.notebook.run();
