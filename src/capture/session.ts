@@ -145,23 +145,32 @@ export class CaptureSession implements IDisposable {
     } else if (status === 'idle' && this._pendingRestart) {
       this._pendingRestart = false;
       void this._connect();
-    } else if (status === 'starting' && this._isNewProcess()) {
-      // Restarted by another page or a REST call: no "restarting" here, and no idle may follow until a
-      // request, so the helper goes in now, ahead of any cell.
-      this._processGone();
-      void this._connect();
     }
   }
 
   /**
-   * Whether the kernel connection heard a process announce itself after the
-   * helper spoke in that kernel: iopub is in order, so it is a new process.
-   * The session context also says "starting" of its own as a kernel change
-   * begins; then the connection's status is not.
+   * A message from another process of the kernel the helper spoke in, with no
+   * restart seen here: another page or a REST call restarted it. This page
+   * gets no "restarting" then, only the new process's messages (its
+   * "starting" status first, unless it was sent before the server listened
+   * again). The helper goes in at once. Only the kernel's own statuses count:
+   * the server writes some messages (a rate limit's warning, "restarting",
+   * "dead") under a session of its own.
    */
-  private _isNewProcess(): boolean {
-    const kernel = this._context.session?.kernel;
-    return !!kernel && kernel.status === 'starting' && !this._pendingRestart && this._heardIn === kernel.id;
+  private _onIopub(kernel: Kernel.IKernelConnection, msg: KernelMessage.IIOPubMessage): void {
+    const spoke = this._process;
+    if (
+      spoke &&
+      !this._pendingRestart &&
+      KernelMessage.isStatusMsg(msg) &&
+      !['restarting', 'dead'].includes(msg.content.execution_state) &&
+      kernel === this._context.session?.kernel &&
+      kernel.id === spoke.kernel &&
+      msg.header.session !== spoke.session
+    ) {
+      this._processGone();
+      void this._connect();
+    }
   }
 
   /** The kernel process went away (a restart): its snapshots are the previous kernel's, its helper is gone. */
@@ -169,7 +178,7 @@ export class CaptureSession implements IDisposable {
     this._store.newKernelSession();
     this._generation++;
     this._injectedInto = null; // a new kernel process: it needs the helper
-    this._heardIn = null;
+    this._process = null;
     // The kernel process is going away with its end of the comm: forget ours, send nothing now.
     this._comm = null;
     this._decoder = null;
@@ -228,6 +237,7 @@ export class CaptureSession implements IDisposable {
       }
     }
     this._comms.add(kernel);
+    kernel.iopubMessage.connect(this._onIopub, this); // once per connection: a second connect is ignored
     const carrier = this._comms.connectionFor(kernel);
     if (!carrier) {
       this._store.setHelper({
@@ -244,7 +254,7 @@ export class CaptureSession implements IDisposable {
     comm.onMsg = msg => {
       heard = true;
       if (comm === this._comm) {
-        this._heardIn = kernel.id;
+        this._process = { kernel: kernel.id, session: msg.header.session };
       }
       this._handle(comm, msg.content.data);
     };
@@ -431,8 +441,8 @@ export class CaptureSession implements IDisposable {
   private _generation = 0;
   private _injections = 0;
   private _injectedInto: string | null = null;
-  // The kernel whose helper spoke on the current comm: a "starting" after that is a new process.
-  private _heardIn: string | null = null;
+  // The kernel process whose helper spoke on the current comm: its kernel's id and the session its messages carry.
+  private _process: { kernel: string; session: string } | null = null;
   // The kernel known to speak Python (by id, which a restart keeps): a cell run right after a restart may inject.
   private _pythonKernel: string | null = null;
   // The kernel whose info an attach awaits: the helper is not sent yet.
