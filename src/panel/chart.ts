@@ -43,12 +43,23 @@ export interface IChartLayout {
   reservedPath: string;
   ticks: { y: number; label: string }[];
   /** Where a snapshot from a new kernel session follows one of an earlier session. */
-  restarts: { x: number; index: number }[];
+  restarts: IRestartMark[];
   /** Allocated memory stacked by role, in the kernel's role order; empty when no snapshot has roles. */
   roleAreas: IRoleArea[];
   width: number;
   height: number;
   plotLeft: number;
+}
+
+/**
+ * A kernel restart's dashed line, before the snapshot `index`, and where its
+ * label goes: beside the line on the side with room, or nowhere (`label`
+ * null) where it would run into the label of an earlier restart.
+ */
+export interface IRestartMark {
+  x: number;
+  index: number;
+  label: { x: number; anchor: 'start' | 'end' } | null;
 }
 
 /** Sizes of the chart in pixels. */
@@ -58,6 +69,8 @@ export interface IChartSize {
 }
 
 const MARGIN = { top: 8, right: 8, bottom: 8, left: 64 };
+/** Room between a restart line and its label, and the least between two labels, in pixels. */
+const LABEL_GAP = 3;
 /** Most intervals between ticks on the memory axis. */
 export const MAX_TICK_INTERVALS = 4;
 
@@ -88,8 +101,8 @@ export function tickLabel(bytes: number): string {
     .replace(/\. /, ' ');
 }
 
-/** Lay out the chart for snapshots in execution order. */
-export function chartLayout(inputs: readonly IChartInput[], size: IChartSize): IChartLayout {
+/** Lay out the chart for snapshots in execution order; `restartLabelWidth` is the drawn width of the "restart" label. */
+export function chartLayout(inputs: readonly IChartInput[], size: IChartSize, restartLabelWidth = 0): IChartLayout {
   const left = MARGIN.left;
   const right = Math.max(left + 1, size.width - MARGIN.right);
   const top = MARGIN.top;
@@ -122,13 +135,41 @@ export function chartLayout(inputs: readonly IChartInput[], size: IChartSize): I
     reservedPath: path(p => p.yReserved),
     ticks: ticks.map(v => ({ y: y(v), label: tickLabel(v) })),
     roleAreas: roleAreas(points, right, y),
-    restarts: points
-      .filter((p, k) => k > 0 && p.kernelSession !== undefined && p.kernelSession !== points[k - 1].kernelSession)
-      .map(p => ({ x: p.x, index: p.index })),
+    restarts: restartMarks(
+      points
+        .filter((p, k) => k > 0 && p.kernelSession !== undefined && p.kernelSession !== points[k - 1].kernelSession)
+        .map(p => ({ x: p.x, index: p.index })),
+      (left + right) / 2,
+      restartLabelWidth
+    ),
     width: size.width,
     height: size.height,
     plotLeft: left
   };
+}
+
+/**
+ * Place each restart's label beside its line, right of it in the left half of
+ * the plot and left of it in the right half, and drop a label that would come
+ * within LABEL_GAP of the last one kept: two restarts a few cells apart would
+ * otherwise print "restarstart". The line stays, and its tooltip names it.
+ */
+export function restartMarks(
+  restarts: readonly { x: number; index: number }[],
+  middle: number,
+  labelWidth: number
+): IRestartMark[] {
+  let keptRight = -Infinity;
+  return restarts.map(({ x, index }) => {
+    const anchor = x > middle ? 'end' : 'start';
+    const labelX = anchor === 'end' ? x - LABEL_GAP : x + LABEL_GAP;
+    const from = anchor === 'end' ? labelX - labelWidth : labelX;
+    if (from < keptRight + LABEL_GAP) {
+      return { x, index, label: null };
+    }
+    keptRight = from + labelWidth;
+    return { x, index, label: { x: labelX, anchor } };
+  });
 }
 
 /**

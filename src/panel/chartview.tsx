@@ -16,6 +16,11 @@ const DEFAULT_WIDTH = 320;
 const HEIGHT = 120;
 /** Baseline of the "restart" label, under the top margin. */
 const RESTART_LABEL_Y = 18;
+/**
+ * The widest a character of the 10px chart labels draws, in pixels: an
+ * estimate on the safe side, so labels that might touch are treated as touching.
+ */
+const LABEL_CHAR_WIDTH = 6.5;
 
 /** Props of SessionChart. */
 export interface ISessionChartProps {
@@ -30,7 +35,11 @@ export function SessionChart(props: ISessionChartProps): JSX.Element {
   const { inputs, selected, onSelect, trans } = props;
   const figure = React.useRef<HTMLElement>(null);
   const width = useWidth(figure, DEFAULT_WIDTH);
-  const layout = React.useMemo(() => chartLayout(inputs, { width, height: HEIGHT }), [inputs, width]);
+  const restartLabel = trans.__('restart');
+  const layout = React.useMemo(
+    () => chartLayout(inputs, { width, height: HEIGHT }, restartLabel.length * LABEL_CHAR_WIDTH),
+    [inputs, width, restartLabel]
+  );
   const [byRole, setByRole] = React.useState(false);
   const stacked = byRole && layout.roleAreas.length > 0;
   const onKey = (event: React.KeyboardEvent, index: number) => {
@@ -98,14 +107,11 @@ export function SessionChart(props: ISessionChartProps): JSX.Element {
         {layout.restarts.map(r => (
           <g key={`restart-${r.index}`} className="jp-CudaMemdiffChart-restart">
             <line x1={r.x} x2={r.x} y1={0} y2={HEIGHT} />
-            {/* Written on the side of the line with room for it, at the top. */}
-            <text
-              x={r.x > (layout.plotLeft + width) / 2 ? r.x - 3 : r.x + 3}
-              y={RESTART_LABEL_Y}
-              textAnchor={r.x > (layout.plotLeft + width) / 2 ? 'end' : 'start'}
-            >
-              {trans.__('restart')}
-            </text>
+            {r.label ? (
+              <text x={r.label.x} y={RESTART_LABEL_Y} textAnchor={r.label.anchor}>
+                {restartLabel}
+              </text>
+            ) : null}
             <title>{trans.__('The kernel restarted before %1', layout.points[r.index].label)}</title>
           </g>
         ))}

@@ -1,4 +1,4 @@
-import { binaryTicks, binaryTickStep, chartLayout, tickLabel } from '../chart';
+import { binaryTicks, binaryTickStep, chartLayout, restartMarks, tickLabel } from '../chart';
 
 const MiB = 2 ** 20;
 
@@ -50,8 +50,34 @@ describe('chartLayout', () => {
       ],
       { width: 320, height: 120 }
     );
-    expect(restarted.restarts).toEqual([{ x: restarted.points[2].x, index: 2 }]);
+    expect(restarted.restarts.map(r => [r.x, r.index])).toEqual([[restarted.points[2].x, 2]]);
     expect(layout.restarts).toEqual([]);
+  });
+
+  it('writes a restart label on the side of its line with room, and drops one that would run into the last', () => {
+    // two restarts 20 px apart, labels 40 px wide, in the left half: the second label would overlap the first
+    const marks = restartMarks(
+      [
+        { x: 100, index: 4 },
+        { x: 120, index: 5 },
+        { x: 150, index: 7 },
+        { x: 250, index: 9 }
+      ],
+      200,
+      40
+    );
+    expect(marks.map(m => m.index)).toEqual([4, 5, 7, 9]);
+    expect(marks.map(m => m.label)).toEqual([
+      { x: 103, anchor: 'start' },
+      null,
+      { x: 153, anchor: 'start' },
+      // right of the middle the label goes left of its line, where it clears [153, 193]
+      { x: 247, anchor: 'end' }
+    ]);
+    const spans = marks
+      .filter(m => m.label)
+      .map(m => (m.label!.anchor === 'start' ? [m.label!.x, m.label!.x + 40] : [m.label!.x - 40, m.label!.x]));
+    spans.slice(1).forEach((s, k) => expect(s[0]).toBeGreaterThan(spans[k][1]));
   });
 });
 
