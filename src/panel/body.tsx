@@ -215,7 +215,10 @@ function ChartBody(props: { model: DiffPanelModel; trans: TranslationBundle }): 
     [records, model, device, trans]
   );
   const devices = model.devices;
-  const selected = model.selected;
+  // The chart highlights what the diff below shows, picked on the chart or in the pickers; the earlier
+  // side only when picked by hand (by default it is the cell before, which needs no mark).
+  const pair = model.comparison;
+  const indexOf = (ref: SnapshotRef | undefined) => (ref?.kind === 'record' ? records.indexOf(ref.record) : -1);
   // The high-water mark torch reported in this kernel: kept whole even when
   // the badges only bound a cell's peak (the helper leaves the counters alone).
   const store = model.notebook?.store;
@@ -249,7 +252,8 @@ function ChartBody(props: { model: DiffPanelModel; trans: TranslationBundle }): 
       ) : null}
       <SessionChart
         inputs={inputs}
-        selected={selected ? records.indexOf(selected) : -1}
+        selected={indexOf(pair?.after)}
+        compared={model.isCustomComparison ? indexOf(pair?.before) : -1}
         onSelect={i => model.select(records[i])}
         trans={trans}
       />

@@ -1,9 +1,10 @@
 /**
  * The session chart: allocated and reserved memory after each cell as step
- * lines, OOM markers, a dashed line where the kernel restarted, the selected
- * cell highlighted; allocated memory stacked by role on request, when the
- * kernel gave roles. Hover names the cell,
- * click or Enter selects it, arrow keys move the selection.
+ * lines, OOM markers, a dashed line where the kernel restarted, the cells the
+ * diff compares highlighted (its later side strongly, its earlier side
+ * faintly); allocated memory stacked by role on request, when the kernel gave
+ * roles. The cells are a listbox with a roving focus (WAI-ARIA): hover names
+ * a cell, click or the arrow keys select it, Home and End the first and last.
  */
 import * as React from 'react';
 import { TranslationBundle } from '@jupyterlab/translation';
@@ -25,7 +26,10 @@ const LABEL_CHAR_WIDTH = 6.5;
 /** Props of SessionChart. */
 export interface ISessionChartProps {
   inputs: readonly IChartInput[];
+  /** The snapshot the diff shows (its later side); -1 when that is no cell of the chart. */
   selected: number;
+  /** The snapshot the diff compares it with (its earlier side), marked fainter; -1 for no mark. */
+  compared?: number;
   onSelect: (index: number) => void;
   trans: TranslationBundle;
 }
@@ -33,7 +37,9 @@ export interface ISessionChartProps {
 /** The session's memory over its cells. */
 export function SessionChart(props: ISessionChartProps): JSX.Element {
   const { inputs, selected, onSelect, trans } = props;
+  const compared = props.compared ?? -1;
   const figure = React.useRef<HTMLElement>(null);
+  const bands = React.useRef<(SVGRectElement | null)[]>([]);
   const width = useWidth(figure, DEFAULT_WIDTH);
   const restartLabel = trans.__('restart');
   const layout = React.useMemo(
@@ -42,17 +48,17 @@ export function SessionChart(props: ISessionChartProps): JSX.Element {
   );
   const [byRole, setByRole] = React.useState(false);
   const stacked = byRole && layout.roleAreas.length > 0;
+  // One band is in the tab order: the selected one, else the latest.
+  const tabbable = selected >= 0 && selected < inputs.length ? selected : inputs.length - 1;
   const onKey = (event: React.KeyboardEvent, index: number) => {
-    if (event.key === 'Enter' || event.key === ' ') {
-      onSelect(index);
-      event.preventDefault();
-    } else if (event.key === 'ArrowLeft' && index > 0) {
-      onSelect(index - 1);
-      event.preventDefault();
-    } else if (event.key === 'ArrowRight' && index < inputs.length - 1) {
-      onSelect(index + 1);
-      event.preventDefault();
+    const target = Private.keyTarget(event.key, index, inputs.length);
+    if (target === null) {
+      return;
     }
+    event.preventDefault();
+    onSelect(target);
+    // Focus goes with the selection, so the next key moves on from there.
+    bands.current[target]?.focus();
   };
   return (
     <figure className="jp-CudaMemdiffChart" ref={figure}>
@@ -65,45 +71,36 @@ export function SessionChart(props: ISessionChartProps): JSX.Element {
             </text>
           </g>
         ))}
-        {layout.points.map(p => (
-          <rect
-            key={`band-${p.index}`}
-            className={`jp-CudaMemdiffChart-band${p.index === selected ? ' jp-mod-selected' : ''}`}
-            x={p.x}
-            y={0}
-            width={Math.max(1, p.width)}
-            height={HEIGHT}
-            tabIndex={p.index === selected ? 0 : -1}
-            role="button"
-            aria-pressed={p.index === selected}
-            aria-label={
-              p.oom
-                ? trans.__(
-                    '%1: %2 allocated, %3 reserved, out of memory',
-                    p.label,
-                    formatBytes(p.allocatedBytes),
-                    formatBytes(p.reservedBytes)
-                  )
-                : trans.__(
-                    '%1: %2 allocated, %3 reserved',
-                    p.label,
-                    formatBytes(p.allocatedBytes),
-                    formatBytes(p.reservedBytes)
-                  )
-            }
-            onClick={() => onSelect(p.index)}
-            onKeyDown={e => onKey(e, p.index)}
-          >
-            <title>
-              {trans.__(
-                '%1\n%2 allocated, %3 reserved',
-                p.label,
-                formatBytes(p.allocatedBytes),
-                formatBytes(p.reservedBytes)
-              ) + (stacked ? Private.rolesTitle(p.roles) : '')}
-            </title>
-          </rect>
-        ))}
+        <g role="listbox" aria-label={trans.__('Cells')} aria-orientation="horizontal">
+          {layout.points.map(p => (
+            <rect
+              key={`band-${p.index}`}
+              ref={el => (bands.current[p.index] = el)}
+              className={`jp-CudaMemdiffChart-band${
+                p.index === selected ? ' jp-mod-selected' : p.index === compared ? ' jp-mod-compared' : ''
+              }`}
+              x={p.x}
+              y={0}
+              width={Math.max(1, p.width)}
+              height={HEIGHT}
+              tabIndex={p.index === tabbable ? 0 : -1}
+              role="option"
+              aria-selected={p.index === selected}
+              aria-label={Private.bandLabel(p, p.index === compared, trans)}
+              onClick={() => onSelect(p.index)}
+              onKeyDown={e => onKey(e, p.index)}
+            >
+              <title>
+                {trans.__(
+                  '%1\n%2 allocated, %3 reserved',
+                  p.label,
+                  formatBytes(p.allocatedBytes),
+                  formatBytes(p.reservedBytes)
+                ) + (stacked ? Private.rolesTitle(p.roles) : '')}
+              </title>
+            </rect>
+          ))}
+        </g>
         {layout.restarts.map(r => (
           <g key={`restart-${r.index}`} className="jp-CudaMemdiffChart-restart">
             <line x1={r.x} x2={r.x} y1={0} y2={HEIGHT} />
@@ -177,6 +174,35 @@ export function SessionChart(props: ISessionChartProps): JSX.Element {
 }
 
 namespace Private {
+  /** The band to select for a key pressed on band `index` of `count`; null for a key the chart leaves alone. */
+  export function keyTarget(key: string, index: number, count: number): number | null {
+    switch (key) {
+      case 'Enter':
+      case ' ':
+        return index;
+      case 'ArrowLeft':
+        return index > 0 ? index - 1 : null;
+      case 'ArrowRight':
+        return index < count - 1 ? index + 1 : null;
+      case 'Home':
+        return count ? 0 : null;
+      case 'End':
+        return count ? count - 1 : null;
+      default:
+        return null;
+    }
+  }
+
+  /** What a screen reader says of a band: the cell, its memory, an OOM, and whether the diff compares against it. */
+  export function bandLabel(p: IChartInput, compared: boolean, trans: TranslationBundle): string {
+    const allocated = formatBytes(p.allocatedBytes);
+    const reserved = formatBytes(p.reservedBytes);
+    const text = p.oom
+      ? trans.__('%1: %2 allocated, %3 reserved, out of memory', p.label, allocated, reserved)
+      : trans.__('%1: %2 allocated, %3 reserved', p.label, allocated, reserved);
+    return compared ? trans.__('%1; the diff compares against it', text) : text;
+  }
+
   /** A snapshot's roles for its band's title: the roles that hold memory, largest first. */
   export function rolesTitle(roles: IChartInput['roles']): string {
     if (!roles) {

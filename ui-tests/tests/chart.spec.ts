@@ -1,6 +1,7 @@
 /**
- * The session chart as a person uses it on the replayed demo: two restarts
- * close together keep their labels apart.
+ * The session chart as a person uses it on the replayed demo: the arrow keys
+ * walk the cells one by one with the diff following, the highlight follows a
+ * pair picked by hand, and two restarts close together keep their labels apart.
  */
 import { expect, test } from '@jupyterlab/galata';
 import {
@@ -8,6 +9,7 @@ import {
   isInsideVisiblePanel,
   openPanel,
   openReplayedDemo,
+  PANEL,
   panelSection,
   restartKernel,
   runReplayedDemo,
@@ -16,9 +18,66 @@ import {
 
 test.use({ viewport: { width: 1280, height: 720 } });
 
+const CAPTION = `${PANEL} .jp-CudaMemdiffDiff-caption`;
+
 function chartOf(page: Parameters<Parameters<typeof test>[2]>[0]['page']) {
   return panelSection(page, 'chart').getByRole('listbox', { name: 'Cells' });
 }
+
+test('the arrow keys move the selection one cell per press, and the diff follows', async ({ page, tmpPath }) => {
+  test.setTimeout(180000);
+  await openReplayedDemo(page, tmpPath);
+  await runReplayedDemo(page);
+  await openPanel(page);
+  const chart = chartOf(page);
+  await chart.getByRole('option', { name: /^\[1\] / }).click();
+  await expect(chart.getByRole('option', { selected: true })).toHaveAttribute('aria-label', /^\[1\] /);
+  for (const cell of [2, 3, 4]) {
+    await page.keyboard.press('ArrowRight');
+    const selected = chart.getByRole('option', { selected: true });
+    await expect(selected).toHaveAttribute('aria-label', new RegExp(`^\\[${cell}\\] `));
+    await expect(selected).toBeFocused();
+    await expect(page.locator(CAPTION)).toHaveText(
+      new RegExp(`^Cell \\[${cell}\\] .*, against Cell \\[${cell - 1}\\] `)
+    );
+  }
+  await page.keyboard.press('ArrowLeft');
+  await expect(chart.getByRole('option', { selected: true })).toHaveAttribute('aria-label', /^\[3\] /);
+  await page.keyboard.press('Home');
+  await expect(chart.getByRole('option', { selected: true })).toHaveAttribute('aria-label', /^\[1\] /);
+  await expect(page.locator(CAPTION)).toHaveText(/^Cell \[1\] .*, against an empty device$/);
+  await page.keyboard.press('End');
+  await expect(chart.getByRole('option', { selected: true })).toHaveAttribute('aria-label', /^\[4\] /);
+  // one band in the tab order, the selected one
+  await expect(chart.locator('[tabindex="0"]')).toHaveCount(1);
+  await expect(chart.locator('[tabindex="0"]')).toHaveAttribute('aria-selected', 'true');
+});
+
+test('the chart highlights the pair picked by hand', async ({ page, tmpPath }) => {
+  test.setTimeout(180000);
+  await openReplayedDemo(page, tmpPath);
+  await runReplayedDemo(page);
+  const panel = await openPanel(page);
+  const chart = chartOf(page);
+  await chart.getByRole('option', { name: /^\[1\] / }).click();
+  // Before [2], After [3] in the pickers
+  await panel.locator('[data-cuda-memdiff-side="before"]').selectOption('r1');
+  await panel.locator('[data-cuda-memdiff-side="after"]').selectOption('r2');
+  await expect(page.locator(CAPTION)).toHaveText(/^Cell \[3\] .*, against Cell \[2\] /);
+  const selected = chart.getByRole('option', { selected: true });
+  await expect(selected).toHaveAttribute('aria-label', /^\[3\] /);
+  await expect(selected).toHaveClass(/jp-mod-selected/);
+  const before = chart.getByRole('option', { name: /^\[2\] .*the diff compares against it$/ });
+  await expect(before).toHaveClass(/jp-mod-compared/);
+  await expect(chart.locator('.jp-mod-selected, .jp-mod-compared')).toHaveCount(2);
+  await page.mouse.move(0, 0); // off band [1], which the click left hovered
+  // drawn: the selected band is filled more strongly than the compared one, which is filled more than the rest
+  const opacity = (band: typeof selected) => band.evaluate(el => Number(getComputedStyle(el).opacity));
+  const fill = (band: typeof selected) => band.evaluate(el => getComputedStyle(el).fill);
+  expect(await fill(before)).toBe(await fill(selected));
+  expect(await opacity(selected)).toBeGreaterThan(await opacity(before));
+  expect(await fill(chart.getByRole('option', { name: /^\[1\] / }))).toMatch(/rgba\(0, 0, 0, 0\)|transparent|none/);
+});
 
 test('two restarts close together keep their labels apart, each line named', async ({ page, tmpPath }) => {
   test.setTimeout(240000);

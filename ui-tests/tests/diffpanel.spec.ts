@@ -19,7 +19,10 @@ test.describe('diff panel', () => {
     await expect(panel).toBeVisible();
 
     // Select execution [3] on the chart: its diff lists the site that keeps 321 MiB.
-    await panel.getByRole('button', { name: /^\[3\] preds = \[\]/ }).click();
+    await panel
+      .getByRole('listbox', { name: 'Cells' })
+      .getByRole('option', { name: /^\[3\] preds = \[\]/ })
+      .click();
     await expect(panel.getByRole('status')).toHaveText(
       'Born 321 MiB in 26 blocks, freed 0 B in 0 blocks, net +321 MiB'
     );
@@ -108,7 +111,10 @@ test.describe('themes', () => {
     await runReplayedDemo(page);
     await page.evaluate(() => window.jupyterapp.commands.execute('cuda-memdiff:open-panel'));
     const panel = page.locator(PANEL);
-    await panel.getByRole('button', { name: /^\[3\] preds = \[\]/ }).click();
+    await panel
+      .getByRole('listbox', { name: 'Cells' })
+      .getByRole('option', { name: /^\[3\] preds = \[\]/ })
+      .click();
     await panel.locator('.jp-CudaMemdiffSite-head').first().click();
     await page.mouse.move(0, 0);
     expect(await screenshotOf(panel)).toMatchSnapshot('diff-panel-light.png');

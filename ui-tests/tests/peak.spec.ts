@@ -59,7 +59,10 @@ test.describe('allocation history', () => {
   test('a re-run that frees and allocates at the same address shows both', async ({ page }) => {
     const panel = await openPanel(page);
     // Cell [3] ran cell [2]'s code again: the allocator gave the same addresses back.
-    await panel.getByRole('button', { name: /^\[3\] del buf/ }).click();
+    await panel
+      .getByRole('listbox', { name: 'Cells' })
+      .getByRole('option', { name: /^\[3\] del buf/ })
+      .click();
     await expect(page.locator(PANEL).getByRole('status')).toHaveText(
       /^Born 288 MiB in 9 blocks, freed 288 MiB in 9 blocks, net \+?0 B$/
     );

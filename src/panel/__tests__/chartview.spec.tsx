@@ -1,0 +1,74 @@
+// The session chart as a keyboard and screen-reader user meets it: one band in the tab order, the arrow keys
+// moving the selection and the focus together, and the diff's two sides told apart.
+import { fireEvent, render, screen } from '@testing-library/react';
+import { nullTranslator } from '@jupyterlab/translation';
+import * as React from 'react';
+import { SessionChart } from '../chartview';
+
+const trans = nullTranslator.load('jupyterlab_cuda_memdiff');
+const MiB = 2 ** 20;
+const inputs = [1, 2, 3, 4, 5, 6].map(k => ({
+  allocatedBytes: k * MiB,
+  reservedBytes: 8 * MiB,
+  oom: false,
+  label: `[${k}]`
+}));
+
+/** The chart with the panel's part played by state: a selection sets the shown cell and the one before it. */
+function Selecting(props: { initial: number }): JSX.Element {
+  const [selected, setSelected] = React.useState(props.initial);
+  return (
+    <SessionChart inputs={inputs} selected={selected} compared={selected - 1} onSelect={setSelected} trans={trans} />
+  );
+}
+
+const selectedName = () => screen.getByRole('option', { selected: true }).getAttribute('aria-label');
+
+describe('SessionChart keys', () => {
+  it('moves the selection and the focus one cell per arrow key, Home and End to the ends', () => {
+    render(<Selecting initial={3} />);
+    const bands = screen.getAllByRole('option');
+    expect(bands.filter(b => b.getAttribute('tabindex') === '0')).toEqual([bands[3]]);
+    fireEvent.click(bands[1]);
+    bands[1].focus();
+    for (let k = 0; k < 3; k++) {
+      fireEvent.keyDown(document.activeElement!, { key: 'ArrowRight' });
+    }
+    expect(selectedName()).toMatch(/^\[5\]/);
+    expect(document.activeElement).toBe(bands[4]);
+    fireEvent.keyDown(document.activeElement!, { key: 'ArrowLeft' });
+    expect(selectedName()).toMatch(/^\[4\]/);
+    fireEvent.keyDown(document.activeElement!, { key: 'End' });
+    expect(selectedName()).toMatch(/^\[6\]/);
+    // past the last cell nothing moves
+    fireEvent.keyDown(document.activeElement!, { key: 'ArrowRight' });
+    expect(selectedName()).toMatch(/^\[6\]/);
+    fireEvent.keyDown(document.activeElement!, { key: 'Home' });
+    expect(selectedName()).toMatch(/^\[1\]/);
+    expect(document.activeElement).toBe(bands[0]);
+    // still one band in the tab order: the selected one
+    expect(bands.filter(b => b.getAttribute('tabindex') === '0')).toEqual([bands[0]]);
+  });
+
+  it("marks the diff's later side as selected and names its earlier side", () => {
+    render(<SessionChart inputs={inputs} selected={2} compared={1} onSelect={jest.fn()} trans={trans} />);
+    const bands = screen.getAllByRole('option');
+    expect(bands.map(b => b.getAttribute('aria-selected'))).toEqual([
+      'false',
+      'false',
+      'true',
+      'false',
+      'false',
+      'false'
+    ]);
+    expect(bands[1].getAttribute('aria-label')).toMatch(/^\[2\].*the diff compares against it$/);
+    expect(bands[1].classList.contains('jp-mod-compared')).toBe(true);
+    expect(bands[3].getAttribute('aria-label')).not.toMatch(/compares/);
+  });
+
+  it('keeps the chart in the tab order when the diff shows no cell of it', () => {
+    render(<SessionChart inputs={inputs} selected={-1} onSelect={jest.fn()} trans={trans} />);
+    const bands = screen.getAllByRole('option');
+    expect(bands.filter(b => b.getAttribute('tabindex') === '0')).toEqual([bands[5]]);
+  });
+});
