@@ -88,18 +88,26 @@ export class DiffPanelModel implements IDisposable {
     return this._notebook ? this._notebook.store.records.filter(r => r.reason === 'cell') : [];
   }
 
-  /** The selected record; the latest one until the user picks another. */
+  /**
+   * The selected record: the latest one, or the one the user selected since
+   * the latest cell ran. A cell that runs afterwards (Run All after a restart
+   * included) takes the selection: what the user just ran is what they want
+   * to see. A pair picked in the pickers stays until they leave it.
+   */
   get selected(): CellRecord | null {
     const records = this.records;
-    if (this._selected && records.includes(this._selected)) {
+    const latest = records.length ? records[records.length - 1] : null;
+    if (this._selected && latest === this._selectedWhileLatest && records.includes(this._selected)) {
       return this._selected;
     }
-    return records.length ? records[records.length - 1] : null;
+    return latest;
   }
 
   /** Select a record: its diff against the cell before it is shown. */
   select(record: CellRecord | null): void {
     this._selected = record;
+    const records = this.records;
+    this._selectedWhileLatest = records.length ? records[records.length - 1] : null;
     this._custom = null;
     this._invalidate();
     this._changed.emit();
@@ -416,6 +424,8 @@ export class DiffPanelModel implements IDisposable {
   private readonly _ownFrames = new FrameTable();
   private readonly _fileSnapshots = new WeakMap<ISnapshotFile, Snapshot>();
   private _selected: CellRecord | null = null;
+  /** The latest record when the user selected `_selected`: a later one ends the selection. */
+  private _selectedWhileLatest: CellRecord | null = null;
   private _cellNames: { cells: (ICellSource & { executionCount: number | null })[]; names: CellCodeNames } | null =
     null;
   private _showAllFrames = false;

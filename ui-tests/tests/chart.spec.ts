@@ -1,7 +1,8 @@
 /**
  * The session chart as a person uses it on the replayed demo: the arrow keys
  * walk the cells one by one with the diff following, the highlight follows a
- * pair picked by hand, and two restarts close together keep their labels apart.
+ * pair picked by hand, Run All after a restart takes the panel to the new
+ * cells, and two restarts close together keep their labels apart.
  */
 import { expect, test } from '@jupyterlab/galata';
 import {
@@ -53,8 +54,11 @@ test('the arrow keys move the selection one cell per press, and the diff follows
   await expect(chart.locator('[tabindex="0"]')).toHaveAttribute('aria-selected', 'true');
 });
 
-test('the chart highlights the pair picked by hand', async ({ page, tmpPath }) => {
-  test.setTimeout(180000);
+test('the chart highlights the pair picked by hand, and Run All after a restart shows the new cells', async ({
+  page,
+  tmpPath
+}) => {
+  test.setTimeout(240000);
   await openReplayedDemo(page, tmpPath);
   await runReplayedDemo(page);
   const panel = await openPanel(page);
@@ -77,6 +81,16 @@ test('the chart highlights the pair picked by hand', async ({ page, tmpPath }) =
   expect(await fill(before)).toBe(await fill(selected));
   expect(await opacity(selected)).toBeGreaterThan(await opacity(before));
   expect(await fill(chart.getByRole('option', { name: /^\[1\] / }))).toMatch(/rgba\(0, 0, 0, 0\)|transparent|none/);
+
+  // Back on the chart (no pair picked by hand), then Restart Kernel and Run All: the new cells are shown.
+  await chart.getByRole('option', { name: /^\[2\] / }).click();
+  await restartKernel(page);
+  await expect(page.locator('.jp-CudaMemdiffStatus')).toContainText('replaying a recorded session', { timeout: 60000 });
+  await page.notebook.run();
+  await expect(chart.getByRole('option')).toHaveCount(2 * CODE_CELLS.length, { timeout: 60000 });
+  await expect(chart.getByRole('option', { selected: true })).toHaveAttribute('aria-label', /^\[4\] \(kernel 2\)/);
+  await expect(panel.locator('[data-cuda-memdiff-side="after"] option:checked')).toHaveText(/^\[4\] \(kernel 2\)/);
+  await expect(page.locator(CAPTION)).toHaveText(/^Cell \[4\] \(kernel 2\) .*, against Cell \[3\] \(kernel 2\) /);
 });
 
 test('two restarts close together keep their labels apart, each line named', async ({ page, tmpPath }) => {

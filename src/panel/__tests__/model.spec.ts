@@ -277,6 +277,38 @@ describe('DiffPanelModel kernel sessions and reveal requests', () => {
     expect(model.records.map(r => model.kernelNumber(r))).toEqual([1, 1, 2]);
   });
 
+  it('follows the cells of Run All after a restart unless the user picked a pair by hand', () => {
+    const model = new DiffPanelModel();
+    const notebook = notebookWith(3);
+    const runAgain = () =>
+      notebook.store.add({
+        cellId: 'cell-0',
+        executionCount: 1,
+        reason: 'cell',
+        seq: 1,
+        snapshot: notebook.store.records[0].snapshot,
+        devices: [],
+        error: null,
+        replay: null
+      });
+    model.setNotebook(notebook);
+    // a cell selected on the chart stays selected until another cell runs
+    model.select(model.records[1]);
+    expect(model.shownRecord).toBe(model.records[1]);
+    notebook.store.newKernelSession();
+    runAgain();
+    expect(model.shownRecord).toBe(model.records[3]);
+    expect(model.kernelNumber(model.shownRecord!)).toBe(2);
+    // a pair picked in the pickers stays through new cells
+    const [first, second] = model.records;
+    model.compare({ kind: 'record', record: first }, { kind: 'record', record: second });
+    runAgain();
+    expect(model.comparison).toEqual({
+      before: { kind: 'record', record: first },
+      after: { kind: 'record', record: second }
+    });
+  });
+
   it('passes reveal requests to the views', () => {
     const model = new DiffPanelModel();
     const asked: PanelSection[] = [];
