@@ -16,11 +16,12 @@ import {
   LeakReport,
   leftOutShares,
   RECORD_STACKS_TEXT,
+  sessionCellName,
   sessionExecutions,
   stacklessBytes,
   visibleStack
 } from '../engine';
-import { frameJson, leftOutJson, sessionCells, siteJson, siteLabel } from './report';
+import { CELL_COLUMNS, cellColumns, frameJson, leftOutJson, sessionCells, siteJson, siteLabel } from './report';
 import { renderTable } from './table';
 
 /**
@@ -93,16 +94,16 @@ function lastOfKernel(report: LeakReport, v: IExecutionVerdict): number {
   return last;
 }
 
-/** How a person names a cell of the session: `cell 5 [6]`. */
+/** How a person names a cell of the session: `Cell [6]`. */
 function cellName(session: ISession, k: number): string {
   return nameOf(session.manifest.cells[k]);
 }
 
 function nameOf(cell: { index: number; execution_count: number | null }): string {
-  return cell.execution_count === null ? `cell ${cell.index}` : `cell ${cell.index} [${cell.execution_count}]`;
+  return sessionCellName(cell.index, cell.execution_count);
 }
 
-/** The cells left out just before a verdict's cell, named: `cell 1 [2]`, `cell 1 [2] and cell 2 [3]`. */
+/** The cells left out just before a verdict's cell, named: `Cell [2]`, `Cell [2] and Cell [3]`. */
 function leftOutNames(session: ISession, v: IExecutionVerdict): string {
   return (session.leftOutBefore[v.execution] ?? []).map(p => nameOf(session.sourceCells[p])).join(' and ');
 }
@@ -113,22 +114,22 @@ function leftOutNames(session: ISession, v: IExecutionVerdict): string {
  * (its stacks say) is where to look; else the top leak's cell, with that said.
  */
 function lookFirst(session: ISession, top: IExecutionVerdict, where: string): string {
-  const index = session.manifest.cells[top.execution].index;
+  const name = cellName(session, top.execution);
   const leftOut = leftOutNames(session, top);
   if (!leftOut) {
-    return `Look at cell ${index} first (${where}${top.confidence} confidence):`;
+    return `Look at ${name} first (${where}${top.confidence} confidence):`;
   }
   const made = leftOutShares(session, top.execution, top.evidence).sort((a, b) => b.bytes - a.bytes)[0];
   if (made.bytes * 2 > top.leakedBytes) {
     const cell = nameOf(session.sourceCells[made.position]);
     return (
-      `Look at ${cell} first (${where}its snapshot could not be read, so ${cellName(session, top.execution)}'s row ` +
+      `Look at ${cell} first (${where}its snapshot could not be read, so ${name}'s row ` +
       'counts what it did; ' +
       `${formatBytes(made.bytes)} of the leak was made while it ran):`
     );
   }
   return (
-    `Look at cell ${index} first (${where}${top.confidence} confidence; its row includes what ${leftOut} did, ` +
+    `Look at ${name} first (${where}${top.confidence} confidence; its row includes what ${leftOut} did, ` +
     'whose snapshot could not be read):'
   );
 }
@@ -185,8 +186,7 @@ export function leaksText(report: LeakReport, session: ISession, options: IFrame
   };
   const table = renderTable(
     [
-      { header: 'cell', right: true },
-      { header: 'exec', right: true },
+      ...CELL_COLUMNS,
       ...(kernels > 1 ? [{ header: 'kernel', right: true }] : []),
       { header: 'verdict' },
       { header: 'left', right: true },
@@ -206,8 +206,7 @@ export function leaksText(report: LeakReport, session: ISession, options: IFrame
             ? `${reasons(v)[0]}; ${reasons(v)[fixed]}`
             : (reasons(v)[0] ?? '');
       return [
-        String(cells[k].index),
-        v.executionCount === null ? '' : `[${v.executionCount}]`,
+        ...cellColumns(cells[k].index, v.executionCount),
         ...(kernels > 1 ? [String(v.kernel + 1)] : []),
         v.verdict,
         formatBytes(v.leftBytes),

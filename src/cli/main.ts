@@ -23,6 +23,7 @@ import {
   rankFolders,
   readSnapshot,
   reportCells,
+  sessionCellName,
   sessionExecutions,
   sessionRoles,
   Snapshot,
@@ -281,17 +282,19 @@ function readSessionOrRank(args: IArgs): ISession {
 const REVERSED_NOTE =
   'note: BEFORE was taken after AFTER (its history is newer): were the files given the wrong way round?';
 
-/** What was left out of a session because a file of it could not be read, in words. */
-function unreadableLine(u: IUnreadableFile): string {
+/** What was left out of `session` because a file of it could not be read, in words (the message names the file). */
+function unreadableLine(u: IUnreadableFile, session: ISession | undefined): string {
+  const cell = session?.sourceCells.find(c => c.index === u.index);
+  const name = sessionCellName(u.index, cell ? cell.execution_count : null);
   switch (u.part) {
     case 'cell':
-      return `cell ${u.index} left out (the next cell's change counts from the cell before it): ${u.message}`;
+      return `${name} left out (the next cell's change counts from the cell before it): ${u.message}`;
     case 'oom-snapshot':
-      return `cell ${u.index}'s out-of-memory snapshot left out: ${u.message}`;
+      return `${name}'s out-of-memory snapshot left out: ${u.message}`;
     case 'holders':
-      return `cell ${u.index}'s holders left out: ${u.message}`;
+      return `${name}'s holders left out: ${u.message}`;
     case 'roles':
-      return `cell ${u.index}'s per-block roles left out: ${u.message}`;
+      return `${name}'s per-block roles left out: ${u.message}`;
   }
 }
 
@@ -315,10 +318,16 @@ export function run(argv: string[], warn: (line: string) => void = () => undefin
   const args = parseArgs(argv);
   const filter: IFrameFilterOptions = { allFrames: args.allFrames };
   let skipped: (IUnreadableFile & { rank?: number })[] = [];
-  const skippedLines = () => skipped.map(u => (u.rank === undefined ? '' : `rank ${u.rank}: `) + unreadableLine(u));
+  let skippedLines: string[] = [];
   const leftOut = (session: ISession | null, ranked: IRankedSession | null = null, more: IUnreadableFile[] = []) => {
     skipped = [...unreadableOf(session, ranked), ...more];
-    skippedLines().forEach(line => warn(line));
+    // Each line names its cell as the rest of the text does, by the session (or rank) it belongs to.
+    skippedLines = skipped.map(u =>
+      u.rank === undefined
+        ? unreadableLine(u, session ?? undefined)
+        : `rank ${u.rank}: ${unreadableLine(u, ranked?.ranks.find(r => r.rank === u.rank)?.session)}`
+    );
+    skippedLines.forEach(line => warn(line));
   };
   // Text goes to a terminal: control characters from the data are escaped; JSON keeps them as data.
   const out = (json: unknown, text: () => string) => {
@@ -326,7 +335,7 @@ export function run(argv: string[], warn: (line: string) => void = () => undefin
       const withSkipped = skipped.length && json && typeof json === 'object' ? { ...json, unreadable: skipped } : json;
       return JSON.stringify(withSkipped, null, 2);
     }
-    return printableLines([...skippedLines(), text()].join('\n'));
+    return printableLines([...skippedLines, text()].join('\n'));
   };
   switch (args.command) {
     case 'help':

@@ -22,6 +22,8 @@ import {
   IFrameFilterOptions,
   ISession,
   leftOutShares,
+  runTag,
+  sessionCellName,
   PeakContradiction,
   Snapshot,
   SnapshotDiff,
@@ -34,6 +36,21 @@ import { IColumn, ITableNote, printable, renderTable } from './table';
 /** The line a table shows where the kernel restarted (`kernel` is the new kernel's position). */
 export function restartNote(kernel: number): ITableNote {
   return { note: `~~ kernel restarted: kernel ${kernel + 1} starts from an empty device ~~` };
+}
+
+/**
+ * The columns that name a table's cell: `cell` as the panel names it (`[3]`,
+ * the prompt's count; see sessionCellName), then `index`, the manifest index
+ * `--json` gives, which tells apart cells that show no count.
+ */
+export const CELL_COLUMNS: readonly IColumn[] = [
+  { header: 'cell', right: true },
+  { header: 'index', right: true }
+];
+
+/** A row's values for CELL_COLUMNS. */
+export function cellColumns(index: number, executionCount: number | null): string[] {
+  return [runTag(executionCount), String(index)];
 }
 
 /** A frame as JSON; cell frames say which cell when the sources are known. */
@@ -73,7 +90,7 @@ export function sessionCells(session: ISession): CellCodeNames {
 }
 
 /**
- * An allocation site in words: `cell 2 [3], line 3` for a frame of a cell the
+ * An allocation site in words: `Cell [3], line 3` for a frame of a cell the
  * session's manifest has (as the peak lines say it), else `file:line name`.
  * Of copies of one cell's code, the frame names ``run`` (the manifest index of
  * the cell that allocated) where it is one of them, else the first.
@@ -290,7 +307,7 @@ export function oomJson(oom: IOomPostMortem) {
   };
 }
 
-/** Where a cell site is, in words: `cell 4 [5], line 3` or `file.py:12`. */
+/** Where a cell site is, in words: `Cell [5], line 3` or `file.py:12`. */
 export function cellSiteLabel(site: ICellSite): string {
   if (site.cell) {
     return cellPlace(site.cell, site.line, site.function);
@@ -299,10 +316,9 @@ export function cellSiteLabel(site: ICellSite): string {
   return site.line === null ? '(no Python stack)' : `${printable(site.filename)}:${site.line}`;
 }
 
-/** `cell 4 [5], line 3`, or `train_step (cell 4 [5], line 3)` for a function the cell defined. */
+/** `Cell [5], line 3`, or `train_step (Cell [5], line 3)` for a function the cell defined (see sessionCells). */
 function cellPlace(cell: ICellSource, line: number | null, fn: string | null): string {
-  const count = cell.executionCount;
-  const place = `cell ${cell.id}${count === null || count === undefined ? '' : ` [${count}]`}, line ${line ?? '?'}`;
+  const place = `${sessionCellName(Number(cell.id), cell.executionCount)}, line ${line ?? '?'}`;
   // A function the cell defined runs when any cell calls it: the place is where its code is, not when it ran.
   return fn ? `${printable(fn)} (${place})` : place;
 }
@@ -427,7 +443,7 @@ export function sessionText(
 ): string {
   const parts = [sessionTable(reports, table, cells)];
   for (const r of reports) {
-    const name = r.executionCount === null ? `cell ${r.index}` : `cell ${r.index} [${r.executionCount}]`;
+    const name = sessionCellName(r.index, r.executionCount);
     if (r.oomReport && cells) {
       parts.push('', oomText(name, r.oomReport, table, cells, options));
     }
@@ -473,8 +489,7 @@ function sessionTable(reports: ICellReport[], table: FrameTable, cells?: CellCod
       rows.push(restartNote(r.kernel));
     }
     rows.push([
-      String(r.index),
-      r.executionCount === null ? '' : `[${r.executionCount}]`,
+      ...cellColumns(r.index, r.executionCount),
       formatBytes(r.allocatedBytes),
       formatBytes(r.netBytes, true),
       r.peakBytes === null ? '' : `${r.peakExact ? '' : '≤'}${formatBytes(r.peakBytes)}`,
@@ -485,8 +500,7 @@ function sessionTable(reports: ICellReport[], table: FrameTable, cells?: CellCod
   }
   return renderTable(
     [
-      { header: 'cell', right: true },
-      { header: 'exec', right: true },
+      ...CELL_COLUMNS,
       { header: 'allocated', right: true },
       { header: 'net', right: true },
       { header: 'peak', right: true },

@@ -19,7 +19,7 @@ import {
   SnapshotError,
   sessionRoles
 } from '../engine';
-import { changeColumns, changeRow, groupJson, restartNote, siteLabel } from './report';
+import { CELL_COLUMNS, cellColumns, changeColumns, changeRow, groupJson, restartNote, siteLabel } from './report';
 import { ITableNote, renderTable } from './table';
 
 /** `session --by role` for people: per cell, the bytes alive after it by role (roles that are ever non-zero). */
@@ -32,8 +32,7 @@ export function sessionRolesText(reports: ICellReport[], roles: readonly (ICellR
     }
     const cell = roles[k];
     rows.push([
-      String(r.index),
-      r.executionCount === null ? '' : `[${r.executionCount}]`,
+      ...cellColumns(r.index, r.executionCount),
       formatBytes(r.allocatedBytes),
       ...shown.map(role => (cell ? formatBytes(cell.bytes[role]) : '')),
       cell === null ? 'not recorded' : cell.partial ? 'partial' : ''
@@ -41,8 +40,7 @@ export function sessionRolesText(reports: ICellReport[], roles: readonly (ICellR
   });
   return renderTable(
     [
-      { header: 'cell', right: true },
-      { header: 'exec', right: true },
+      ...CELL_COLUMNS,
       { header: 'allocated', right: true },
       ...shown.map(role => ({ header: role, right: true })),
       { header: 'roles' }

@@ -44,6 +44,18 @@ export function runTag(executionCount: number | null | undefined): string {
   return `[${executionCount ?? ' '}]`;
 }
 
+/**
+ * A session folder's cell named as the panel names it, by the count its prompt
+ * shows (`Cell [3]`), for the CLI and the findings of a manifest. The manifest
+ * index counts from 0 (and, in the panel's export, counts markdown cells), so
+ * it is no name a person finds in the notebook; it appears only where no count
+ * tells the cell apart: `Cell [ ] (index 4)`.
+ */
+export function sessionCellName(index: number, executionCount: number | null | undefined): string {
+  const tag = runTag(executionCount);
+  return executionCount === null || executionCount === undefined ? `Cell ${tag} (index ${index})` : `Cell ${tag}`;
+}
+
 /** The cells a code name can stand for; more than one when sources are identical. */
 export interface ICellMatch {
   readonly name: CellCodeName;

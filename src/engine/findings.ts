@@ -110,7 +110,7 @@ function holdersText(holders: readonly IHolder[]): string {
   return holders.map(holderText).join(', ');
 }
 
-/** A finding in English; `label` names an execution (`cell 3 [4]`, `Cell [4]`). */
+/** A finding in English; `label` names an execution (`Cell [4]`). */
 export function findingText(finding: LeakFinding, label: (execution: number) => string): string {
   switch (finding.code) {
     case 'growth':

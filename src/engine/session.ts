@@ -4,6 +4,7 @@
  * (documented in docs/session-format.md). File access is injected, so the CLI
  * reads from disk and the panel from the contents API with the same code.
  */
+import { sessionCellName } from './cells';
 import { AllocationSite, diffSnapshots, groupBySite } from './diff';
 import { clip, SnapshotError } from './errors';
 import { IFrameFilterOptions } from './frames';
@@ -451,8 +452,8 @@ export function reportCells(
 }
 
 /**
- * The session's cells as executions for `findLeaks`, labelled `cell 3 [4]`,
- * and `cell 3 [4] in kernel 2` when the session spans kernel restarts (the
+ * The session's cells as executions for `findLeaks`, labelled `Cell [4]`,
+ * and `Cell [4] in kernel 2` when the session spans kernel restarts (the
  * same cell and count then name several executions).
  */
 export function sessionExecutions(manifest: ISessionManifest): ILeakExecution[] {
@@ -460,7 +461,7 @@ export function sessionExecutions(manifest: ISessionManifest): ILeakExecution[] 
   const kernels = kernelPositions(ids);
   const several = kernels.length > 0 && kernels[kernels.length - 1] > 0;
   return manifest.cells.map((cell, k) => {
-    const name = cell.execution_count === null ? `cell ${cell.index}` : `cell ${cell.index} [${cell.execution_count}]`;
+    const name = sessionCellName(cell.index, cell.execution_count);
     return {
       cellId: String(cell.index),
       executionCount: cell.execution_count,

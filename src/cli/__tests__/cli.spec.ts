@@ -144,8 +144,8 @@ describe('cuda-memdiff leaks', () => {
   it('tells people which cell to look at first, why, and what to do', () => {
     const r = cli('leaks', path.join(REC, 'out_cache--python'));
     expect(r.code).toBe(0);
-    expect(r.out).toMatch(/^cell\s+exec\s+verdict\s+left\s+retained\s+leaked\s+why/);
-    expect(r.out).toMatch(/Look at cell 1 first \(high confidence\)/);
+    expect(r.out).toMatch(/^cell\s+index\s+verdict\s+left\s+retained\s+leaked\s+why/);
+    expect(r.out).toMatch(/Look at Cell \[2\] first \(high confidence\)/);
     expect(r.out).toMatch(/held by: Out\[2\]/);
     expect(r.out).toMatch(/fix: end the line with `;` or `del Out\[2\]`/);
     expect(cli('leaks', path.join(REC, 'clean_training--python')).out).toMatch(/No cell leaks\./);
@@ -157,19 +157,19 @@ describe('cuda-memdiff leaks', () => {
     const demo = cli('leaks', path.join(REC, 'gpu_memory_demo--python')).out;
     expect(demo).toMatch(
       // named as the peak lines name a cell, not by ipykernel's file name for its code
-      /^ {2}leaked: 288 MiB in 24 blocks, allocated at:\n {4}288 MiB in 24 blocks from cell 2 \[3\], line 3$/m
+      /^ {2}leaked: 288 MiB in 24 blocks, allocated at:\n {4}288 MiB in 24 blocks from Cell \[3\], line 3$/m
     );
     expect(demo).toMatch(/^ {2}- also keeps 33\.0 MiB of library workspace \(cuBLAS, cuDNN\).*not part of the leak$/m);
     // forward_hook_list: "retained 0 B / leaked 32 MiB" was a leak; cell 3 freed it: fixed, and by which cell
     const hook = cli('leaks', path.join(REC, 'forward_hook_list--python')).out;
     expect(hook).toMatch(
-      /^ +2 +\[3\] +fixed +32\.0 MiB +0 B +32\.0 MiB +memory held by this code grew .*; fixed: the 32\.0 MiB it leaked was freed by cell 3 \[4\]$/m
+      /^ +\[3\] +2 +fixed +32\.0 MiB +0 B +32\.0 MiB +memory held by this code grew .*; fixed: the 32\.0 MiB it leaked was freed by Cell \[4\]$/m
     );
     expect(hook).toMatch(/No cell leaks\./);
     // losses_without_item: a 5 KiB leak is low confidence, and the earlier run leaked 5 KiB, not the 81 MiB it left
     const losses = cli('leaks', path.join(REC, 'losses_without_item--python')).out;
-    expect(losses).toMatch(/Look at cell 2 first \(low confidence\)/);
-    expect(losses).toMatch(/^ +1 +\[2\] +leak +81\.0 MiB +65\.0 MiB +5\.00 KiB /m);
+    expect(losses).toMatch(/Look at Cell \[3\] first \(low confidence\)/);
+    expect(losses).toMatch(/^ +\[2\] +1 +leak +81\.0 MiB +65\.0 MiB +5\.00 KiB /m);
     for (const dir of fs.readdirSync(REC).filter(d => fs.existsSync(path.join(REC, d, 'manifest.json')))) {
       for (const c of json('leaks', path.join(REC, dir)).cells) {
         const freed = c.freed_later.reduce((n: number, f: { bytes: number }) => n + f.bytes, 0);
@@ -186,6 +186,26 @@ describe('cuda-memdiff leaks', () => {
       [1, [{ code: 'output-cache', bytes: 67108864, execution_count: 2, names: ['Out[2]'] }]],
       [2, [{ code: 'nothing-left' }]]
     ]);
+  });
+
+  it("names a cell as the panel does, by its prompt's count, not by the manifest index", () => {
+    // As the panel exports it: the index counts the markdown cell before each code cell, from 0.
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cuda-memdiff-markdown-'));
+    fs.cpSync(path.join(REC, 'gpu_memory_demo--python'), dir, { recursive: true });
+    const manifest = JSON.parse(fs.readFileSync(path.join(dir, 'manifest.json'), 'utf-8'));
+    manifest.cells.forEach((c: { index: number }, k: number) => (c.index = 2 * k + 1));
+    fs.writeFileSync(path.join(dir, 'manifest.json'), JSON.stringify(manifest));
+    const leaks = cli('leaks', dir).out;
+    expect(leaks).toMatch(/^Look at Cell \[3\] first \(medium confidence\):$/m);
+    expect(leaks).toMatch(/^ +288 MiB in 24 blocks from Cell \[3\], line 3$/m);
+    // The index is only the table's `index` column, as `--json` gives it.
+    expect(leaks).toMatch(/^ +\[3\] +5 +leak /m);
+    expect(json('leaks', dir).top_leak).toBe(5);
+    const session = cli('session', dir).out;
+    expect(session).toMatch(/^Cell \[3\] peak 481 MiB: 321 MiB from Cell \[3\], line 3, /m);
+    // No sentence names a cell any other way ("cell 5", "cell 5 [3]").
+    expect(`${leaks}\n${session}`).not.toMatch(/\bcell \d/i);
+    fs.rmSync(dir, { recursive: true, force: true });
   });
 
   it('gives evidence with the stack back to the cell', () => {
@@ -230,12 +250,12 @@ describe('cuda-memdiff leaks on a session recorded with allocation history off',
     expect(r.code).toBe(0);
     expect(r.out).not.toMatch(/No cell leaks|backward pass/);
     expect(r.out).toMatch(
-      /^ +2 +\[3\] +unknown +321 MiB +201 MiB +201 MiB has no allocation stack \(history was off\)/m
+      /^ +\[3\] +2 +unknown +321 MiB +201 MiB +201 MiB has no allocation stack \(history was off\)/m
     );
     expect(r.out).toMatch(
       /^No allocation stacks were recorded \(allocation history was off, or the snapshots kept none\): for 513 MiB in 5 cells /m
     );
-    expect(r.out).toMatch(/^Start with cell 2 \[3\], which keeps the most of it: 201 MiB \(low confidence\)\.$/m);
+    expect(r.out).toMatch(/^Start with Cell \[3\], which keeps the most of it: 201 MiB \(low confidence\)\.$/m);
     expect(r.out).toMatch(
       /^To see causes and lines: turn allocation history on .*Allocation history, `all` or `state`/m
     );
@@ -312,7 +332,7 @@ describe('cuda-memdiff session', () => {
       withCell(c => (c.holders_file = 'cell00.pickle.gz'))
     );
     expect([holders.code, holders.err]).toEqual([0, '']);
-    expect(holders.out.split('\n')[0]).toBe("cell 2's holders left out: cell00.pickle.gz cannot be read as JSON");
+    expect(holders.out.split('\n')[0]).toBe("Cell [3]'s holders left out: cell00.pickle.gz cannot be read as JSON");
     // nbformat's list of lines is the same source: cell 2 keeps its code name, so its leak stays its own
     const lines = json(
       'leaks',
@@ -335,15 +355,15 @@ describe('cuda-memdiff session', () => {
   it("names a cell's top site by the cell, as its peak line does, and a re-run's by that run", () => {
     const rows = cli('session', path.join(REC, 'eval_without_no_grad--python'))
       .out.split('\n')
-      .filter(l => /^ +\d+ +\[\d+\]/.test(l));
-    // the top site column: cell 2's code allocated in cell 2 [3], then again (the same code) in cell 4 [5]
-    expect(rows.map(l => / {2}(cell \d+ \[\d+\], line \d+)$/.exec(l)?.[1] ?? '')).toEqual([
-      'cell 0 [1], line 3',
-      'cell 1 [2], line 1',
-      'cell 2 [3], line 3',
+      .filter(l => /^ +\[\d+\] +\d+ /.test(l));
+    // the top site column: cell 2's code allocated in Cell [3], then again (the same code) in Cell [5]
+    expect(rows.map(l => / {2}(Cell \[\d+\], line \d+)$/.exec(l)?.[1] ?? '')).toEqual([
+      'Cell [1], line 3',
+      'Cell [2], line 1',
+      'Cell [3], line 3',
       '', // it changed nothing
-      'cell 4 [5], line 3',
-      'cell 5 [6], line 2'
+      'Cell [5], line 3',
+      'Cell [6], line 2'
     ]);
   });
 
@@ -381,9 +401,9 @@ describe('cuda-memdiff session', () => {
     });
     const text = cli('session', path.join(REC, 'oom--python')).out;
     expect(text).toContain(
-      "cell 1 [2] ran out of memory on cuda:0: it asked for 60.0 GiB; the device had 39.3 GiB free, and PyTorch's segments 0 B free"
+      "Cell [2] ran out of memory on cuda:0: it asked for 60.0 GiB; the device had 39.3 GiB free, and PyTorch's segments 0 B free"
     );
-    expect(text).toContain('the device held: 100 GiB from cell 0 [1], line 3');
+    expect(text).toContain('the device held: 100 GiB from Cell [1], line 3');
   });
 
   it('gives each cell its peak from the recorded history, by allocating cell and line', () => {
@@ -405,7 +425,7 @@ describe('cuda-memdiff session on a function one cell defines and another calls'
     // exception_kept: cell 0 defines train_step (x at line 6, h at line 7); cell 1 calls it.
     const text = cli('session', path.join(ROOT, 'test-data', 'live', 'exception_kept--holders')).out;
     expect(text).toMatch(
-      /^cell 1 \[2\] peak 353 MiB: 161 MiB from train_step \(cell 0 \[1\], line 7\), 128 MiB from train_step \(cell 0 \[1\], line 6\), 64\.0 MiB from cell 0 \[1\], line 4$/m
+      /^Cell \[2\] peak 353 MiB: 161 MiB from train_step \(Cell \[1\], line 7\), 128 MiB from train_step \(Cell \[1\], line 6\), 64\.0 MiB from Cell \[1\], line 4$/m
     );
   });
 });
@@ -438,12 +458,10 @@ describe('cuda-memdiff session on OOMs the adversarial run found misread', () =>
       fragmentation: false
     });
     const text = cli('session', dir).out;
+    expect(text).toContain('Cell [4] ran out of memory on cuda:0: it asked for 10.0 GiB; the device had 5.00 GiB free');
+    // cuda:0's 113 MiB, not cuda:1's 161 MiB blocks of Cell [3]
     expect(text).toContain(
-      'cell 3 [4] ran out of memory on cuda:0: it asked for 10.0 GiB; the device had 5.00 GiB free'
-    );
-    // cuda:0's 113 MiB, not cuda:1's 161 MiB blocks of cell 2 [3]
-    expect(text).toContain(
-      'the device held: 64.0 MiB from cell 0 [1], line 3, 33.0 MiB from cell 2 [3], line 2, 16.0 MiB from cell 1 [2], line 1'
+      'the device held: 64.0 MiB from Cell [1], line 3, 33.0 MiB from Cell [3], line 2, 16.0 MiB from Cell [2], line 1'
     );
   });
 
@@ -459,12 +477,12 @@ describe('cuda-memdiff session on OOMs the adversarial run found misread', () =>
       fragmentation: false
     });
     const text = cli('session', dir).out;
-    expect(text).toMatch(/^ {3}1 {3}\[2\] .* OOM/m);
+    expect(text).toMatch(/^ +\[2\] +1 .* OOM/m);
     expect(text).toContain(
-      'cell 1 [2] ran out of memory on cuda:0: it asked for 60.0 GiB; the device had 39.3 GiB free, ' +
+      'Cell [2] ran out of memory on cuda:0: it asked for 60.0 GiB; the device had 39.3 GiB free, ' +
         "and after the cell (no snapshot was taken at the error) PyTorch's segments had 0 B free"
     );
-    expect(text).toContain('the device held after the cell: 100 GiB from cell 0 [1], line 3');
+    expect(text).toContain('the device held after the cell: 100 GiB from Cell [1], line 3');
   });
 
   it('does not suggest expandable segments when they are already on', () => {
@@ -489,7 +507,7 @@ describe('an export made across a kernel restart', () => {
     const lines = r.out.trim().split('\n');
     const marker = lines.findIndex(l => /kernel restarted: kernel 2 starts from an empty device/.test(l));
     expect(marker).toBe(2 + 6);
-    expect(lines[marker + 1]).toMatch(/^\s+0\s+\[1\]\s+128 MiB\s+\+128 MiB/);
+    expect(lines[marker + 1]).toMatch(/^\s+\[1\]\s+0\s+128 MiB\s+\+128 MiB/);
     const out = json('session', dir);
     expect(out.cells.map((c: { kernel_session: number }) => c.kernel_session)).toEqual([0, 0, 0, 0, 0, 0, 1, 1]);
     expect(out.cells.map((c: { after_restart: boolean }) => c.after_restart)).toEqual([
@@ -516,24 +534,24 @@ describe('an export made across a kernel restart', () => {
     expect(leaks.every((c: { ended_by_restart: boolean }) => c.ended_by_restart)).toBe(true);
     const r = cli('leaks', dir);
     expect(r.out).not.toMatch(/No cell leaks/);
-    expect(r.out).not.toMatch(/freed later \(by cell 0 \[1\]/);
-    expect(r.out).toMatch(/^cell\s+exec\s+kernel\s+verdict/);
-    expect(r.out).toMatch(/Look at cell 4 first \(kernel 1 of 2, /);
-    expect(r.out).toMatch(/ended by: the kernel restart after cell 5 \[6\], not by a cell/);
+    expect(r.out).not.toMatch(/freed later \(by Cell \[1\]/);
+    expect(r.out).toMatch(/^cell\s+index\s+kernel\s+verdict/);
+    expect(r.out).toMatch(/Look at Cell \[5\] first \(kernel 1 of 2, /);
+    expect(r.out).toMatch(/ended by: the kernel restart after Cell \[6\], not by a cell/);
   });
 });
 
 describe('the demo exported across a restart (two real kernels)', () => {
   const dir = path.join(ROOT, 'test-data', 'exports', 'gpu_memory_demo--restart');
 
-  it('leaks finds the demo\'s leak instead of "No cell leaks ... all freed later (by cell 0 [1])"', () => {
+  it('leaks finds the demo\'s leak instead of "No cell leaks ... all freed later (by Cell [1])"', () => {
     const r = cli('leaks', dir);
     expect(r.code).toBe(0);
     expect(r.out).not.toMatch(/No cell leaks|freed later/);
     expect(r.out).toMatch(
-      /^ +2 +\[3\] +1 +leak +321 MiB +321 MiB +288 MiB +keeps 288 MiB .*\(until the kernel restarted after cell 3 \[4\]\)$/m
+      /^ +\[3\] +2 +1 +leak +321 MiB +321 MiB +288 MiB +keeps 288 MiB .*\(until the kernel restarted after Cell \[4\]\)$/m
     );
-    expect(r.out).toMatch(/Look at cell 2 first \(kernel 1 of 2, medium confidence\)/);
+    expect(r.out).toMatch(/Look at Cell \[3\] first \(kernel 1 of 2, medium confidence\)/);
     const out = json('leaks', dir);
     expect(out.top_leak).toBe(2);
     expect(out.cells.map((c: { kernel_session: number }) => c.kernel_session)).toEqual([0, 0, 0, 0, 1, 1]);
@@ -542,7 +560,7 @@ describe('the demo exported across a restart (two real kernels)', () => {
   it('session starts kernel 2 from an empty device', () => {
     const r = cli('session', dir);
     expect(r.out).toMatch(
-      /\n~~ kernel restarted: kernel 2 starts from an empty device ~~\n +0 +\[1\] +128 MiB +\+128 MiB +128 MiB +128 MiB +0 B +cell 0 \[1\], line 4$/m
+      /\n~~ kernel restarted: kernel 2 starts from an empty device ~~\n +\[1\] +0 +128 MiB +\+128 MiB +128 MiB +128 MiB +0 B +Cell \[1\], line 4$/m
     );
   });
 });
@@ -647,11 +665,11 @@ describe('a session folder with a file that cannot be read', () => {
     const text = cli('session', dir);
     expect([text.code, text.err]).toEqual([0, '']);
     expect(text.out.split('\n')[0]).toBe(
-      "cell 2 left out (the next cell's change counts from the cell before it): cell02.pickle.gz: corrupt gzip data: unexpected EOF"
+      "Cell [3] left out (the next cell's change counts from the cell before it): cell02.pickle.gz: corrupt gzip data: unexpected EOF"
     );
     const r = cli('session', dir, '--json');
     expect(r.code).toBe(0);
-    expect(r.err).toMatch(/^cuda-memdiff: cell 2 left out .*unexpected EOF\n$/);
+    expect(r.err).toMatch(/^cuda-memdiff: Cell \[3\] left out .*unexpected EOF\n$/);
     const read = JSON.parse(r.out);
     expect(read.unreadable).toEqual([
       {
@@ -675,7 +693,7 @@ describe('a session folder with a file that cannot be read', () => {
     fs.cpSync(demo, dir, { recursive: true });
     truncate('cell02.pickle.gz')(dir);
     const lines = cli('session', dir).out.split('\n');
-    expect(lines.find(l => l.startsWith('cell 3 [4] peak'))).toMatch(/: 321 MiB from cell 2 \[3\], line 3,/);
+    expect(lines.find(l => l.startsWith('Cell [4] peak'))).toMatch(/: 321 MiB from Cell \[3\], line 3,/);
   });
 
   it('still finds the leak from the cells it can read', () => {
@@ -715,7 +733,7 @@ describe('a session folder with a file that cannot be read', () => {
       expect(read.filter(c => c.left_out_before).length).toBe(1);
       const story = cli('leaks', dir).out.split('\n');
       expect(story.find(l => l.startsWith('Look at'))).toMatch(
-        new RegExp(`^Look at cell ${top} \\[${cell.execution_count}\\] first \\(its snapshot could not be read`)
+        new RegExp(`^Look at Cell \\[${cell.execution_count}\\] first \\(its snapshot could not be read`)
       );
     }
   });
@@ -765,8 +783,8 @@ describe('a session whose allocation history says odd things', () => {
     return dir;
   }
   const traces = (raw: PyDict) => (raw.device_traces as PyValue[][])[0] as PyDict[];
-  const peakLine = (out: string, cell: number) =>
-    out.split('\n').find(l => l.startsWith(`cell ${cell} [`) && l.includes(' peak '));
+  // The peak line of the cell with this execution count.
+  const peakLine = (out: string, count: number) => out.split('\n').find(l => l.startsWith(`Cell [${count}] peak `));
 
   it('prints a file name from the history as one line, its newline escaped, and an unreadable line number as 0', () => {
     const dir = changed('clean_training--python', 'cell02.pickle.gz', raw =>
@@ -778,7 +796,7 @@ describe('a session whose allocation history says odd things', () => {
     );
     const r = cli('session', dir);
     expect([r.code, r.err]).toEqual([0, '']);
-    const line = peakLine(r.out, 2)!;
+    const line = peakLine(r.out, 3)!;
     expect(line).toMatch(/ from \/tmp\/ipykernel_1\/\\x0d\\x0aforged\.py:[01],/);
     expect(r.out).not.toMatch(/^forged/m);
     expect(r.out).not.toContain('NaN');
@@ -797,7 +815,7 @@ describe('a session whose allocation history says odd things', () => {
 
   it('marks a peak whose history lost entries as incomplete in JSON, as the text says "or more"', () => {
     const dir = changed('clean_training--python', 'cell02.pickle.gz', raw => traces(raw).forEach(e => delete e.size));
-    expect(peakLine(cli('session', dir).out, 2)).toMatch(/ or more \(history lost entries\): /);
+    expect(peakLine(cli('session', dir).out, 3)).toMatch(/ or more \(history lost entries\): /);
     const peak = json('session', dir).cells.find((c: { index: number }) => c.index === 2).peak;
     expect(peak.complete).toBe(false);
     const whole = json('session', path.join(REC, 'clean_training--python')).cells[2].peak;
@@ -811,8 +829,8 @@ describe('a session whose allocation history says odd things', () => {
       (raw.device_traces as PyValue[][]).push(entries, entries);
     });
     // torch's figure for the cell, then why it is not broken down
-    expect(peakLine(cli('session', dir).out, 2)).toBe(
-      `cell 2 [3] peak ${formatBytes(json('session', dir).cells[2].peak_bytes)}: not broken down: its allocation ` +
+    expect(peakLine(cli('session', dir).out, 3)).toBe(
+      `Cell [3] peak ${formatBytes(json('session', dir).cells[2].peak_bytes)}: not broken down: its allocation ` +
         'history ends holding blocks the snapshot after the cell does not (a history of another session or device?)'
     );
     const cells = json('session', dir).cells;

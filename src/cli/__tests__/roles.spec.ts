@@ -45,10 +45,10 @@ describe('cuda-memdiff session --by role', () => {
     const r = cli('session', DIR, '--by', 'role');
     expect(r.code).toBe(0);
     expect(r.out).toMatch(
-      /^cell\s+exec\s+allocated\s+parameter\s+buffer\s+gradient\s+optimizer_state\s+activation\s+output_cache\s+user\s+workspace\s+roles$/m
+      /^cell\s+index\s+allocated\s+parameter\s+buffer\s+gradient\s+optimizer_state\s+activation\s+output_cache\s+user\s+workspace\s+roles$/m
     );
     expect(r.out).toMatch(
-      /^\s+4\s+\[5\]\s+93\.8 MiB\s+5\.06 MiB\s+8\.50 KiB\s+5\.06 MiB\s+10\.1 MiB\s+8\.51 MiB\s+0 B\s+24\.5 KiB\s+65\.0 MiB$/m
+      /^\s+\[5\]\s+4\s+93\.8 MiB\s+5\.06 MiB\s+8\.50 KiB\s+5\.06 MiB\s+10\.1 MiB\s+8\.51 MiB\s+0 B\s+24\.5 KiB\s+65\.0 MiB$/m
     );
     expect(r.out).not.toMatch(/traceback/);
   });
@@ -114,12 +114,12 @@ describe('a roles file that cannot be read', () => {
     dirs.push(dir);
     const text = cli('leaks', dir);
     expect(text.code).toBe(0);
-    expect(text.out.split('\n')[0]).toMatch(/^cell 2's per-block roles left out: /);
+    expect(text.out.split('\n')[0]).toMatch(/^Cell \[3\]'s per-block roles left out: /);
     expect(text.out.split('\n')[0]).toContain(message);
-    expect(text.out).toMatch(/^cell\s+exec\s+verdict/m);
+    expect(text.out).toMatch(/^cell\s+index\s+verdict/m);
     const json = cli('leaks', dir, '--json');
     expect(json.code).toBe(0);
-    expect(json.err.trim().split('\n')).toEqual([expect.stringContaining("cell 2's per-block roles left out")]);
+    expect(json.err.trim().split('\n')).toEqual([expect.stringContaining("Cell [3]'s per-block roles left out")]);
     const out = JSON.parse(json.out);
     expect(out.unreadable).toEqual([
       { index: 2, file: 'cell02.roles.json', part: 'roles', message: expect.stringContaining(message) }

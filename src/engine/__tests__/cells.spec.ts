@@ -1,7 +1,7 @@
 /**
  * @jest-environment node
  */
-import { CellCodeNames, cellTag, formatBytes, murmur2, parseCellFilename } from '..';
+import { CellCodeNames, cellTag, formatBytes, murmur2, parseCellFilename, sessionCellName } from '..';
 
 describe('cell code names', () => {
   it('hashes like ipykernel (known values from recorded sessions)', () => {
@@ -46,6 +46,12 @@ describe('cell code names', () => {
     expect(cellTag({ id: 'b', source: '', executionCount: null, position: place })).toBe('2/5');
     expect(cellTag({ id: 'c', source: '', executionCount: null, position: { index: 4, total: 5 } })).toBe('4/5');
     expect(cellTag({ id: 'd', source: '' })).toBe('[ ]');
+  });
+
+  it("names a session folder's cell by its prompt's count, as the panel does, not by its 0-based manifest index", () => {
+    expect(sessionCellName(2, 3)).toBe('Cell [3]');
+    // Without a count, "Cell [ ]" alone tells no cell apart: the index does.
+    expect(sessionCellName(4, null)).toBe('Cell [ ] (index 4)');
   });
 });
 

@@ -228,14 +228,14 @@ describe('eval_without_no_grad exported across a restart, kernel 2\u2019s blocks
 
   it('names executions by their kernel when a session spans several', () => {
     expect(sessionExecutions(manifest).map(e => e.label)).toEqual([
-      'cell 0 [1] in kernel 1',
-      'cell 1 [2] in kernel 1',
-      'cell 2 [3] in kernel 1',
-      'cell 3 [4] in kernel 1',
-      'cell 4 [5] in kernel 1',
-      'cell 5 [6] in kernel 1',
-      'cell 0 [1] in kernel 2',
-      'cell 1 [2] in kernel 2'
+      'Cell [1] in kernel 1',
+      'Cell [2] in kernel 1',
+      'Cell [3] in kernel 1',
+      'Cell [4] in kernel 1',
+      'Cell [5] in kernel 1',
+      'Cell [6] in kernel 1',
+      'Cell [1] in kernel 2',
+      'Cell [2] in kernel 2'
     ]);
   });
 
@@ -274,7 +274,7 @@ describe('a session folder without kernel sessions', () => {
     const session = exportAcross([{ folder: EVAL, cells: [0, 1, 2, 3, 4, 5] }]);
     expect(session.manifest.cells.every(c => c.kernel_session === undefined)).toBe(true);
     expect(reportCells(session).every(r => r.kernel === 0 && !r.afterRestart)).toBe(true);
-    expect(sessionExecutions(session.manifest).map(e => e.label)[0]).toBe('cell 0 [1]');
+    expect(sessionExecutions(session.manifest).map(e => e.label)[0]).toBe('Cell [1]');
     const report = findLeaks(session.snapshots, sessionExecutions(session.manifest));
     expect(report.executions.every(v => v.kernel === 0 && !v.endedByRestart)).toBe(true);
     expect(report.topLeak).toBe(4);

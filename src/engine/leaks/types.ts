@@ -14,7 +14,7 @@ export interface ILeakExecution {
   readonly source: string | null;
   /** The error the cell raised, if any. */
   readonly error: string | null;
-  /** How a person names the cell: `cell 3 [7]` (CLI), `Cell [7]` (panel). */
+  /** How a person names the cell: `Cell [7]` (see sessionCellName), `Cell [7] in kernel 2`. */
   readonly label: string;
   /**
    * The kernel session the execution ran in (the frontend's `CellRecord.kernelSession`,
