@@ -21,7 +21,16 @@ import {
   stacklessBytes,
   visibleStack
 } from '../engine';
-import { CELL_COLUMNS, cellColumns, frameJson, leftOutJson, sessionCells, siteJson, siteLabel } from './report';
+import {
+  CELL_COLUMNS,
+  cellColumns,
+  frameJson,
+  leftOutJson,
+  moreSitesText,
+  sessionCells,
+  siteJson,
+  siteLabel
+} from './report';
 import { renderTable } from './table';
 
 /**
@@ -246,9 +255,7 @@ export function leaksText(report: LeakReport, session: ISession, options: IFrame
   if (rest.length) {
     const bytes = rest.reduce((n, e) => n + e.bytes, 0);
     const count = rest.reduce((n, e) => n + e.blocks, 0);
-    lines.push(
-      `    ${formatBytes(bytes)} in ${blocksText(count)} from ${rest.length} more site${rest.length === 1 ? '' : 's'}`
-    );
+    lines.push(`    ${formatBytes(bytes)} in ${blocksText(count)} from ${moreSitesText(rest.length)}`);
   }
   return [...lines, ...noStacks].join('\n');
 }

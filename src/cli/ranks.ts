@@ -16,7 +16,7 @@ import {
   RanksVerdict,
   ranksVerdict
 } from '../engine';
-import { siteJson, siteLabel } from './report';
+import { moreSitesText, siteJson, siteLabel } from './report';
 import { renderTable } from './table';
 
 function growthOf(ranked: IRankedSession, filter: IFrameFilterOptions): IRankGrowth[] {
@@ -165,6 +165,6 @@ export function compareText(
       siteLabel(ranked.frames, s.frameId)
     ])
   );
-  const more = sites.length > shown.length ? `\n(${sites.length - shown.length} more sites left out)` : '';
+  const more = sites.length > shown.length ? `\n(${moreSitesText(sites.length - shown.length)} left out)` : '';
   return `Rank ${a} against rank ${b} at point ${point}, live memory by allocation site:\n\n${table}${more}`;
 }

@@ -323,11 +323,22 @@ function cellPlace(cell: ICellSource, line: number | null, fn: string | null): s
   return fn ? `${printable(fn)} (${place})` : place;
 }
 
-function sitesInWords(sites: readonly ICellSite[], count = 3): string {
-  return sites
-    .slice(0, count)
-    .map(site => `${formatBytes(site.bytes)} from ${cellSiteLabel(site)}`)
-    .join(', ');
+/** Most sites a list in words names; the rest are summed as one more item. */
+const SITES_IN_WORDS = 3;
+
+/** `2 more sites`: what a cut list of sites says of the sites it does not name. */
+export function moreSitesText(count: number): string {
+  return `${count} more site${count === 1 ? '' : 's'}`;
+}
+
+/** `321 MiB from Cell [3], line 3, ...`, and what the named sites leave out, so the list adds up to its total. */
+function sitesInWords(sites: readonly ICellSite[]): string {
+  const named = sites.slice(0, SITES_IN_WORDS).map(site => `${formatBytes(site.bytes)} from ${cellSiteLabel(site)}`);
+  const rest = sites.slice(SITES_IN_WORDS);
+  if (rest.length) {
+    named.push(`${formatBytes(rest.reduce((n, site) => n + site.bytes, 0))} from ${moreSitesText(rest.length)}`);
+  }
+  return named.join(', ');
 }
 
 /** What the post-mortem says about fragmentation, by the engine's advice. */

@@ -299,6 +299,31 @@ describe('cuda-memdiff session on ranks, one with too few capture points', () =>
 });
 
 describe('cuda-memdiff session', () => {
+  it('says what a peak line leaves out, so its sites add up to what --json lists', () => {
+    // Was "Cell [6] peak 541 MiB: 321 MiB ..., 128 MiB ..., 60.0 MiB ...": 509 MiB, a 32 MiB site dropped unsaid.
+    const dir = path.join(REC, 'eval_without_no_grad--python');
+    expect(cli('session', dir).out).toMatch(
+      /^Cell \[6\] peak 541 MiB: 321 MiB from Cell \[3\], line 3, 128 MiB from Cell \[1\], line 3, 60\.0 MiB from Cell \[6\], line 2, 32\.0 MiB from 1 more site$/m
+    );
+    // Every recording: a peak line's figures add up to its sites in --json (to the 3 digits figures are shown with).
+    const UNITS: { [unit: string]: number } = { B: 1, KiB: 2 ** 10, MiB: 2 ** 20, GiB: 2 ** 30 };
+    for (const name of fs.readdirSync(REC).filter(d => fs.existsSync(path.join(REC, d, 'manifest.json')))) {
+      const cells = json('session', path.join(REC, name)).cells;
+      const lines = cli('session', path.join(REC, name)).out.split('\n');
+      for (const c of cells.filter((c: { peak: unknown }) => c.peak)) {
+        const line = lines.find(l => l.startsWith(`Cell [${c.execution_count}] peak `));
+        const shown = [...(line ?? '').matchAll(/([\d.]+) (B|KiB|MiB|GiB) from /g)];
+        const sum = shown.reduce((n, m) => n + Number(m[1]) * UNITS[m[2]], 0);
+        const listed = c.peak.sites.reduce((n: number, site: { bytes: number }) => n + site.bytes, 0);
+        expect([name, c.execution_count, Math.abs(sum - listed) <= listed * 0.005]).toEqual([
+          name,
+          c.execution_count,
+          true
+        ]);
+      }
+    }
+  });
+
   it('refuses manifest fields of the wrong kind by name, and reads nbformat sources given as lines', () => {
     const recording = path.join(REC, 'eval_without_no_grad--python');
     const manifest = JSON.parse(fs.readFileSync(path.join(recording, 'manifest.json'), 'utf-8'));
