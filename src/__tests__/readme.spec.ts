@@ -1,7 +1,8 @@
 /**
- * What the README tells a user to pick must exist: each command it names
- * (_Save CUDA Memory Snapshot as Pickle_) is a label the plugins give the
- * command palette.
+ * What the README tells a user to pick or type must exist: each command it
+ * names (_Save CUDA Memory Snapshot as Pickle_) is a label the plugins give
+ * the command palette, and each `cuda-memdiff` line it shows is one that runs
+ * after setup, which puts no `cuda-memdiff` on PATH: `npx cuda-memdiff`.
  */
 import * as fs from 'fs';
 import * as path from 'path';
@@ -30,5 +31,12 @@ describe('the README', () => {
     const labels = commandLabels();
     expect(named.length).toBeGreaterThan(3);
     expect(named.filter(name => !labels.has(name))).toEqual([]);
+  });
+
+  it('shows the command line as it runs after setup: npx cuda-memdiff', () => {
+    const lines = [...README.matchAll(/```\w*\n([\s\S]*?)```/g)].flatMap(block => block[1].split('\n'));
+    const typed = lines.filter(line => /^(\$ )?(npx )?cuda-memdiff /.test(line));
+    expect(typed.length).toBeGreaterThan(3);
+    expect(typed.filter(line => !/^(\$ )?npx cuda-memdiff /.test(line))).toEqual([]);
   });
 });
