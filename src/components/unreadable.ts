@@ -4,12 +4,12 @@
  * line, which a panel user cannot pass: here they name the panel's limit and
  * the command that reads the file past it.
  */
-import { formatBytes, LIMIT_NAMES, LimitError } from '../engine';
+import { formatBytes, formatCount, LIMIT_NAMES, LimitError } from '../engine';
 
 /** The reason's message; for a file over a decode limit, the panel's limit and the command line's way past it. */
 export function unreadableReason(reason: unknown): string {
   if (reason instanceof LimitError) {
-    const count = reason.value.toLocaleString('en-US');
+    const count = formatCount(reason.value);
     const value =
       reason.limit === 'maxBytes'
         ? formatBytes(reason.value)

@@ -14,3 +14,8 @@ export function formatBytes(bytes: number, signed = false): string {
   const digits = unit === 0 ? 0 : value >= 100 ? 0 : value >= 10 ? 1 : 2;
   return `${sign}${value.toFixed(digits)} ${UNITS[unit]}`;
 }
+
+/** `3681` -> `3,681`: a count for people, grouped as the CLI's and the panel's other counts are, whatever the locale. */
+export function formatCount(count: number): string {
+  return count.toLocaleString('en-US');
+}

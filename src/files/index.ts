@@ -17,6 +17,7 @@ import { IDiffPanel, IEngineWorker } from '../tokens';
 import { unreadableReason } from '../components/unreadable';
 import { fetchInWorker, handToPanel, nextFileId } from './open';
 import { fileRequest } from './request';
+import { fileStatusText } from './words';
 import { oomSection } from './oomview';
 import { renderTimeline, TIMELINE_WIDTH } from './timelineview';
 
@@ -104,13 +105,7 @@ export class SnapshotFileView extends Widget {
       void worker.call('closeSnapshotFile', { id: this._id });
       return;
     }
-    // The blocks the table counts: allocated ones, not the free ranges inside segments.
-    const allocated = opened.snapshot.totals.reduce((n, t) => n + t.allocatedBlocks, 0);
-    this._status.textContent = trans.__(
-      '%1, %2',
-      trans._n('%1 allocated block', '%1 allocated blocks', allocated),
-      trans._n('%1 trace entry', '%1 trace entries', opened.traceEntries)
-    );
+    this._status.textContent = fileStatusText(opened.snapshot.totals, opened.traceEntries, trans);
     if (opened.oom) {
       // What a person opens an OOM dump for comes first.
       this.node.appendChild(oomSection(opened.oom, panel.cellNames(), trans));

@@ -7,7 +7,7 @@
  */
 import { TranslationBundle } from '@jupyterlab/translation';
 import { frameText, nativeFramesText } from '../components/stack';
-import { CellCodeNames, formatBytes, ITimelineSeries } from '../engine';
+import { CellCodeNames, formatBytes, formatCount, ITimelineSeries } from '../engine';
 import type { IMoment, IMomentDiff, MomentFrame } from '../worker/files';
 
 /** The drawing's size in SVG units (it scales to the view's width). */
@@ -86,7 +86,7 @@ export function renderTimeline(
   caption.textContent = trans.__(
     'Allocated memory on cuda:%1 over %2 allocations and frees (peak %3); dashed lines are cell boundaries. Click a moment, then another, to see what changed between them.',
     series.device,
-    series.eventCount.toLocaleString(),
+    formatCount(series.eventCount),
     formatBytes(series.peakBytes)
   );
   root.appendChild(caption);

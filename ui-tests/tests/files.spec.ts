@@ -182,7 +182,8 @@ test.describe('opening a large snapshot file', () => {
     await page.screenshot({ path: test.info().outputPath('reading.png') });
     // The heading counts what the table's Blocks column counts: allocated blocks.
     const blocks = after.memory_stats['allocation.all.current'];
-    await expect(status).toHaveText(`${blocks} allocated blocks, ${cell.trace_entries} trace entries`, {
+    const count = (n: number) => n.toLocaleString('en-US');
+    await expect(status).toHaveText(`${count(blocks)} allocated blocks, ${count(cell.trace_entries)} trace entries`, {
       timeout: 120000
     });
     await cdp.send('Network.emulateNetworkConditions', {
