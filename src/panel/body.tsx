@@ -21,6 +21,7 @@ import { LeakFinderModel } from '../leaks/model';
 import { LeakView } from '../leaks/view';
 import { useSignal } from '../components/signal';
 import { ICellLocation } from '../components/stack';
+import { sourceHeadline } from '../components/cells';
 
 /** Props of the panel body. */
 export interface IPanelBodyProps {
@@ -37,12 +38,7 @@ export interface IPanelBodyProps {
 function recordLabel(record: CellRecord, model: DiffPanelModel, trans: TranslationBundle): string {
   const cell = model.notebook?.cells().find(c => c.id === record.cellId);
   const count = runTag(record.executionCount);
-  const first =
-    cell?.source
-      .split('\n')
-      .find(line => line.trim())
-      ?.trim() ?? '';
-  const source = first.length > 40 ? first.slice(0, 39) + '…' : first;
+  const source = cell ? sourceHeadline(cell.source) : '';
   if (model.kernelCount > 1) {
     return trans.__('%1 (kernel %2) %3', count, model.kernelNumber(record), source).trim();
   }

@@ -138,7 +138,7 @@ test.describe('the peak section', () => {
     test.setTimeout(180000);
     const panel = await openPanel(page);
     await expect(panel.locator('.jp-CudaMemdiffDiff-caption').first()).toHaveText(
-      'Cell [4] with torch.no_grad():, against Cell [3] preds = []'
+      'Cell [4] with torch.no_grad(), against Cell [3] preds = []'
     );
     const peak = panelSection(page, 'peak');
     const toggle = peak.getByRole('button', { name: 'Peak of Cell [4]' });
