@@ -297,13 +297,16 @@ class CellCapture:
 
     def _capture_replayed(self, cell, fields):
         waiting = self.replay.peek(cell["source"])
-        if waiting is not None and fields["error"] and not waiting.get("error"):
-            # This run failed where the recorded one did not (a cell it needs has not run here): the recorded
-            # figures would not be this run's. The recorded run waits for the cell's next run.
+        skipped = self.replay.skipping(cell["source"])
+        if waiting is not None and skipped is not None and fields["error"] and not waiting.get("error"):
+            # Run before cells it needs (the recording ran others first), it failed where the recorded run did
+            # not: those figures would not be this run's. The recorded run waits for the cell's next run. (A run
+            # in order that fails, as code written for CUDA does on a machine without, gets the recorded figures:
+            # that is what a replay stands in for.)
             message = (
                 f"not replayed: this run raised {fields['error'].splitlines()[-1]}, and the recorded run in "
-                f"{self.replay.name} did not, so its figures would not be this run's; the recorded run is kept "
-                "for this cell's next run"
+                f"{self.replay.name} did not: it ran after cells not run here yet (next in the recording: "
+                f"{skipped[:60]}); the recorded run is kept for this cell's next run"
             )
             self._note(fields, "replay-raised", message)
             return

@@ -84,6 +84,15 @@ class ReplaySource:
         k = self._next_run(source)
         return None if k is None else self._cells[k]
 
+    def skipping(self, source):
+        """The first line of the next recorded run that taking this source would pass over; None where it
+        passes over none (the source's run is the next one, or there is none)."""
+        k = self._next_run(source)
+        if k is None or k == self._next:
+            return None
+        lines = str(self._cells[self._next].get("source", "")).splitlines()
+        return next((line.strip() for line in lines if line.strip()), "")
+
     def take(self, source):
         """The next recorded run of this source, searching on from the last one served, or None.
 

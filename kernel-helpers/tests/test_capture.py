@@ -390,6 +390,7 @@ def test_a_run_that_raised_is_not_given_the_recorded_figures_and_the_recording_w
     validate(note)
     assert note["note"] == "replay-raised" and note["cell_id"] == "needs-step-0"
     assert "NameError: name 'step_0' is not defined" in note["message"]
+    assert "next in the recording: step_0 = 0" in note["message"]
     # run in order, both get their recorded runs, the second one included
     shell.run_cell(cells[0]["source"], store_history=True, cell_id="first")
     shell.run_cell(cells[1]["source"], store_history=True, cell_id="needs-step-0")
@@ -397,6 +398,20 @@ def test_a_run_that_raised_is_not_given_the_recorded_figures_and_the_recording_w
     assert [m["cell_id"] for m in served] == ["first", "needs-step-0"]
     assert [m["devices"][0]["allocated"] for m in served] == [c["after"]["allocated"] for c in cells[:2]]
     assert len(comm.of_type("cell-note")) == 1
+
+
+def test_a_run_in_order_that_raised_gets_the_recorded_figures(shell, tmp_path):
+    # Code written for CUDA fails on a machine without it: standing in for the device is what a replay is for.
+    folder, manifest = replay_folder(tmp_path, "clean_training--python")
+    cells = manifest["cells"]
+    cells[0]["source"] = "x = torch_cuda_only()"
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    install(shell, replay=ReplaySource(str(folder)))
+    comm = attach(shell)
+    shell.run_cell(cells[0]["source"], store_history=True, cell_id="first")
+    (served,) = comm.of_type("snapshot")
+    assert served["devices"][0]["allocated"] == cells[0]["after"]["allocated"]
+    assert "NameError" in served["error"] and comm.of_type("cell-note") == []
 
 
 def test_a_skipped_recorded_run_says_it_was_skipped_not_replayed(shell, tmp_path, validate):
