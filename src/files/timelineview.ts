@@ -217,7 +217,8 @@ function showMoment(node: HTMLElement, m: IMoment, cells: CellCodeNames, trans: 
   node.appendChild(stackList(m.frames, cells, trans));
 }
 
-function showDiff(node: HTMLElement, d: IMomentDiff, cells: CellCodeNames, trans: TranslationBundle): void {
+/** The diff of two clicked moments: a summary, then its allocation sites, or a line saying there are none. */
+export function showDiff(node: HTMLElement, d: IMomentDiff, cells: CellCodeNames, trans: TranslationBundle): void {
   node.textContent = '';
   const head = document.createElement('p');
   head.className = 'jp-CudaMemdiffTimeline-diffSummary';
@@ -232,6 +233,13 @@ function showDiff(node: HTMLElement, d: IMomentDiff, cells: CellCodeNames, trans
     formatBytes(d.netBytes, true)
   );
   node.appendChild(head);
+  if (!d.sites.length) {
+    // Headers over no rows read as a table still loading.
+    const none = document.createElement('p');
+    none.textContent = trans.__('No block was allocated or freed between these moments.');
+    node.appendChild(none);
+    return;
+  }
   const table = document.createElement('table');
   table.className = 'jp-CudaMemdiffTimeline-sites';
   const headRow = table.createTHead().insertRow();
