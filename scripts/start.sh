@@ -74,4 +74,6 @@ if [ "$(id -u)" = 0 ]; then
   extra+=(--allow-root)
 fi
 cd "$work"
-exec "$root/.venv/bin/jupyter" lab gpu_memory_demo.ipynb "${extra[@]}" "$@"
+# The demo's layout is kept beside it: the workspaces of your other JupyterLab sessions are not restored into
+# it, and it does not change them.
+exec "$root/.venv/bin/jupyter" lab gpu_memory_demo.ipynb --LabApp.workspaces_dir="$work/.workspaces" "${extra[@]}" "$@"
