@@ -376,14 +376,18 @@ def test_a_second_run_all_gets_notes_not_the_first_runs_figures_again(shell, tmp
     assert ReplaySource(str(folder)).take(cells[0]["source"])["snapshot_file"] == cells[0]["snapshot_file"]
 
 
-def test_a_run_that_raised_is_not_given_the_recorded_figures_and_the_recording_waits(shell, tmp_path, validate):
-    # The demo's trap: a cell run before the cell it needs raises NameError here, where the recorded run did not.
+def replay_with_source(shell, tmp_path, index, source):
+    """A replay of clean_training whose recorded cell ``index`` has ``source``, attached: (comm, cells)."""
     folder, manifest = replay_folder(tmp_path, "clean_training--python")
-    cells = manifest["cells"]
-    cells[1]["source"] = "step_1 = step_0 + 1"
+    manifest["cells"][index]["source"] = source
     (folder / "manifest.json").write_text(json.dumps(manifest))
     install(shell, replay=ReplaySource(str(folder)))
-    comm = attach(shell)
+    return attach(shell), manifest["cells"]
+
+
+def test_a_run_that_raised_is_not_given_the_recorded_figures_and_the_recording_waits(shell, tmp_path, validate):
+    # The demo's trap: a cell run before the cell it needs raises NameError here, where the recorded run did not.
+    comm, cells = replay_with_source(shell, tmp_path, 1, "step_1 = step_0 + 1")
     shell.run_cell(cells[1]["source"], store_history=True, cell_id="needs-step-0")
     assert comm.of_type("snapshot") == []
     (note,) = comm.of_type("cell-note")
@@ -402,12 +406,7 @@ def test_a_run_that_raised_is_not_given_the_recorded_figures_and_the_recording_w
 
 def test_a_run_in_order_that_raised_gets_the_recorded_figures(shell, tmp_path):
     # Code written for CUDA fails on a machine without it: standing in for the device is what a replay is for.
-    folder, manifest = replay_folder(tmp_path, "clean_training--python")
-    cells = manifest["cells"]
-    cells[0]["source"] = "x = torch_cuda_only()"
-    (folder / "manifest.json").write_text(json.dumps(manifest))
-    install(shell, replay=ReplaySource(str(folder)))
-    comm = attach(shell)
+    comm, cells = replay_with_source(shell, tmp_path, 0, "x = torch_cuda_only()")
     shell.run_cell(cells[0]["source"], store_history=True, cell_id="first")
     (served,) = comm.of_type("snapshot")
     assert served["devices"][0]["allocated"] == cells[0]["after"]["allocated"]
