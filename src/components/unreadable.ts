@@ -17,7 +17,7 @@ export function unreadableReason(reason: unknown): string {
           ? `${count} bytes`
           : count;
     const flag = LIMIT_NAMES[reason.limit].flag;
-    return `${reason.what}, over the panel's limit of ${value}; if the file is real, read it with the command line: cuda-memdiff summary FILE ${flag} N`;
+    return `${reason.what}, over the panel's limit of ${value}; if the file is real, read it with the command line: npx cuda-memdiff summary FILE ${flag} N`;
   }
   return reason instanceof Error ? reason.message : String(reason);
 }

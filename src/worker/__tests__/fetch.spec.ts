@@ -153,7 +153,7 @@ describe('fetchSnapshotFile in the engine worker', () => {
     // The panel says it in its own terms: its limit, and the command that reads the file.
     expect(unreadableReason(refused)).toBe(
       "the snapshot is 3,221,225,472 bytes, over the panel's limit of 2.00 GiB; " +
-        'if the file is real, read it with the command line: cuda-memdiff summary FILE --max-bytes N'
+        'if the file is real, read it with the command line: npx cuda-memdiff summary FILE --max-bytes N'
     );
   });
 

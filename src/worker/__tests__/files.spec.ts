@@ -209,7 +209,7 @@ describe('a file dropped on the panel', () => {
     expect(onPage.message).toMatch(/raise it with --max-int-bytes N or CUDA_MEMDIFF_MAX_INT_BYTES=N$/);
     expect(unreadableReason(onPage)).toBe(
       "the pickle holds a 400,000-byte integer, over the panel's limit of 16 bytes; " +
-        'if the file is real, read it with the command line: cuda-memdiff summary FILE --max-int-bytes N'
+        'if the file is real, read it with the command line: npx cuda-memdiff summary FILE --max-int-bytes N'
     );
   });
 });
