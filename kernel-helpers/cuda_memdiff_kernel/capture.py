@@ -296,8 +296,7 @@ class CellCapture:
         return {"bytes": total, "exact": exact}
 
     def _capture_replayed(self, cell, fields):
-        waiting = self.replay.peek(cell["source"])
-        skipped = self.replay.skipping(cell["source"])
+        waiting, skipped = self.replay.peek(cell["source"])
         if waiting is not None and skipped is not None and fields["error"] and not waiting.get("error"):
             # Run before cells it needs (the recording ran others first), it failed where the recorded run did
             # not: those figures would not be this run's. The recorded run waits for the cell's next run. (A run

@@ -80,18 +80,15 @@ class ReplaySource:
         return os.path.basename(os.path.normpath(self.folder))
 
     def peek(self, source):
-        """The recorded run ``take`` would serve for this source, taking nothing, or None."""
+        """What ``take`` would do for this source, taking nothing: (the recorded run it would serve, the first
+        line of the next recorded run it would pass over to reach it), each None where there is none."""
         k = self._next_run(source)
-        return None if k is None else self._cells[k]
-
-    def skipping(self, source):
-        """The first line of the next recorded run that taking this source would pass over; None where it
-        passes over none (the source's run is the next one, or there is none)."""
-        k = self._next_run(source)
-        if k is None or k == self._next:
-            return None
+        if k is None:
+            return None, None
+        if k == self._next:
+            return self._cells[k], None
         lines = str(self._cells[self._next].get("source", "")).splitlines()
-        return next((line.strip() for line in lines if line.strip()), "")
+        return self._cells[k], next((line.strip() for line in lines if line.strip()), "")
 
     def take(self, source):
         """The next recorded run of this source, searching on from the last one served, or None.

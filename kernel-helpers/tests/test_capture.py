@@ -431,7 +431,10 @@ def test_a_replay_follows_the_recorded_runs_in_order(tmp_path):
     cells = manifest["cells"]
     replay = ReplaySource(str(folder))
     # skipping ahead serves the later cell; the skipped one then has no run left, and says so
-    assert replay.peek(cells[2]["source"]) == cells[2]
+    assert replay.peek(cells[0]["source"]) == (cells[0], None)
+    first_line = next(line for line in cells[0]["source"].splitlines() if line.strip()).strip()
+    assert replay.peek(cells[2]["source"]) == (cells[2], first_line)
+    assert replay.peek("never recorded") == (None, None)
     assert replay.take(cells[2]["source"])["snapshot_file"] == cells[2]["snapshot_file"]
     assert replay.take(cells[1]["source"]) is None
     assert replay.not_served(cells[1]["source"]) == "replay-skipped"
