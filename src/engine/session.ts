@@ -262,7 +262,10 @@ export function parseManifest(text: string): ISessionManifest {
  */
 function checkExecutionOrder(manifest: ISessionManifest): void {
   const kernels = kernelSessionsOf(manifest);
-  let last: { cell: ISessionCell; count: number; kernel: number } | null = null;
+  // Each cell is named by its place in the list, which is what a person edits, and by its prompt.
+  const named = (k: number) =>
+    `cells[${k}] (${sessionCellName(manifest.cells[k].index, manifest.cells[k].execution_count)})`;
+  let last: { at: number; count: number; kernel: number } | null = null;
   manifest.cells.forEach((cell, k) => {
     const count = cell.execution_count;
     if (count === null) {
@@ -270,11 +273,11 @@ function checkExecutionOrder(manifest: ISessionManifest): void {
     }
     if (last && last.kernel === kernels[k] && count < last.count) {
       throw new SnapshotError(
-        `manifest.json: cells are not in execution order: cell ${last.cell.index} [${last.count}] comes before ` +
-          `cell ${cell.index} [${count}] in one kernel session (a restart between them needs kernel_session)`
+        `manifest.json: cells are not in execution order: ${named(last.at)} comes before ${named(k)} in one ` +
+          'kernel session (a restart between them needs kernel_session)'
       );
     }
-    last = { cell, count, kernel: kernels[k] };
+    last = { at: k, count, kernel: kernels[k] };
   });
 }
 

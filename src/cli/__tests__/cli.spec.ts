@@ -649,7 +649,7 @@ describe('bad input', () => {
     [['leaks', 'nocells'], /nocells\/manifest\.json: lists no cells/],
     [
       ['leaks', 'reversed'],
-      /^cuda-memdiff: manifest\.json: cells are not in execution order: cell 5 \[6\] comes before cell 4 \[5\]/
+      /^cuda-memdiff: manifest\.json: cells are not in execution order: cells\[\d+\] \(Cell \[6\]\) comes before cells\[\d+\] \(Cell \[5\]\)/
     ],
     [['session', 'oomnumber'], /manifest\.json cells\[1\] oom_snapshots must be names inside the folder/]
   ])('%j exits non-zero with one clear line', (args, message) => {

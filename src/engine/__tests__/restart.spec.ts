@@ -307,10 +307,10 @@ describe('a manifest whose cells are not in execution order', () => {
   it('is refused: each change counts from the cell before, so a reversed list reads frees as allocations', () => {
     // Before: eval_without_no_grad's cells listed 6, 5, 4, ... read "No cell leaks.".
     expect(() => parseManifest(manifest([{ execution_count: 6 }, { execution_count: 5 }]))).toThrow(
-      'manifest.json: cells are not in execution order: cell 0 [6] comes before cell 1 [5] in one kernel session'
+      'manifest.json: cells are not in execution order: cells[0] (Cell [6]) comes before cells[1] (Cell [5]) in one kernel session'
     );
     const counts = [1, null, 3, null, 2].map(execution_count => ({ execution_count }));
-    expect(() => parseManifest(manifest(counts))).toThrow('cell 2 [3] comes before cell 4 [2]');
+    expect(() => parseManifest(manifest(counts))).toThrow('cells[2] (Cell [3]) comes before cells[4] (Cell [2])');
   });
 
   it('starts counting again at a restart, and lets a cell keep the count of the one before', () => {
@@ -322,6 +322,6 @@ describe('a manifest whose cells are not in execution order', () => {
     expect(parseManifest(manifest([{ execution_count: 3 }, { execution_count: 3 }])).cells).toHaveLength(2);
     // Counts go back within the kernel the second cell inherits.
     const inherited = [{ execution_count: 5, kernel_session: 1 }, { execution_count: 1 }];
-    expect(() => parseManifest(manifest(inherited))).toThrow('cell 0 [5] comes before cell 1 [1]');
+    expect(() => parseManifest(manifest(inherited))).toThrow('cells[0] (Cell [5]) comes before cells[1] (Cell [1])');
   });
 });
