@@ -55,7 +55,7 @@ class SizeComm:
 
 def helper_cell(log, frontends, traces=False):
     with collector_paused():  # as capture.py takes it: until the raw snapshot is gone
-        allocations, raw = torch_probe.counted_snapshot(include_traces=traces)
+        allocations, raw, devices = torch_probe.counted_snapshot(include_traces=traces)
         entry = log.add(
             raw,
             allocations,
@@ -63,7 +63,7 @@ def helper_cell(log, frontends, traces=False):
             cell_id="c",
             execution_count=1,
             error=None,
-            devices=torch_probe.device_stats(),
+            devices=devices,
         )
         frontends.publish(entry)
         del raw
@@ -73,25 +73,23 @@ def phase_ms(cell, log, frontends, bare, runs=15):
     """Medians of each step of helper_cell after runs of ``cell``, and of the bare snapshot (taken before or
     after it in turn, as capture_ms does), timed without a profiler (whose overhead grows with the calls made,
     which would misplace the cost)."""
-    names = ("counts and snapshot", "device stats", "read", "publish", "free", "bare")
+    names = ("counts, snapshot and device stats", "read", "publish", "free", "bare")
     times = {name: [] for name in names}
 
     def helper():
         with collector_paused():
             t0 = time.perf_counter()
-            allocations, raw = torch_probe.counted_snapshot(include_traces=False)
+            allocations, raw, devices = torch_probe.counted_snapshot(include_traces=False)
             t1 = time.perf_counter()
-            devices = torch_probe.device_stats()
-            t2 = time.perf_counter()
             entry = log.add(
                 raw, allocations, reason="cell", cell_id="c", execution_count=1, error=None, devices=devices
             )
-            t3 = time.perf_counter()
+            t2 = time.perf_counter()
             frontends.publish(entry)
-            t4 = time.perf_counter()
+            t3 = time.perf_counter()
             del raw
-            t5 = time.perf_counter()
-        return t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4
+            t4 = time.perf_counter()
+        return t1 - t0, t2 - t1, t3 - t2, t4 - t3
 
     def bare_ms():
         t = time.perf_counter()

@@ -261,15 +261,16 @@ class CellCapture:
     def _capture_live(self, fields):
         started = time.perf_counter()
         torch = torch_probe.loaded_torch()
-        devices = torch_probe.device_stats(torch)
         before = [{"device": d, "allocated": a, "reserved": r} for d, (a, r) in sorted(self._before.items())]
         oom, self._oom = self._oom, None
         if oom is not None:
+            devices = torch_probe.device_stats(torch)
             self._publish(oom[0], dict(fields, reason="oom", oom=oom[1], devices=devices, before=before))
         # The collector stays off until the raw snapshot is gone: turned on while it lives, its first
         # collection would walk every block's dict (40 ms at 100,000 blocks on an H200) to find nothing.
         with collector_paused():
-            allocations, raw = torch_probe.counted_snapshot(self.settings["include_traces"], torch)  # see reader.py
+            # the counts and the device figures: see reader.py and counted_snapshot
+            allocations, raw, devices = torch_probe.counted_snapshot(self.settings["include_traces"], torch)
             fields.update(reason="cell", devices=devices, before=before, peak=self._cell_peak(devices))
             fields["capture_ms"] = round((time.perf_counter() - started) * 1000, 3)
             self._publish(raw, fields, allocations=allocations)

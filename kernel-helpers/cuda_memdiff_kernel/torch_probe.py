@@ -191,20 +191,22 @@ def usage_by_device(torch=None):
     return usage
 
 
-def device_stats(torch=None):
-    """Per device in use: allocated, reserved, peaks since the last reset, free and total."""
-    torch = torch or loaded_torch()
+def _read_counters(torch):
+    """{device: its counters (_counters)} for the devices in use, each read once."""
+    return {device: _counters(torch, device) for device in _used_devices(torch)}
+
+
+def _device_stats(torch, counters):
     stats = []
-    for device in _used_devices(torch):
+    for device, counted in counters.items():
         free, total = torch.cuda.mem_get_info(device)
-        counters = _counters(torch, device)
         stats.append(
             {
                 "device": device,
-                "allocated": _count(counters, "allocated_bytes"),
-                "reserved": _count(counters, "reserved_bytes"),
-                "peak_allocated": _count(counters, "allocated_bytes", kind="peak"),
-                "peak_reserved": _count(counters, "reserved_bytes", kind="peak"),
+                "allocated": _count(counted, "allocated_bytes"),
+                "reserved": _count(counted, "reserved_bytes"),
+                "peak_allocated": _count(counted, "allocated_bytes", kind="peak"),
+                "peak_reserved": _count(counted, "reserved_bytes", kind="peak"),
                 "device_free": int(free),
                 "device_total": int(total),
             }
@@ -212,16 +214,17 @@ def device_stats(torch=None):
     return stats
 
 
-def allocation_count(torch=None):
-    """How many allocations the caching allocator has made, for the devices in use:
-    {(device, "small" or "large"): (allocations, offset, frees)} (a segment's ``segment_type`` names its pool;
-    the offset, live blocks less allocations plus frees, moves only when the user resets torch's counters); None
-    where unknown."""
+def device_stats(torch=None):
+    """Per device in use: allocated, reserved, peaks since the last reset, free and total."""
     torch = torch or loaded_torch()
+    return _device_stats(torch, _read_counters(torch))
+
+
+def _allocation_count(counters):
     try:
         counts = {}
-        for device in _used_devices(torch):
-            allocation = _counters(torch, device)["allocation"]
+        for device, counted in counters.items():
+            allocation = counted["allocation"]
             for pool in ("small", "large"):
                 stat = allocation[f"{pool}_pool"]
                 allocated, freed = int(stat["allocated"]), int(stat["freed"])
@@ -231,13 +234,31 @@ def allocation_count(torch=None):
         return None
 
 
+def allocation_count(torch=None):
+    """How many allocations the caching allocator has made, for the devices in use:
+    {(device, "small" or "large"): (allocations, offset, frees)} (a segment's ``segment_type`` names its pool;
+    the offset, live blocks less allocations plus frees, moves only when the user resets torch's counters); None
+    where unknown."""
+    torch = torch or loaded_torch()
+    try:
+        counters = _read_counters(torch)
+    except Exception:
+        return None
+    return _allocation_count(counters)
+
+
 def counted_snapshot(include_traces=False, torch=None):
-    """(allocation counts, raw snapshot): the counts read just before the snapshot, None when they moved
-    while it was taken (another thread allocating: then they would not say what the snapshot holds)."""
+    """(allocation counts, raw snapshot, device stats): the counts read just before the snapshot, None when
+    they moved while it was taken (another thread allocating: then they would not say what the snapshot
+    holds); the device stats (device_stats) from the read of the counters just after it, which checks them:
+    each read of torch's counters builds them all anew."""
     torch = torch or loaded_torch()
     before = allocation_count(torch)
     raw = raw_snapshot(include_traces, torch)
-    return (before if before is not None and allocation_count(torch) == before else None), raw
+    counters = _read_counters(torch)
+    if before is not None and _allocation_count(counters) != before:
+        before = None
+    return before, raw, _device_stats(torch, counters)
 
 
 def reset_peaks(torch=None):
