@@ -185,6 +185,19 @@ function parseArgs(argv: string[], env: NodeJS.ProcessEnv = process.env): IArgs 
 }
 
 function readSnapshotFile(file: string, frames: FrameTable, limits: IDecodeLimits): Snapshot {
+  // "is a folder, not a file" leaves a person guessing which command reads a folder.
+  const folder = !isFolder(file)
+    ? null
+    : fs.existsSync(path.join(file, 'manifest.json'))
+      ? 'a session folder'
+      : rankFolderNames(file).length > 0
+        ? 'a multi-rank folder'
+        : null;
+  if (folder) {
+    throw new SnapshotError(
+      `${file}: is ${folder}, not a snapshot file: read it with \`cuda-memdiff session\` or \`leaks\`, or give one of its snapshot files`
+    );
+  }
   try {
     return readSnapshot(readBytes(file, limits), frames, limits);
   } catch (reason) {
@@ -203,7 +216,11 @@ function expectOperands(args: IArgs, count: number, names: string): void {
 
 function readSessionFolder(dir: string, limits: IDecodeLimits): ISession {
   if (!isFolder(dir)) {
-    throw new SnapshotError(`${dir}: no such folder`);
+    // A snapshot file given here exists: "no such folder" would say it does not.
+    const why = fs.existsSync(dir)
+      ? 'is a file, not a session folder: `cuda-memdiff summary` reads one snapshot file'
+      : 'no such folder';
+    throw new SnapshotError(`${dir}: ${why}`);
   }
   const manifestPath = path.join(dir, 'manifest.json');
   if (!fs.existsSync(manifestPath)) {
@@ -222,11 +239,8 @@ function readSessionFolder(dir: string, limits: IDecodeLimits): ISession {
   return session;
 }
 
-/** The ranks of a multi-rank folder, or null when the folder is not one. */
-function readRankedFolder(dir: string, limits: IDecodeLimits): IRankedSession | null {
-  if (!isFolder(dir) || fs.existsSync(path.join(dir, 'manifest.json'))) {
-    return null;
-  }
+/** The `rank<N>` folders of a folder (none where it is not a multi-rank folder). */
+function rankFolderNames(dir: string): string[] {
   let names: string[];
   try {
     names = fs.readdirSync(dir);
@@ -234,9 +248,17 @@ function readRankedFolder(dir: string, limits: IDecodeLimits): IRankedSession | 
     throw fileProblem(dir, reason);
   }
   // Only rank<N> entries are looked at: a stale link beside them is none of the ranks' business.
-  const folders = rankFolders(names)
+  return rankFolders(names)
     .map(r => r.folder)
     .filter(name => isFolder(path.join(dir, name)));
+}
+
+/** The ranks of a multi-rank folder, or null when the folder is not one. */
+function readRankedFolder(dir: string, limits: IDecodeLimits): IRankedSession | null {
+  if (!isFolder(dir) || fs.existsSync(path.join(dir, 'manifest.json'))) {
+    return null;
+  }
+  const folders = rankFolderNames(dir);
   if (folders.length === 0) {
     return null;
   }

@@ -661,6 +661,27 @@ describe('bad input', () => {
     expect(r.err).toMatch(message as RegExp);
   });
 
+  it('says which command reads a folder and which a file when given the other, not "no such folder"', () => {
+    const session = path.join(REC, 'oom--python');
+    const file = path.join(session, 'cell00.pickle.gz');
+    const ranks = path.join(ROOT, 'test-data', 'ranks', 'ddp_one_gpu');
+    for (const [args, message] of [
+      [
+        ['summary', session],
+        `${session}: is a session folder, not a snapshot file: read it with \`cuda-memdiff session\``
+      ],
+      [['diff', file, ranks], `${ranks}: is a multi-rank folder, not a snapshot file`],
+      [['session', file], `${file}: is a file, not a session folder: \`cuda-memdiff summary\` reads one snapshot file`],
+      [['leaks', file], `${file}: is a file, not a session folder`]
+    ] as const) {
+      const r = cli(...args);
+      expect(r.code).toBe(1);
+      expect(r.err.trim().split('\n')).toEqual([expect.stringContaining(`cuda-memdiff: ${message}`)]);
+    }
+    // a folder that is neither still says only what it is
+    expect(cli('summary', REC).err).toBe(`cuda-memdiff: ${REC}: is a folder, not a file\n`);
+  });
+
   it('answers unknown commands and options with usage and exit 2', () => {
     expect(cli('frobnicate').code).toBe(2);
     const r = cli('summary', '--bogus');
