@@ -127,6 +127,18 @@ function limitOverrides(flags: Map<string, string>, env: NodeJS.ProcessEnv): Par
 
 const LIMIT_FLAGS = new Set(Object.values(LIMIT_NAMES).map(n => n.flag));
 
+/**
+ * The options each command takes besides --json and the decode limits: one
+ * it ignored would read as applied (`summary F --rank 1` as rank 1's figures).
+ */
+const COMMAND_OPTIONS: Record<string, readonly string[]> = {
+  summary: [],
+  diff: ['--all-frames', '--by', '--ranks', '--point'],
+  session: ['--all-frames', '--by', '--rank'],
+  leaks: ['--all-frames', '--rank']
+};
+const COMMAND_FLAGS = new Set(Object.values(COMMAND_OPTIONS).flat());
+
 function parseArgs(argv: string[], env: NodeJS.ProcessEnv = process.env): IArgs {
   const operands: string[] = [];
   const limitFlags = new Map<string, string>();
@@ -136,9 +148,11 @@ function parseArgs(argv: string[], env: NodeJS.ProcessEnv = process.env): IArgs 
   let rank: number | null = null;
   let ranks: [number, number] | null = null;
   let point: number | null = null;
+  const given = new Set<string>();
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     const [flag, inline] = arg.split(/=(.*)/s, 2);
+    given.add(flag);
     if (LIMIT_FLAGS.has(flag)) {
       const value = inline ?? argv[++i];
       if (value === undefined) {
@@ -177,8 +191,16 @@ function parseArgs(argv: string[], env: NodeJS.ProcessEnv = process.env): IArgs 
   if (!command) {
     throw new UsageError('no command given');
   }
-  if (byRole && command !== 'session' && command !== 'diff') {
-    throw new UsageError(`${command} does not take --by`);
+  const takes = COMMAND_OPTIONS[command] ?? [...COMMAND_FLAGS];
+  const ignored = [...given].find(f => COMMAND_FLAGS.has(f) && !takes.includes(f));
+  if (ignored) {
+    throw new UsageError(`${command} does not take ${ignored}`);
+  }
+  if (point !== null && !ranks) {
+    throw new UsageError('--point goes with --ranks A,B: it picks the capture point the two ranks are compared at');
+  }
+  if (byRole && ranks) {
+    throw new UsageError('--by role reads one session folder: it does not go with --ranks');
   }
   const limits = decodeLimits(limitOverrides(limitFlags, env));
   return { command, operands: rest, json, allFrames, byRole, rank, ranks, point, limits };
@@ -402,6 +424,9 @@ export function run(argv: string[], warn: (line: string) => void = () => undefin
     case 'session': {
       expectOperands(args, 1, 'one DIR');
       const ranked = args.rank === null ? readRankedFolder(args.operands[0], args.limits) : null;
+      if (ranked && args.byRole) {
+        throw new UsageError(`--by role reads one session folder: ${args.operands[0]} has ranks, so add --rank N`);
+      }
       if (ranked) {
         leftOut(null, ranked);
         return out(ranksJson(ranked, filter), () => ranksText(ranked, filter));

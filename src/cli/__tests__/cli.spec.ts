@@ -682,6 +682,26 @@ describe('bad input', () => {
     expect(cli('summary', REC).err).toBe(`cuda-memdiff: ${REC}: is a folder, not a file\n`);
   });
 
+  it('refuses an option the command would ignore, which would read as applied', () => {
+    const file = path.join(REC, 'oom--python', 'cell00.pickle.gz');
+    const session = path.join(REC, 'oom--python');
+    const ranks = path.join(ROOT, 'test-data', 'ranks', 'ddp_one_gpu');
+    for (const [args, message] of [
+      [['summary', file, '--rank', '1'], 'summary does not take --rank'],
+      [['summary', file, '--all-frames'], 'summary does not take --all-frames'],
+      [['leaks', session, '--point', '3'], 'leaks does not take --point'],
+      [['session', ranks, '--ranks', '0,1'], 'session does not take --ranks'],
+      [['diff', file, file, '--point', '1'], '--point goes with --ranks A,B'],
+      [['diff', ranks, '--ranks', '0,1', '--by', 'role'], '--by role reads one session folder'],
+      [['session', ranks, '--by', 'role'], `--by role reads one session folder: ${ranks} has ranks, so add --rank N`]
+    ] as const) {
+      const r = cli(...args);
+      expect(r.code).toBe(2);
+      expect(r.out).toBe('');
+      expect(r.err.split('\n')[0]).toContain(`cuda-memdiff: ${message}`);
+    }
+  });
+
   it('answers unknown commands and options with usage and exit 2', () => {
     expect(cli('frobnicate').code).toBe(2);
     const r = cli('summary', '--bogus');
