@@ -57,7 +57,9 @@ FILE, BEFORE and AFTER are snapshot pickles written by torch.cuda.memory._dump_s
 (plain or gzip) or the same dict as JSON. DIR is a session folder (manifest.json plus one
 snapshot per cell); RANKS_DIR is a multi-rank folder (rank0/, rank1/, ... each a session
 folder, written by cuda_memdiff_kernel.ranks): without --rank, session and leaks compare the
-ranks and say which one grows. \`leaks\` ranks the session's cells by the memory they left alive:
+ranks and say which one grows; diff --ranks compares two ranks by allocation site at capture
+point K (counted from 0, so the table's first row, "step 1", is point 0; default: the last point
+both ranks have). \`leaks\` ranks the session's cells by the memory they left alive:
 leak (grows on re-run, or held by nothing the user sees), fixed (a leak a later cell freed),
 retained (expected state), unknown (no allocation stacks to tell) or ok.
 --by role groups memory by what it is for (parameter, gradient, optimizer_state, activation, ...),

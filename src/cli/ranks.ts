@@ -123,13 +123,27 @@ export function ranksText(ranked: IRankedSession, filter: IFrameFilterOptions): 
   return lines.join('\n');
 }
 
+/** The label of capture point `point` (`step 5`), which the ranks table shows in place of its index. */
+function pointLabel(ranked: IRankedSession, rank: number, point: number): string | null {
+  const r = ranked.ranks.find(x => x.rank === rank);
+  return (r && rankPoints(r)[point]?.label) ?? null;
+}
+
+/** `step 5 (point 4)`: a capture point as the table names it, with the index `--point` takes. */
+function pointText(ranked: IRankedSession, rank: number, point: number): string {
+  const label = pointLabel(ranked, rank, point);
+  return label === null || label === `point ${point}` ? `point ${point}` : `${label} (point ${point})`;
+}
+
 /** Rank `a` against rank `b` at one capture point, by site. */
 export function compareJson(ranked: IRankedSession, a: number, b: number, point: number, filter: IFrameFilterOptions) {
+  const sites = compareRanks(ranked, a, b, point, filter);
   return {
     point,
+    label: pointLabel(ranked, a, point),
     a,
     b,
-    sites: compareRanks(ranked, a, b, point, filter).map(s => ({
+    sites: sites.map(s => ({
       ...siteJson(ranked.frames, s.frameId),
       a_bytes: s.aBytes,
       b_bytes: s.bBytes,
@@ -148,7 +162,7 @@ export function compareText(
 ): string {
   const sites = compareRanks(ranked, a, b, point, filter);
   if (sites.length === 0) {
-    return `Rank ${a} and rank ${b} hold the same bytes at every site at point ${point}.`;
+    return `Rank ${a} and rank ${b} hold the same bytes at every site at ${pointText(ranked, a, point)}.`;
   }
   const shown = sites.slice(0, limit);
   const table = renderTable(
@@ -166,5 +180,5 @@ export function compareText(
     ])
   );
   const more = sites.length > shown.length ? `\n(${moreSitesText(sites.length - shown.length)} left out)` : '';
-  return `Rank ${a} against rank ${b} at point ${point}, live memory by allocation site:\n\n${table}${more}`;
+  return `Rank ${a} against rank ${b} at ${pointText(ranked, a, point)}, live memory by allocation site:\n\n${table}${more}`;
 }

@@ -325,7 +325,13 @@ export function compareRanks(
     }
     const snapshot = r.session.snapshots[point];
     if (!snapshot) {
-      throw new SnapshotError(`rank ${rank} has no capture point ${point} (it has ${r.session.snapshots.length})`);
+      // Points count from 0 while their labels count steps from 1: "no point 5 (it has 5)" read as a contradiction.
+      const points = rankPoints(r);
+      const last = points.length - 1;
+      const range = points.length
+        ? `its points are 0 (${points[0].label}) to ${last} (${points[last].label})`
+        : 'it has none';
+      throw new SnapshotError(`rank ${rank} has no capture point ${point}: ${range}`);
     }
     return snapshot;
   };

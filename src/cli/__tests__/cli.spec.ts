@@ -274,6 +274,30 @@ describe('cuda-memdiff leaks on a session recorded with allocation history off',
   });
 });
 
+describe('cuda-memdiff diff --ranks', () => {
+  const ranks = path.join(ROOT, 'test-data', 'ranks', 'ddp_one_gpu');
+
+  it('names the capture point as the ranks table does, with the index --point takes', () => {
+    expect(cli('session', ranks).out).toMatch(/^step 5 +105 MiB +361 MiB$/m);
+    expect(cli('diff', ranks, '--ranks', '0,1').out.split('\n')[0]).toBe(
+      'Rank 0 against rank 1 at step 5 (point 4), live memory by allocation site:'
+    );
+    expect(json('diff', ranks, '--ranks', '0,1', '--point', '0')).toEqual({
+      point: 0,
+      label: 'step 1',
+      a: 0,
+      b: 1,
+      sites: []
+    });
+  });
+
+  it('says which points there are when --point K is the step number, not the index', () => {
+    const r = cli('diff', ranks, '--ranks', '0,1', '--point', '5');
+    expect(r.code).toBe(1);
+    expect(r.err).toBe('cuda-memdiff: rank 0 has no capture point 5: its points are 0 (step 1) to 4 (step 5)\n');
+  });
+});
+
 describe('cuda-memdiff session on ranks, one with too few capture points', () => {
   // test-data/ranks/ddp_one_gpu with rank 1 cut to its first point.
   let dir: string;

@@ -167,7 +167,12 @@ describe('multi-rank sessions', () => {
       Math.abs(sites[1].bBytes - sites[1].aBytes)
     );
     expect(() => compareRanks(ranked, 0, 5, 0)).toThrow('no rank 5');
-    expect(() => compareRanks(ranked, 0, 1, 9)).toThrow('has no capture point 9');
+    // points count from 0, their labels from 1: the range says both
+    const last = ranked.ranks[0].session.snapshots.length - 1;
+    const labels = rankPoints(ranked.ranks[0]).map(p => p.label);
+    expect(() => compareRanks(ranked, 0, 1, 9)).toThrow(
+      `rank 0 has no capture point 9: its points are 0 (${labels[0]}) to ${last} (${labels[last]})`
+    );
   });
 });
 
