@@ -92,8 +92,9 @@ interface IArgs {
 }
 
 function integerOption(name: string, value: string | undefined): number {
-  if (value === undefined || !/^\d+$/.test(value)) {
-    throw new UsageError(`${name} takes a whole number`);
+  // Past 2^53 the number read is not the one given: --rank 99999999999999999999 named rank 100000000000000000000.
+  if (value === undefined || !/^\d+$/.test(value) || !Number.isSafeInteger(Number(value))) {
+    throw new UsageError(`${name} takes a whole number below 2^53${value === undefined ? '' : `, not '${value}'`}`);
   }
   return Number(value);
 }
@@ -118,7 +119,7 @@ function limitOverrides(flags: Map<string, string>, env: NodeJS.ProcessEnv): Par
       const value = parseCount(text);
       if (!Number.isSafeInteger(value) || value <= 0) {
         throw new UsageError(
-          `${flags.has(flag) ? flag : name} takes a positive integer (K, M, G allowed), not '${text}'`
+          `${flags.has(flag) ? flag : name} takes a positive integer below 2^53 (K, M, G allowed), not '${text}'`
         );
       }
       out[key] = value;
@@ -161,18 +162,18 @@ function parseArgs(argv: string[], env: NodeJS.ProcessEnv = process.env): IArgs 
         throw new UsageError(`${flag} takes a number`);
       }
       limitFlags.set(flag, value);
-    } else if (arg === '--by' || arg.startsWith('--by=')) {
-      const value = arg === '--by' ? argv[++i] : arg.slice('--by='.length);
+    } else if (flag === '--by') {
+      const value = inline ?? argv[++i];
       if (value !== 'role') {
         throw new UsageError(`--by takes 'role'${value === undefined ? '' : `, not '${value}'`}`);
       }
       byRole = true;
-    } else if (arg === '--rank') {
-      rank = integerOption('--rank', argv[++i]);
-    } else if (arg === '--point') {
-      point = integerOption('--point', argv[++i]);
-    } else if (arg === '--ranks') {
-      const pair = (argv[++i] ?? '').split(',');
+    } else if (flag === '--rank') {
+      rank = integerOption(flag, inline ?? argv[++i]);
+    } else if (flag === '--point') {
+      point = integerOption(flag, inline ?? argv[++i]);
+    } else if (flag === '--ranks') {
+      const pair = (inline ?? argv[++i] ?? '').split(',');
       if (pair.length !== 2) {
         throw new UsageError('--ranks takes two ranks, as in --ranks 0,1');
       }

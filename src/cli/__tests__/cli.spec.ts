@@ -726,6 +726,24 @@ describe('bad input', () => {
     }
   });
 
+  it('refuses a number too large to read exactly, quoting it as given, and takes --rank=N as --max-bytes=N', () => {
+    const ranks = path.join(ROOT, 'test-data', 'ranks', 'ddp_one_gpu');
+    const huge = '99999999999999999999';
+    for (const [args, message] of [
+      [['session', ranks, '--rank', huge], `--rank takes a whole number below 2^53, not '${huge}'`],
+      [['diff', ranks, '--ranks', '0,1', '--point', huge], `--point takes a whole number below 2^53, not '${huge}'`],
+      [['summary', ranks, '--max-bytes', huge], `--max-bytes takes a positive integer below 2^53`]
+    ] as const) {
+      const r = cli(...args);
+      expect(r.code).toBe(2);
+      expect(r.err.split('\n')[0]).toContain(`cuda-memdiff: ${message}`);
+    }
+    expect(cli('session', ranks, '--rank=1').out).toBe(cli('session', ranks, '--rank', '1').out);
+    expect(json('diff', ranks, '--ranks=0,1', '--point=0')).toEqual(
+      json('diff', ranks, '--ranks', '0,1', '--point', '0')
+    );
+  });
+
   it('answers unknown commands and options with usage and exit 2', () => {
     expect(cli('frobnicate').code).toBe(2);
     const r = cli('summary', '--bogus');
