@@ -22,6 +22,7 @@ import {
   visibleStack
 } from '../engine';
 import {
+  blocksText,
   CELL_COLUMNS,
   cellColumns,
   frameJson,
@@ -154,10 +155,6 @@ function evidenceBySite(v: IExecutionVerdict, session: ISession, options: IFrame
     bySite.set(site, entry);
   }
   return [...bySite.values()].sort((a, b) => b.bytes - a.bytes);
-}
-
-function blocksText(n: number): string {
-  return `${n} block${n === 1 ? '' : 's'}`;
 }
 
 /** Most evidence sites the story lists; the rest are summed on one line. */

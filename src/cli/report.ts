@@ -238,13 +238,18 @@ export function changeRow(
   return [formatBytes(c.netBytes, true), formatBytes(c.bornBytes), formatBytes(c.freedBytes), String(c.count), what];
 }
 
+/** `1 block`, `3 blocks`. */
+export function blocksText(n: number): string {
+  return `${n} block${n === 1 ? '' : 's'}`;
+}
+
 /** `diff` for people: a summary line, the groups, and the stack of each. */
 export function diffText(diff: SnapshotDiff, groups: AllocationSite[], options: IFrameFilterOptions): string {
   const table = diff.frames;
   const head =
-    `born ${formatBytes(diff.bornBytes)} in ${diff.born.length} blocks, ` +
-    `freed ${formatBytes(diff.freedBytes)} in ${diff.freed.length} blocks, ` +
-    `net ${formatBytes(diff.netBytes, true)} (${diff.keptCount} blocks kept)`;
+    `born ${formatBytes(diff.bornBytes)} in ${blocksText(diff.born.length)}, ` +
+    `freed ${formatBytes(diff.freedBytes)} in ${blocksText(diff.freed.length)}, ` +
+    `net ${formatBytes(diff.netBytes, true)} (${blocksText(diff.keptCount)} kept)`;
   if (!groups.length) {
     return `${head}\nno allocated block changed`;
   }

@@ -113,6 +113,12 @@ describe('cuda-memdiff diff', () => {
     expect(r.out).toMatch(/^born 321 MiB in \d+ blocks, freed 0 B in 0 blocks, net \+321 MiB/);
     expect(r.out).toMatch(/3447429980\.py:3 in <module>/);
   });
+
+  it('counts one block as one block', () => {
+    const dir = path.join(REC, 'out_cache--python');
+    const r = cli('diff', path.join(dir, 'cell00.pickle.gz'), path.join(dir, 'cell01.pickle.gz'));
+    expect(r.out.split('\n')[0]).toBe('born 64.0 MiB in 1 block, freed 0 B in 0 blocks, net +64.0 MiB (1 block kept)');
+  });
 });
 
 describe('cuda-memdiff leaks', () => {
