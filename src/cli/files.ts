@@ -4,7 +4,8 @@
  * ("EISDIR: illegal operation on a directory, read") names neither.
  */
 import * as fs from 'fs';
-import { checkSize, IDecodeLimits, LimitError, SnapshotError } from '../engine';
+import * as path from 'path';
+import { checkSize, IDecodeLimits, ISessionManifest, LimitError, parseManifest, SnapshotError } from '../engine';
 
 /** A device or pipe is read this much at a time, so the byte limit stops it within one chunk. */
 const STREAM_CHUNK = 1 << 20;
@@ -100,4 +101,10 @@ export function readBytes(file: string, limits: IDecodeLimits): Uint8Array {
 /** A text file (a manifest, an index) under the same limit. */
 export function readText(file: string, limits: IDecodeLimits): string {
   return new TextDecoder().decode(readBytes(file, limits));
+}
+
+/** The manifest of the session folder a snapshot file lies in, or null where the folder has none. */
+export function manifestBeside(file: string, limits: IDecodeLimits): ISessionManifest | null {
+  const manifestPath = path.join(path.dirname(file), 'manifest.json');
+  return fs.existsSync(manifestPath) ? parseManifest(readText(manifestPath, limits)) : null;
 }

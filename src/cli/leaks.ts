@@ -42,7 +42,7 @@ import { renderTable } from './table';
  */
 export function leaksJson(report: LeakReport, session: ISession, options: IFrameFilterOptions) {
   const cells = session.manifest.cells;
-  const names = sessionCells(session);
+  const names = sessionCells(session.sourceCells);
   const kernelSessions = kernelSessionsOf(session.manifest);
   const labels = sessionExecutions(session.manifest).map(e => e.label);
   return {
@@ -230,7 +230,7 @@ export function leaksText(report: LeakReport, session: ISession, options: IFrame
   const where = kernels > 1 ? `kernel ${top.kernel + 1} of ${kernels}, ` : '';
   const lines = [table, '', lookFirst(session, top, where)];
   // The leaked blocks are the top cell's own: of copies of its code, the frame names it.
-  const cellNames = sessionCells(session);
+  const cellNames = sessionCells(session.sourceCells);
   const run = String(session.manifest.cells[top.execution].index);
   reasons(top).forEach(r => lines.push(`  - ${r}`));
   if (top.endedByRestart) {

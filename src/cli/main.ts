@@ -5,6 +5,7 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import {
+  CellCodeNames,
   decodeLimits,
   diffSnapshots,
   findLeaks,
@@ -14,6 +15,7 @@ import {
   IDecodeLimits,
   IFrameFilterOptions,
   ISession,
+  ISessionManifest,
   IRankedSession,
   IUnreadableFile,
   LIMIT_NAMES,
@@ -42,7 +44,7 @@ import {
 import { leaksJson, leaksText } from './leaks';
 import { compareJson, compareText, ranksJson, ranksText } from './ranks';
 import { diffRolesJson, diffRolesText, rolesBeside, sessionRolesText } from './roles';
-import { fileProblem, isFileSystemError, isFolder, readBytes, readText } from './files';
+import { fileProblem, isFileSystemError, isFolder, manifestBeside, readBytes, readText } from './files';
 import { printableLines } from './table';
 
 const USAGE = `usage:
@@ -326,6 +328,32 @@ function readSessionOrRank(args: IArgs): ISession {
   return rank.session;
 }
 
+/**
+ * The cells of the session folder whose manifest lists both BEFORE and AFTER, so that `diff` names a
+ * site as `session` does (`Cell [3], line 2`, not the kernel's `/tmp/ipykernel_.../123.py:2`); where
+ * several cells ran the same code, the site is AFTER's cell (`run`) when it is one of them.
+ */
+function pairCells(before: string, after: string, limits: IDecodeLimits): { cells: CellCodeNames; run: string } | null {
+  if (path.resolve(path.dirname(before)) !== path.resolve(path.dirname(after))) {
+    return null;
+  }
+  let manifest: ISessionManifest | null;
+  try {
+    manifest = manifestBeside(after, limits);
+  } catch (reason) {
+    // The names are a courtesy: a manifest that cannot be read leaves the kernel's file names, not an error.
+    if (reason instanceof SnapshotError) {
+      return null;
+    }
+    throw reason;
+  }
+  const listed = (file: string) => manifest?.cells.find(c => c.snapshot_file === path.basename(file));
+  const afterCell = listed(after);
+  return manifest && listed(before) && afterCell
+    ? { cells: sessionCells(manifest.cells), run: String(afterCell.index) }
+    : null;
+}
+
 const REVERSED_NOTE =
   'note: BEFORE was taken after AFTER (its history is newer): were the files given the wrong way round?';
 
@@ -417,12 +445,19 @@ export function run(argv: string[], warn: (line: string) => void = () => undefin
         reversed
           ? out({ ...json, before_newer_than_after: true }, () => `${REVERSED_NOTE}\n${text()}`)
           : out(json, text);
+      const [beforeFile, afterFile] = args.operands;
+      const { cells, run } = pairCells(beforeFile, afterFile, args.limits) ?? {};
       if (args.byRole) {
-        const roles = groupByRole(diff, rolesBeside(args.operands[0]), rolesBeside(args.operands[1]), filter);
-        return noted(diffRolesJson(diff, roles, filter), () => diffRolesText(diff, roles));
+        const roles = groupByRole(
+          diff,
+          rolesBeside(beforeFile, args.limits),
+          rolesBeside(afterFile, args.limits),
+          filter
+        );
+        return noted(diffRolesJson(diff, roles, filter, cells), () => diffRolesText(diff, roles, cells, run));
       }
       const groups = groupBySite(diff, filter);
-      return noted(diffJson(diff, groups, filter), () => diffText(diff, groups, filter));
+      return noted(diffJson(diff, groups, filter, cells), () => diffText(diff, groups, filter, cells, run));
     }
     case 'session': {
       expectOperands(args, 1, 'one DIR');
@@ -437,7 +472,7 @@ export function run(argv: string[], warn: (line: string) => void = () => undefin
       const session = readSessionOrRank(args);
       leftOut(session);
       const reports = reportCells(session, filter);
-      const cells = sessionCells(session);
+      const cells = sessionCells(session.sourceCells);
       // Bytes per role only: no roles file is read, so a bad one cannot stop the report.
       const roles = sessionRoles(session.manifest, null);
       if (args.byRole && roles.every(r => r === null)) {

@@ -21,6 +21,7 @@ import {
   ICellReport,
   IFrameFilterOptions,
   ISession,
+  ISessionCell,
   leftOutShares,
   runTag,
   sessionCellName,
@@ -82,10 +83,10 @@ export function siteJson(table: FrameTable, frameId: number) {
   return { filename: f.filename, line: f.line, name: f.name };
 }
 
-/** The cells of a session folder's manifest by their code names, as frames name them. */
-export function sessionCells(session: ISession): CellCodeNames {
+/** The cells of a session folder's manifest (`session.sourceCells`) by their code names, as frames name them. */
+export function sessionCells(cells: readonly ISessionCell[]): CellCodeNames {
   return new CellCodeNames(
-    session.sourceCells.map(c => ({ id: String(c.index), source: c.source, executionCount: c.execution_count }))
+    cells.map(c => ({ id: String(c.index), source: c.source, executionCount: c.execution_count }))
   );
 }
 
@@ -243,8 +244,17 @@ export function blocksText(n: number): string {
   return `${n} block${n === 1 ? '' : 's'}`;
 }
 
-/** `diff` for people: a summary line, the groups, and the stack of each. */
-export function diffText(diff: SnapshotDiff, groups: AllocationSite[], options: IFrameFilterOptions): string {
+/**
+ * `diff` for people: a summary line, the groups, and the stack of each; a site in a cell of `cells` is
+ * named as `session` names it (see siteLabel for `run`).
+ */
+export function diffText(
+  diff: SnapshotDiff,
+  groups: AllocationSite[],
+  options: IFrameFilterOptions,
+  cells?: CellCodeNames,
+  run?: string
+): string {
   const table = diff.frames;
   const head =
     `born ${formatBytes(diff.bornBytes)} in ${blocksText(diff.born.length)}, ` +
@@ -253,10 +263,10 @@ export function diffText(diff: SnapshotDiff, groups: AllocationSite[], options: 
   if (!groups.length) {
     return `${head}\nno allocated block changed`;
   }
-  const rows = groups.map(g => changeRow(g, siteLabel(table, g.frameId)));
+  const rows = groups.map(g => changeRow(g, siteLabel(table, g.frameId, cells, run)));
   const parts = [head, '', renderTable(changeColumns('allocation site'), rows, undefined, 'allocation sites')];
   for (const g of groups.slice(0, 10)) {
-    parts.push('', `${formatBytes(g.netBytes, true)} at ${siteLabel(table, g.frameId)}`);
+    parts.push('', `${formatBytes(g.netBytes, true)} at ${siteLabel(table, g.frameId, cells, run)}`);
     for (const e of visibleStack(table, g.stack, options)) {
       if (e.kind === 'native') {
         parts.push(`    [${e.count} C++ frame${e.count === 1 ? '' : 's'}]`);

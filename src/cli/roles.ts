@@ -3,7 +3,6 @@
  * optimizer state, activation, ...), for `session` and `diff`; and where a
  * recorded snapshot's roles are found.
  */
-import * as fs from 'fs';
 import * as path from 'path';
 import {
   BlockRoles,
@@ -11,15 +10,16 @@ import {
   formatBytes,
   ICellReport,
   ICellRoles,
+  IDecodeLimits,
   IFrameFilterOptions,
   IRoleGroup,
-  parseManifest,
   ROLES,
   SnapshotDiff,
   SnapshotError,
   sessionRoles
 } from '../engine';
 import { CELL_COLUMNS, cellColumns, changeColumns, changeRow, groupJson, restartNote, siteLabel } from './report';
+import { manifestBeside, readBytes } from './files';
 import { ITableNote, renderTable } from './table';
 
 /** `session --by role` for people: per cell, the bytes alive after it by role (roles that are ever non-zero). */
@@ -71,8 +71,8 @@ export function diffRolesJson(
   };
 }
 
-/** `diff --by role` for people: a line per role, its top sites under it. */
-export function diffRolesText(diff: SnapshotDiff, groups: IRoleGroup[]): string {
+/** `diff --by role` for people: a line per role, its top sites under it (named as diffText names them). */
+export function diffRolesText(diff: SnapshotDiff, groups: IRoleGroup[], cells?: CellCodeNames, run?: string): string {
   const head = `net ${formatBytes(diff.netBytes, true)} (born ${formatBytes(diff.bornBytes)}, freed ${formatBytes(diff.freedBytes)})`;
   if (!groups.length) {
     return `${head}\nno allocated block changed`;
@@ -80,7 +80,7 @@ export function diffRolesText(diff: SnapshotDiff, groups: IRoleGroup[]): string 
   const rows: string[][] = [];
   for (const g of groups) {
     rows.push(changeRow(g, g.role));
-    g.sites.slice(0, 5).forEach(s => rows.push(changeRow(s, `  ${siteLabel(diff.frames, s.frameId)}`)));
+    g.sites.slice(0, 5).forEach(s => rows.push(changeRow(s, `  ${siteLabel(diff.frames, s.frameId, cells, run)}`)));
   }
   return [head, '', renderTable(changeColumns('role / allocation site'), rows)].join('\n');
 }
@@ -89,17 +89,16 @@ export function diffRolesText(diff: SnapshotDiff, groups: IRoleGroup[]): string 
  * The per-block roles recorded for a snapshot file of a session folder: the
  * folder's manifest.json names the file and its cell's `roles_file`.
  */
-export function rolesBeside(file: string): BlockRoles {
+export function rolesBeside(file: string, limits: IDecodeLimits): BlockRoles {
   const dir = path.dirname(file);
-  const manifestPath = path.join(dir, 'manifest.json');
   const why = `${file}: no roles recorded for it (--by role needs snapshots of a session folder recorded with roles)`;
-  if (!fs.existsSync(manifestPath)) {
+  const manifest = manifestBeside(file, limits);
+  if (!manifest) {
     throw new SnapshotError(why);
   }
-  const manifest = parseManifest(fs.readFileSync(manifestPath, 'utf-8'));
   const k = manifest.cells.findIndex(c => c.snapshot_file === path.basename(file));
   const roles =
-    k < 0 ? null : sessionRoles({ cells: [manifest.cells[k]] }, name => fs.readFileSync(path.join(dir, name)))[0];
+    k < 0 ? null : sessionRoles({ cells: [manifest.cells[k]] }, name => readBytes(path.join(dir, name), limits))[0];
   if (!roles?.blocks) {
     throw new SnapshotError(why);
   }

@@ -114,6 +114,38 @@ describe('cuda-memdiff diff', () => {
     expect(r.out).toMatch(/3447429980\.py:3 in <module>/);
   });
 
+  it('names a site by its cell, as session does, when both files are snapshots of one session folder', () => {
+    const dir = path.join(ROOT, 'test-data', 'live', 'history--python');
+    const [before, after] = ['cell00.pickle.gz', 'cell01.pickle.gz'].map(f => path.join(dir, f));
+    const rows = cli('diff', before, after).out.split('\n').slice(4, 8);
+    expect(rows.map(r => r.replace(/^.*\d +/, ''))).toEqual([
+      'Cell [1], line 2',
+      'Cell [2], line 2',
+      'Cell [1], line 3',
+      'Cell [2], line 4'
+    ]);
+    expect(cli('session', dir).out).toMatch(/^Cell \[2\] peak 288 MiB: 256 MiB from Cell \[2\], line 2, /m);
+    // --json keeps the kernel's file name and says which cell's code it is
+    const [top] = json('diff', before, after).groups;
+    expect(top.site.filename).toMatch(/^\/tmp\/ipykernel_\d+\/\d+\.py$/);
+    expect(top.frames[0].cells).toEqual([{ index: '0', execution_count: 1 }]);
+    // a file from elsewhere: no manifest lists both, so no cell names
+    const other = path.join(REC, 'out_cache--python', 'cell00.pickle.gz');
+    expect(cli('diff', other, after).out).toMatch(/^ *[+-][\d.]+ MiB .* \/tmp\/ipykernel_\d+\/\d+\.py:2 <module>$/m);
+  });
+
+  it('still diffs two files beside a manifest that cannot be read, by file name', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cuda-memdiff-'));
+    for (const f of ['cell00.pickle.gz', 'cell01.pickle.gz']) {
+      fs.copyFileSync(path.join(ROOT, 'test-data', 'live', 'history--python', f), path.join(dir, f));
+    }
+    fs.writeFileSync(path.join(dir, 'manifest.json'), '{"cells": ');
+    const r = cli('diff', path.join(dir, 'cell00.pickle.gz'), path.join(dir, 'cell01.pickle.gz'));
+    fs.rmSync(dir, { recursive: true, force: true });
+    expect(r.code).toBe(0);
+    expect(r.out).toMatch(/\/tmp\/ipykernel_\d+\/\d+\.py:2 <module>$/m);
+  });
+
   it('counts one block as one block', () => {
     const dir = path.join(REC, 'out_cache--python');
     const r = cli('diff', path.join(dir, 'cell00.pickle.gz'), path.join(dir, 'cell01.pickle.gz'));

@@ -71,8 +71,8 @@ const runnable = all.filter(
 );
 
 describe("the README's cuda-memdiff examples", () => {
-  it('include the summary, session and leaks examples, with their output', () => {
-    expect(runnable.map(e => e.args[0])).toEqual(['summary', 'session', 'leaks']);
+  it('include the summary, diff, session and leaks examples, with their output', () => {
+    expect(runnable.map(e => e.args[0])).toEqual(['summary', 'diff', 'session', 'leaks']);
   });
 
   it.each(runnable.map(e => [e.args.join(' '), e] as const))('%s prints what the README shows', (_, e) => {
