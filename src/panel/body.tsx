@@ -377,7 +377,6 @@ export function PanelBody(props: IPanelBodyProps): JSX.Element {
         <EmptyState trans={trans} />
       ) : (
         <>
-          {model.notebook ? <h2 className="jp-CudaMemdiffPanel-title">{model.notebook.title}</h2> : null}
           {records.length ? (
             <Section
               ref={refs.chart}

@@ -2,11 +2,11 @@
  * The snapshot diff side panel: a JupyterLab SidePanel whose body is React,
  * following the notebook its model is given.
  */
-import { ReactWidget } from '@jupyterlab/apputils';
+import { DOMUtils, ReactWidget } from '@jupyterlab/apputils';
 import { ITranslator, nullTranslator } from '@jupyterlab/translation';
 import { SidePanel } from '@jupyterlab/ui-components';
 import { ISignal, Signal } from '@lumino/signaling';
-import { Panel } from '@lumino/widgets';
+import { Panel, Widget } from '@lumino/widgets';
 import * as React from 'react';
 import { IEngineWorker, PANEL_ID } from '../tokens';
 import { PanelBody } from './body';
@@ -30,7 +30,20 @@ export class MemdiffPanel extends SidePanel {
     this.addClass('jp-CudaMemdiffPanel');
     this.title.icon = memoryIcon;
     this.title.caption = trans.__('CUDA Memory');
-    this.node.setAttribute('aria-label', trans.__('CUDA Memory'));
+    // A heading as JupyterLab's own side panels have one (an h2 in the
+    // SidePanel header, above the toolbar and outside what scrolls, so it
+    // never meets the sections' sticky headings), then the notebook the
+    // panel follows. The panel is a region named by its heading.
+    const heading = document.createElement('h2');
+    heading.id = DOMUtils.createDomID();
+    heading.className = 'jp-CudaMemdiffPanel-heading';
+    heading.textContent = trans.__('CUDA Memory');
+    this.header.addWidget(new Widget({ node: heading }));
+    this._notebookName.addClass('jp-CudaMemdiffPanel-notebook');
+    this._notebookName.addClass('jp-text-truncated');
+    this.header.addWidget(this._notebookName);
+    this.node.setAttribute('role', 'region');
+    this.node.setAttribute('aria-labelledby', heading.id);
     this.leaks = new LeakFinderModel(this.model, options.worker);
     const onReveal = options.onReveal ?? (() => undefined);
     const onShowCell = options.onShowCell ?? (() => undefined);
@@ -51,6 +64,8 @@ export class MemdiffPanel extends SidePanel {
     );
     body.addClass('jp-CudaMemdiffPanel-body');
     this.addWidget(body);
+    this.model.changed.connect(this._showNotebookName, this);
+    this._showNotebookName();
   }
 
   /** What the panel shows. */
@@ -74,7 +89,19 @@ export class MemdiffPanel extends SidePanel {
     super.dispose();
   }
 
+  /** Name the followed notebook in the header (hidden when the panel follows none). */
+  private _showNotebookName(): void {
+    const name = this.model.notebook?.title ?? '';
+    const node = this._notebookName.node;
+    if (node.textContent !== name) {
+      node.textContent = name;
+      node.title = name;
+    }
+    this._notebookName.setHidden(!name);
+  }
+
   private readonly _filesDropped = new Signal<this, readonly File[]>(this);
+  private readonly _notebookName = new Widget({ node: document.createElement('span') });
 }
 
 /** A namespace for MemdiffPanel statics. */

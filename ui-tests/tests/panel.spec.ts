@@ -17,7 +17,10 @@ test.describe('extension', () => {
     const panel = page.locator(PANEL);
     await expect(panel).toBeVisible();
     await expect(panel.getByRole('status')).toContainText('No GPU memory snapshots yet');
-    await expect(panel).toHaveAttribute('aria-label', 'CUDA Memory');
+    await expect(page.getByRole('region', { name: 'CUDA Memory', exact: true })).toHaveAttribute(
+      'id',
+      'cuda-memdiff-panel'
+    );
   });
 
   test('opens its side panel from the command palette', async ({ page }) => {

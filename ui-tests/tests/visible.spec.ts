@@ -9,6 +9,7 @@ import * as path from 'path';
 import {
   findLeakingCell,
   isInsideVisiblePanel,
+  isUncovered,
   openPanel,
   openReplayedDemo,
   PANEL,
@@ -26,6 +27,56 @@ test.describe('the panel at 1280x720', () => {
   test.beforeEach(async ({ page, tmpPath }) => {
     await openReplayedDemo(page, tmpPath);
     await runReplayedDemo(page);
+  });
+
+  test('the heading names the panel and its notebook, and stays at the top as the panel scrolls', async ({ page }) => {
+    test.setTimeout(180000);
+    await openPanel(page);
+    await findLeakingCell(page);
+    const panel = page.locator(PANEL);
+    // the panel is a region named by its heading
+    await expect(page.getByRole('region', { name: 'CUDA Memory', exact: true })).toHaveAttribute(
+      'id',
+      'cuda-memdiff-panel'
+    );
+    const heading = panel.getByRole('heading', { name: 'CUDA Memory', exact: true, level: 2 });
+    const notebook = panel.locator('.jp-CudaMemdiffPanel-notebook');
+    await expect(notebook).toHaveText('replay_demo.ipynb');
+    // named once: the content does not repeat it
+    await expect(panel.getByText('replay_demo.ipynb', { exact: true })).toHaveCount(1);
+    const toolbar = panel.locator('.jp-SidePanel-toolbar');
+    const place = async () => {
+      const box = (await panel.boundingBox())!;
+      const h = (await heading.boundingBox())!;
+      const n = (await notebook.boundingBox())!;
+      const t = (await toolbar.boundingBox())!;
+      return {
+        // at the top of the panel, above the toolbar, side by side, inside the panel's width
+        top: Math.round(h.y - box.y),
+        aboveToolbar: h.y + h.height <= t.y && n.y + n.height <= t.y,
+        sideBySide: n.x >= h.x + h.width - 1,
+        inside: h.x >= box.x && n.x + n.width <= box.x + box.width + 1,
+        // whole, not cut short by an ellipsis at this width
+        whole: await notebook.evaluate(el => el.scrollWidth <= el.clientWidth),
+        uncovered: (await isUncovered(heading)) && (await isUncovered(notebook))
+      };
+    };
+    const atTop = await place();
+    expect(atTop).toEqual({
+      top: expect.any(Number),
+      aboveToolbar: true,
+      sideBySide: true,
+      inside: true,
+      whole: true,
+      uncovered: true
+    });
+    expect(atTop.top).toBeLessThanOrEqual(4);
+    // scrolled by the wheel to the bottom, past sections whose headings stick: the heading stays where it was
+    const content = page.locator(PANEL_CONTENT);
+    expect(await wheelUntilInside(page, page.locator(`${PANEL} [data-cuda-memdiff-segment]`).last())).toBe(true);
+    expect(await content.evaluate(el => el.scrollTop)).toBeGreaterThan(500);
+    expect(await place()).toEqual(atTop);
+    await expect(heading).toBeInViewport();
   });
 
   test('Find Leaking Cell, then "Show its diff", bring what they open into view', async ({ page }) => {

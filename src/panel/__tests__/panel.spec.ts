@@ -1,6 +1,7 @@
 import { sleep } from '@jupyterlab/testing';
 import { Widget } from '@lumino/widgets';
 import { MemdiffPanel } from '..';
+import { SnapshotStore } from '../../capture/store';
 import { PANEL_ID } from '../../tokens';
 
 describe('MemdiffPanel', () => {
@@ -15,11 +16,26 @@ describe('MemdiffPanel', () => {
     panel.dispose();
   });
 
-  it('carries the stable id and an accessible name', () => {
+  it('carries the stable id and a region named by its heading', () => {
     expect(panel.id).toBe(PANEL_ID);
     expect(document.getElementById(PANEL_ID)).toBe(panel.node);
-    expect(panel.node.getAttribute('aria-label')).toBe('CUDA Memory');
+    expect(panel.node.getAttribute('role')).toBe('region');
+    const heading = document.getElementById(panel.node.getAttribute('aria-labelledby')!);
+    expect(heading?.tagName).toBe('H2');
+    expect(heading?.textContent).toBe('CUDA Memory');
+    // in JupyterLab's side panel header, above the toolbar and the content
+    expect(heading?.parentElement).toBe(panel.header.node);
     expect(panel.title.caption).toBe('CUDA Memory');
+  });
+
+  it('names the notebook it follows in its header, and nothing when it follows none', () => {
+    const name = () => panel.header.node.querySelector('.jp-CudaMemdiffPanel-notebook') as HTMLElement;
+    expect(name().classList).toContain('lm-mod-hidden');
+    panel.model.setNotebook({ title: 'train.ipynb', store: new SnapshotStore(), cells: () => [] });
+    expect(name().textContent).toBe('train.ipynb');
+    expect(name().classList).not.toContain('lm-mod-hidden');
+    panel.model.setNotebook(null);
+    expect(name().classList).toContain('lm-mod-hidden');
   });
 
   it('renders the empty state until snapshots exist', async () => {
