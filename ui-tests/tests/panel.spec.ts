@@ -21,6 +21,20 @@ test.describe('extension', () => {
       'id',
       'cuda-memdiff-panel'
     );
+    // Every word of the first thing a person reads is inside the panel, the long
+    // torch.cuda.memory._dump_snapshot() too, at the sidebar width JupyterLab opens with.
+    const box = (await panel.boundingBox())!;
+    const textRights = await panel.getByRole('status').evaluate(status =>
+      [...status.querySelectorAll('p')].map(p => {
+        const text = document.createRange();
+        text.selectNodeContents(p);
+        return text.getBoundingClientRect().right;
+      })
+    );
+    expect(textRights.length).toBeGreaterThan(1);
+    for (const right of textRights) {
+      expect(right).toBeLessThanOrEqual(box.x + box.width);
+    }
   });
 
   test('opens its side panel from the command palette', async ({ page }) => {
