@@ -6,7 +6,7 @@ import { BADGE, CODE_CELLS, confirmKernelRestart, NOTEBOOK, openReplayedDemo, re
 
 // The demo notebook's session recorded on an H200: the replaying kernel serves
 // these snapshots, so each badge must show the recorded allocator figures.
-const RECORDING = path.resolve(__dirname, '../../test-data/recordings/gpu_memory_demo--python/manifest.json');
+const RECORDING = path.resolve(__dirname, '../../test-data/live/gpu_memory_demo--holders/manifest.json');
 const manifest = JSON.parse(fs.readFileSync(RECORDING, 'utf-8'));
 const NETS: number[] = manifest.cells.map((c: any) => c.after.allocated - c.before.allocated);
 const PEAKS: number[] = manifest.cells.map((c: any) => c.after.max_allocated);

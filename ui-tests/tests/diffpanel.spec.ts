@@ -153,7 +153,7 @@ test.describe('export', () => {
     ]);
     const recorded = JSON.parse(
       require('fs').readFileSync(
-        path.resolve(__dirname, '../../test-data/recordings/gpu_memory_demo--python/manifest.json'),
+        path.resolve(__dirname, '../../test-data/live/gpu_memory_demo--holders/manifest.json'),
         'utf-8'
       )
     );

@@ -33,11 +33,13 @@ test.describe('find leaking cell', () => {
     await expect(panel).toBeVisible();
     const status = panel.locator('.jp-CudaMemdiffLeaks-status');
     await expect(status).toContainText('Look at Cell [3] first.');
-    // the replay kernel answers the holders request: it has no live tensors to name
-    await expect(status).toContainText('Replayed session (gpu_memory_demo--python)');
+    // the replay kernel answers the holders request with what the kernel named when the demo was recorded
+    await expect(status).toContainText(
+      'Replayed session (gpu_memory_demo--holders): holders as the kernel named them when the session was recorded.'
+    );
     const top = panel.locator('.jp-CudaMemdiffLeak.jp-mod-top');
     await expect(top).toHaveAttribute('data-verdict', 'leak');
-    await expect(top).toContainText('autograd graph');
+    await expect(top).toContainText('autograd graph of preds');
     await expect(top.getByLabel('What to do')).toContainText('Evaluate under torch.no_grad()');
     // the model's weights and the inputs stay, as they should
     await expect(panel.locator('.jp-CudaMemdiffLeak[data-verdict="retained"]')).toHaveCount(3);

@@ -33,7 +33,7 @@ test.describe('notebook toolbar', () => {
 
     const status = toolbar.locator(`[data-jp-item-name="${STATUS}"]`);
     await expect(status).toBeVisible();
-    await expect(status).toHaveText('GPU memory: replaying a recorded session (gpu_memory_demo--python)');
+    await expect(status).toHaveText('GPU memory: replaying a recorded session (gpu_memory_demo--holders)');
 
     // Open Panel: the panel comes into view and says there is nothing yet.
     await expect(page.locator(PANEL)).toBeHidden();
@@ -84,6 +84,6 @@ test.describe('notebook toolbar beside the open panel', () => {
     if (box) {
       expect(box.height).toBeLessThanOrEqual(toolbarBox!.height);
     }
-    await expect(status).toHaveAttribute('title', /replaying a recorded session \(gpu_memory_demo--python\)/);
+    await expect(status).toHaveAttribute('title', /replaying a recorded session \(gpu_memory_demo--holders\)/);
   });
 });
