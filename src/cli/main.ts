@@ -23,6 +23,7 @@ import {
   loadSession,
   RANKS_INDEX,
   rankFolders,
+  rankSession,
   readSnapshot,
   reportCells,
   sessionCellName,
@@ -306,12 +307,27 @@ function readRankedFolder(dir: string, limits: IDecodeLimits): IRankedSession | 
   }
 }
 
-/** A session folder, or one rank of a multi-rank folder (`--rank N`). */
+/**
+ * `fn`'s result, with a refusal from the engine about the ranks (no rank 5, no capture point 9) naming the
+ * folder it is about, as every other refusal of the folder does.
+ */
+function inRankedFolder<T>(dir: string, fn: () => T): T {
+  try {
+    return fn();
+  } catch (reason) {
+    if (reason instanceof SnapshotError && !reason.message.startsWith(dir)) {
+      throw new SnapshotError(`${dir.replace(/[\\/]+$/, '')}: ${reason.message}`);
+    }
+    throw reason;
+  }
+}
+
 /** The folder of the session's files: DIR, or a rank's own folder in a multi-rank one (`--rank N`). */
 function sessionDir(args: IArgs): string {
   return args.rank === null ? args.operands[0] : path.join(args.operands[0], `rank${args.rank}`);
 }
 
+/** A session folder, or one rank of a multi-rank folder (`--rank N`). */
 function readSessionOrRank(args: IArgs): ISession {
   const dir = args.operands[0];
   const ranked = readRankedFolder(dir, args.limits);
@@ -321,11 +337,7 @@ function readSessionOrRank(args: IArgs): ISession {
     }
     return readSessionFolder(dir, args.limits);
   }
-  const rank = ranked.ranks.find(r => r.rank === args.rank);
-  if (!rank) {
-    throw new SnapshotError(`${dir}: no rank ${args.rank} (ranks: ${ranked.ranks.map(r => r.rank).join(', ')})`);
-  }
-  return rank.session;
+  return inRankedFolder(dir, () => rankSession(ranked, args.rank!)).session;
 }
 
 /**
@@ -428,9 +440,11 @@ export function run(argv: string[], warn: (line: string) => void = () => undefin
           throw new UsageError(`--ranks needs a multi-rank folder; ${args.operands[0]} is not one`);
         }
         const [a, b] = args.ranks;
-        const lengths = ranked.ranks.filter(r => r.rank === a || r.rank === b).map(r => r.session.snapshots.length);
-        const point = args.point ?? Math.max(0, Math.min(...lengths) - 1);
-        return out(compareJson(ranked, a, b, point, filter), () => compareText(ranked, a, b, point, filter));
+        return inRankedFolder(args.operands[0], () => {
+          const lengths = [a, b].map(r => rankSession(ranked, r).session.snapshots.length);
+          const point = args.point ?? Math.max(0, Math.min(...lengths) - 1);
+          return out(compareJson(ranked, a, b, point, filter), () => compareText(ranked, a, b, point, filter));
+        });
       }
       expectOperands(args, 2, 'BEFORE and AFTER');
       const frames = new FrameTable();

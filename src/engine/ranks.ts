@@ -299,6 +299,15 @@ export function ranksVerdict(growth: readonly IRankGrowth[]): RanksVerdict {
   return { code: 'rank-grows', growing, flat: measured.filter(g => !g.grows).map(g => g.rank), unmeasured };
 }
 
+/** Rank `rank` of the job; refused, naming the ranks there are, where no folder holds it. */
+export function rankSession(ranked: IRankedSession, rank: number): IRankSession {
+  const found = ranked.ranks.find(r => r.rank === rank);
+  if (!found) {
+    throw new SnapshotError(`no rank ${rank} (ranks: ${ranked.ranks.map(r => r.rank).join(', ')})`);
+  }
+  return found;
+}
+
 /** One site's live bytes on two ranks at the same capture point. */
 export interface IRankSiteComparison {
   readonly frameId: number;
@@ -319,10 +328,7 @@ export function compareRanks(
   options: IFrameFilterOptions = {}
 ): IRankSiteComparison[] {
   const snapshotOf = (rank: number): Snapshot => {
-    const r = ranked.ranks.find(x => x.rank === rank);
-    if (!r) {
-      throw new SnapshotError(`no rank ${rank} in this session (ranks: ${ranked.ranks.map(x => x.rank).join(', ')})`);
-    }
+    const r = rankSession(ranked, rank);
     const snapshot = r.session.snapshots[point];
     if (!snapshot) {
       // Points count from 0 while their labels count steps from 1: "no point 5 (it has 5)" read as a contradiction.

@@ -332,7 +332,18 @@ describe('cuda-memdiff diff --ranks', () => {
   it('says which points there are when --point K is the step number, not the index', () => {
     const r = cli('diff', ranks, '--ranks', '0,1', '--point', '5');
     expect(r.code).toBe(1);
-    expect(r.err).toBe('cuda-memdiff: rank 0 has no capture point 5: its points are 0 (step 1) to 4 (step 5)\n');
+    expect(r.err).toBe(
+      `cuda-memdiff: ${ranks}: rank 0 has no capture point 5: its points are 0 (step 1) to 4 (step 5)\n`
+    );
+  });
+
+  it('names the folder of a rank it does not have, as session --rank does', () => {
+    // Before: "no rank 5 in this session (ranks: 0, 1)", where session --rank 7 named the folder.
+    const r = cli('diff', ranks, '--ranks', '0,5');
+    expect(r.code).toBe(1);
+    expect(r.err).toBe(`cuda-memdiff: ${ranks}: no rank 5 (ranks: 0, 1)\n`);
+    expect(cli('session', ranks, '--rank', '7').err).toBe(`cuda-memdiff: ${ranks}: no rank 7 (ranks: 0, 1)\n`);
+    expect(cli('leaks', ranks, '--rank', '7').err).toBe(`cuda-memdiff: ${ranks}: no rank 7 (ranks: 0, 1)\n`);
   });
 });
 
