@@ -12,6 +12,7 @@ import {
   IFrameFilterOptions,
   INoStacks,
   ISession,
+  ISessionCell,
   kernelSessionsOf,
   LeakReport,
   leftOutShares,
@@ -32,7 +33,7 @@ import {
   siteJson,
   siteLabel
 } from './report';
-import { renderTable } from './table';
+import { printable, renderTable } from './table';
 
 /**
  * `leaks --json`: cells in execution order, `ranking` and `top_leak` as
@@ -50,6 +51,8 @@ export function leaksJson(report: LeakReport, session: ISession, options: IFrame
       index: cells[v.execution].index,
       execution: v.execution,
       execution_count: v.executionCount,
+      // Only on a labelled cell (a capture point's `step 4`), as in `session --json`.
+      ...(cells[v.execution].label === undefined ? {} : { label: cells[v.execution].label }),
       kernel_session: kernelSessions[v.execution],
       ended_by_restart: v.endedByRestart,
       verdict: v.verdict,
@@ -109,8 +112,9 @@ function cellName(session: ISession, k: number): string {
   return nameOf(session.manifest.cells[k]);
 }
 
-function nameOf(cell: { index: number; execution_count: number | null }): string {
-  return sessionCellName(cell.index, cell.execution_count);
+/** A label is the job's text: a newline in it must not start a line of the report. */
+function nameOf(cell: ISessionCell): string {
+  return printable(sessionCellName(cell.index, cell.execution_count, cell.label));
 }
 
 /** The cells left out just before a verdict's cell, named: `Cell [2]`, `Cell [2] and Cell [3]`. */
@@ -170,7 +174,7 @@ export function leaksText(report: LeakReport, session: ISession, options: IFrame
   const cells = session.manifest.cells;
   const kernels = report.executions.length ? report.executions[report.executions.length - 1].kernel + 1 : 1;
   // The engine's findings worded here, with the labels the engine was given.
-  const labels = sessionExecutions(session.manifest).map(e => e.label);
+  const labels = sessionExecutions(session.manifest).map(e => printable(e.label));
   const reasons = (v: IExecutionVerdict) => v.findings.map(f => findingText(f, k => labels[k]));
   // What became of the memory a cell left: freed by later cells, or ended by a restart.
   const fate = (v: IExecutionVerdict) => {
@@ -212,7 +216,7 @@ export function leaksText(report: LeakReport, session: ISession, options: IFrame
             ? `${reasons(v)[0]}; ${reasons(v)[fixed]}`
             : (reasons(v)[0] ?? '');
       return [
-        ...cellColumns(cells[k].index, v.executionCount),
+        ...cellColumns(cells[k].index, v.executionCount, cells[k].label),
         ...(kernels > 1 ? [String(v.kernel + 1)] : []),
         v.verdict,
         formatBytes(v.leftBytes),

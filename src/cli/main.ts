@@ -46,7 +46,7 @@ import { leaksJson, leaksText } from './leaks';
 import { compareJson, compareText, ranksJson, ranksText } from './ranks';
 import { diffRolesJson, diffRolesText, rolesBeside, sessionRolesText } from './roles';
 import { fileProblem, isFileSystemError, isFolder, manifestBeside, readBytes, readText } from './files';
-import { printableLines } from './table';
+import { printable, printableLines } from './table';
 
 const USAGE = `usage:
   cuda-memdiff summary FILE [--json]
@@ -372,7 +372,7 @@ const REVERSED_NOTE =
 /** What was left out of `session` because a file of it could not be read, in words (the message names the file). */
 function unreadableLine(u: IUnreadableFile, session: ISession | undefined): string {
   const cell = session?.sourceCells.find(c => c.index === u.index);
-  const name = sessionCellName(u.index, cell ? cell.execution_count : null);
+  const name = printable(sessionCellName(u.index, cell ? cell.execution_count : null, cell?.label));
   switch (u.part) {
     case 'cell':
       return `${name} left out (the next cell's change counts from the cell before it): ${u.message}`;

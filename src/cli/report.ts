@@ -23,8 +23,8 @@ import {
   ISession,
   ISessionCell,
   leftOutShares,
-  runTag,
   sessionCellName,
+  sessionCellTag,
   PeakContradiction,
   Snapshot,
   SnapshotDiff,
@@ -41,8 +41,9 @@ export function restartNote(kernel: number): ITableNote {
 
 /**
  * The columns that name a table's cell: `cell` as the panel names it (`[3]`,
- * the prompt's count; see sessionCellName), then `index`, the manifest index
- * `--json` gives, which tells apart cells that show no count.
+ * the prompt's count, or a capture point's label, `step 4`; see
+ * sessionCellTag), then `index`, the manifest index `--json` gives, which
+ * tells apart cells that show no count.
  */
 export const CELL_COLUMNS: readonly IColumn[] = [
   { header: 'cell', right: true },
@@ -50,8 +51,8 @@ export const CELL_COLUMNS: readonly IColumn[] = [
 ];
 
 /** A row's values for CELL_COLUMNS. */
-export function cellColumns(index: number, executionCount: number | null): string[] {
-  return [runTag(executionCount), String(index)];
+export function cellColumns(index: number, executionCount: number | null, label: string | null = null): string[] {
+  return [printable(sessionCellTag(executionCount, label)), String(index)];
 }
 
 /** A frame as JSON; cell frames say which cell when the sources are known. */
@@ -441,6 +442,8 @@ export function sessionJson(
     cells: reports.map(r => ({
       index: r.index,
       execution_count: r.executionCount,
+      // Only on a labelled cell (a capture point's `step 4`): a notebook session keeps the shape tools read.
+      ...(r.label === null ? {} : { label: r.label }),
       kernel_session: r.kernelSession,
       after_restart: r.afterRestart,
       allocated_bytes: r.allocatedBytes,
@@ -469,7 +472,7 @@ export function sessionText(
 ): string {
   const parts = [sessionTable(reports, table, cells)];
   for (const r of reports) {
-    const name = sessionCellName(r.index, r.executionCount);
+    const name = printable(sessionCellName(r.index, r.executionCount, r.label));
     if (r.oomReport && cells) {
       parts.push('', oomText(name, r.oomReport, table, cells, options));
     }
@@ -515,7 +518,7 @@ function sessionTable(reports: ICellReport[], table: FrameTable, cells?: CellCod
       rows.push(restartNote(r.kernel));
     }
     rows.push([
-      ...cellColumns(r.index, r.executionCount),
+      ...cellColumns(r.index, r.executionCount, r.label),
       formatBytes(r.allocatedBytes),
       formatBytes(r.netBytes, true),
       r.peakBytes === null ? '' : `${r.peakExact ? '' : '≤'}${formatBytes(r.peakBytes)}`,

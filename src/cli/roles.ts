@@ -32,7 +32,7 @@ export function sessionRolesText(reports: ICellReport[], roles: readonly (ICellR
     }
     const cell = roles[k];
     rows.push([
-      ...cellColumns(r.index, r.executionCount),
+      ...cellColumns(r.index, r.executionCount, r.label),
       formatBytes(r.allocatedBytes),
       ...shown.map(role => (cell ? formatBytes(cell.bytes[role]) : '')),
       cell === null ? 'not recorded' : cell.partial ? 'partial' : ''

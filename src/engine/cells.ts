@@ -45,13 +45,31 @@ export function runTag(executionCount: number | null | undefined): string {
 }
 
 /**
- * A session folder's cell named as the panel names it, by the count its prompt
- * shows (`Cell [3]`), for the CLI and the findings of a manifest. The manifest
- * index counts from 0 (and, in the panel's export, counts markdown cells), so
- * it is no name a person finds in the notebook; it appears only where no count
- * tells the cell apart: `Cell [ ] (index 4)`.
+ * A session folder's cell in a table's `cell` column: the count its prompt
+ * shows (`[3]`), or the label its writer gave it (a capture point of a
+ * multi-rank job: `step 4`, or the text of a `mark`), which is what the ranks
+ * table and the job's own code call it.
  */
-export function sessionCellName(index: number, executionCount: number | null | undefined): string {
+export function sessionCellTag(executionCount: number | null | undefined, label?: string | null): string {
+  return label ? label : runTag(executionCount);
+}
+
+/**
+ * A session folder's cell named as the panel names it, by the count its prompt
+ * shows (`Cell [3]`), for the CLI and the findings of a manifest; a labelled
+ * cell (a capture point) by its label (`step 4`). The manifest index counts
+ * from 0 (and, in the panel's export, counts markdown cells), so it is no name
+ * a person finds in the notebook; it appears only where neither tells the
+ * cell apart: `Cell [ ] (index 4)`.
+ */
+export function sessionCellName(
+  index: number,
+  executionCount: number | null | undefined,
+  label?: string | null
+): string {
+  if (label) {
+    return label;
+  }
   const tag = runTag(executionCount);
   return executionCount === null || executionCount === undefined ? `Cell ${tag} (index ${index})` : `Cell ${tag}`;
 }

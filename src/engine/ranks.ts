@@ -178,11 +178,11 @@ export interface IRankPoint {
 /** A rank's capture points. */
 export function rankPoints(rank: IRankSession): IRankPoint[] {
   return rank.session.manifest.cells.map((cell, k) => {
-    const extra = cell as unknown as { label?: unknown; step?: unknown };
+    const extra = cell as unknown as { step?: unknown };
     const snapshot = rank.session.snapshots[k];
     return {
       index: cell.index,
-      label: typeof extra.label === 'string' ? extra.label : `point ${cell.index}`,
+      label: cell.label ?? `point ${cell.index}`,
       step: Number.isInteger(extra.step) ? (extra.step as number) : null,
       allocatedBytes: totalBytes(snapshot, 'allocatedBytes'),
       reservedBytes: totalBytes(snapshot, 'reservedBytes'),

@@ -42,6 +42,12 @@ export interface ISessionCell {
   source: string;
   snapshot_file: string;
   cell_id?: string;
+  /**
+   * What the writer calls the cell, where it is no notebook cell: a capture
+   * point of a multi-rank job (`step 4`, the text of a `mark`). A labelled
+   * cell is named by it (see sessionCellName); absent for notebook cells.
+   */
+  label?: string;
   error?: string | null;
   oom_snapshots?: string[];
   /** The kernel's holders of the live blocks after the cell (`recorder --holders`). */
@@ -114,6 +120,8 @@ export interface IUnreadableFile {
 export interface ICellReport {
   readonly index: number;
   readonly executionCount: number | null;
+  /** The manifest's label of the cell (a capture point's `step 4`), null for a notebook cell. */
+  readonly label: string | null;
   /** The kernel session the cell ran in (the manifest's `kernel_session`, filled in where absent). */
   readonly kernelSession: number;
   /** Position of that kernel among the session's kernels (0 for the first). */
@@ -230,6 +238,12 @@ export function parseManifest(text: string): ISessionManifest {
     ) {
       throw new SnapshotError(`${where} execution_count must be a whole number or null`);
     }
+    // null or '' names nothing: the cell is then named as one without a label.
+    if (cell.label === null || cell.label === '') {
+      delete cell.label;
+    } else if (cell.label !== undefined && typeof cell.label !== 'string') {
+      throw new SnapshotError(`${where} label must be text`);
+    }
     if (cell.oom_snapshots !== undefined && cell.oom_snapshots !== null && !Array.isArray(cell.oom_snapshots)) {
       throw new SnapshotError(`${where} oom_snapshots must be a list of names`);
     }
@@ -264,7 +278,7 @@ function checkExecutionOrder(manifest: ISessionManifest): void {
   const kernels = kernelSessionsOf(manifest);
   // Each cell is named by its place in the list, which is what a person edits, and by its prompt.
   const named = (k: number) =>
-    `cells[${k}] (${sessionCellName(manifest.cells[k].index, manifest.cells[k].execution_count)})`;
+    `cells[${k}] (${sessionCellName(manifest.cells[k].index, manifest.cells[k].execution_count, manifest.cells[k].label)})`;
   let last: { at: number; count: number; kernel: number } | null = null;
   manifest.cells.forEach((cell, k) => {
     const count = cell.execution_count;
@@ -434,6 +448,7 @@ export function reportCells(
     return {
       index: cell.index,
       executionCount: cell.execution_count,
+      label: cell.label ?? null,
       kernelSession: ids[k],
       kernel: kernels[k],
       afterRestart,
@@ -464,7 +479,7 @@ export function sessionExecutions(manifest: ISessionManifest): ILeakExecution[] 
   const kernels = kernelPositions(ids);
   const several = kernels.length > 0 && kernels[kernels.length - 1] > 0;
   return manifest.cells.map((cell, k) => {
-    const name = sessionCellName(cell.index, cell.execution_count);
+    const name = sessionCellName(cell.index, cell.execution_count, cell.label);
     return {
       cellId: String(cell.index),
       executionCount: cell.execution_count,

@@ -347,6 +347,49 @@ describe('cuda-memdiff diff --ranks', () => {
   });
 });
 
+describe('cuda-memdiff session and leaks of one rank', () => {
+  const ranks = path.join(ROOT, 'test-data', 'ranks', 'ddp_one_gpu');
+  // Before: "Cell [ ] (index 3)" and a `[ ]` cell column, where the ranks table said "step 4".
+
+  it('names each capture point by its label, as the ranks table does', () => {
+    const session = cli('session', ranks, '--rank', '1');
+    expect(session.code).toBe(0);
+    expect(session.out).not.toMatch(/Cell \[ \]|\[ \]/);
+    expect(session.out).toMatch(/^step 4 +3 +297 MiB +\+64\.0 MiB /m);
+    expect(session.out).toMatch(/^step 4 peak 305 MiB: /m);
+    const leaks = cli('leaks', ranks, '--rank', '1');
+    expect(leaks.out).not.toMatch(/Cell \[ \]|\[ \]/);
+    expect(leaks.out).toMatch(/^step 4 +3 +leak .*\(step 3 → step 4\) \(8\.01 MiB freed later by step 5\)$/m);
+    expect(leaks.out).toMatch(/^Look at step 5 first \(high confidence\):$/m);
+    // The rank's own folder, given directly, is the same session.
+    expect(cli('session', path.join(ranks, 'rank1')).out).toBe(session.out);
+  });
+
+  it('adds the label to --json, and only on labelled cells', () => {
+    expect(json('session', ranks, '--rank', '1').cells[3]).toMatchObject({ index: 3, label: 'step 4' });
+    expect(json('leaks', ranks, '--rank', '1').cells[3]).toMatchObject({ index: 3, label: 'step 4' });
+    expect(json('session', path.join(REC, 'out_cache--python')).cells[0]).not.toHaveProperty('label');
+  });
+
+  it('escapes a label that would start a line of its own', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cuda-memdiff-label-'));
+    try {
+      fs.cpSync(path.join(ranks, 'rank1'), dir, { recursive: true });
+      const file = path.join(dir, 'manifest.json');
+      const manifest = JSON.parse(fs.readFileSync(file, 'utf-8'));
+      manifest.cells[4].label = 'after eval\nforged line';
+      fs.writeFileSync(file, JSON.stringify(manifest));
+      for (const command of ['session', 'leaks']) {
+        const r = cli(command, dir);
+        expect(r.out).toMatch(/after eval\\x0aforged line/);
+        expect(r.out).not.toMatch(/^forged line/m);
+      }
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('cuda-memdiff session on ranks, one with too few capture points', () => {
   // test-data/ranks/ddp_one_gpu with rank 1 cut to its first point.
   let dir: string;

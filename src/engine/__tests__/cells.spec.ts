@@ -1,7 +1,7 @@
 /**
  * @jest-environment node
  */
-import { CellCodeNames, cellTag, formatBytes, murmur2, parseCellFilename, sessionCellName } from '..';
+import { CellCodeNames, cellTag, formatBytes, murmur2, parseCellFilename, sessionCellName, sessionCellTag } from '..';
 
 describe('cell code names', () => {
   it('hashes like ipykernel (known values from recorded sessions)', () => {
@@ -52,6 +52,14 @@ describe('cell code names', () => {
     expect(sessionCellName(2, 3)).toBe('Cell [3]');
     // Without a count, "Cell [ ]" alone tells no cell apart: the index does.
     expect(sessionCellName(4, null)).toBe('Cell [ ] (index 4)');
+  });
+
+  it('names a labelled cell (a capture point of a multi-rank job) by its label, as the ranks table does', () => {
+    // Before: "Cell [ ] (index 3)" in session --rank 1 where the ranks table said "step 4".
+    expect(sessionCellName(3, null, 'step 4')).toBe('step 4');
+    expect(sessionCellTag(null, 'after eval')).toBe('after eval');
+    expect(sessionCellTag(3, null)).toBe('[3]');
+    expect(sessionCellName(4, null, '')).toBe('Cell [ ] (index 4)');
   });
 });
 

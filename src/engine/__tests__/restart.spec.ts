@@ -292,6 +292,15 @@ describe('a session folder without kernel sessions', () => {
     expect(() => manifest([0, 'one'])).toThrow(/cells\[1\] kernel_session must be an integer/);
   });
 
+  it('keeps a cell label as text, drops an empty one, and refuses one that is not text', () => {
+    const labelled = (label: unknown) =>
+      parseManifest(JSON.stringify({ cells: [{ snapshot_file: 'point0000.pickle.gz', label }] })).cells[0];
+    expect(labelled('step 1').label).toBe('step 1');
+    expect(labelled(null)).not.toHaveProperty('label');
+    expect(labelled('')).not.toHaveProperty('label');
+    expect(() => labelled(4)).toThrow('manifest.json cells[0] label must be text');
+  });
+
   it('gives each execution a kernel position from ids that may be missing', () => {
     expect(kernelPositions([])).toEqual([]);
     expect(kernelPositions([undefined, undefined])).toEqual([0, 0]);
