@@ -26,6 +26,7 @@ import {
   blocksText,
   CELL_COLUMNS,
   cellColumns,
+  countText,
   frameJson,
   leftOutJson,
   moreSitesText,
@@ -267,10 +268,9 @@ export function leaksText(report: LeakReport, session: ISession, options: IFrame
  * a claim the finder cannot make.
  */
 function noStacksText(report: LeakReport, noStacks: INoStacks, session: ISession): string[] {
-  const n = noStacks.executions.length;
   const lines = [
     'No allocation stacks were recorded (allocation history was off, or the snapshots kept none): for ' +
-      `${formatBytes(noStacks.bytes)} in ${n} cell${n === 1 ? '' : 's'} the finder cannot say what made it or on which line, ` +
+      `${formatBytes(noStacks.bytes)} in ${countText(noStacks.executions.length, 'cell')} the finder cannot say what made it or on which line, ` +
       "nor tell a leak from state meant to stay; only growth on a re-run (or the kernel's holders) shows a leak."
   ];
   // With a leak found, that is where to start; otherwise the cell that keeps the most of the unknown.

@@ -192,7 +192,7 @@ export function summaryText(snapshot: Snapshot): string {
   const oom = fileOomReport(snapshot);
   const postMortem = oom ? `\n\n${oomText('the program', oom, snapshot.frames, new CellCodeNames([]), {})}` : '';
   return rows.length
-    ? table + (ooms ? `\n${ooms} out-of-memory event(s) in the trace` : '') + postMortem
+    ? table + (ooms ? `\n${countText(ooms, 'out-of-memory event')} in the trace` : '') + postMortem
     : 'no CUDA memory: the snapshot has no segments';
 }
 
@@ -240,9 +240,14 @@ export function changeRow(
   return [formatBytes(c.netBytes, true), formatBytes(c.bornBytes), formatBytes(c.freedBytes), String(c.count), what];
 }
 
+/** `1 block`, `3 blocks`: a count and its noun, plural but for one. */
+export function countText(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? '' : 's'}`;
+}
+
 /** `1 block`, `3 blocks`. */
 export function blocksText(n: number): string {
-  return `${n} block${n === 1 ? '' : 's'}`;
+  return countText(n, 'block');
 }
 
 /**
@@ -270,7 +275,7 @@ export function diffText(
     parts.push('', `${formatBytes(g.netBytes, true)} at ${siteLabel(table, g.frameId, cells, run)}`);
     for (const e of visibleStack(table, g.stack, options)) {
       if (e.kind === 'native') {
-        parts.push(`    [${e.count} C++ frame${e.count === 1 ? '' : 's'}]`);
+        parts.push(`    [${countText(e.count, 'C++ frame')}]`);
       } else {
         const f = table.frame(e.frameId);
         parts.push(`    ${printable(`${f.filename}:${f.line} in ${f.name}`)}`);
@@ -344,7 +349,7 @@ const SITES_IN_WORDS = 3;
 
 /** `2 more sites`: what a cut list of sites says of the sites it does not name. */
 export function moreSitesText(count: number): string {
-  return `${count} more site${count === 1 ? '' : 's'}`;
+  return countText(count, 'more site');
 }
 
 /** `321 MiB from Cell [3], line 3, ...`, and what the named sites leave out, so the list adds up to its total. */

@@ -77,6 +77,11 @@ describe('cuda-memdiff summary of an OOM dump', () => {
     expect(r.out).not.toMatch(/since the cell started/);
   });
 
+  it('counts the out-of-memory events in words, one event as one', () => {
+    // Before: "1 out-of-memory event(s) in the trace".
+    expect(cli('summary', dump).out).toMatch(/^1 out-of-memory event in the trace$/m);
+  });
+
   it('gives the post-mortem in --json, and null for a file without an OOM', () => {
     expect(json('summary', dump).oom).toEqual({
       request_bytes: 60 * 2 ** 30,
