@@ -149,7 +149,10 @@ export function summaryJson(snapshot: Snapshot) {
   return {
     allocated_bytes: totalBytes(snapshot, 'allocatedBytes'),
     reserved_bytes: totalBytes(snapshot, 'reservedBytes'),
+    // Every block of the segments, free ones included (as it always was: tools read it so).
     blocks: snapshot.blocks.length,
+    // The blocks in use, the table's `allocated blocks` (the devices' allocated_blocks summed).
+    allocated_blocks: snapshot.totals.reduce((n, t) => n + t.allocatedBlocks, 0),
     trace_entries: snapshot.traces.length,
     oom_entries: snapshot.traces.filter(e => e.action === 'oom').length,
     devices: snapshot.totals.map(deviceJson),
@@ -181,7 +184,8 @@ export function summaryText(snapshot: Snapshot): string {
       { header: 'reserved', right: true },
       { header: 'free in segments', right: true },
       { header: 'largest free', right: true },
-      { header: 'blocks', right: true },
+      // Blocks in use: --json's top-level `blocks` counts the free blocks of the segments too.
+      { header: 'allocated blocks', right: true },
       { header: 'segments', right: true }
     ],
     rows,

@@ -57,6 +57,15 @@ describe('cuda-memdiff summary', () => {
     ]);
   });
 
+  it('says which blocks it counts: the table the allocated ones, --json both', () => {
+    // Before: the table's `blocks` said 24 and --json's `blocks` 35 (free blocks included), both unnamed.
+    const file = path.join(REC, 'clean_training--python', 'cell01.pickle.gz');
+    const r = cli('summary', file);
+    expect(r.out).toMatch(/^device .* largest free  allocated blocks  segments$/m);
+    expect(r.out).toMatch(/^cuda:0 .* 24 +8$/m);
+    expect(json('summary', file)).toMatchObject({ blocks: 35, allocated_blocks: 24 });
+  });
+
   it('prints a table with binary units', () => {
     const r = cli('summary', path.join(REC, 'multi_gpu_split--python', 'cell03.pickle.gz'));
     expect(r.code).toBe(0);
