@@ -21,6 +21,7 @@ import {
   LIMIT_NAMES,
   loadRankedSession,
   loadSession,
+  NotebookError,
   RANKS_INDEX,
   rankFolders,
   rankSession,
@@ -212,6 +213,23 @@ function parseArgs(argv: string[], env: NodeJS.ProcessEnv = process.env): IArgs 
   return { command, operands: rest, json, allFrames, byRole, rank, ranks, point, limits };
 }
 
+/** What to do with a notebook given where a snapshot file belongs: the ways to get one from it. */
+function notebookNotSnapshot(file: string): string {
+  return (
+    `${file}: is a Jupyter notebook, not a snapshot: call torch.cuda.memory._dump_snapshot("snap.pickle") in it, ` +
+    'or run it in JupyterLab with this extension and use Save CUDA Memory Snapshot as Pickle ' +
+    '(Export CUDA Memory Session writes a folder of them for `cuda-memdiff session` and `leaks`)'
+  );
+}
+
+/** What to do with a notebook given where a session folder belongs: the ways to record one from it. */
+function notebookNotSession(file: string): string {
+  return (
+    `${file}: is a Jupyter notebook, not a session folder: run it in JupyterLab with this extension and use ` +
+    `Export CUDA Memory Session, or record one on a CUDA machine with \`python -m cuda_memdiff_kernel.recorder ${file} OUT_DIR\``
+  );
+}
+
 function readSnapshotFile(file: string, frames: FrameTable, limits: IDecodeLimits): Snapshot {
   // "is a folder, not a file" leaves a person guessing which command reads a folder.
   const folder = !isFolder(file)
@@ -229,12 +247,18 @@ function readSnapshotFile(file: string, frames: FrameTable, limits: IDecodeLimit
   try {
     return readSnapshot(readBytes(file, limits), frames, limits);
   } catch (reason) {
+    if (reason instanceof NotebookError) {
+      throw new SnapshotError(notebookNotSnapshot(file));
+    }
     if (reason instanceof SnapshotError && !reason.message.startsWith(file)) {
       throw new SnapshotError(`${file}: ${reason.message}`);
     }
     throw reason;
   }
 }
+
+/** A notebook's file name: given to `session` or `leaks`, it is not read, so its name is what tells. */
+const NOTEBOOK_NAME = /\.ipynb$/i;
 
 function expectOperands(args: IArgs, count: number, names: string): void {
   if (args.operands.length !== count) {
@@ -245,6 +269,9 @@ function expectOperands(args: IArgs, count: number, names: string): void {
 function readSessionFolder(dir: string, limits: IDecodeLimits): ISession {
   if (!isFolder(dir)) {
     // A snapshot file given here exists: "no such folder" would say it does not.
+    if (fs.existsSync(dir) && NOTEBOOK_NAME.test(dir)) {
+      throw new SnapshotError(notebookNotSession(dir));
+    }
     const why = fs.existsSync(dir)
       ? 'is a file, not a session folder: `cuda-memdiff summary` reads one snapshot file'
       : 'no such folder';

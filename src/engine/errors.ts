@@ -9,6 +9,18 @@ export class SnapshotError extends Error {
   }
 }
 
+/**
+ * A Jupyter notebook (nbformat JSON) given where a snapshot belongs: a
+ * SnapshotError its callers can tell apart, to say how to get a snapshot from
+ * the notebook in their own terms.
+ */
+export class NotebookError extends SnapshotError {
+  constructor() {
+    super('a Jupyter notebook, not a snapshot');
+    this.name = 'NotebookError';
+  }
+}
+
 /** Characters of a value from a file that an error message quotes before cutting it. */
 export const QUOTE_LENGTH = 80;
 

@@ -7,7 +7,7 @@
  * may lack `frames`; `oom` entries carry `device_free` instead of `addr`.
  */
 import { checkEntryCount, DEFAULT_DECODE_LIMITS, IDecodeLimits, LimitError } from './budget';
-import { clip, SnapshotError } from './errors';
+import { clip, NotebookError, SnapshotError } from './errors';
 import { Block, BlockState, DeviceTotals, FrameTable, Segment, Snapshot, TraceEntry } from './model';
 import { PyDict, PyValue, ownValue } from './pickle';
 
@@ -91,6 +91,10 @@ namespace Private {
         rawTraces = ownValue(raw, 'device_traces');
       }
       if (!Array.isArray(rawSegments)) {
+        // A notebook is JSON too, and the file people have at hand: "expected a 'segments' list" says nothing to them.
+        if (isDict(raw) && ownValue(raw, 'nbformat') !== undefined && Array.isArray(ownValue(raw, 'cells'))) {
+          throw new NotebookError();
+        }
         throw new SnapshotError(
           "not a snapshot: expected a dict with a 'segments' list, as torch.cuda.memory._snapshot() returns"
         );

@@ -812,6 +812,33 @@ describe('bad input', () => {
     expect(cli('summary', REC).err).toBe(`cuda-memdiff: ${REC}: is a folder, not a file\n`);
   });
 
+  it('says a notebook is one, and how to get a snapshot or a session folder from it', () => {
+    // Before: "not a snapshot: expected a dict with a 'segments' list, ..." and, for session, "is a file".
+    const notebook = path.join(ROOT, 'test-data', 'notebooks', 'out_cache.ipynb');
+    for (const args of [
+      ['summary', notebook],
+      ['diff', notebook, notebook]
+    ]) {
+      const r = cli(...args);
+      expect(r.code).toBe(1);
+      expect(r.err).toBe(
+        `cuda-memdiff: ${notebook}: is a Jupyter notebook, not a snapshot: ` +
+          'call torch.cuda.memory._dump_snapshot("snap.pickle") in it, or run it in JupyterLab with this extension ' +
+          'and use Save CUDA Memory Snapshot as Pickle (Export CUDA Memory Session writes a folder of them for ' +
+          '`cuda-memdiff session` and `leaks`)\n'
+      );
+    }
+    for (const command of ['session', 'leaks']) {
+      const r = cli(command, notebook);
+      expect(r.code).toBe(1);
+      expect(r.err).toBe(
+        `cuda-memdiff: ${notebook}: is a Jupyter notebook, not a session folder: run it in JupyterLab with this ` +
+          'extension and use Export CUDA Memory Session, or record one on a CUDA machine with ' +
+          `\`python -m cuda_memdiff_kernel.recorder ${notebook} OUT_DIR\`\n`
+      );
+    }
+  });
+
   it('refuses an option the command would ignore, which would read as applied', () => {
     const file = path.join(REC, 'oom--python', 'cell00.pickle.gz');
     const session = path.join(REC, 'oom--python');

@@ -3,8 +3,16 @@
  */
 // Snapshot shapes of other torch versions, built as those versions write them.
 import * as path from 'path';
-import { FrameTable, normalizeSnapshot, PyValue, readSnapshot } from '..';
+import { FrameTable, normalizeSnapshot, NotebookError, PyValue, readSnapshot } from '..';
 import { FIXTURES, readBytes } from './data';
+
+describe('readSnapshot of a notebook', () => {
+  it('refuses it as a notebook, which callers can tell from other JSON', () => {
+    const notebook = readBytes(path.join(FIXTURES, '..', 'notebooks', 'out_cache.ipynb'));
+    expect(() => readSnapshot(notebook)).toThrow(NotebookError);
+    expect(() => readSnapshot(new TextEncoder().encode('{"cells": []}'))).not.toThrow(NotebookError);
+  });
+});
 
 describe('normalizeSnapshot across torch versions', () => {
   it('computes block addresses of 2.0-era blocks from the segment and earlier sizes', () => {
