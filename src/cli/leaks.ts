@@ -203,7 +203,7 @@ export function leaksText(report: LeakReport, session: ISession, options: IFrame
       { header: 'left', right: true },
       { header: 'retained', right: true },
       { header: 'leaked', right: true },
-      { header: 'why' }
+      { header: 'why', wrap: true }
     ],
     report.ranking.map(k => {
       const v = report.executions[k];

@@ -4,6 +4,12 @@
 export interface IColumn {
   header: string;
   right?: boolean;
+  /**
+   * Prose (the last column only): wrapped at spaces so that a row's lines
+   * stay within `MAX_LINE_WIDTH`, each further line starting under the
+   * column, rather than running on for hundreds of characters.
+   */
+  wrap?: boolean;
 }
 
 /** A line across the table between rows (a kernel restart), not aligned to the columns. */
@@ -13,6 +19,12 @@ export interface ITableNote {
 
 /** Rows a table shows before it says how many it left out (the JSON output has them all). */
 export const MAX_TABLE_ROWS = 200;
+
+/** Columns a table with a wrapped column keeps its lines within: a 100-column terminal shows them whole. */
+export const MAX_LINE_WIDTH = 100;
+
+/** Narrowest a wrapped column gets, however wide the columns before it: narrower reads as fragments. */
+const MIN_WRAP_WIDTH = 32;
 
 /**
  * Render rows under headers, columns padded to their widest cell; notes are
@@ -35,20 +47,67 @@ export function renderTable(
       }
     }
   }
+  const last = columns.length - 1;
+  const wrapped = columns[last]?.wrap === true;
+  if (wrapped) {
+    const before = widths.slice(0, last).reduce((n, w) => n + w + 2, 0);
+    widths[last] = Math.min(widths[last], Math.max(MIN_WRAP_WIDTH, MAX_LINE_WIDTH - before), MAX_LINE_WIDTH);
+    widths[last] = Math.max(widths[last], columns[last].header.length);
+  }
   const line = (cells: string[]) =>
     cells
       .map((cell, i) => (columns[i].right ? cell.padStart(widths[i]) : cell.padEnd(widths[i])))
       .join('  ')
       .trimEnd();
+  // A wrapped cell's first line goes on the row; the rest under it, the other columns blank.
+  const rowLines = (cells: string[]) => {
+    if (!wrapped) {
+      return [line(cells)];
+    }
+    const [first, ...rest] = wrapText(cells[last] ?? '', widths[last]);
+    const blank = columns.map(() => '');
+    return [line([...cells.slice(0, last), first]), ...rest.map(text => line([...blank.slice(0, last), text]))];
+  };
   const out = [line(columns.map(c => c.header)), line(widths.map(w => '-'.repeat(w)))];
   for (const r of shown) {
-    out.push(Array.isArray(r) ? line(r) : r.note);
+    out.push(...(Array.isArray(r) ? rowLines(r) : [r.note]));
   }
   const left = rows.length - shown.length;
   if (left > 0) {
     out.push(`... ${left.toLocaleString('en-US')} more ${what} not shown (--json lists them all)`);
   }
   return out.join('\n');
+}
+
+/** The words a wrapped line breaks between: a cell's name (`Cell [3]`, `Cell [ ]`) is one word. */
+const WORDS = /Cell \[[^\]]*\]\S*|\S+/g;
+
+/**
+ * Text in lines of at most `width` characters, broken at spaces; a word
+ * longer than a line (a long path) is cut across lines, so nothing is lost
+ * and no line runs past the column.
+ */
+export function wrapText(text: string, width: number): string[] {
+  const lines: string[] = [];
+  let current = '';
+  for (let word of text.match(WORDS) ?? []) {
+    if (current && current.length + 1 + word.length <= width) {
+      current += ` ${word}`;
+      continue;
+    }
+    if (current) {
+      lines.push(current);
+    }
+    while (word.length > width) {
+      // Not between the halves of a surrogate pair, which would print as two stray halves.
+      const cut = word.charCodeAt(width - 1) >> 10 === 0xd800 >> 10 ? width - 1 : width;
+      lines.push(word.slice(0, cut));
+      word = word.slice(cut);
+    }
+    current = word;
+  }
+  lines.push(current);
+  return lines;
 }
 
 /**

@@ -38,6 +38,27 @@ function json(...args: string[]) {
   return JSON.parse(r.out);
 }
 
+/**
+ * Text with each table row whose `why` wraps under itself on one line again,
+ * so a row is matched as a whole (the continuation lines are blank up to the column).
+ */
+function unwrapped(text: string): string {
+  const out: string[] = [];
+  let column = -1;
+  for (const line of text.split('\n')) {
+    if (/^ *cell +index .* why$/.test(line)) {
+      column = line.length - 'why'.length;
+    } else if (column > 0 && line.length > column && !line.slice(0, column).trim()) {
+      out[out.length - 1] += ` ${line.slice(column)}`;
+      continue;
+    } else if (!line) {
+      column = -1;
+    }
+    out.push(line);
+  }
+  return out.join('\n');
+}
+
 beforeAll(() => {
   if (!fs.existsSync(path.join(ROOT, 'dist', 'node', 'cli', 'main.js'))) {
     throw new Error('run `npm run build:cli` before the CLI tests');
@@ -203,6 +224,21 @@ describe('cuda-memdiff leaks', () => {
     expect(cli('leaks', path.join(REC, 'clean_training--python')).out).toMatch(/No cell leaks\./);
   });
 
+  it('wraps a long why under itself, within 100 columns, and keeps all of it', () => {
+    // Before: control_clean's rows ran to 594 characters, which a terminal wrapped across the other columns.
+    const dir = path.join(ROOT, 'test-data', 'live', 'control_clean--holders');
+    const text = cli('leaks', dir).out;
+    const table = text.slice(0, text.indexOf('\n\n')).split('\n');
+    expect(table.length).toBeGreaterThan(6);
+    expect(Math.max(...table.map(l => l.length))).toBeLessThanOrEqual(100);
+    const reasons = json('leaks', dir)
+      .cells.find((c: { index: number }) => c.index === 1)
+      .reasons.join('; ');
+    expect(unwrapped(text).split('\n')).toContain(
+      ` [2]      1  retained  89.3 MiB  81.2 MiB          ${reasons} (8.09 MiB freed later by Cell [3])`
+    );
+  });
+
   it('shows figures that add up: the leak is its evidence, and a row says where the rest went', () => {
     // gpu_memory_demo: "321 MiB" leaked was shown with "193 MiB in 18 block(s)" and "128 MiB in 8 block(s)" at one line;
     // then as 321 MiB in 26 blocks, the 33 MiB of cuBLAS workspace included: it is now said apart
@@ -213,7 +249,7 @@ describe('cuda-memdiff leaks', () => {
     );
     expect(demo).toMatch(/^ {2}- also keeps 33\.0 MiB of library workspace \(cuBLAS, cuDNN\).*not part of the leak$/m);
     // forward_hook_list: "retained 0 B / leaked 32 MiB" was a leak; cell 3 freed it: fixed, and by which cell
-    const hook = cli('leaks', path.join(REC, 'forward_hook_list--python')).out;
+    const hook = unwrapped(cli('leaks', path.join(REC, 'forward_hook_list--python')).out);
     expect(hook).toMatch(
       /^ +\[3\] +2 +fixed +32\.0 MiB +0 B +32\.0 MiB +memory held by this code grew .*; fixed: the 32\.0 MiB it leaked was freed by Cell \[4\]$/m
     );
@@ -247,7 +283,7 @@ describe('cuda-memdiff leaks', () => {
     const manifest = JSON.parse(fs.readFileSync(path.join(dir, 'manifest.json'), 'utf-8'));
     manifest.cells.forEach((c: { index: number }, k: number) => (c.index = 2 * k + 1));
     fs.writeFileSync(path.join(dir, 'manifest.json'), JSON.stringify(manifest));
-    const leaks = cli('leaks', dir).out;
+    const leaks = unwrapped(cli('leaks', dir).out);
     expect(leaks).toMatch(/^Look at Cell \[3\] first \(medium confidence\):$/m);
     expect(leaks).toMatch(/^ +288 MiB in 24 blocks from Cell \[3\], line 3$/m);
     // The index is only the table's `index` column, as `--json` gives it.
@@ -300,7 +336,7 @@ describe('cuda-memdiff leaks on a session recorded with allocation history off',
     // Before: every cell "keeps … of gradients and workspaces of the backward pass", then "No cell leaks."
     const r = cli('leaks', dir);
     expect(r.code).toBe(0);
-    expect(r.out).not.toMatch(/No cell leaks|backward pass/);
+    expect(unwrapped(r.out)).not.toMatch(/No cell leaks|backward pass/);
     expect(r.out).toMatch(
       /^ +\[3\] +2 +unknown +321 MiB +201 MiB +201 MiB has no allocation stack \(history was off\)/m
     );
@@ -373,7 +409,9 @@ describe('cuda-memdiff session and leaks of one rank', () => {
     expect(session.out).toMatch(/^step 4 peak 305 MiB: /m);
     const leaks = cli('leaks', ranks, '--rank', '1');
     expect(leaks.out).not.toMatch(/Cell \[ \]|\[ \]/);
-    expect(leaks.out).toMatch(/^step 4 +3 +leak .*\(step 3 → step 4\) \(8\.01 MiB freed later by step 5\)$/m);
+    expect(unwrapped(leaks.out)).toMatch(
+      /^step 4 +3 +leak .*\(step 3 → step 4\) \(8\.01 MiB freed later by step 5\)$/m
+    );
     expect(leaks.out).toMatch(/^Look at step 5 first \(high confidence\):$/m);
     // The rank's own folder, given directly, is the same session.
     expect(cli('session', path.join(ranks, 'rank1')).out).toBe(session.out);
@@ -702,8 +740,8 @@ describe('the demo exported across a restart (two real kernels)', () => {
   it('leaks finds the demo\'s leak instead of "No cell leaks ... all freed later (by Cell [1])"', () => {
     const r = cli('leaks', dir);
     expect(r.code).toBe(0);
-    expect(r.out).not.toMatch(/No cell leaks|freed later/);
-    expect(r.out).toMatch(
+    expect(unwrapped(r.out)).not.toMatch(/No cell leaks|freed later/);
+    expect(unwrapped(r.out)).toMatch(
       /^ +\[3\] +2 +1 +leak +321 MiB +321 MiB +288 MiB +keeps 288 MiB .*\(until the kernel restarted after Cell \[4\]\)$/m
     );
     expect(r.out).toMatch(/Look at Cell \[3\] first \(kernel 1 of 2, medium confidence\)/);
