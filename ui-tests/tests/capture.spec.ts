@@ -130,14 +130,21 @@ test.describe('capture replaying an H200 session', () => {
     await expectRecordedBadges(page);
     // Restarted by another page or a script through the server's REST API: this page sees no "restarting",
     // only the new process's messages. Its first status may be lost (sent before the server listened again);
-    // any status of it tells, such as the one a kernel info request brings.
+    // any status of it tells, such as the one a kernel info request brings. A request sent while the
+    // server's channels reconnect to the new process may be lost too, and its reply never comes (CI saw
+    // one wait out the test): ask again until the page has heard the new process.
     const id = await page.evaluate(
       () => (window.jupyterapp.shell.currentWidget as any).sessionContext.session.kernel.id as string
     );
     expect((await page.request.post(`/api/kernels/${id}/restart`)).status()).toBe(200);
-    await page.evaluate(() =>
-      (window.jupyterapp.shell.currentWidget as any).sessionContext.session.kernel.requestKernelInfo()
-    );
+    const first = await badgeOf(page, CODE_CELLS[0]);
+    await expect(async () => {
+      await page.evaluate(() => {
+        const kernel = (window.jupyterapp.shell.currentWidget as any).sessionContext.session.kernel;
+        return Promise.race([kernel.requestKernelInfo(), new Promise(resolve => setTimeout(resolve, 5000))]);
+      });
+      await expect(first).toHaveClass(/jp-CudaMemdiffBadge-stale/, { timeout: 1000 });
+    }).toPass({ timeout: 90000 });
     await expectNewKernelReplays(page);
     await expect(await badgeOf(page, CODE_CELLS[1])).toHaveClass(/jp-CudaMemdiffBadge-stale/);
   });
