@@ -31,3 +31,4 @@ export * from './transfer';
 export * from './roles';
 export * from './ranks';
 export * from './leftOut';
+export * from './runs';

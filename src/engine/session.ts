@@ -4,7 +4,7 @@
  * (documented in docs/session-format.md). File access is injected, so the CLI
  * reads from disk and the panel from the contents API with the same code.
  */
-import { sessionCellName } from './cells';
+import { inKernel, sessionCellName } from './cells';
 import { AllocationSite, diffSnapshots, groupBySite } from './diff';
 import { clip, SnapshotError } from './errors';
 import { IFrameFilterOptions } from './frames';
@@ -16,6 +16,7 @@ import { explainPeak, IPeakAnatomy, PeakContradiction } from './peak';
 import { kernelPositions } from './retention';
 import { DEFAULT_DECODE_LIMITS, IDecodeLimits } from './budget';
 import { emptySnapshot, readSnapshot } from './snapshot';
+import { kernelNumbers } from './runs';
 
 /** Allocator statistics the recorder stores before and after a cell (summed over devices). */
 export interface IAllocatorStats {
@@ -476,17 +477,13 @@ export function reportCells(
  */
 export function sessionExecutions(manifest: ISessionManifest): ILeakExecution[] {
   const ids = kernelSessionsOf(manifest);
-  const kernels = kernelPositions(ids);
-  const several = kernels.length > 0 && kernels[kernels.length - 1] > 0;
-  return manifest.cells.map((cell, k) => {
-    const name = sessionCellName(cell.index, cell.execution_count, cell.label);
-    return {
-      cellId: String(cell.index),
-      executionCount: cell.execution_count,
-      source: cell.source,
-      error: cell.error ?? null,
-      label: several ? `${name} in kernel ${kernels[k] + 1}` : name,
-      kernelSession: ids[k]
-    };
-  });
+  const kernels = kernelNumbers(ids);
+  return manifest.cells.map((cell, k) => ({
+    cellId: String(cell.index),
+    executionCount: cell.execution_count,
+    source: cell.source,
+    error: cell.error ?? null,
+    label: inKernel(sessionCellName(cell.index, cell.execution_count, cell.label), kernels[k]),
+    kernelSession: ids[k]
+  }));
 }
