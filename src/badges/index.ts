@@ -11,7 +11,7 @@ import { Signal } from '@lumino/signaling';
 import { CellNoteKind } from '../capture/protocol';
 import { SnapshotStore } from '../capture/store';
 import { codeCellSources } from '../components/cells';
-import { CellCodeNames } from '../engine';
+import { CellCodeNames, cellsAsRun } from '../engine';
 import { oomLines, peakLine } from './history';
 import { badgeView, DEFAULT_THRESHOLDS, IBadgeThresholds } from './view';
 
@@ -43,7 +43,7 @@ export class CellBadges implements IDisposable {
     if (this._isDisposed) {
       return;
     }
-    this._cellNames = null;
+    this._cellNames.clear();
     for (const cell of this._panel.content.widgets) {
       this._watch(cell);
       this._render(cell);
@@ -125,20 +125,29 @@ export class CellBadges implements IDisposable {
     if (!oom && !peak) {
       return [];
     }
-    // One map per update of all badges (hashing every cell's source), not one per badge.
-    this._cellNames ??= new CellCodeNames(
-      codeCellSources(this._panel.content.widgets.map(c => c.model)).map(c => ({
-        ...c,
-        executionCount: this._store.latestForCell(c.id)?.executionCount ?? null
-      }))
-    );
-    const cells = this._cellNames;
+    const cells = this._namesFor(record.kernelSession);
     const lines = oom ? oomLines(oom, cells, this._trans) : [];
     const said = peak ? peakLine(peak, record.snapshot.frames, cells, this._trans) : null;
     return said ? [...lines, said] : lines;
   }
 
-  private _cellNames: CellCodeNames | null = null;
+  /**
+   * The cells as the frames of a snapshot from `kernelSession` name them, by
+   * their runs in that kernel, as the panel names them (see cellsAsRun). One
+   * map per kernel and update of all badges (hashing every cell's source), not one per badge.
+   */
+  private _namesFor(kernelSession: number): CellCodeNames {
+    let names = this._cellNames.get(kernelSession);
+    if (!names) {
+      const cells = codeCellSources(this._panel.content.widgets.map(c => c.model));
+      const runs = this._store.records.filter(r => r.reason === 'cell');
+      names = new CellCodeNames(cellsAsRun(cells, runs, kernelSession));
+      this._cellNames.set(kernelSession, names);
+    }
+    return names;
+  }
+
+  private readonly _cellNames = new Map<number, CellCodeNames>();
   private readonly _panel: NotebookPanel;
   private readonly _store: SnapshotStore;
   private readonly _trans: TranslationBundle;

@@ -22,7 +22,7 @@ import {
   IRankLeaksResult,
   LeakReport,
   roleCodes,
-  runTag,
+  runTags,
   sessionBuffers,
   Snapshot
 } from '../engine';
@@ -268,9 +268,11 @@ export class LeakFinderModel implements IDisposable {
   private _session(records: readonly CellRecord[]): Private.ISession {
     const cells = this._panel.notebook?.cells() ?? [];
     const cellIndex = records.map(r => cells.findIndex(c => c.id === r.cellId));
+    // Named as the chart and the stack frames name runs: `[3]`, `[3] in kernel 2` once the session restarted.
+    const all = this._panel.records;
+    const tags = runTags(all);
     const executions = records.map((r, k) => {
-      // Named as the stack frames name cells: by execution count, what the notebook shows.
-      const count = runTag(r.executionCount);
+      const count = tags[all.indexOf(r)];
       return {
         cellId: r.cellId ?? `execution ${k}`,
         executionCount: r.executionCount,

@@ -34,15 +34,19 @@ export interface IPanelBodyProps {
   onDropFiles: (files: readonly File[]) => void;
 }
 
-/** A record as the pickers and the chart name it: `[3] first line`, with its kernel after a restart. */
-function recordLabel(record: CellRecord, model: DiffPanelModel, trans: TranslationBundle): string {
+/**
+ * A record as the pickers and the chart name it: `[3] first line`, and
+ * `[3] in kernel 2: first line` after a restart (the colon keeps the
+ * kernel's number apart from the code).
+ */
+function recordLabel(record: CellRecord, model: DiffPanelModel): string {
   const cell = model.notebook?.cells().find(c => c.id === record.cellId);
-  const count = runTag(record.executionCount);
+  const tag = model.runTag(record);
   const source = cell ? sourceHeadline(cell.source) : '';
-  if (model.kernelCount > 1) {
-    return trans.__('%1 (kernel %2) %3', count, model.kernelNumber(record), source).trim();
+  if (!source) {
+    return tag;
   }
-  return `${count} ${source}`;
+  return tag === runTag(record.executionCount) ? `${tag} ${source}` : `${tag}: ${source}`;
 }
 
 function refLabel(ref: SnapshotRef, model: DiffPanelModel, trans: TranslationBundle): string {
@@ -52,7 +56,7 @@ function refLabel(ref: SnapshotRef, model: DiffPanelModel, trans: TranslationBun
     case 'file':
       return trans.__('file %1', model.fileLabel(ref.file));
     default:
-      return trans.__('Cell %1', recordLabel(ref.record, model, trans));
+      return trans.__('Cell %1', recordLabel(ref.record, model));
   }
 }
 
@@ -62,7 +66,7 @@ function choices(model: DiffPanelModel, trans: TranslationBundle): { key: string
     { key: 'empty', ref: { kind: 'empty' }, label: trans.__('Empty device') }
   ];
   model.records.forEach((record, i) =>
-    out.push({ key: `r${i}`, ref: { kind: 'record', record }, label: recordLabel(record, model, trans) })
+    out.push({ key: `r${i}`, ref: { kind: 'record', record }, label: recordLabel(record, model) })
   );
   model.files.forEach((file, i) =>
     out.push({ key: `f${i}`, ref: { kind: 'file', file }, label: trans.__('file %1', model.fileLabel(file)) })
@@ -203,12 +207,12 @@ function ChartBody(props: { model: DiffPanelModel; trans: TranslationBundle }): 
         allocatedBytes: totalBytes(r.snapshot, 'allocatedBytes', device),
         reservedBytes: totalBytes(r.snapshot, 'reservedBytes', device),
         oom: model.notebook?.store.hadOom(r) ?? false,
-        label: recordLabel(r, model, trans),
+        label: recordLabel(r, model),
         kernelSession: r.kernelSession,
         // The kernel's roles are summed over devices: stacked only when the chart shows them all.
         roles: device === null ? (r.roles?.bytes ?? null) : null
       })),
-    [records, model, device, trans]
+    [records, model, device]
   );
   const devices = model.devices;
   // The chart highlights what the diff below shows, picked on the chart or in the pickers; the earlier
@@ -273,7 +277,7 @@ function DiffBody(props: IPanelBodyProps & { pair: IComparison }): JSX.Element {
         grouping={model.canGroupByRole ? model.grouping : 'site'}
         onGrouping={model.canGroupByRole ? v => (model.grouping = v) : undefined}
         roleGroups={model.grouping === 'role' && model.canGroupByRole ? model.roleGroups : null}
-        cells={model.cellNames()}
+        cells={model.cellNamesFor(pair.after, pair.before)}
         trans={trans}
         onReveal={props.onReveal}
         caption={trans.__('%1, against %2', refLabel(pair.after, model, trans), refLabel(pair.before, model, trans))}
@@ -436,7 +440,7 @@ function SegmentsBody(props: {
     <SegmentMap
       snapshot={model.snapshotOf(props.after)}
       roles={model.rolesOf(props.after)}
-      cells={model.cellNames()}
+      cells={model.cellNamesFor(props.after)}
       showAllFrames={model.showAllFrames}
       trans={props.trans}
       onReveal={props.onReveal}

@@ -11,6 +11,7 @@ import {
   AllocationSite,
   BlockRoles,
   CellCodeNames,
+  cellsAsRun,
   diffSnapshots,
   emptySnapshot,
   FrameTable,
@@ -19,6 +20,8 @@ import {
   ICellSource,
   IRoleGroup,
   reframe,
+  runTag,
+  runTags,
   Snapshot,
   SnapshotDiff
 } from '../engine';
@@ -166,17 +169,19 @@ export class DiffPanelModel implements IDisposable {
   }
 
   /**
-   * Kernel sessions among the records, numbered from 1 in the order they ran;
-   * 0 for a record not shown. Labels need it only when there is more than one.
+   * A record's tag as the panel names its run: `[4]`, and `[4] in kernel 2`
+   * once the records span a restart (counts start again in each kernel).
    */
-  kernelNumber(record: CellRecord): number {
-    const sessions = [...new Set(this.records.map(r => r.kernelSession))];
-    return sessions.indexOf(record.kernelSession) + 1;
-  }
-
-  /** How many kernel sessions the records come from. */
-  get kernelCount(): number {
-    return new Set(this.records.map(r => r.kernelSession)).size;
+  runTag(record: CellRecord): string {
+    const records = this.records;
+    // The store only appends records and drops the oldest: its ends and length tell whether the tags still hold.
+    const key = [records.length, records[0], records[records.length - 1]] as const;
+    const cached = this._runTags;
+    if (!cached || cached.key.some((v, i) => v !== key[i])) {
+      this._runTags = { key, tags: runTags(records) };
+    }
+    const k = records.indexOf(record);
+    return k < 0 ? runTag(record.executionCount) : this._runTags!.tags[k];
   }
 
   /** Emitted when an action asks the views to bring a section into view. */
@@ -353,36 +358,47 @@ export class DiffPanelModel implements IDisposable {
   }
 
   /**
-   * Maps frame filenames to this notebook's cells, with their latest
-   * execution counts. The same object is returned while the cells, their
-   * sources and counts are unchanged, so views that depend on it (the segment
-   * map's layout) are not recomputed on every render.
+   * Maps frame filenames to this notebook's cells, each named by its run in
+   * kernel session `kernelSession` (see cellsAsRun; by default the latest
+   * record's, the kernel running now). The same object is returned while
+   * the cells, their sources and their runs are unchanged, so views that
+   * depend on it (the segment map's layout) are not recomputed on every render.
    */
-  cellNames(): CellCodeNames {
-    const latest = new Map<string, number | null>();
-    for (const r of this.records) {
-      if (r.cellId) {
-        latest.set(r.cellId, r.executionCount);
-      }
-    }
-    const cells = (this._notebook?.cells() ?? []).map(c => ({ ...c, executionCount: latest.get(c.id) ?? null }));
-    const cached = this._cellNames;
+  cellNames(kernelSession?: number | null): CellCodeNames {
+    const records = this.records;
+    const kernel = kernelSession !== undefined ? kernelSession : (records[records.length - 1]?.kernelSession ?? null);
+    const cells = cellsAsRun(this._notebook?.cells() ?? [], records, kernel);
+    const cached = this._cellNames.get(kernel);
     const same =
-      cached !== null &&
+      cached !== undefined &&
       cached.cells.length === cells.length &&
       cached.cells.every(
         (c, i) =>
           c.id === cells[i].id &&
           c.source === cells[i].source &&
           c.executionCount === cells[i].executionCount &&
+          c.kernel === cells[i].kernel &&
           // A cell that has not run is named by its place, which moves when any cell is added, moved or deleted.
           c.position?.index === cells[i].position?.index &&
           c.position?.total === cells[i].position?.total
       );
-    if (!same) {
-      this._cellNames = { cells, names: new CellCodeNames(cells) };
+    if (same) {
+      return cached.names;
     }
-    return this._cellNames!.names;
+    // One map per kernel the views name cells for: a few at most, so none is dropped.
+    const names = new CellCodeNames(cells);
+    this._cellNames.set(kernel, { cells, names });
+    return names;
+  }
+
+  /**
+   * The names for the frames of compared snapshots: by the kernel of the
+   * first of `refs` that is a notebook cell's (a file's or an empty device's
+   * frames get the kernel running now).
+   */
+  cellNamesFor(...refs: SnapshotRef[]): CellCodeNames {
+    const ref = refs.find(r => r.kind === 'record');
+    return this.cellNames(ref?.kind === 'record' ? ref.record.kernelSession : undefined);
   }
 
   /** Whether the model was disposed. */
@@ -426,8 +442,8 @@ export class DiffPanelModel implements IDisposable {
   private _selected: CellRecord | null = null;
   /** The latest record when the user selected `_selected`: a later one ends the selection. */
   private _selectedWhileLatest: CellRecord | null = null;
-  private _cellNames: { cells: (ICellSource & { executionCount: number | null })[]; names: CellCodeNames } | null =
-    null;
+  private readonly _cellNames = new Map<number | null, { cells: ICellSource[]; names: CellCodeNames }>();
+  private _runTags: { key: readonly [number, CellRecord?, CellRecord?]; tags: string[] } | null = null;
   private _showAllFrames = false;
   private _diff: SnapshotDiff | null = null;
   private _groups: AllocationSite[] | null = null;

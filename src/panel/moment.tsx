@@ -16,7 +16,6 @@ import {
   ICellSite,
   IOomReport,
   IPeakAnatomy,
-  runTag,
   SnapshotDiff
 } from '../engine';
 import { DiffView } from './diffview';
@@ -54,7 +53,7 @@ export function MomentSection(props: IMomentSectionProps & { show: 'oom' | 'peak
   if ((props.show === 'oom' && !oom) || (props.show === 'peak' && !peak)) {
     return null;
   }
-  const cell = runTag(record.executionCount);
+  const cell = model.runTag(record);
   return (
     <Section
       name={oom ? 'oom' : 'peak'}
@@ -98,7 +97,9 @@ function HolderTable(props: { caption: string; rows: { label: string; bytes: num
 }
 
 /** The moment against the cell's start, as the diff section shows a pair. */
-function MomentDiff(props: IMomentSectionProps & { diff: SnapshotDiff; caption: string }): JSX.Element {
+function MomentDiff(
+  props: IMomentSectionProps & { diff: SnapshotDiff; caption: string; cells: CellCodeNames }
+): JSX.Element {
   const { model, diff } = props;
   return (
     <DiffView
@@ -106,7 +107,7 @@ function MomentDiff(props: IMomentSectionProps & { diff: SnapshotDiff; caption: 
       groups={groupBySite(diff, { allFrames: model.showAllFrames })}
       showAllFrames={model.showAllFrames}
       onShowAllFrames={v => (model.showAllFrames = v)}
-      cells={model.cellNames()}
+      cells={props.cells}
       trans={props.trans}
       onReveal={props.onReveal}
       caption={props.caption}
@@ -116,7 +117,8 @@ function MomentDiff(props: IMomentSectionProps & { diff: SnapshotDiff; caption: 
 
 function OomBody(props: IMomentSectionProps & { record: CellRecord; oom: IOomReport }): JSX.Element {
   const { model, trans, oom } = props;
-  const cells: CellCodeNames = model.cellNames();
+  // The frames are the failing run's kernel's: its runs name the cells.
+  const cells = model.cellNames(props.record.kernelSession);
   const sites = cellSites(oom.held, oom.atOom.frames, cells, { allFrames: model.showAllFrames });
   const words = oomFacts(oom, trans);
   return (
@@ -139,14 +141,19 @@ function OomBody(props: IMomentSectionProps & { record: CellRecord; oom: IOomRep
         rows={sites.map(s => ({ label: siteText(s, trans), bytes: s.bytes }))}
       />
       <HolderTable name="cell" caption={trans.__('By cell')} rows={byCell(sites, trans)} />
-      <MomentDiff {...props} diff={oom.diff} caption={trans.__("At the error, against the cell's start")} />
+      <MomentDiff
+        {...props}
+        diff={oom.diff}
+        cells={cells}
+        caption={trans.__("At the error, against the cell's start")}
+      />
     </div>
   );
 }
 
 function PeakBody(props: IMomentSectionProps & { record: CellRecord; peak: IPeakAnatomy }): JSX.Element {
   const { model, trans, peak } = props;
-  const cells = model.cellNames();
+  const cells = model.cellNames(props.record.kernelSession);
   const sites = cellSites(peak.alive, props.record.snapshot.frames, cells, { allFrames: model.showAllFrames });
   return (
     <div className="jp-CudaMemdiffMoment">
@@ -163,7 +170,12 @@ function PeakBody(props: IMomentSectionProps & { record: CellRecord; peak: IPeak
         caption={trans.__('Alive at the peak, by site')}
         rows={sites.map(s => ({ label: siteText(s, trans), bytes: s.bytes }))}
       />
-      <MomentDiff {...props} diff={peak.diff} caption={trans.__("The peak moment, against the cell's start")} />
+      <MomentDiff
+        {...props}
+        diff={peak.diff}
+        cells={cells}
+        caption={trans.__("The peak moment, against the cell's start")}
+      />
     </div>
   );
 }

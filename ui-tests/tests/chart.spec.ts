@@ -88,9 +88,9 @@ test('the chart highlights the pair picked by hand, and Run All after a restart 
   await expect(page.locator('.jp-CudaMemdiffStatus')).toContainText('replaying a recorded session', { timeout: 60000 });
   await page.notebook.run();
   await expect(chart.getByRole('option')).toHaveCount(2 * CODE_CELLS.length, { timeout: 60000 });
-  await expect(chart.getByRole('option', { selected: true })).toHaveAttribute('aria-label', /^\[4\] \(kernel 2\)/);
-  await expect(panel.locator('[data-cuda-memdiff-side="after"] option:checked')).toHaveText(/^\[4\] \(kernel 2\)/);
-  await expect(page.locator(CAPTION)).toHaveText(/^Cell \[4\] \(kernel 2\) .*, against Cell \[3\] \(kernel 2\) /);
+  await expect(chart.getByRole('option', { selected: true })).toHaveAttribute('aria-label', /^\[4\] in kernel 2: /);
+  await expect(panel.locator('[data-cuda-memdiff-side="after"] option:checked')).toHaveText(/^\[4\] in kernel 2: /);
+  await expect(page.locator(CAPTION)).toHaveText(/^Cell \[4\] in kernel 2: .*, against Cell \[3\] in kernel 2: /);
 });
 
 test('two restarts close together keep their labels apart, each line named', async ({ page, tmpPath }) => {
@@ -112,8 +112,8 @@ test('two restarts close together keep their labels apart, each line named', asy
   await expect(markers).toHaveCount(2);
   await expect(markers.locator('line')).toHaveCount(2);
   const titles = await markers.locator('title').allTextContents();
-  expect(titles[0]).toMatch(/^The kernel restarted before \[1\] \(kernel 2\)/);
-  expect(titles[1]).toMatch(/^The kernel restarted before \[1\] \(kernel 3\)/);
+  expect(titles[0]).toMatch(/^The kernel restarted before \[1\] in kernel 2: /);
+  expect(titles[1]).toMatch(/^The kernel restarted before \[1\] in kernel 3: /);
   const labels = markers.locator('text');
   expect(await labels.count()).toBeGreaterThanOrEqual(1);
   const boxes = [];

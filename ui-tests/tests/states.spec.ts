@@ -38,9 +38,9 @@ test('a kernel restart is marked on the chart and told apart in the pickers', as
   expect(await panel.locator('[data-cuda-memdiff-section="chart"]').screenshot()).toMatchSnapshot('chart-restart.png');
   // the same cell before and after the restart reads differently in the pickers
   const options = await panel.locator('[data-cuda-memdiff-side="after"] option').allTextContents();
-  expect(options.filter(o => o.startsWith('[1] (kernel 1)'))).toHaveLength(1);
-  expect(options.filter(o => o.startsWith('[1] (kernel 2)'))).toHaveLength(1);
-  await expect(panel.locator('[data-cuda-memdiff-side="after"] option:checked')).toHaveText(/^\[1\] \(kernel 2\)/);
+  expect(options.filter(o => o.startsWith('[1] in kernel 1: '))).toHaveLength(1);
+  expect(options.filter(o => o.startsWith('[1] in kernel 2: '))).toHaveLength(1);
+  await expect(panel.locator('[data-cuda-memdiff-side="after"] option:checked')).toHaveText(/^\[1\] in kernel 2: /);
 
   // the previous kernel's badges are marked stale, and still readable in both themes
   await expect(page.locator(`${BADGE}.jp-CudaMemdiffBadge-stale`)).not.toHaveCount(0);

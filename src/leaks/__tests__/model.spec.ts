@@ -149,6 +149,21 @@ describe('LeakFinderModel', () => {
     expect(second.findings).toBeNull();
   });
 
+  it('names the runs it ranks as the chart names them once the session restarted: kernel 2\u2019s [3], not [3]', async () => {
+    const { store, addCell } = recordedStore(LIVE);
+    store.newKernelSession();
+    manifest.cells.forEach((_: unknown, k: number) => addCell(k));
+    const { leaks } = finder({ ...notebook(), store });
+    const findings = await leaks.run().findings;
+    expect(findings!.labels).toEqual([
+      'Cell [1] in kernel 2',
+      'Cell [2] in kernel 2',
+      'Cell [3] in kernel 2',
+      'Cell [4] in kernel 2'
+    ]);
+    expect(findings!.top!.label).toBe('Cell [3] in kernel 2');
+  });
+
   it('keeps each run\u2019s answer for its latest cell: a leak only the holders showed, freed later, is fixed', async () => {
     // out_cache: cell 0 makes x (64 MiB), cell 2 runs `del x`. Asked right after cell 0, the kernel
     // says an exception the user kept holds it (as exception_fixed's `err` did on the H200).

@@ -273,8 +273,43 @@ describe('DiffPanelModel kernel sessions and reveal requests', () => {
       replay: null
     });
     model.setNotebook(notebook);
-    expect(model.kernelCount).toBe(2);
-    expect(model.records.map(r => model.kernelNumber(r))).toEqual([1, 1, 2]);
+    expect(model.records.map(r => model.runTag(r))).toEqual(['[1] in kernel 1', '[2] in kernel 1', '[1] in kernel 2']);
+  });
+
+  it("names a cell in a frame by its run in the snapshot's kernel: two cells are never both [1]", () => {
+    // Kernel 1 runs cell-0 [1] and cell-1 [2]; after a restart, cell-1 runs again as [1].
+    const model = new DiffPanelModel();
+    const notebook = notebookWith(2);
+    notebook.store.newKernelSession();
+    notebook.store.add({
+      cellId: 'cell-1',
+      executionCount: 1,
+      reason: 'cell',
+      seq: 1,
+      snapshot: notebook.store.records[1].snapshot,
+      devices: [],
+      error: null,
+      replay: null
+    });
+    model.setNotebook(notebook);
+    const [first, second, again] = model.records;
+    const named = (names: ReturnType<typeof model.cellNames>, k: number) =>
+      names.lookup(`/tmp/ipykernel_1/${murmur2(manifest.cells[k].source)}.py`)!.cells.map(cellTag);
+    // kernel 1's snapshots: cell-1's frames are its kernel 1 run, not its latest
+    const inKernel1 = model.cellNamesFor({ kind: 'record', record: second });
+    expect(named(inKernel1, 0)).toEqual(['[1] in kernel 1']);
+    expect(named(inKernel1, 1)).toEqual(['[2] in kernel 1']);
+    // kernel 2's (and by default the kernel running now): cell-0 has not run there, its run in kernel 1 names it
+    for (const names of [model.cellNamesFor({ kind: 'record', record: again }), model.cellNames()]) {
+      expect(named(names, 0)).toEqual(['[1] in kernel 1']);
+      expect(named(names, 1)).toEqual(['[1] in kernel 2']);
+    }
+    // the diff names the frames by its later side's kernel, and by its earlier one when the later is no cell
+    expect(named(model.cellNamesFor({ kind: 'empty' }, { kind: 'record', record: first }), 1)).toEqual([
+      '[2] in kernel 1'
+    ]);
+    // a name per kernel, kept while nothing changed
+    expect(model.cellNamesFor({ kind: 'record', record: second })).toBe(inKernel1);
   });
 
   it('follows the cells of Run All after a restart unless the user picked a pair by hand', () => {
@@ -298,7 +333,7 @@ describe('DiffPanelModel kernel sessions and reveal requests', () => {
     notebook.store.newKernelSession();
     runAgain();
     expect(model.shownRecord).toBe(model.records[3]);
-    expect(model.kernelNumber(model.shownRecord!)).toBe(2);
+    expect(model.runTag(model.shownRecord!)).toBe('[1] in kernel 2');
     // a pair picked in the pickers stays through new cells
     const [first, second] = model.records;
     model.compare({ kind: 'record', record: first }, { kind: 'record', record: second });
