@@ -2,7 +2,9 @@
  * Geometry of the session chart, in pure functions: allocated and reserved
  * memory per snapshot as step lines, one step per cell execution, ticks at
  * binary sizes (128 MiB, 256 MiB, 1 GiB), a mark where the kernel
- * restarted, and allocated memory stacked by role where the kernel gave roles. d3 computes scales and paths; the React component only draws them.
+ * restarted and where a cell ran out of memory, and allocated memory
+ * stacked by role where the kernel gave roles. d3 computes scales and paths;
+ * the React component only draws them.
  */
 import { scaleLinear } from 'd3-scale';
 import { area, curveStepAfter, line } from 'd3-shape';
@@ -44,6 +46,8 @@ export interface IChartLayout {
   ticks: { y: number; label: string }[];
   /** Where a snapshot from a new kernel session follows one of an earlier session. */
   restarts: IRestartMark[];
+  /** The snapshots whose cell ran out of memory. */
+  ooms: IOomMark[];
   /** Allocated memory stacked by role, in the kernel's role order; empty when no snapshot has roles. */
   roleAreas: IRoleArea[];
   width: number;
@@ -60,6 +64,23 @@ export interface IRestartMark {
   x: number;
   index: number;
   label: { x: number; anchor: 'start' | 'end' } | null;
+}
+
+/**
+ * An out-of-memory mark over the snapshot `index`, centred on its step at
+ * `x`; `label` false where the label would run into the one before it (the
+ * band's tooltip and accessible name still say it ran out of memory).
+ */
+export interface IOomMark {
+  x: number;
+  index: number;
+  label: boolean;
+}
+
+/** Drawn widths of the chart's labels, in pixels: what is measured to keep them apart. */
+export interface ILabelWidths {
+  restart?: number;
+  oom?: number;
 }
 
 /** Sizes of the chart in pixels. */
@@ -101,8 +122,8 @@ export function tickLabel(bytes: number): string {
     .replace(/\. /, ' ');
 }
 
-/** Lay out the chart for snapshots in execution order; `restartLabelWidth` is the drawn width of the "restart" label. */
-export function chartLayout(inputs: readonly IChartInput[], size: IChartSize, restartLabelWidth = 0): IChartLayout {
+/** Lay out the chart for snapshots in execution order; `labels` gives the drawn widths of its labels. */
+export function chartLayout(inputs: readonly IChartInput[], size: IChartSize, labels: ILabelWidths = {}): IChartLayout {
   const left = MARGIN.left;
   const right = Math.max(left + 1, size.width - MARGIN.right);
   const top = MARGIN.top;
@@ -140,8 +161,9 @@ export function chartLayout(inputs: readonly IChartInput[], size: IChartSize, re
         .filter((p, k) => k > 0 && p.kernelSession !== undefined && p.kernelSession !== points[k - 1].kernelSession)
         .map(p => ({ x: p.x, index: p.index })),
       (left + right) / 2,
-      restartLabelWidth
+      labels.restart ?? 0
     ),
+    ooms: oomMarks(points, labels.oom ?? 0),
     width: size.width,
     height: size.height,
     plotLeft: left
@@ -159,16 +181,49 @@ export function restartMarks(
   middle: number,
   labelWidth: number
 ): IRestartMark[] {
-  let keptRight = -Infinity;
-  return restarts.map(({ x, index }) => {
-    const anchor = x > middle ? 'end' : 'start';
+  const placed = restarts.map(({ x }) => {
+    const anchor: 'start' | 'end' = x > middle ? 'end' : 'start';
     const labelX = anchor === 'end' ? x - LABEL_GAP : x + LABEL_GAP;
-    const from = anchor === 'end' ? labelX - labelWidth : labelX;
+    return { labelX, anchor, from: anchor === 'end' ? labelX - labelWidth : labelX };
+  });
+  const kept = keptApart(
+    placed.map(p => p.from),
+    labelWidth
+  );
+  return restarts.map(({ x, index }, k) => ({
+    x,
+    index,
+    label: kept[k] ? { x: placed[k].labelX, anchor: placed[k].anchor } : null
+  }));
+}
+
+/**
+ * An OOM mark centred over each snapshot whose cell ran out of memory; a
+ * label that would come within LABEL_GAP of the last one kept is dropped, so
+ * a run of failing cells on narrow steps does not print "OOMOOMOOM".
+ */
+export function oomMarks(points: readonly IChartPoint[], labelWidth: number): IOomMark[] {
+  const marks = points.filter(p => p.oom).map(p => ({ x: p.x + p.width / 2, index: p.index }));
+  const kept = keptApart(
+    marks.map(m => m.x - labelWidth / 2),
+    labelWidth
+  );
+  return marks.map((m, k) => ({ ...m, label: kept[k] }));
+}
+
+/**
+ * Which labels of one row to draw: each label (its left edge in `starts`,
+ * left to right, all `width` wide) is kept when it starts LABEL_GAP past the
+ * last one kept.
+ */
+function keptApart(starts: readonly number[], width: number): boolean[] {
+  let keptRight = -Infinity;
+  return starts.map(from => {
     if (from < keptRight + LABEL_GAP) {
-      return { x, index, label: null };
+      return false;
     }
-    keptRight = from + labelWidth;
-    return { x, index, label: { x: labelX, anchor } };
+    keptRight = from + width;
+    return true;
   });
 }
 

@@ -15,8 +15,13 @@ import { useWidth } from './width';
 /** Width before the panel is measured, and the height, in pixels. */
 const DEFAULT_WIDTH = 320;
 const HEIGHT = 120;
-/** Baseline of the "restart" label, under the top margin. */
-const RESTART_LABEL_Y = 18;
+/** Baseline of the OOM labels, in the top margin. */
+const OOM_LABEL_Y = 12;
+/**
+ * Baseline of the "restart" labels, a row below the OOM labels: a cell that
+ * runs out of memory right after a restart shows both.
+ */
+const RESTART_LABEL_Y = 26;
 /**
  * The widest a character of the 10px chart labels draws, in pixels: an
  * estimate on the safe side, so labels that might touch are treated as touching.
@@ -42,9 +47,15 @@ export function SessionChart(props: ISessionChartProps): JSX.Element {
   const bands = React.useRef<(SVGRectElement | null)[]>([]);
   const width = useWidth(figure, DEFAULT_WIDTH);
   const restartLabel = trans.__('restart');
+  const oomLabel = trans.__('OOM');
   const layout = React.useMemo(
-    () => chartLayout(inputs, { width, height: HEIGHT }, restartLabel.length * LABEL_CHAR_WIDTH),
-    [inputs, width, restartLabel]
+    () =>
+      chartLayout(
+        inputs,
+        { width, height: HEIGHT },
+        { restart: restartLabel.length * LABEL_CHAR_WIDTH, oom: oomLabel.length * LABEL_CHAR_WIDTH }
+      ),
+    [inputs, width, restartLabel, oomLabel]
   );
   const [byRole, setByRole] = React.useState(false);
   const stacked = byRole && layout.roleAreas.length > 0;
@@ -119,17 +130,17 @@ export function SessionChart(props: ISessionChartProps): JSX.Element {
           : null}
         <path className="jp-CudaMemdiffChart-reserved" d={layout.reservedPath} />
         <path className="jp-CudaMemdiffChart-allocated" d={layout.allocatedPath} />
-        {layout.points
-          .filter(p => p.oom)
-          .map(p => (
+        {layout.ooms
+          .filter(m => m.label)
+          .map(m => (
             <text
-              key={`oom-${p.index}`}
+              key={`oom-${m.index}`}
               className="jp-CudaMemdiffChart-oom"
-              x={p.x + p.width / 2}
-              y={12}
+              x={m.x}
+              y={OOM_LABEL_Y}
               textAnchor="middle"
             >
-              {trans.__('OOM')}
+              {oomLabel}
             </text>
           ))}
       </svg>

@@ -1,4 +1,5 @@
 import { binaryTicks, binaryTickStep, chartLayout, restartMarks, tickLabel } from '../chart';
+import type { IChartInput } from '../chart';
 
 const MiB = 2 ** 20;
 
@@ -52,6 +53,26 @@ describe('chartLayout', () => {
     );
     expect(restarted.restarts.map(r => [r.x, r.index])).toEqual([[restarted.points[2].x, 2]]);
     expect(layout.restarts).toEqual([]);
+  });
+
+  it('marks each cell that ran out of memory, and drops an OOM label that would run into the last', () => {
+    // eight cells on 240 px of plot, 30 px a step: labels 40 px wide over cells 1, 2 and 4
+    const failing = new Set([1, 2, 4]);
+    const cells: IChartInput[] = Array.from({ length: 8 }, (_, k) => ({
+      allocatedBytes: MiB,
+      reservedBytes: MiB,
+      oom: failing.has(k),
+      label: `[${k + 1}]`
+    }));
+    const chart = chartLayout(cells, { width: 312, height: 120 }, { oom: 40 });
+    expect(chart.ooms.map(m => [m.index, m.x, m.label])).toEqual([
+      [1, 64 + 45, true],
+      // [2]'s label would overlap [1]'s ("OOMOOM"): the band still says it in its name
+      [2, 64 + 75, false],
+      [4, 64 + 135, true]
+    ]);
+    // with room for every label, all are written
+    expect(chartLayout(cells, { width: 312, height: 120 }, { oom: 20 }).ooms.every(m => m.label)).toBe(true);
   });
 
   it('writes a restart label on the side of its line with room, and drops one that would run into the last', () => {

@@ -72,3 +72,24 @@ describe('SessionChart keys', () => {
     expect(bands.filter(b => b.getAttribute('tabindex') === '0')).toEqual([bands[5]]);
   });
 });
+
+describe('SessionChart marks', () => {
+  it('writes the OOM labels and the restart labels in rows of their own: an OOM right after a restart shows both', () => {
+    // the kernel restarted before [3], which ran out of memory, as [2] did before the restart
+    const restarted = inputs
+      .slice(0, 4)
+      .map((input, k) => ({ ...input, oom: k === 1 || k === 2, kernelSession: k < 2 ? 1 : 2 }));
+    const { container } = render(
+      <SessionChart inputs={restarted} selected={3} onSelect={() => undefined} trans={trans} />
+    );
+    const ooms = [...container.querySelectorAll('text.jp-CudaMemdiffChart-oom')];
+    const restart = container.querySelector('.jp-CudaMemdiffChart-restart text')!;
+    expect(ooms.map(t => t.textContent)).toEqual(['OOM', 'OOM']);
+    expect(restart.textContent).toBe('restart');
+    // 10px labels on baselines 10px or more apart do not overlap, wherever the restart line falls
+    const FONT_PX = 10;
+    for (const oom of ooms) {
+      expect(Number(restart.getAttribute('y')) - Number(oom.getAttribute('y'))).toBeGreaterThanOrEqual(FONT_PX + 2);
+    }
+  });
+});
