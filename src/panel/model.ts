@@ -78,6 +78,7 @@ export class DiffPanelModel implements IDisposable {
     this._notebook?.store.changed.disconnect(this._onStoreChanged, this);
     this._notebook?.cellsChanged?.disconnect(this._onCellsChanged, this);
     this._notebook = notebook;
+    this._cellNames.clear();
     this._selected = null;
     this._custom = null;
     this._invalidate();
@@ -385,7 +386,7 @@ export class DiffPanelModel implements IDisposable {
     if (same) {
       return cached.names;
     }
-    // One map per kernel the views name cells for: a few at most, so none is dropped.
+    // One map per kernel the views name cells for (a restart adds one; another notebook starts afresh).
     const names = new CellCodeNames(cells);
     this._cellNames.set(kernel, { cells, names });
     return names;
