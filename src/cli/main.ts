@@ -26,6 +26,7 @@ import {
   rankFolders,
   rankSession,
   readSnapshot,
+  runMismatch,
   reportCells,
   sessionCellName,
   sessionExecutions,
@@ -44,6 +45,7 @@ import {
   summaryText
 } from './report';
 import { leaksJson, leaksText } from './leaks';
+import { differentRunsJson, differentRunsNote } from './runMismatch';
 import { compareJson, compareText, ranksJson, ranksText } from './ranks';
 import { diffRolesJson, diffRolesText, rolesBeside, sessionRolesText } from './roles';
 import { fileProblem, isFileSystemError, isFolder, manifestBeside, readBytes, readText } from './files';
@@ -478,14 +480,19 @@ export function run(argv: string[], warn: (line: string) => void = () => undefin
       const before = readSnapshotFile(args.operands[0], frames, args.limits);
       const after = readSnapshotFile(args.operands[1], frames, args.limits);
       const diff = diffSnapshots(before, after);
-      // Files given the wrong way round read as a diff backwards: said where their histories tell.
+      // Two runs' snapshots read as a leak (every block born and freed): said where what they carry tells.
+      const apart = runMismatch(before, after);
+      // Files given the wrong way round read as a diff backwards: said where their histories tell
+      // (two runs' clocks say nothing of which came first).
       const newest = (s: Snapshot) => s.traces.reduce((t, e) => Math.max(t, e.timeUs ?? -Infinity), -Infinity);
       const afterNewest = newest(after);
-      const reversed = Number.isFinite(afterNewest) && newest(before) > afterNewest;
+      const reversed = !apart && Number.isFinite(afterNewest) && newest(before) > afterNewest;
+      const notes = [...(apart ? [differentRunsNote(apart)] : []), ...(reversed ? [REVERSED_NOTE] : [])];
       const noted = (json: object, text: () => string) =>
-        reversed
-          ? out({ ...json, before_newer_than_after: true }, () => `${REVERSED_NOTE}\n${text()}`)
-          : out(json, text);
+        out(
+          { ...json, different_runs: differentRunsJson(apart), ...(reversed ? { before_newer_than_after: true } : {}) },
+          () => [...notes, text()].join('\n')
+        );
       const [beforeFile, afterFile] = args.operands;
       const { cells, run } = pairCells(beforeFile, afterFile, args.limits) ?? {};
       if (args.byRole) {

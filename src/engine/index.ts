@@ -30,5 +30,6 @@ export * from './timeline';
 export * from './transfer';
 export * from './roles';
 export * from './ranks';
-export * from './leftOut';
 export * from './runs';
+export * from './leftOut';
+export * from './runMismatch';

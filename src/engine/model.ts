@@ -100,6 +100,11 @@ export interface Snapshot {
   readonly history?: TraceHistory;
   /** Per-device totals, sorted by device; devices without segments show zeros. */
   readonly totals: readonly DeviceTotals[];
+  /**
+   * Devices the process saw (one history list each in the file); absent where
+   * the snapshot does not say (torch 2.0's files, the kernel's wire).
+   */
+  readonly deviceCount?: number;
   readonly frames: FrameTable;
 }
 

@@ -113,12 +113,13 @@ namespace Private {
         }
       }
       const traces = this._traces(rawTraces);
-      const deviceCount = Array.isArray(rawTraces) ? rawTraces.length : 0;
+      const deviceCount = Array.isArray(rawTraces) ? rawTraces.length : undefined;
       return {
         segments,
         blocks,
         traces,
         totals: computeTotals(segments, blocks, deviceCount),
+        ...(deviceCount === undefined ? {} : { deviceCount }),
         frames: this.frames
       };
     }

@@ -1131,3 +1131,52 @@ describe('cuda-memdiff diff of two files given the wrong way round', () => {
     expect(json('diff', cell(2), cell(3)).before_newer_than_after).toBeUndefined();
   });
 });
+
+describe('cuda-memdiff diff of two snapshots of different runs', () => {
+  const demo = path.join(REC, 'gpu_memory_demo--python', 'cell02.pickle.gz');
+  const oom = path.join(REC, 'oom--python', 'cell00.pickle.gz');
+  const twoGpus = path.join(REC, 'multi_gpu_split--python', 'cell02.pickle.gz');
+  const rank = (r: number) => path.join(ROOT, 'test-data', 'ranks', 'ddp_one_gpu', `rank${r}`, 'point0004.pickle.gz');
+
+  it('says so in one line above the table, with what tells', () => {
+    const r = cli('diff', oom, demo);
+    expect(r.code).toBe(0);
+    const [note, head] = r.out.split('\n');
+    expect(note).toBe(
+      "note: BEFORE and AFTER look like snapshots of different runs (none of BEFORE's 5 segments is among " +
+        "AFTER's 23), so the figures below are not a leak: every block counts as freed or born"
+    );
+    expect(head).toMatch(/^born 481 MiB in 38 blocks, freed 100 GiB in 5 blocks/);
+    expect(cli('diff', demo, twoGpus).out.split('\n')[0]).toContain('(BEFORE saw 1 device, AFTER 2; none of');
+    expect(cli('diff', rank(0), rank(1)).out.split('\n')[0]).toContain(
+      '(their histories on cuda:0 overlap in time but share no event; none of'
+    );
+  });
+
+  it('gives the evidence in --json, null for two cells of one session', () => {
+    expect(json('diff', oom, demo).different_runs).toEqual({
+      evidence: [{ code: 'segments_apart', before_segments: 5, after_segments: 23 }]
+    });
+    expect(json('diff', demo, twoGpus).different_runs.evidence[0]).toEqual({
+      code: 'device_count',
+      before: 1,
+      after: 2
+    });
+    const cell = (k: number) => path.join(REC, 'gpu_memory_demo--python', `cell0${k}.pickle.gz`);
+    expect(json('diff', cell(1), cell(3)).different_runs).toBeNull();
+    expect(cli('diff', cell(1), cell(3)).out).not.toContain('different runs');
+  });
+
+  it('leaves out "the wrong way round": two runs\' clocks say nothing of which came first', () => {
+    // The ranks ran side by side: rank 1's newest entry is newer than rank 0's or not, by chance.
+    const [a, b] = [rank(0), rank(1)];
+    for (const [before, after] of [
+      [a, b],
+      [b, a]
+    ]) {
+      const out = json('diff', before, after);
+      expect(out.different_runs).not.toBeNull();
+      expect(out.before_newer_than_after).toBeUndefined();
+    }
+  });
+});
