@@ -52,6 +52,8 @@ export interface ISnapshotTransfer {
   /** The blocks, encoded by `encodeBlocks`; move its buffer rather than copy it. */
   readonly blocks: Float64Array;
   readonly totals: readonly DeviceTotals[];
+  /** Devices the process saw, where the file says (see Snapshot.deviceCount). */
+  readonly deviceCount?: number;
   readonly frames: readonly Frame[];
   /** Stacks by id (frame ids, innermost first); stack 0 is the empty one. */
   readonly stacks: readonly (readonly number[])[];
@@ -72,6 +74,7 @@ export function toTransfer(snapshot: Snapshot): ISnapshotTransfer {
     segments: snapshot.segments,
     blocks: encodeBlocks(snapshot.blocks),
     totals: snapshot.totals,
+    ...Private.deviceCountOf(snapshot),
     frames,
     stacks
   };
@@ -87,7 +90,14 @@ export function fromTransfer(data: ISnapshotTransfer): Snapshot {
   for (let i = 1; i < data.stacks.length; i++) {
     table.internStack([...data.stacks[i]]);
   }
-  return { segments: data.segments, blocks: decodeBlocks(data.blocks), traces: [], totals: data.totals, frames: table };
+  return {
+    segments: data.segments,
+    blocks: decodeBlocks(data.blocks),
+    traces: [],
+    totals: data.totals,
+    ...Private.deviceCountOf(data),
+    frames: table
+  };
 }
 
 /**
@@ -115,5 +125,12 @@ export function reframe(snapshot: Snapshot, frames: FrameTable): Snapshot {
   };
   const blocks = snapshot.blocks.map(b => ({ ...b, stack: stackIn(b.stack) }));
   const segments = snapshot.segments.map(s => ({ ...s, stack: stackIn(s.stack) }));
-  return { segments, blocks, traces: [], totals: snapshot.totals, frames };
+  return { segments, blocks, traces: [], totals: snapshot.totals, ...Private.deviceCountOf(snapshot), frames };
+}
+
+namespace Private {
+  /** The device count as a field to spread, left out where the file did not say (as the model leaves it). */
+  export function deviceCountOf(from: { readonly deviceCount?: number }): { deviceCount?: number } {
+    return from.deviceCount === undefined ? {} : { deviceCount: from.deviceCount };
+  }
 }

@@ -277,6 +277,7 @@ function DiffBody(props: IPanelBodyProps & { pair: IComparison }): JSX.Element {
         grouping={model.canGroupByRole ? model.grouping : 'site'}
         onGrouping={model.canGroupByRole ? v => (model.grouping = v) : undefined}
         roleGroups={model.grouping === 'role' && model.canGroupByRole ? model.roleGroups : null}
+        differentRuns={model.differentRuns}
         cells={model.cellNamesFor(pair.after, pair.before)}
         trans={trans}
         onReveal={props.onReveal}

@@ -12,7 +12,9 @@ import {
   formatBytes,
   FrameTable,
   IRoleGroup,
+  IRunMismatch,
   roleLabel,
+  RunEvidence,
   SnapshotDiff
 } from '../engine';
 import type { DiffGrouping } from './model';
@@ -39,6 +41,32 @@ export interface IDiffViewProps {
   onGrouping?: (value: DiffGrouping) => void;
   /** The diff by role; null when a compared snapshot has no per-block roles. */
   roleGroups?: readonly IRoleGroup[] | null;
+  /** Why the compared snapshots look like two runs' (said above the figures); null or absent when not. */
+  differentRuns?: IRunMismatch | null;
+}
+
+function evidenceText(e: RunEvidence, trans: TranslationBundle): string {
+  switch (e.code) {
+    case 'device-count':
+      return trans._n('one saw %1 device, the other %2', 'one saw %1 devices, the other %2', e.before, e.after);
+    case 'history-apart':
+      return trans.__('their histories on cuda:%1 overlap in time but share no event', e.device);
+    case 'segments-apart':
+      return trans._n(
+        'the one segment of one is not among the %2 of the other',
+        'none of the %1 segments of one is among the %2 of the other',
+        e.beforeSegments,
+        e.afterSegments
+      );
+  }
+}
+
+/** The note above a diff of two runs' snapshots: the same evidence as the CLI's, in the panel's words. */
+export function differentRunsText(m: IRunMismatch, trans: TranslationBundle): string {
+  return trans.__(
+    'These snapshots look like they come from different runs (%1), so the figures below are not a leak: every block counts as freed or born.',
+    m.evidence.map(e => evidenceText(e, trans)).join('; ')
+  );
 }
 
 function siteText(frames: FrameTable, frameId: number, cells: CellCodeNames, trans: TranslationBundle): string {
@@ -184,6 +212,11 @@ export function DiffView(props: IDiffViewProps): JSX.Element {
   return (
     <section className="jp-CudaMemdiffDiff" aria-label={trans.__('Block-level diff')}>
       <p className="jp-CudaMemdiffDiff-caption">{props.caption}</p>
+      {props.differentRuns ? (
+        <p className="jp-CudaMemdiffDiff-note jp-CudaMemdiffDiff-runs">
+          {differentRunsText(props.differentRuns, trans)}
+        </p>
+      ) : null}
       <p className="jp-CudaMemdiffDiff-summary" role="status">
         {trans.__(
           'Born %1 in %2 blocks, freed %3 in %4 blocks, net %5',

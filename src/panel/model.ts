@@ -19,7 +19,9 @@ import {
   groupBySite,
   ICellSource,
   IRoleGroup,
+  IRunMismatch,
   reframe,
+  runMismatch,
   runTag,
   runTags,
   Snapshot,
@@ -302,6 +304,24 @@ export class DiffPanelModel implements IDisposable {
     return this._diff;
   }
 
+  /**
+   * Why the compared snapshots look like two runs' (engine's runMismatch), so
+   * the view can say the diff is no leak; null when they look like one run's.
+   * Asked only where a side is a file: two cells of the notebook are told
+   * apart by their kernel session, and an empty device shares nothing.
+   */
+  get differentRuns(): IRunMismatch | null {
+    if (this._differentRuns === undefined) {
+      const pair = this.comparison;
+      const sides = pair ? [pair.before, pair.after] : [];
+      this._differentRuns =
+        pair && sides.some(r => r.kind === 'file') && sides.every(r => r.kind !== 'empty')
+          ? runMismatch(this.snapshotOf(pair.before), this.snapshotOf(pair.after))
+          : null;
+    }
+    return this._differentRuns;
+  }
+
   /** The diff's allocation sites, largest change first. */
   get groups(): readonly AllocationSite[] {
     if (this._groups === null) {
@@ -428,6 +448,7 @@ export class DiffPanelModel implements IDisposable {
 
   private _invalidate(): void {
     this._diff = null;
+    this._differentRuns = undefined;
     this._groups = null;
     this._roleGroups = undefined;
   }
@@ -447,6 +468,7 @@ export class DiffPanelModel implements IDisposable {
   private _runTags: { key: readonly [number, CellRecord?, CellRecord?]; tags: string[] } | null = null;
   private _showAllFrames = false;
   private _diff: SnapshotDiff | null = null;
+  private _differentRuns: IRunMismatch | null | undefined = undefined;
   private _groups: AllocationSite[] | null = null;
   private _grouping: DiffGrouping = 'site';
   private _roleGroups: readonly IRoleGroup[] | null | undefined = undefined;

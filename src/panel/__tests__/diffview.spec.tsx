@@ -174,3 +174,40 @@ describe('StackView', () => {
     expect(container.textContent).toContain('No Python stack');
   });
 });
+
+describe("DiffView of two runs' snapshots", () => {
+  it('says so above the figures, with what tells, and says nothing of one run', () => {
+    const { diff, cells } = recordedDiff();
+    const props = {
+      diff,
+      groups: groupBySite(diff),
+      showAllFrames: false,
+      onShowAllFrames: () => undefined,
+      cells,
+      trans,
+      onReveal: () => undefined,
+      caption: 'b.pickle, against a.pickle'
+    };
+    const { container, rerender } = render(
+      <DiffView
+        {...props}
+        differentRuns={{
+          evidence: [
+            { code: 'device-count', before: 1, after: 2 },
+            { code: 'segments-apart', beforeSegments: 5, afterSegments: 23 }
+          ]
+        }}
+      />
+    );
+    const note = container.querySelector('.jp-CudaMemdiffDiff-runs')!;
+    expect(note.textContent).toBe(
+      'These snapshots look like they come from different runs (one saw 1 device, the other 2; none of the 5 ' +
+        'segments of one is among the 23 of the other), so the figures below are not a leak: every block counts ' +
+        'as freed or born.'
+    );
+    // Above the figures it qualifies.
+    expect(note.compareDocumentPosition(screen.getByRole('status')) & Node.DOCUMENT_POSITION_FOLLOWING).toBeTruthy();
+    rerender(<DiffView {...props} differentRuns={null} />);
+    expect(container.querySelector('.jp-CudaMemdiffDiff-runs')).toBeNull();
+  });
+});

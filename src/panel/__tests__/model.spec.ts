@@ -2,7 +2,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { Signal } from '@lumino/signaling';
 import { SnapshotStore } from '../../capture/store';
-import { cellTag, murmur2, readSnapshot } from '../../engine';
+import { cellTag, fromTransfer, murmur2, readSnapshot, toTransfer } from '../../engine';
 import { DiffPanelModel, distinctFileNames, IFollowedNotebook, PanelSection } from '../model';
 import { runsOf } from '../../engine/__tests__/roleRuns';
 
@@ -214,6 +214,25 @@ describe('DiffPanelModel files', () => {
     // the user picks what to compare it with
     model.compare({ kind: 'file', file: first }, { kind: 'file', file: second });
     expect(model.diff!.netBytes).toBe(manifest.cells[2].after.allocated - manifest.cells[1].after.allocated);
+  });
+
+  it('says two files look like two runs, from what the worker hands over (no trace)', () => {
+    const handedOver = (file: string) =>
+      fromTransfer(toTransfer(readSnapshot(new Uint8Array(fs.readFileSync(path.resolve(REC, '..', file))))));
+    const model = new DiffPanelModel();
+    const a = model.addFile('cell01.pickle.gz', parsed(1), 'runs/a/cell01.pickle.gz');
+    const b = model.addFile('cell03.pickle.gz', parsed(3), 'runs/a/cell03.pickle.gz');
+    const other = model.addFile('cell02.pickle.gz', handedOver('multi_gpu_split--python/cell02.pickle.gz'));
+    model.compare({ kind: 'file', file: a }, { kind: 'file', file: b });
+    expect(model.differentRuns).toBeNull();
+    model.compare({ kind: 'file', file: a }, { kind: 'file', file: other });
+    expect(model.differentRuns?.evidence).toEqual([
+      { code: 'device-count', before: 1, after: 2 },
+      { code: 'segments-apart', beforeSegments: parsed(1).segments.length, afterSegments: 16 }
+    ]);
+    // An empty device shares nothing with anything, and says nothing.
+    model.compare({ kind: 'empty' }, { kind: 'file', file: other });
+    expect(model.differentRuns).toBeNull();
   });
 
   it('tells files of one name apart by their folders, and reopening a path replaces it', () => {
