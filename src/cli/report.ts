@@ -255,6 +255,18 @@ export function blocksText(n: number): string {
 }
 
 /**
+ * The line every `diff` opens with, by site or by role: what was born, then
+ * freed, then the net of the two, as the panel's diff says it.
+ */
+export function diffHeadText(diff: SnapshotDiff): string {
+  return (
+    `born ${formatBytes(diff.bornBytes)} in ${blocksText(diff.born.length)}, ` +
+    `freed ${formatBytes(diff.freedBytes)} in ${blocksText(diff.freed.length)}, ` +
+    `net ${formatBytes(diff.netBytes, true)} (${blocksText(diff.keptCount)} kept)`
+  );
+}
+
+/**
  * `diff` for people: a summary line, the groups, and the stack of each; a site in a cell of `cells` is
  * named as `session` names it (see siteLabel for `run`).
  */
@@ -266,10 +278,7 @@ export function diffText(
   run?: string
 ): string {
   const table = diff.frames;
-  const head =
-    `born ${formatBytes(diff.bornBytes)} in ${blocksText(diff.born.length)}, ` +
-    `freed ${formatBytes(diff.freedBytes)} in ${blocksText(diff.freed.length)}, ` +
-    `net ${formatBytes(diff.netBytes, true)} (${blocksText(diff.keptCount)} kept)`;
+  const head = diffHeadText(diff);
   if (!groups.length) {
     return `${head}\nno allocated block changed`;
   }

@@ -18,7 +18,16 @@ import {
   SnapshotError,
   sessionRoles
 } from '../engine';
-import { CELL_COLUMNS, cellColumns, changeColumns, changeRow, groupJson, restartNote, siteLabel } from './report';
+import {
+  CELL_COLUMNS,
+  cellColumns,
+  changeColumns,
+  changeRow,
+  diffHeadText,
+  groupJson,
+  restartNote,
+  siteLabel
+} from './report';
 import { manifestBeside, readBytes } from './files';
 import { ITableNote, renderTable } from './table';
 
@@ -71,9 +80,9 @@ export function diffRolesJson(
   };
 }
 
-/** `diff --by role` for people: a line per role, its top sites under it (named as diffText names them). */
+/** `diff --by role` for people: diff's opening line, then a line per role, its top sites under it (named as diffText names them). */
 export function diffRolesText(diff: SnapshotDiff, groups: IRoleGroup[], cells?: CellCodeNames, run?: string): string {
-  const head = `net ${formatBytes(diff.netBytes, true)} (born ${formatBytes(diff.bornBytes)}, freed ${formatBytes(diff.freedBytes)})`;
+  const head = diffHeadText(diff);
   if (!groups.length) {
     return `${head}\nno allocated block changed`;
   }

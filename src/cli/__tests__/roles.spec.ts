@@ -77,6 +77,12 @@ describe('cuda-memdiff diff --by role', () => {
     expect(text).toMatch(/^\+8\.01 MiB\s+8\.01 MiB\s+0 B\s+6\s+ Cell \[5\], line 2$/m);
   });
 
+  it('opens with the same line as diff by site', () => {
+    const bySite = cli('diff', before, after).out.split('\n')[0];
+    expect(bySite).toBe('born 8.03 MiB in 7 blocks, freed 0 B in 0 blocks, net +8.03 MiB (41 blocks kept)');
+    expect(cli('diff', before, after, '--by', 'role').out.split('\n')[0]).toBe(bySite);
+  });
+
   it('refuses snapshots without recorded roles, and other groupings, in one line', () => {
     const plain = path.join(NO_ROLES, 'cell00.pickle.gz');
     const r = cli('diff', plain, plain, '--by', 'role');
