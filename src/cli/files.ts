@@ -108,3 +108,31 @@ export function manifestBeside(file: string, limits: IDecodeLimits): ISessionMan
   const manifestPath = path.join(path.dirname(file), 'manifest.json');
   return fs.existsSync(manifestPath) ? parseManifest(readText(manifestPath, limits)) : null;
 }
+
+/** Reads the manifest beside a snapshot file (manifestBeside), once per folder. */
+export type ManifestsBeside = (file: string) => ISessionManifest | null;
+
+/**
+ * `manifestBeside` for one command that asks for a folder's manifest more
+ * than once (diff's cell names, then each file's roles): each folder's is read
+ * and parsed once, and a read that failed fails again without reading.
+ */
+export function manifestsBeside(limits: IDecodeLimits): ManifestsBeside {
+  const read = new Map<string, { manifest: ISessionManifest | null } | { error: unknown }>();
+  return file => {
+    const folder = path.resolve(path.dirname(file));
+    let got = read.get(folder);
+    if (!got) {
+      try {
+        got = { manifest: manifestBeside(file, limits) };
+      } catch (error) {
+        got = { error };
+      }
+      read.set(folder, got);
+    }
+    if ('error' in got) {
+      throw got.error;
+    }
+    return got.manifest;
+  };
+}

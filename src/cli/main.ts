@@ -48,7 +48,15 @@ import { leaksJson, leaksText } from './leaks';
 import { differentRunsJson, differentRunsNote } from './runMismatch';
 import { compareJson, compareText, ranksJson, ranksText } from './ranks';
 import { diffRolesJson, diffRolesText, rolesBeside, sessionRolesText } from './roles';
-import { fileProblem, isFileSystemError, isFolder, manifestBeside, readBytes, readText } from './files';
+import {
+  fileProblem,
+  isFileSystemError,
+  isFolder,
+  ManifestsBeside,
+  manifestsBeside,
+  readBytes,
+  readText
+} from './files';
 import { printable, printableLines } from './table';
 
 const USAGE = `usage:
@@ -374,13 +382,17 @@ function readSessionOrRank(args: IArgs): ISession {
  * site as `session` does (`Cell [3], line 2`, not the kernel's `/tmp/ipykernel_.../123.py:2`); where
  * several cells ran the same code, the site is AFTER's cell (`run`) when it is one of them.
  */
-function pairCells(before: string, after: string, limits: IDecodeLimits): { cells: CellCodeNames; run: string } | null {
+function pairCells(
+  before: string,
+  after: string,
+  manifests: ManifestsBeside
+): { cells: CellCodeNames; run: string } | null {
   if (path.resolve(path.dirname(before)) !== path.resolve(path.dirname(after))) {
     return null;
   }
   let manifest: ISessionManifest | null;
   try {
-    manifest = manifestBeside(after, limits);
+    manifest = manifests(after);
   } catch (reason) {
     // The names are a courtesy: a manifest that cannot be read leaves the kernel's file names, not an error.
     if (reason instanceof SnapshotError) {
@@ -494,12 +506,14 @@ export function run(argv: string[], warn: (line: string) => void = () => undefin
           () => [...notes, text()].join('\n')
         );
       const [beforeFile, afterFile] = args.operands;
-      const { cells, run } = pairCells(beforeFile, afterFile, args.limits) ?? {};
+      // The cells' names and each file's roles come from one manifest: read once.
+      const manifests = manifestsBeside(args.limits);
+      const { cells, run } = pairCells(beforeFile, afterFile, manifests) ?? {};
       if (args.byRole) {
         const roles = groupByRole(
           diff,
-          rolesBeside(beforeFile, args.limits),
-          rolesBeside(afterFile, args.limits),
+          rolesBeside(beforeFile, manifests, args.limits),
+          rolesBeside(afterFile, manifests, args.limits),
           filter
         );
         return noted(diffRolesJson(diff, roles, filter, cells), () => diffRolesText(diff, roles, cells, run));

@@ -28,7 +28,7 @@ import {
   restartNote,
   siteLabel
 } from './report';
-import { manifestBeside, readBytes } from './files';
+import { ManifestsBeside, readBytes } from './files';
 import { ITableNote, renderTable } from './table';
 
 /** `session --by role` for people: per cell, the bytes alive after it by role (roles that are ever non-zero). */
@@ -96,12 +96,13 @@ export function diffRolesText(diff: SnapshotDiff, groups: IRoleGroup[], cells?: 
 
 /**
  * The per-block roles recorded for a snapshot file of a session folder: the
- * folder's manifest.json names the file and its cell's `roles_file`.
+ * folder's manifest.json (from `manifests`, which reads it once) names the file
+ * and its cell's `roles_file`.
  */
-export function rolesBeside(file: string, limits: IDecodeLimits): BlockRoles {
+export function rolesBeside(file: string, manifests: ManifestsBeside, limits: IDecodeLimits): BlockRoles {
   const dir = path.dirname(file);
   const why = `${file}: no roles recorded for it (--by role needs snapshots of a session folder recorded with roles)`;
-  const manifest = manifestBeside(file, limits);
+  const manifest = manifests(file);
   if (!manifest) {
     throw new SnapshotError(why);
   }
