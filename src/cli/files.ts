@@ -136,3 +136,35 @@ export function manifestsBeside(limits: IDecodeLimits): ManifestsBeside {
     return got.manifest;
   };
 }
+
+/**
+ * Whether a message already names `place` (a file or folder) as what it is
+ * about: it starts with the place, then a path separator or ':'. A bare
+ * prefix is not enough: `/a/run1` is no prefix of a message about
+ * `/a/run10/...`, nor the folder `rank` of `rank 0 has no capture point 9`.
+ */
+export function namesPlace(message: string, place: string): boolean {
+  const bare = place.replace(/[\\/]+$/, '');
+  // Paths the CLI builds under it (path.join) come normalized: `./rank` reads `rank/rank0/...`.
+  return [bare, path.normalize(bare)].some(p => message.startsWith(p) && /^[\\/:]/.test(message.slice(p.length)));
+}
+
+/**
+ * `fn`'s result, with a refusal from the engine put under the folder it is
+ * about, as every other refusal of the folder is. The engine names what it
+ * read inside the folder (`ranks.json is not valid JSON`, `rank1: no
+ * manifest.json`): with `names` 'a file inside' that becomes the file's path
+ * (`DIR/ranks.json ...`); a refusal about the folder as a whole (`no rank 5`)
+ * reads `DIR: no rank 5`. One that names the folder already is left as it is.
+ */
+export function inFolder<T>(dir: string, fn: () => T, names: 'a file inside' | 'the folder'): T {
+  try {
+    return fn();
+  } catch (reason) {
+    if (reason instanceof SnapshotError && !namesPlace(reason.message, dir)) {
+      const bare = dir.replace(/[\\/]+$/, '');
+      throw new SnapshotError(`${bare}${names === 'a file inside' ? path.sep : ': '}${reason.message}`);
+    }
+    throw reason;
+  }
+}

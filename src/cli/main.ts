@@ -50,10 +50,12 @@ import { compareJson, compareText, ranksJson, ranksText } from './ranks';
 import { diffRolesJson, diffRolesText, rolesBeside, sessionRolesText } from './roles';
 import {
   fileProblem,
+  inFolder,
   isFileSystemError,
   isFolder,
   ManifestsBeside,
   manifestsBeside,
+  namesPlace,
   readBytes,
   readText
 } from './files';
@@ -260,7 +262,7 @@ function readSnapshotFile(file: string, frames: FrameTable, limits: IDecodeLimit
     if (reason instanceof NotebookError) {
       throw new SnapshotError(notebookNotSnapshot(file));
     }
-    if (reason instanceof SnapshotError && !reason.message.startsWith(file)) {
+    if (reason instanceof SnapshotError && !namesPlace(reason.message, file)) {
       throw new SnapshotError(`${file}: ${reason.message}`);
     }
     throw reason;
@@ -328,35 +330,18 @@ function readRankedFolder(dir: string, limits: IDecodeLimits): IRankedSession | 
     return null;
   }
   const index = path.join(dir, RANKS_INDEX);
-  try {
-    return loadRankedSession(
-      folders,
-      (folder, name) => readBytes(path.join(dir, folder, name), limits),
-      fs.existsSync(index) ? readText(index, limits) : null,
-      limits
-    );
-  } catch (reason) {
-    // The engine names files inside the folder (ranks.json, rank1: ...); the user needs where the folder is.
-    if (reason instanceof SnapshotError && !reason.message.startsWith(dir)) {
-      throw new SnapshotError(`${dir.replace(/[\\/]+$/, '')}${path.sep}${reason.message}`);
-    }
-    throw reason;
-  }
-}
-
-/**
- * `fn`'s result, with a refusal from the engine about the ranks (no rank 5, no capture point 9) naming the
- * folder it is about, as every other refusal of the folder does.
- */
-function inRankedFolder<T>(dir: string, fn: () => T): T {
-  try {
-    return fn();
-  } catch (reason) {
-    if (reason instanceof SnapshotError && !reason.message.startsWith(dir)) {
-      throw new SnapshotError(`${dir.replace(/[\\/]+$/, '')}: ${reason.message}`);
-    }
-    throw reason;
-  }
+  // The engine names files inside the folder (ranks.json, rank1: ...); the user needs where the folder is.
+  return inFolder(
+    dir,
+    () =>
+      loadRankedSession(
+        folders,
+        (folder, name) => readBytes(path.join(dir, folder, name), limits),
+        fs.existsSync(index) ? readText(index, limits) : null,
+        limits
+      ),
+    'a file inside'
+  );
 }
 
 /** The folder of the session's files: DIR, or a rank's own folder in a multi-rank one (`--rank N`). */
@@ -374,7 +359,7 @@ function readSessionOrRank(args: IArgs): ISession {
     }
     return readSessionFolder(dir, args.limits);
   }
-  return inRankedFolder(dir, () => rankSession(ranked, args.rank!)).session;
+  return inFolder(dir, () => rankSession(ranked, args.rank!), 'the folder').session;
 }
 
 /**
@@ -481,11 +466,16 @@ export function run(argv: string[], warn: (line: string) => void = () => undefin
           throw new UsageError(`--ranks needs a multi-rank folder; ${args.operands[0]} is not one`);
         }
         const [a, b] = args.ranks;
-        return inRankedFolder(args.operands[0], () => {
-          const lengths = [a, b].map(r => rankSession(ranked, r).session.snapshots.length);
-          const point = args.point ?? Math.max(0, Math.min(...lengths) - 1);
-          return out(compareJson(ranked, a, b, point, filter), () => compareText(ranked, a, b, point, filter));
-        });
+        // A refusal about the ranks (no rank 5, no capture point 9) names the folder, as the others do.
+        return inFolder(
+          args.operands[0],
+          () => {
+            const lengths = [a, b].map(r => rankSession(ranked, r).session.snapshots.length);
+            const point = args.point ?? Math.max(0, Math.min(...lengths) - 1);
+            return out(compareJson(ranked, a, b, point, filter), () => compareText(ranked, a, b, point, filter));
+          },
+          'the folder'
+        );
       }
       expectOperands(args, 2, 'BEFORE and AFTER');
       const frames = new FrameTable();
