@@ -78,10 +78,11 @@ export function sessionCellName(
   executionCount: number | null | undefined,
   label?: string | null
 ): string {
+  const tag = sessionCellTag(executionCount, label);
+  // A label is a name of its own (`step 4`); a prompt's count is a cell's, after `Cell`.
   if (label) {
-    return label;
+    return tag;
   }
-  const tag = runTag(executionCount);
   return executionCount === null || executionCount === undefined ? `Cell ${tag} (index ${index})` : `Cell ${tag}`;
 }
 
