@@ -55,7 +55,6 @@ import {
   isFolder,
   ManifestsBeside,
   manifestsBeside,
-  namesPlace,
   readBytes,
   readText
 } from './files';
@@ -262,7 +261,8 @@ function readSnapshotFile(file: string, frames: FrameTable, limits: IDecodeLimit
     if (reason instanceof NotebookError) {
       throw new SnapshotError(notebookNotSnapshot(file));
     }
-    if (reason instanceof SnapshotError && !namesPlace(reason.message, file)) {
+    // `FILE gives more than ...` names the file too: a bare prefix is the test here.
+    if (reason instanceof SnapshotError && !reason.message.startsWith(file)) {
       throw new SnapshotError(`${file}: ${reason.message}`);
     }
     throw reason;
