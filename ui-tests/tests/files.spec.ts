@@ -290,6 +290,8 @@ test.describe('snapshot files dropped on the panel', () => {
       'data-cuda-memdiff-site',
       /3447429980\.py:3$/
     );
+    // Two cells of one run: no word of different runs.
+    await expect(panel.locator('.jp-CudaMemdiffDiff-runs')).toHaveCount(0);
 
     // A broken file: one line naming it, and the comparison shown stays.
     await dropOnPanel(page, [`${tmpPath}/notes.pickle`]);
@@ -305,6 +307,50 @@ test.describe('snapshot files dropped on the panel', () => {
     }
     await expect(panel.locator('.jp-CudaMemdiffFiles li')).toHaveCount(0);
     await expect(panel.locator('.jp-CudaMemdiffPanel-empty')).toContainText('No GPU memory snapshots yet');
+  });
+
+  test('say above the figures when two files look like two runs, and why', async ({ page, tmpPath }) => {
+    test.setTimeout(120000);
+    const REC = path.join(ROOT, 'test-data', 'recordings');
+    // The OOM session's first cell and the demo's third: two processes, with no segment in common.
+    const files = [
+      path.join(REC, 'oom--python', 'cell00.pickle.gz'),
+      path.join(REC, 'gpu_memory_demo--python', 'cell02.pickle.gz')
+    ];
+    const names = ['oom-cell00.pickle.gz', 'demo-cell02.pickle.gz'];
+    for (let k = 0; k < files.length; k++) {
+      await page.contents.uploadFile(files[k], `${tmpPath}/${names[k]}`);
+    }
+    await page.evaluate(() => window.jupyterapp.commands.execute('cuda-memdiff:open-panel'));
+    const panel = page.locator(PANEL);
+    await expect(panel.locator('.jp-CudaMemdiffPanel-content')).toBeVisible();
+    await dropOnPanel(
+      page,
+      names.map(n => `${tmpPath}/${n}`)
+    );
+    await expect(panel.locator('[data-cuda-memdiff-side="after"]')).toHaveValue('f1', { timeout: 60000 });
+    await panel.locator('[data-cuda-memdiff-side="before"]').selectOption('f0');
+    const status = panel.getByRole('status');
+    await expect(status).toHaveText(/^Born 481 MiB in 38 blocks, freed 100 GiB in 5 blocks/);
+    // The note comes before the figures it qualifies, and can be read where it is.
+    const note = panel.locator('.jp-CudaMemdiffDiff-runs');
+    await expect(note).toHaveText(
+      'These snapshots look like they come from different runs (none of the 5 segments of one is among the 23 of ' +
+        'the other), so the figures below are not a leak: every block counts as freed or born.'
+    );
+    await note.scrollIntoViewIfNeeded();
+    await expect(note).toBeInViewport({ ratio: 1 });
+    const [noteBox, statusBox, panelBox] = await Promise.all([
+      note.boundingBox(),
+      status.boundingBox(),
+      panel.boundingBox()
+    ]);
+    expect(noteBox!.y + noteBox!.height).toBeLessThanOrEqual(statusBox!.y);
+    expect(noteBox!.x + noteBox!.width).toBeLessThanOrEqual(panelBox!.x + panelBox!.width);
+    // Against an empty device there is one run: the note goes.
+    await panel.locator('[data-cuda-memdiff-side="before"]').selectOption('empty');
+    await expect(status).toHaveText(/^Born 481 MiB in 38 blocks, freed 0 B in 0 blocks/);
+    await expect(note).toHaveCount(0);
   });
 
   // The drop is the panel's own: with the files plugin disabled (JupyterLab's
