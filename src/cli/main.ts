@@ -586,6 +586,22 @@ function endQuietlyOnClosedPipe(): void {
   });
 }
 
+/** What `main` prints on stderr for a failure, and its exit code (2: wrong arguments; 1: anything else). */
+export function failureOf(reason: unknown): { code: number; text: string } {
+  if (reason instanceof UsageError) {
+    return { code: 2, text: `cuda-memdiff: ${reason.message}\n${USAGE}\n` };
+  }
+  if (reason instanceof SnapshotError) {
+    return { code: 1, text: `cuda-memdiff: ${oneLine(reason.message)}\n` };
+  }
+  if (isFileSystemError(reason) && reason.path) {
+    // A read this code did not expect to fail still names its path.
+    return { code: 1, text: `cuda-memdiff: ${oneLine(fileProblem(reason.path, reason).message)}\n` };
+  }
+  const message = reason instanceof Error ? reason.message : String(reason);
+  return { code: 1, text: `cuda-memdiff: unexpected error: ${oneLine(message)}\n` };
+}
+
 /** Entry point: prints the result, or one clear line on stderr and a non-zero exit. */
 export function main(argv: string[]): number {
   endQuietlyOnClosedPipe();
@@ -600,22 +616,9 @@ export function main(argv: string[]): number {
     process.stdout.write(run(argv, warn) + '\n');
     return 0;
   } catch (reason) {
-    if (reason instanceof UsageError) {
-      process.stderr.write(`cuda-memdiff: ${reason.message}\n${USAGE}\n`);
-      return 2;
-    }
-    if (reason instanceof SnapshotError) {
-      process.stderr.write(`cuda-memdiff: ${oneLine(reason.message)}\n`);
-      return 1;
-    }
-    if (isFileSystemError(reason) && reason.path) {
-      // A read this code did not expect to fail still names its path.
-      process.stderr.write(`cuda-memdiff: ${oneLine(fileProblem(reason.path, reason).message)}\n`);
-      return 1;
-    }
-    const message = reason instanceof Error ? reason.message : String(reason);
-    process.stderr.write(`cuda-memdiff: unexpected error: ${oneLine(message)}\n`);
-    return 1;
+    const { code, text } = failureOf(reason);
+    process.stderr.write(text);
+    return code;
   }
 }
 
