@@ -106,7 +106,12 @@ export function readText(file: string, limits: IDecodeLimits): string {
 /** The manifest of the session folder a snapshot file lies in, or null where the folder has none. */
 export function manifestBeside(file: string, limits: IDecodeLimits): ISessionManifest | null {
   const manifestPath = path.join(path.dirname(file), 'manifest.json');
-  return fs.existsSync(manifestPath) ? parseManifest(readText(manifestPath, limits)) : null;
+  if (!fs.existsSync(manifestPath)) {
+    return null;
+  }
+  const text = readText(manifestPath, limits);
+  // "manifest.json cells[2] ..." names no folder; the snapshot given may be far from the working one.
+  return inFolder(path.dirname(manifestPath), () => parseManifest(text), 'a file inside');
 }
 
 /** Reads the manifest beside a snapshot file (manifestBeside), once per folder. */

@@ -293,11 +293,13 @@ function readSessionFolder(dir: string, limits: IDecodeLimits): ISession {
   if (!fs.existsSync(manifestPath)) {
     throw new SnapshotError(`${dir}: no manifest.json, so it is not a session folder`);
   }
-  const session = loadSession(
-    readText(manifestPath, limits),
-    name => readBytes(path.join(dir, name), limits),
-    undefined,
-    limits
+  const manifestText = readText(manifestPath, limits);
+  // The engine names the file inside the folder ("manifest.json cells[2] ..."); with several folders at hand, the
+  // user needs which one.
+  const session = inFolder(
+    dir,
+    () => loadSession(manifestText, name => readBytes(path.join(dir, name), limits), undefined, limits),
+    'a file inside'
   );
   // An empty table and "No cell leaks." would read as a clean session.
   if (session.sourceCells.length === 0) {
@@ -526,7 +528,7 @@ export function run(argv: string[], warn: (line: string) => void = () => undefin
       const reports = reportCells(session, filter);
       const cells = sessionCells(session.sourceCells);
       // Bytes per role only: no roles file is read, so a bad one cannot stop the report.
-      const roles = sessionRoles(session.manifest, null);
+      const roles = inFolder(sessionDir(args), () => sessionRoles(session.manifest, null), 'a file inside');
       if (args.byRole && roles.every(r => r === null)) {
         throw new SnapshotError(
           `${sessionDir(args)}: no cell has recorded roles (record it with cuda_memdiff_kernel.recorder)`
@@ -555,10 +557,15 @@ export function run(argv: string[], warn: (line: string) => void = () => undefin
       // A roles file that cannot be read is left out of its cell, like a holders file.
       const dir = sessionDir(args);
       const badRoles: IUnreadableFile[] = [];
-      const roles = sessionRoles(
-        session.manifest,
-        name => readBytes(path.join(dir, name), args.limits),
-        file => badRoles.push(file)
+      const roles = inFolder(
+        dir,
+        () =>
+          sessionRoles(
+            session.manifest,
+            name => readBytes(path.join(dir, name), args.limits),
+            file => badRoles.push(file)
+          ),
+        'a file inside'
       );
       leftOut(session, null, badRoles);
       const report = findLeaks(session.snapshots, sessionExecutions(session.manifest), {

@@ -1,0 +1,82 @@
+/**
+ * @jest-environment node
+ */
+// One mutant per class of defect the mutation fuzzer (bench/fuzz_files.py)
+// found in real recordings, run through the built CLI as a user runs it
+// (npm run build:cli first). Each was a stack trace, a line naming no
+// folder, or a report that dropped what it should have named.
+import { spawnSync } from 'child_process';
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+
+const ROOT = path.resolve(__dirname, '../../..');
+const BIN = path.join(ROOT, 'bin', 'cuda-memdiff.js');
+const OOM = path.join(ROOT, 'test-data', 'recordings', 'oom--python');
+
+let dir: string;
+
+beforeAll(() => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cuda-memdiff-mutants-'));
+});
+
+afterAll(() => {
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+function cli(...args: string[]) {
+  const r = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf-8', timeout: 60_000 });
+  return { code: r.status, out: r.stdout, err: r.stderr };
+}
+
+/** A copy of `source` named `name` whose JSON file `file` is changed by `edit`. */
+function mutant(source: string, name: string, file: string, edit: (json: any) => void): string {
+  const copy = path.join(dir, name);
+  fs.cpSync(source, copy, { recursive: true });
+  const at = path.join(copy, file);
+  const json = JSON.parse(fs.readFileSync(at, 'utf-8'));
+  edit(json);
+  fs.writeFileSync(at, JSON.stringify(json));
+  return copy;
+}
+
+/** Refused in one line that starts with `file` and matches `pattern`. */
+function expectRefused(r: ReturnType<typeof cli>, file: string, pattern: RegExp): void {
+  expect(r.out).toBe('');
+  expect(r.err.split('\n').filter(Boolean)).toEqual([expect.stringMatching(/^cuda-memdiff: /)]);
+  expect(r.err.startsWith(`cuda-memdiff: ${file}`)).toBe(true);
+  expect(r.err.trimEnd()).toMatch(pattern);
+  expect(r.err).not.toMatch(/unexpected error|TypeError|\s+at \S+ \(/);
+  expect(r.code).toBe(1);
+}
+
+describe('session folders the fuzzer broke', () => {
+  it("names the folder whose manifest.json is refused, not just 'manifest.json'", () => {
+    // Before: "cuda-memdiff: manifest.json cells[0] execution_count must be a whole number or null", of which folder?
+    const folder = mutant(OOM, 'count', 'manifest.json', m => (m.cells[0].execution_count = '3'));
+    for (const command of ['session', 'leaks']) {
+      expectRefused(
+        cli(command, folder),
+        path.join(folder, 'manifest.json'),
+        /manifest\.json cells\[0\] execution_count must be a whole number or null$/
+      );
+    }
+  });
+
+  it('names the folder of the manifest beside the snapshots diff --by role reads', () => {
+    // Before: "cuda-memdiff: manifest.json cells[0] execution_count must be ...", though diff was given two files.
+    const folder = mutant(OOM, 'beside', 'manifest.json', m => (m.cells[0].execution_count = '3'));
+    const [before, after] = ['cell00.pickle.gz', 'cell01.pickle.gz'].map(f => path.join(folder, f));
+    expectRefused(
+      cli('diff', before, after, '--by', 'role'),
+      path.join(folder, 'manifest.json'),
+      /cells\[0\] execution_count must be a whole number or null$/
+    );
+  });
+
+  it('names the folder whose manifest holds a bad roles summary', () => {
+    // Before: "cuda-memdiff: manifest.json cells[1] roles is not an object".
+    const folder = mutant(OOM, 'roles', 'manifest.json', m => (m.cells[1].roles = 'x'));
+    expectRefused(cli('session', folder), path.join(folder, 'manifest.json'), /cells\[1\] roles is not an object$/);
+  });
+});
