@@ -245,6 +245,10 @@ export function parseManifest(text: string): ISessionManifest {
     } else if (cell.label !== undefined && typeof cell.label !== 'string') {
       throw new SnapshotError(`${where} label must be text`);
     }
+    // The error's text is read as text (its first word names the exception): a list or true threw a TypeError.
+    if (cell.error !== undefined && cell.error !== null && typeof cell.error !== 'string') {
+      throw new SnapshotError(`${where} error must be the error's text or null`);
+    }
     if (cell.oom_snapshots !== undefined && cell.oom_snapshots !== null && !Array.isArray(cell.oom_snapshots)) {
       throw new SnapshotError(`${where} oom_snapshots must be a list of names`);
     }

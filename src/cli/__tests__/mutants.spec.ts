@@ -79,4 +79,14 @@ describe('session folders the fuzzer broke', () => {
     const folder = mutant(OOM, 'roles', 'manifest.json', m => (m.cells[1].roles = 'x'));
     expectRefused(cli('session', folder), path.join(folder, 'manifest.json'), /cells\[1\] roles is not an object$/);
   });
+
+  it("refuses a cell error that is not text, which made leaks throw 'error.split is not a function'", () => {
+    // Before: "cuda-memdiff: unexpected error: f.execution.error.split is not a function", exit 1.
+    const folder = mutant(OOM, 'error', 'manifest.json', m => (m.cells[2].error = ['x']));
+    expectRefused(
+      cli('leaks', folder),
+      path.join(folder, 'manifest.json'),
+      /cells\[2\] error must be the error's text or null$/
+    );
+  });
 });
