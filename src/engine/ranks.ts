@@ -7,7 +7,7 @@
  * and from where, and one rank against another at the same point.
  */
 import { DEFAULT_DECODE_LIMITS, IDecodeLimits } from './budget';
-import { SnapshotError } from './errors';
+import { clip, SnapshotError } from './errors';
 import { allocationSite, IFrameFilterOptions } from './frames';
 import { FrameTable, isAllocated, Snapshot, totalBytes } from './model';
 import { ISession, loadSession } from './session';
@@ -67,6 +67,24 @@ export function rankCount(ranges: readonly IRankRange[]): number {
   return ranges.reduce((sum, r) => sum + r.last - r.first + 1, 0);
 }
 
+/**
+ * A file's world size, null where it gives none; refused where no job has it
+ * (`where` names the file). Read as none, a world_size of "4" or 4.5 hid the
+ * ranks the folder lacks: the report then named no missing rank.
+ */
+function worldSizeOf(value: unknown, where: string): number | null {
+  if (value === undefined || value === null) {
+    return null;
+  }
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1) {
+    throw new SnapshotError(
+      `${where}: world_size must be a whole number of ranks, not ${clip(JSON.stringify(value) ?? String(value))}`
+    );
+  }
+  checkWorldSize(value, where);
+  return value;
+}
+
 /** Refuse a world size no job has; `where` names the file that gave it. */
 function checkWorldSize(worldSize: number, where: string): void {
   if (worldSize > MAX_WORLD_SIZE) {
@@ -115,17 +133,18 @@ export function loadRankedSession(
       `${past.folder}: a rank number past the ${MAX_WORLD_SIZE.toLocaleString('en-US')} ranks any job runs`
     );
   }
-  let indexWorld: number | null = null;
+  let indexWorld: unknown = null;
   if (indexText !== null) {
     try {
-      const index = JSON.parse(indexText) as { world_size?: unknown };
-      indexWorld = Number.isInteger(index.world_size) ? (index.world_size as number) : null;
+      const index = JSON.parse(indexText) as { world_size?: unknown } | null;
+      indexWorld = typeof index === 'object' && index !== null ? index.world_size : undefined;
     } catch (reason) {
       throw new SnapshotError(`${RANKS_INDEX} is not valid JSON (${(reason as Error).message})`);
     }
-    checkWorldSize(indexWorld ?? 0, RANKS_INDEX);
+    indexWorld = worldSizeOf(indexWorld, RANKS_INDEX);
   }
   const frames = new FrameTable();
+  const worlds: (number | null)[] = [];
   const ranks = found.map(({ rank, folder }) => {
     let manifestText: string;
     try {
@@ -144,14 +163,13 @@ export function loadRankedSession(
     if (lost) {
       throw new SnapshotError(`${folder}: ${lost.message}`);
     }
-    const world = session.manifest.world_size;
-    checkWorldSize(Number.isInteger(world) ? (world as number) : 0, `${folder}/manifest.json`);
+    const world = worldSizeOf(session.manifest.world_size, `${folder}/manifest.json`);
     const host = session.manifest.host;
+    worlds.push(world);
     return { rank, folder, host: typeof host === 'string' ? host : null, session };
   });
-  const manifestWorld = ranks.map(r => r.session.manifest.world_size).find(w => Number.isInteger(w)) as
-    number | undefined;
-  const worldSize = Math.max(indexWorld ?? manifestWorld ?? 0, ranks[ranks.length - 1].rank + 1);
+  const manifestWorld = worlds.find(w => w !== null);
+  const worldSize = Math.max((indexWorld as number | null) ?? manifestWorld ?? 0, ranks[ranks.length - 1].rank + 1);
   return {
     worldSize,
     ranks,

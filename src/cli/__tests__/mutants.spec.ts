@@ -13,6 +13,7 @@ import * as path from 'path';
 const ROOT = path.resolve(__dirname, '../../..');
 const BIN = path.join(ROOT, 'bin', 'cuda-memdiff.js');
 const OOM = path.join(ROOT, 'test-data', 'recordings', 'oom--python');
+const DDP = path.join(ROOT, 'test-data', 'ranks', 'ddp_one_gpu');
 
 let dir: string;
 
@@ -88,5 +89,29 @@ describe('session folders the fuzzer broke', () => {
       path.join(folder, 'manifest.json'),
       /cells\[2\] error must be the error's text or null$/
     );
+  });
+});
+
+describe('multi-rank folders the fuzzer broke', () => {
+  it.each([
+    ['"4"', '4'],
+    ['-1', -1],
+    ['4.5', 4.5],
+    ['true', true]
+  ])('refuses world_size %s rather than read the folder as complete', (shown, value) => {
+    // Before: read as no world size, so a job of 4 ranks with 2 folders reported "2 of 2 ranks", no rank missing.
+    const folder = mutant(DDP, `world${shown}`, 'ranks.json', index => (index.world_size = value));
+    expectRefused(
+      cli('session', folder),
+      path.join(folder, 'ranks.json'),
+      new RegExp(`world_size must be a whole number of ranks, not ${shown.replace('.', '\\.')}$`)
+    );
+  });
+
+  it('still reads a world size the index gives as a number', () => {
+    const folder = mutant(DDP, 'world4', 'ranks.json', index => (index.world_size = 4));
+    const r = cli('session', folder);
+    expect([r.code, r.err]).toEqual([0, '']);
+    expect(r.out).toContain('Missing: no folder for ranks 2-3.');
   });
 });
