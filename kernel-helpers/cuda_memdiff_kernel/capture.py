@@ -19,7 +19,7 @@ from . import holders, process, protocol, torch_probe
 from .block_index import Changes
 from .channel import Frontends
 from .log import SnapshotLog, collector_paused
-from .replay import replay_from_environment
+from .replay import ReplayError, replay_from_environment
 from .roles import UNKNOWN_ROLE, RolePass, allocated_keys, block_runs
 
 METADATA_PREFIX = "cuda-memdiff cell "
@@ -344,18 +344,19 @@ class CellCapture:
         peak = {"bytes": sum(d["peak_allocated"] for d in devices), "exact": True}
         for name in recorded.get("oom_snapshots") or ():
             raw = self.replay.snapshot(name)
-            oom = _recorded_oom(raw)
-            self._publish(
-                raw,
-                dict(
-                    fields,
-                    reason="oom",
-                    devices=devices,
-                    before=before,
-                    replay=self.replay.name,
-                    **({"oom": oom} if oom else {}),
-                ),
-            )
+            with self.replay.reading(name):
+                oom = _recorded_oom(raw)
+                self._publish(
+                    raw,
+                    dict(
+                        fields,
+                        reason="oom",
+                        devices=devices,
+                        before=before,
+                        replay=self.replay.name,
+                        **({"oom": oom} if oom else {}),
+                    ),
+                )
         fields.update(
             error=fields["error"] or recorded.get("error"),
             reason="cell",
@@ -368,7 +369,9 @@ class CellCapture:
         if isinstance(recorded.get("roles"), dict):  # the recording's roles stand in for the live pass
             fields["roles"] = recorded["roles"]
             block_roles = self.replay.block_roles(recorded)
-        self._publish(self.replay.snapshot(recorded["snapshot_file"]), fields, block_roles)
+        raw = self.replay.snapshot(recorded["snapshot_file"])
+        with self.replay.reading(recorded["snapshot_file"]):
+            self._publish(raw, fields, block_roles)
 
     def _publish(self, raw, fields, block_roles=None, allocations=None):
         before = self.log.version
@@ -421,6 +424,8 @@ class CellCapture:
 def _describe(exc):
     if isinstance(exc, KeyboardInterrupt):
         return "interrupted while taking the snapshot"
+    if isinstance(exc, ReplayError):  # the helper's own words, naming the file: no class path before them
+        return str(exc)
     return "".join(traceback.format_exception_only(type(exc), exc)).strip()
 
 

@@ -13,11 +13,13 @@ folder that cannot be read raises ``ReplayError`` with one line, which the
 helper turns into a status.
 """
 
+import contextlib
 import gzip
 import io
 import json
 import os
 import pickle
+import zlib
 
 from . import protocol
 
@@ -43,6 +45,34 @@ def load_snapshot_file(path):
     return _PlainDataUnpickler(io.BytesIO(data)).load()
 
 
+# What reading a file that is cut short, corrupt or no pickle raises: plain Python's words for a bad file.
+_UNREADABLE = (OSError, EOFError, pickle.UnpicklingError, zlib.error, ValueError, IndexError, KeyError, TypeError)
+# What the helper's reader raises on a pickle of the wrong shape (a string where a number is, a list for a dict).
+_MISSHAPEN = (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError, RecursionError)
+
+# The allocator figures a replay reads from a recorded cell's ``before`` and ``after`` (and each ``per_device``).
+_FIGURES = ("device", "allocated", "reserved", "peak_allocated", "peak_reserved", "max_allocated", "max_reserved")
+
+
+def _check_stats(stats, where):
+    """A cell's ``before`` or ``after``: an object of whole-number figures, per device too, as the recorder writes.
+
+    Read as they came, a string there raised "'str' object has no attribute 'get'" in the cell's note."""
+    if stats is None:
+        return
+    if not isinstance(stats, dict):
+        raise ReplayError(f"{where} must be an object")
+    per_device = stats.get("per_device")
+    if per_device is not None and not (isinstance(per_device, list) and all(isinstance(d, dict) for d in per_device)):
+        raise ReplayError(f"{where} per_device must be a list of objects")
+    for k, figures in [(None, stats)] + list(enumerate(per_device or ())):
+        for key in _FIGURES + ("device_free", "device_total"):
+            value = figures.get(key)
+            if value is not None and not (type(value) is int and value >= 0):
+                at = where if k is None else f"{where} per_device[{k}]"
+                raise ReplayError(f"{at} {key} must be a whole number, not {value!r:.40}")
+
+
 def _inside(name):
     """A file name inside the folder: relative, no '..' part (as the TypeScript reader checks)."""
     if not isinstance(name, str) or not name or os.path.isabs(name) or name.startswith(("/", "\\")):
@@ -66,8 +96,14 @@ class ReplaySource:
         for i, cell in enumerate(cells):
             if not isinstance(cell, dict) or not _inside(cell.get("snapshot_file")):
                 raise ReplayError(f"{folder}: manifest.json cells[{i}] snapshot_file must be a name inside the folder")
-            if not all(_inside(n) for n in cell.get("oom_snapshots") or ()):
+            # A string here is not a list of names: iterated, "oom00.pickle.gz" named a file "o".
+            ooms = cell.get("oom_snapshots")
+            if ooms is not None and not (isinstance(ooms, list) and all(_inside(n) for n in ooms)):
                 raise ReplayError(f"{folder}: manifest.json cells[{i}] oom_snapshots must be names inside the folder")
+            if cell.get("error") is not None and not isinstance(cell["error"], str):
+                raise ReplayError(f"{folder}: manifest.json cells[{i}] error must be the error's text or null")
+            for key in ("before", "after"):
+                _check_stats(cell.get(key), f"{folder}: manifest.json cells[{i}] {key}")
             if cell.get("holders_file") is not None and not _inside(cell["holders_file"]):
                 raise ReplayError(f"{folder}: manifest.json cells[{i}] holders_file must be a name inside the folder")
         self._cells = cells
@@ -144,7 +180,24 @@ class ReplaySource:
         return answer
 
     def snapshot(self, file_name):
-        return load_snapshot_file(os.path.join(self.folder, file_name))
+        """The raw snapshot in the folder's ``file_name``; ReplayError naming it when it cannot be read."""
+        try:
+            return load_snapshot_file(os.path.join(self.folder, file_name))
+        except ReplayError:
+            raise
+        except _UNREADABLE as exc:
+            raise ReplayError(f"{self.folder}: {file_name} cannot be read as a snapshot ({_reason(exc)})") from None
+
+    @contextlib.contextmanager
+    def reading(self, file_name):
+        """Around the helper's read of a snapshot from ``file_name``: a pickle of the wrong shape is a ReplayError
+        that names the file, not a KeyError of the reader's."""
+        try:
+            yield
+        except _MISSHAPEN as exc:
+            raise ReplayError(
+                f"{self.folder}: {file_name} is not a snapshot as torch writes it ({_reason(exc)})"
+            ) from None
 
     def block_roles(self, cell):
         """The recorded cell's role per block ({(device, address): role index}) from its ``roles_file``.
@@ -193,6 +246,15 @@ class ReplaySource:
             {"device": d.get("device", 0), "allocated": d.get("allocated", 0), "reserved": d.get("reserved", 0)}
             for d in cls._per_device(cell.get("before"))
         ]
+
+
+def _reason(exc):
+    """An exception of Python's reading, in one short line: its kind in words and its text."""
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    # A file error's own text says it ("pickle data was truncated"); a reader's names its kind first.
+    plain = "" if isinstance(exc, (pickle.UnpicklingError, OSError, zlib.error)) else type(exc).__name__
+    kind = {"KeyError": "no key", "EOFError": "cut short"}.get(type(exc).__name__, plain)
+    return f"{kind} {text[:120]}".strip()
 
 
 def _same_source(cell, source):

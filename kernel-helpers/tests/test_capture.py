@@ -1,7 +1,10 @@
 """The helper in a real IPython shell with the real CPU build of torch, and
 replayed H200 recordings standing in for the device."""
 
+import gzip
 import json
+import pickle
+import re
 import shutil
 import subprocess
 import sys
@@ -463,6 +466,56 @@ def test_a_corrupt_recording_is_a_note_and_capture_goes_on(shell, tmp_path):
     assert comm.of_type("cell-note")[-1]["message"]
     shell.run_cell(manifest["cells"][1]["source"], store_history=True)
     assert len(comm.of_type("snapshot")) == 1
+
+
+@pytest.mark.parametrize(
+    "damage, why",
+    [
+        (lambda data: data[: len(data) // 2], r"cannot be read as a snapshot \(pickle data was truncated\)"),
+        (lambda data: b"", r"cannot be read as a snapshot \(cut short"),
+        (
+            lambda data: pickle.dumps({"device_traces": []}),
+            r"is not a snapshot as torch writes it \(no key 'segments'\)",
+        ),
+        (lambda data: pickle.dumps({"segments": [{"address": 1}]}), r"is not a snapshot as torch writes it"),
+    ],
+)
+def test_a_damaged_recording_is_a_note_that_names_the_file(shell, tmp_path, damage, why):
+    # Found by bench/fuzz_files.py. Before: "no snapshot for this cell: _pickle.UnpicklingError: pickle data was
+    # truncated" or "KeyError: 'segments'", naming neither the folder nor the file.
+    folder, manifest = replay_folder(tmp_path, "clean_training--python")
+    name = manifest["cells"][1]["snapshot_file"]
+    data = gzip.decompress((folder / name).read_bytes())
+    (folder / name).write_bytes(damage(data))
+    install(shell, replay=ReplaySource(str(folder)))
+    comm = attach(shell)
+    for cell in manifest["cells"][:3]:
+        assert shell.run_cell(cell["source"], store_history=True).success
+    note = comm.of_type("cell-note")[-1]["message"]
+    assert re.fullmatch(rf"no snapshot for this cell: {re.escape(str(folder))}: {name} {why}.*", note), note
+    assert "Error:" not in note
+    assert len(comm.of_type("snapshot")) == 2  # the cells before and after it still replay
+
+
+@pytest.mark.parametrize(
+    "field, value, why",
+    [
+        ("oom_snapshots", "oom00.pickle.gz", r"cells\[1\] oom_snapshots must be names inside the folder"),
+        ("before", "x", r"cells\[1\] before must be an object"),
+        ("after", {"per_device": [5]}, r"cells\[1\] after per_device must be a list of objects"),
+        ("after", {"peak_allocated": "x"}, r"cells\[1\] after peak_allocated must be a whole number, not 'x'"),
+        ("before", {"allocated": -1}, r"cells\[1\] before allocated must be a whole number, not -1"),
+        ("error", ["x"], r"cells\[1\] error must be the error's text or null"),
+    ],
+)
+def test_a_manifest_field_of_the_wrong_type_is_refused_by_name(tmp_path, field, value, why):
+    # Found by bench/fuzz_files.py. Before: each cell note said "AttributeError: 'str' object has no attribute
+    # 'get'", and a string of OOM snapshots was read letter by letter ("no such file .../o").
+    folder, manifest = replay_folder(tmp_path, "clean_training--python")
+    manifest["cells"][1][field] = value
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(ReplayError, match=rf"^{re.escape(str(folder))}: manifest\.json {why}$"):
+        ReplaySource(str(folder))
 
 
 def test_a_recording_that_imports_code_is_refused(shell, tmp_path):
