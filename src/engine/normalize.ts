@@ -7,6 +7,7 @@
  * may lack `frames`; `oom` entries carry `device_free` instead of `addr`.
  */
 import { checkEntryCount, DEFAULT_DECODE_LIMITS, IDecodeLimits, LimitError } from './budget';
+import { checkBlocksApart, checkNoOverlap } from './consistency';
 import { clip, NotebookError, SnapshotError } from './errors';
 import { Block, BlockState, DeviceTotals, FrameTable, Segment, Snapshot, TraceEntry } from './model';
 import { PyDict, PyValue, ownValue } from './pickle';
@@ -38,38 +39,6 @@ export function normalizeSnapshot(
   decodedBytes = Number.POSITIVE_INFINITY
 ): Snapshot {
   return new Private.Normalizer(frames, limits, decodedBytes).run(raw);
-}
-
-/** Refuse segments that overlap on a device (one listed twice): their blocks would be counted twice. */
-function checkNoOverlap(sorted: readonly Segment[]): void {
-  for (let i = 1; i < sorted.length; i++) {
-    const [a, b] = [sorted[i - 1], sorted[i]];
-    if (a.device === b.device && b.address < a.address + a.totalSize) {
-      throw new SnapshotError(
-        `not a consistent snapshot: two segments on device ${b.device} overlap at 0x${b.address.toString(16)} ` +
-          '(one listed twice?)'
-      );
-    }
-  }
-}
-
-/**
- * Refuse blocks of one segment that overlap or are listed twice: each would be
- * counted, and the segment's free space would come out negative. `sorted` is
- * by address; 2.0-era blocks, placed end to end from their sizes, never overlap.
- */
-function checkBlocksApart(segment: Segment, sorted: readonly Block[]): void {
-  for (let i = 1; i < sorted.length; i++) {
-    const [a, b] = [sorted[i - 1], sorted[i]];
-    if (b.address < a.address + a.size || b.address === a.address) {
-      const at = `not a consistent snapshot: segment 0x${segment.address.toString(16)}`;
-      throw new SnapshotError(
-        b.address === a.address
-          ? `${at} lists two blocks at 0x${a.address.toString(16)} (one listed twice?)`
-          : `${at} blocks at 0x${a.address.toString(16)} and 0x${b.address.toString(16)} overlap`
-      );
-    }
-  }
 }
 
 namespace Private {

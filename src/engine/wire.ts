@@ -5,6 +5,7 @@
  * session; several decoders can share one FrameTable, which keeps snapshots
  * from before and after a kernel restart comparable.
  */
+import { checkLayout } from './consistency';
 import { SnapshotError } from './errors';
 import { Block, BlockState, FrameTable, Segment, Snapshot, TraceEntry, TraceHistory } from './model';
 import { computeTotals } from './normalize';
@@ -220,6 +221,16 @@ export class WireDecoder {
       blocks.push(this._share(previousBlocks, this._blocks, block, sameBlock, key));
     }
     blocks.sort((x, y) => x.segment - y.segment || x.address - y.address);
+    // The helper reads what torch wrote, or a recording it replays: one whose blocks overlap or leave their
+    // segment is refused here as a file with them is, not shown with negative free memory.
+    try {
+      checkLayout(segments, blocks);
+    } catch (reason) {
+      // A replayed cell's layout is the recording's: the line names it, as a refused file is named.
+      throw message.replay
+        ? new SnapshotError(`the replayed recording ${message.replay}: ${(reason as Error).message}`)
+        : reason;
+    }
     this._kept = kept;
     this._lastSeq = message.seq;
     const deviceCount = message.devices.reduce((n, d) => Math.max(n, d.device + 1), 0);

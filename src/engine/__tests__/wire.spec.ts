@@ -1,8 +1,10 @@
 // The helper's real messages (a real IPython shell replaying every H200
 // recording) decoded by the engine give the allocator's own numbers.
 import * as fs from 'fs';
+import * as os from 'os';
 import * as path from 'path';
-import { FrameTable, IWireSnapshot, SnapshotError, WireDecoder } from '..';
+import { gzipSync } from 'fflate';
+import { decodeSnapshotBytes, FrameTable, IWireSnapshot, pickle, PyDict, SnapshotError, WireDecoder } from '..';
 import { helperMessages, LIVE, manifestOf, recordedSnapshot, recordingNames, RECORDINGS } from './data';
 
 describe.each(recordingNames())('wire messages of %s', name => {
@@ -45,6 +47,49 @@ describe('WireDecoder', () => {
     expect(new WireDecoder(new FrameTable()).decode(marked).segments.every(g => g.isExpandable)).toBe(true);
     const older = { ...first, segments: { ...first.segments, expandable: undefined } };
     expect(new WireDecoder(new FrameTable()).decode(older).segments.some(g => g.isExpandable)).toBe(false);
+  });
+
+  /** The helper's messages replaying eval_without_no_grad with cell01's snapshot changed by `damage`. */
+  function replayedWith(damage: (segments: PyDict[]) => void): IWireSnapshot[] {
+    const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'cuda-memdiff-wire-'));
+    try {
+      fs.cpSync(path.join(RECORDINGS, 'eval_without_no_grad--python'), folder, { recursive: true });
+      const file = path.join(folder, 'cell01.pickle.gz');
+      const raw = decodeSnapshotBytes(new Uint8Array(fs.readFileSync(file))).value as PyDict;
+      damage(raw.segments as PyDict[]);
+      fs.writeFileSync(file, gzipSync(pickle(raw)));
+      return helperMessages(folder).filter(m => m.type === 'snapshot');
+    } finally {
+      fs.rmSync(folder, { recursive: true, force: true });
+    }
+  }
+
+  // Found by bench/fuzz_files.py: the helper's reader passed these on, and the panel showed the segment's free
+  // memory as -1 B, or counted a segment listed twice twice. The decoder now checks the layout as the file's
+  // reader does, and names the recording.
+  it.each([
+    [
+      'a block that runs past its segment',
+      (segments: PyDict[]) => {
+        const segment = segments.find(g => (g.blocks as PyDict[]).length > 0)!;
+        const blocks = segment.blocks as PyDict[];
+        const last = blocks[blocks.length - 1];
+        last.size = (segment.address as number) + (segment.total_size as number) - (last.address as number) + 1;
+        last.state = 'active_allocated';
+      },
+      /the block at 0x[0-9a-f]+ lies outside its segment 0x[0-9a-f]+$/
+    ],
+    [
+      'a segment listed twice',
+      (segments: PyDict[]) => void segments.push({ ...segments[0] }),
+      /two segments on device 0 overlap at 0x[0-9a-f]+ \(one listed twice\?\)$/
+    ]
+  ])('refuses a replayed recording with %s, as the file reader does', (name, damage, why) => {
+    const decoder = new WireDecoder(new FrameTable());
+    const messages = replayedWith(damage);
+    expect(() => messages.forEach(m => decoder.decode(m))).toThrow(
+      new RegExp(`^the replayed recording tmp\\w+: not a consistent snapshot: ${why.source}`)
+    );
   });
 
   it('refuses changes against a snapshot it never received', () => {
