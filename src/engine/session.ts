@@ -211,14 +211,25 @@ export function parseManifest(text: string): ISessionManifest {
     throw new SnapshotError("manifest.json has no 'cells' list");
   }
   const manifest = raw as ISessionManifest;
+  // Where each snapshot file is first named: see the refusal below.
+  const namedAt = new Map<string, number>();
   manifest.cells.forEach((cell, i) => {
     const where = `manifest.json cells[${i}]`;
-    if (typeof cell !== 'object' || cell === null) {
+    if (typeof cell !== 'object' || cell === null || Array.isArray(cell)) {
       throw new SnapshotError(`${where} is not an object`);
     }
     if (typeof cell.snapshot_file !== 'string' || !cell.snapshot_file) {
       throw new SnapshotError(`${where} has no snapshot_file`);
     }
+    // Every writer gives each cell its own file. One file named by a million cells made a 60 MB manifest decode
+    // it a million times: minutes, and gigabytes held (each cell's snapshot is kept).
+    const first = namedAt.get(cell.snapshot_file);
+    if (first !== undefined) {
+      throw new SnapshotError(
+        `${where} snapshot_file ${clip(cell.snapshot_file)} is cells[${first}]'s too: each cell has a snapshot of its own`
+      );
+    }
+    namedAt.set(cell.snapshot_file, i);
     for (const key of ['snapshot_file', 'holders_file'] as const) {
       const name = cell[key];
       if (name !== undefined && !insideFolder(name)) {
