@@ -90,6 +90,8 @@ class ReplaySource:
                 self.manifest = json.load(f)
         except (OSError, ValueError) as exc:
             raise ReplayError(f"{folder}: no readable manifest.json ({exc})") from None
+        except RecursionError:  # json's decoder recurses per nested list: a hostile file nests 200,000 deep
+            raise ReplayError(f"{folder}: manifest.json is nested too deep to be a manifest") from None
         cells = self.manifest.get("cells") if isinstance(self.manifest, dict) else None
         if not isinstance(cells, list):
             raise ReplayError(f"{folder}: manifest.json has no cells list")

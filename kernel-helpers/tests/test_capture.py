@@ -518,6 +518,14 @@ def test_a_manifest_field_of_the_wrong_type_is_refused_by_name(tmp_path, field, 
         ReplaySource(str(folder))
 
 
+def test_a_manifest_nested_past_the_stack_is_refused_by_name(tmp_path):
+    # Found by bench/fuzz_files.py. Before: "cannot replay: RecursionError: maximum recursion depth exceeded
+    # while decoding a JSON array from a unicode string", naming no folder.
+    (tmp_path / "manifest.json").write_text('{"cells": ' + "[" * 200_000 + "]" * 200_000 + "}")
+    with pytest.raises(ReplayError, match=rf"^{re.escape(str(tmp_path))}: manifest\.json is nested too deep"):
+        ReplaySource(str(tmp_path))
+
+
 def test_a_recording_that_imports_code_is_refused(shell, tmp_path):
     folder, manifest = replay_folder(tmp_path, "clean_training--python")
     (folder / manifest["cells"][0]["snapshot_file"]).write_bytes(b"\x80\x02cposix\nsystem\nX\x02\x00\x00\x00ls\x85R.")
