@@ -1,18 +1,34 @@
 // The CLI's runs for bench/fuzz_files.py, all in one Node process: reads
 // [{argv}] as JSON on stdin, runs each as `cuda-memdiff` would (the built
-// dist/node/cli/main.js given as the first argument), and writes one outcome
+// dist/node/cli/main.js given as the first argument), or [{messages}]: the
+// kernel helper's snapshot messages replaying a folder, decoded as the panel
+// decodes them (the engine's WireDecoder), and writes one outcome
 // per run to stdout: {kind: 'report'|'refused'|'usage'|'crash', text, bad}.
 // `text` is what the user would read on stderr for a failure; `bad` says what
 // is wrong with a report (NaN, undefined, a negative byte count), or is null.
 'use strict';
 const fs = require('fs');
+const path = require('path');
 
 const cli = require(process.argv[2]);
+const engine = require(path.join(path.dirname(process.argv[2]), '..', 'engine'));
+
+/** The panel's path: the helper's snapshot messages for one replayed folder, decoded in order. */
+function decodeMessages(messages) {
+  const decoder = new engine.WireDecoder(new engine.FrameTable());
+  for (const m of messages) {
+    const bad = badValue(decoder.decode(m).totals, 'totals');
+    if (bad) {
+      return bad;
+    }
+  }
+  return null;
+}
 
 // Words that never belong in a report: a number or name that went missing on the way.
 const BAD_TEXT = /\bNaN\b|\bundefined\b|-?Infinity\b|\[object \w+\]/;
 // Counts and byte figures that cannot be negative (a change, `net_*`, can).
-const COUNT_KEY = /(bytes|blocks|count|entries|segments)$/;
+const COUNT_KEY = /(bytes|blocks|count|entries|segments|Bytes|Blocks)$/;
 
 /** What is wrong with a value the JSON report is made from, or null. */
 function badValue(value, key = '', seen = new Set()) {
@@ -57,6 +73,10 @@ const out = [];
 for (const c of cases) {
   jsonBad = null;
   try {
+    if (c.messages) {
+      out.push({ kind: 'report', text: '', bad: decodeMessages(c.messages) });
+      continue;
+    }
     const text = cli.run(c.argv);
     // A line saying what was left out quotes the refusal, which may quote the value ("out of range (NaN)").
     const shown = text

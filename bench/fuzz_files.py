@@ -9,16 +9,18 @@ with a value of the wrong type or shape), and runs each through:
 - the CLI (``summary``, ``diff`` against the original, ``session``,
   ``leaks``, text and ``--json``), in one Node process through
   bench/fuzz_cli.js so a thousand runs take seconds;
-- the kernel helper's replay path (``ReplaySource`` reading the folder and
-  each file, then ``SnapshotLog.add`` as a replayed cell does).
+- the kernel helper replaying each session folder in a real IPython shell
+  (``ReplaySource``, then each cell run as a notebook runs it), and the
+  snapshot messages it sends, checked against the message schema and decoded
+  by the engine's WireDecoder as the panel does.
 
 An outcome passes when it is a report with no NaN, ``undefined`` or
 negative byte count in it, or a refusal (the engine's SnapshotError on the
 TypeScript side, ReplayError on the Python side) whose one line names the
-file. A mutant marked ``refuse`` must be refused: reported, its wrong value
-would be a wrong figure printed silently. Anything else is a failure:
-a stack trace or TypeError reaching the user, a crash, a hang, memory past
-the Node heap cap.
+file. A mutant marked ``refuse`` must be refused by ``summary`` and ``diff``:
+reported, its wrong value would be a wrong figure printed silently. Anything
+else is a failure: a stack trace or TypeError reaching the user, a crash, a
+hang (the Node process has a timeout), memory past the Node heap cap.
 
     python bench/fuzz_files.py [--seed N] [--rounds N] [--keep DIR]
 
@@ -49,6 +51,9 @@ SESSIONS = [
     os.path.join(DATA, "recordings", "oom--python"),  # an OOM snapshot beside a cell
     os.path.join(DATA, "recordings", "traceback_pin--python"),
     os.path.join(DATA, "live", "traceback_pin--holders"),  # holders files
+    os.path.join(DATA, "live", "lru_cache_tensor_arg--holders"),  # per-block roles files
+    os.path.join(DATA, "exports", "gpu_memory_demo--restart"),  # kernel restarts, exported by the panel
+    os.path.join(DATA, "recordings", "multi_gpu_split--python"),  # two devices
 ]
 RANKS = os.path.join(DATA, "ranks", "ddp_one_gpu")
 FILES = [
@@ -356,7 +361,54 @@ def mut_pool_and_flags(s, rng):
     return "either"
 
 
+def mut_device_index(s, rng):
+    """A segment (and its blocks' traces) moved to another device: one torch never listed, or past a limit."""
+    seg = _pick_segment(s, rng)
+    if seg is None:
+        return None
+    device = rng.choice([1, 7, 31, 32, 33, 1023, 1024, 2**31])
+    seg["device"] = device
+    return "either" if device < 1024 else "refuse"
+
+
+def mut_bare_list(s, rng):
+    """torch.cuda.memory_snapshot()'s form: the segment list alone, no traces."""
+    if not isinstance(s, dict) or not isinstance(s.get("segments"), list):
+        return None
+    segments = s.pop("segments")
+    s.clear()
+    s["__list__"] = segments
+    return "either"
+
+
+def mut_whole_floats(s, rng):
+    """Sizes and addresses written as floats of whole numbers (a JSON writer's 1024.0)."""
+    seg, blk = _pick_block(s, rng)
+    if blk is None or not isinstance(blk.get("size"), int):
+        return None
+    blk["size"] = float(blk["size"])
+    seg["total_size"] = float(seg["total_size"])
+    return "either"
+
+
+def mut_near_limit(s, rng):
+    """An address near 2**53, where a sum of address and size is no longer exact in JavaScript."""
+    seg = _pick_segment(s, rng)
+    if seg is None or not isinstance(seg.get("address"), int):
+        return None
+    shift = 2**53 - rng.choice([1, 2**20, 2**30]) - seg["address"]
+    seg["address"] += shift
+    for b in seg.get("blocks", []):
+        if isinstance(b.get("address"), int):
+            b["address"] += shift
+    return "either"
+
+
 SNAPSHOT_MUTATORS = [
+    mut_device_index,
+    mut_bare_list,
+    mut_whole_floats,
+    mut_near_limit,
     mut_segment_number,
     mut_block_number,
     mut_block_state,
@@ -496,6 +548,8 @@ def ranks_mutants(index):
 
 # -- writing mutants ------------------------------------------------------------
 def dump(value, gz, protocol):
+    if isinstance(value, dict) and "__list__" in value:  # mut_bare_list
+        value = value["__list__"]
     data = pickle.dumps(value, protocol=protocol)
     return gzip.compress(data, mtime=0) if gz else data
 
@@ -591,14 +645,25 @@ def build(root, seed, rounds):
             with open(os.path.join(folder, "manifest.json"), "w") as f:
                 f.write(json.dumps(m, allow_nan=True))
             corpus.session_cases(folder, expect)
-        # A manifest cut short or flipped is no JSON, or another JSON.
+        # A manifest cut short or flipped is no JSON, or another JSON; one nested past any parser's stack.
         text = json.dumps(manifest).encode()
-        for k, data in enumerate(truncations(text, rng, 3) + flips(text, rng, 3)):
+        deep = [b'{"cells": ' + b"[" * 200_000 + b"]" * 200_000 + b"}"]
+        deep.append(text.replace(b'"cells": [', b'"deep": ' + b"[" * 200_000 + b"]" * 200_000 + b', "cells": [', 1))
+        for k, data in enumerate(truncations(text, rng, 3) + flips(text, rng, 3) + deep):
             folder = corpus.path(f"manifest-bytes{k}")
             shutil.copytree(source, folder)
             with open(os.path.join(folder, "manifest.json"), "wb") as f:
                 f.write(data)
             corpus.session_cases(folder, "either")
+        for roles in sorted(n for n in os.listdir(source) if n.endswith(".roles.json"))[:1]:
+            with open(os.path.join(source, roles)) as f:
+                columns = json.load(f)
+            for k, bad in enumerate(roles_mutants(columns)):
+                folder = corpus.path(f"roles{k}")
+                shutil.copytree(source, folder)
+                with open(os.path.join(folder, roles), "w") as f:
+                    f.write(json.dumps(bad))
+                corpus.session_cases(folder, "either")
         for holders in (n for n in os.listdir(source) if n.endswith(".holders.json")):
             with open(os.path.join(source, holders)) as f:
                 answer = json.load(f)
@@ -633,6 +698,14 @@ def build(root, seed, rounds):
             corpus.cli(folder, argv, "either", [folder])
         corpus.cli(folder, ["session", folder, "--rank", "1"], "either", [folder])
     return corpus
+
+
+def roles_mutants(columns):
+    out = [[1], {"device": [0]}, dict(columns, role=["no such role"] * len(columns["role"]))]
+    out.append(dict(columns, address=[str(a) for a in columns["address"]]))
+    out.append(dict(columns, device=columns["device"][:-1]))
+    out.append(dict(columns, address=[-a for a in columns["address"]]))
+    return out
 
 
 def holders_mutants(answer, rng):
@@ -721,11 +794,20 @@ def _unclear(message, folder):
 def run_replays(replays):
     """Each folder replayed by the kernel helper in a real IPython shell, as a notebook runs it: every cell's
     snapshot served, or a status or cell note that names the folder's file; returns (id, why) of the others."""
+    import jsonschema
     from cuda_memdiff_kernel import current, install, unload_ipython_extension
     from cuda_memdiff_kernel.replay import ReplayError, ReplaySource
     from IPython.core.interactiveshell import InteractiveShell
+    from traitlets.config import Config
 
-    failures = []
+    schema = json.loads(_read(os.path.join(ROOT, "kernel-helpers", "cuda_memdiff_kernel", "protocol.schema.json")))
+    snapshot_schema = jsonschema.Draft7Validator({**schema, "$ref": "#/definitions/snapshot"})
+    failures, panel = [], []
+    # One shell for every folder (install replaces the capture), its history in memory: a shell per folder
+    # left an exit handler each that wrote its history to disk, minutes at exit.
+    config = Config()
+    config.HistoryManager.hist_file = ":memory:"
+    shell = InteractiveShell.instance(config=config)
     for r in replays:
         folder = r["folder"]
         try:
@@ -740,9 +822,8 @@ def run_replays(replays):
                     sources.append(cell["source"])
             with open(os.path.join(folder, "manifest.json"), "w") as f:
                 f.write(json.dumps(manifest, allow_nan=True))
-        except ValueError:
+        except (ValueError, RecursionError):
             sources = []
-        shell = InteractiveShell.instance()
         try:
             try:
                 source = ReplaySource(folder)
@@ -756,6 +837,17 @@ def run_replays(replays):
             current(shell).frontends.attach(comm)
             for k, text in enumerate(sources):
                 shell.run_cell(text, store_history=True, cell_id=f"cell-{k}")
+            # What the panel would get: messages its schema check lets through go on to the engine's decoder.
+            messages = [m for m in comm.messages if m["type"] == "snapshot"]
+            if messages and all(snapshot_schema.is_valid(m) for m in messages):
+                panel.append(
+                    {
+                        "argv": ["panel", folder],
+                        "messages": messages,
+                        "expect": "either",
+                        "names": [os.path.basename(folder)],
+                    }
+                )
             for m in comm.messages:
                 if (
                     m["type"] == "cell-note"
@@ -772,8 +864,13 @@ def run_replays(replays):
             failures.append((folder, f"replay raised {type(exc).__name__}: {str(exc)[:200]}"))
         finally:
             unload_ipython_extension(shell)
-            InteractiveShell.clear_instance()
-    return failures
+    InteractiveShell.clear_instance()
+    return failures, panel
+
+
+def _read(path):
+    with open(path, encoding="utf-8") as f:
+        return f.read()
 
 
 def fuzz(seed=1, rounds=2, keep=None, timeout=300, replays=True):
@@ -786,16 +883,23 @@ def fuzz(seed=1, rounds=2, keep=None, timeout=300, replays=True):
         built = time.perf_counter()
         results = run_cli(corpus.cases, timeout)
         ran = time.perf_counter()
+        panel = []
         failures = []
         for case, result in zip(corpus.cases, results):
             why = judge_cli(case, result)
             if why:
                 failures.append((" ".join(case["argv"]), why))
         if replays:
-            failures += run_replays(corpus.replays)
+            replayed, panel = run_replays(corpus.replays)
+            failures += replayed
+            for case, result in zip(panel, run_cli(panel, timeout)):
+                why = judge_cli(case, result)
+                if why:
+                    failures.append((" ".join(case["argv"]), why))
         stats = {
             "cli_runs": len(corpus.cases),
             "replays": len(corpus.replays) if replays else 0,
+            "panel_decodes": len(panel) if replays else 0,
             "outcomes": {k: sum(r["kind"] == k for r in results) for k in ("report", "refused", "usage", "crash")},
             "build_s": round(built - started, 1),
             "cli_s": round(ran - built, 1),
