@@ -354,7 +354,8 @@ def mut_pool_and_flags(s, rng):
     value = rng.choice([(1, 2, 3), "pool", [HUGE], None, "yes", 5, NAN])
     seg[field] = value
     if field == "segment_pool_id":
-        ok = value is None or (isinstance(value, tuple) and all(_good_int(p) for p in value))
+        # One integer is read as a pool of one part, as the engine's reader does on purpose.
+        ok = value is None or _good_int(value) or (isinstance(value, tuple) and all(_good_int(p) for p in value))
         return "either" if ok else "refuse"
     if field == "stream":
         return "either" if value is None or _good_int(value) else "refuse"
