@@ -32,6 +32,7 @@ import argparse
 import copy
 import gzip
 import json
+import math
 import os
 import pickle
 import random
@@ -287,9 +288,11 @@ def mut_trace_number(s, rng):
     if value is None and field in ("addr", "time_us", "device_free", "size", "stream"):
         if field != "addr" or e.get("action") not in ("alloc", "free_requested", "free_completed"):
             return None  # read as absent
-    if field == "time_us" and isinstance(value, int) and not isinstance(value, bool) and value != HUGE:
-        return "either"  # a negative time is a time
+    if field == "time_us" and isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        set_field(e, field, value)
+        return "either"  # a negative, fractional or huge time is still a time: only the order of entries is read
     if field == "stream" and isinstance(value, int) and not isinstance(value, bool) and value != HUGE:
+        set_field(e, field, value)
         return "either"  # streams may be negative
     set_field(e, field, value)
     return "refuse"
