@@ -3,7 +3,8 @@
 // dist/node/cli/main.js given as the first argument), or [{messages}]: the
 // kernel helper's snapshot messages replaying a folder, decoded as the panel
 // decodes them (the engine's WireDecoder), and writes one outcome
-// per run to stdout: {kind: 'report'|'refused'|'usage'|'crash', text, bad}.
+// per run to stdout: {kind: 'report'|'refused'|'usage'|'crash', text, code, bad}
+// (a refusal exits 2; anything else that fails is a crash).
 // `text` is what the user would read on stderr for a failure; `bad` says what
 // is wrong with a report (NaN, undefined, a negative byte count), or is null.
 'use strict';
@@ -87,10 +88,12 @@ for (const c of cases) {
     out.push({ kind: 'report', text: '', bad: bad && String(bad) });
   } catch (reason) {
     const { code, text } = cli.failureOf(reason);
-    const crash = /unexpected error/.test(text);
+    // Without EXIT_REFUSED (a CLI where refusals and bugs both exit 1), the words alone tell them apart.
+    const crash = /unexpected error/.test(text) || (cli.EXIT_REFUSED !== undefined && code !== cli.EXIT_REFUSED);
     out.push({
-      kind: code === 2 ? 'usage' : crash ? 'crash' : 'refused',
+      kind: crash ? 'crash' : /\nusage:/.test(text) ? 'usage' : 'refused',
       text: crash && reason instanceof Error ? `${text.trim()} ${reason.stack.split('\n')[1].trim()}` : text,
+      code,
       bad: null
     });
   }

@@ -593,20 +593,29 @@ function endQuietlyOnClosedPipe(): void {
   });
 }
 
-/** What `main` prints on stderr for a failure, and its exit code (2: wrong arguments; 1: anything else). */
+/** Exit code of a refusal: wrong arguments, or input that is not what the command reads. */
+export const EXIT_REFUSED = 2;
+/** Exit code of an error the CLI did not expect: a bug to report, never bad input. */
+export const EXIT_BUG = 1;
+
+/**
+ * What `main` prints on stderr for a failure, and its exit code: refused
+ * arguments and refused files exit 2 alike, so a script (or a fuzzer) tells a
+ * bad input from a bug in the CLI, which alone exits 1.
+ */
 export function failureOf(reason: unknown): { code: number; text: string } {
   if (reason instanceof UsageError) {
-    return { code: 2, text: `cuda-memdiff: ${reason.message}\n${USAGE}\n` };
+    return { code: EXIT_REFUSED, text: `cuda-memdiff: ${reason.message}\n${USAGE}\n` };
   }
   if (reason instanceof SnapshotError) {
-    return { code: 1, text: `cuda-memdiff: ${oneLine(reason.message)}\n` };
+    return { code: EXIT_REFUSED, text: `cuda-memdiff: ${oneLine(reason.message)}\n` };
   }
   if (isFileSystemError(reason) && reason.path) {
     // A read this code did not expect to fail still names its path.
-    return { code: 1, text: `cuda-memdiff: ${oneLine(fileProblem(reason.path, reason).message)}\n` };
+    return { code: EXIT_REFUSED, text: `cuda-memdiff: ${oneLine(fileProblem(reason.path, reason).message)}\n` };
   }
   const message = reason instanceof Error ? reason.message : String(reason);
-  return { code: 1, text: `cuda-memdiff: unexpected error: ${oneLine(message)}\n` };
+  return { code: EXIT_BUG, text: `cuda-memdiff: unexpected error: ${oneLine(message)}\n` };
 }
 
 /** Entry point: prints the result, or one clear line on stderr and a non-zero exit. */

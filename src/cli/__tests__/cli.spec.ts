@@ -381,7 +381,7 @@ describe('cuda-memdiff diff --ranks', () => {
 
   it('says which points there are when --point K is the step number, not the index', () => {
     const r = cli('diff', ranks, '--ranks', '0,1', '--point', '5');
-    expect(r.code).toBe(1);
+    expect(r.code).toBe(2);
     expect(r.err).toBe(
       `cuda-memdiff: ${ranks}: rank 0 has no capture point 5: its points are 0 (step 1) to 4 (step 5)\n`
     );
@@ -390,7 +390,7 @@ describe('cuda-memdiff diff --ranks', () => {
   it('names the folder of a rank it does not have, as session --rank does', () => {
     // Before: "no rank 5 in this session (ranks: 0, 1)", where session --rank 7 named the folder.
     const r = cli('diff', ranks, '--ranks', '0,5');
-    expect(r.code).toBe(1);
+    expect(r.code).toBe(2);
     expect(r.err).toBe(`cuda-memdiff: ${ranks}: no rank 5 (ranks: 0, 1)\n`);
     expect(cli('session', ranks, '--rank', '7').err).toBe(`cuda-memdiff: ${ranks}: no rank 7 (ranks: 0, 1)\n`);
     expect(cli('leaks', ranks, '--rank', '7').err).toBe(`cuda-memdiff: ${ranks}: no rank 7 (ranks: 0, 1)\n`);
@@ -823,7 +823,7 @@ describe('bad input', () => {
   ])('%j exits non-zero with one clear line', (args, message) => {
     const resolved = (args as string[]).map((a, i) => (i === 0 ? a : path.join(tmp, a)));
     const r = cli(...resolved);
-    expect(r.code).toBe(1);
+    expect(r.code).toBe(2);
     expect(r.out).toBe('');
     expect(r.err.trim().split('\n')).toHaveLength(1);
     expect(r.err).toMatch(message as RegExp);
@@ -843,7 +843,7 @@ describe('bad input', () => {
       [['leaks', file], `${file}: is a file, not a session folder`]
     ] as const) {
       const r = cli(...args);
-      expect(r.code).toBe(1);
+      expect(r.code).toBe(2);
       expect(r.err.trim().split('\n')).toEqual([expect.stringContaining(`cuda-memdiff: ${message}`)]);
     }
     // a folder that is neither still says only what it is
@@ -858,7 +858,7 @@ describe('bad input', () => {
       ['diff', notebook, notebook]
     ]) {
       const r = cli(...args);
-      expect(r.code).toBe(1);
+      expect(r.code).toBe(2);
       expect(r.err).toBe(
         `cuda-memdiff: ${notebook}: is a Jupyter notebook, not a snapshot: ` +
           'call torch.cuda.memory._dump_snapshot("snap.pickle") in it, or run it in JupyterLab with this extension ' +
@@ -868,7 +868,7 @@ describe('bad input', () => {
     }
     for (const command of ['session', 'leaks']) {
       const r = cli(command, notebook);
-      expect(r.code).toBe(1);
+      expect(r.code).toBe(2);
       expect(r.err).toBe(
         `cuda-memdiff: ${notebook}: is a Jupyter notebook, not a session folder: run it in JupyterLab with this ` +
           'extension and use Export CUDA Memory Session, or record one on a CUDA machine with ' +
@@ -1028,7 +1028,7 @@ describe('a session folder with a file that cannot be read', () => {
       ['diff', dir, '--ranks', '0,1']
     ]) {
       const r = cli(...args);
-      expect([r.code, r.out]).toEqual([1, '']);
+      expect([r.code, r.out]).toEqual([2, '']);
       expect(r.err).toBe(
         `cuda-memdiff: ${path.join(dir, 'rank1')}: point0002.pickle.gz: corrupt gzip data: unexpected EOF\n`
       );
@@ -1043,7 +1043,7 @@ describe('a session folder with a file that cannot be read', () => {
         .forEach(f => truncate(f)(d))
     );
     const r = cli('session', dir);
-    expect(r.code).toBe(1);
+    expect(r.code).toBe(2);
     // The folder is named too: with several at hand, "cell00.pickle.gz" alone does not say which.
     expect(r.err).toBe(`cuda-memdiff: ${path.join(dir, 'cell00.pickle.gz')}: corrupt gzip data: unexpected EOF\n`);
   });

@@ -54,7 +54,7 @@ function cli(args: string[], env: NodeJS.ProcessEnv = {}) {
 
 /** The CLI refused the file in one line matching `pattern`, within `maxMiB` of memory. */
 function expectRefused(r: ReturnType<typeof cli>, pattern: RegExp, maxMiB = 400): void {
-  expect(r.code).toBe(1);
+  expect(r.code).toBe(2);
   expect(r.out).toBe('');
   const lines = r.err.split('\n').filter(Boolean);
   expect(lines).toHaveLength(1);

@@ -48,7 +48,7 @@ function expectRefused(r: ReturnType<typeof cli>, file: string, pattern: RegExp)
   expect(r.err.startsWith(`cuda-memdiff: ${file}`)).toBe(true);
   expect(r.err.trimEnd()).toMatch(pattern);
   expect(r.err).not.toMatch(/unexpected error|TypeError|\s+at \S+ \(/);
-  expect(r.code).toBe(1);
+  expect(r.code).toBe(2);
 }
 
 describe('session folders the fuzzer broke', () => {

@@ -55,7 +55,7 @@ describe('cuda-memdiff session --by role', () => {
 
   it('says in one line when the folder has no roles', () => {
     const r = cli('session', NO_ROLES, '--by', 'role');
-    expect(r.code).toBe(1);
+    expect(r.code).toBe(2);
     expect(r.err.trim()).toBe(
       `cuda-memdiff: ${NO_ROLES}: no cell has recorded roles (record it with cuda_memdiff_kernel.recorder)`
     );
@@ -86,7 +86,7 @@ describe('cuda-memdiff diff --by role', () => {
   it('refuses snapshots without recorded roles, and other groupings, in one line', () => {
     const plain = path.join(NO_ROLES, 'cell00.pickle.gz');
     const r = cli('diff', plain, plain, '--by', 'role');
-    expect(r.code).toBe(1);
+    expect(r.code).toBe(2);
     expect(r.err).toMatch(/cell00\.pickle\.gz: no roles recorded for it/);
     const bad = cli('diff', before, after, '--by', 'size');
     expect(bad.code).toBe(2);
