@@ -45,7 +45,10 @@ export function validateMessage(data: unknown): HelperMessage {
   }
   if (!validate(data)) {
     const e = validate.errors?.[0];
-    throw new MessageError(`a malformed ${type} message: ${e?.instancePath || '/'} ${e?.message ?? ''}`.trim());
+    const what = `a malformed ${type} message: ${e?.instancePath || '/'} ${e?.message ?? ''}`.trim();
+    // A replayed cell's values are the recording's, passed on as they were: the line names the recording.
+    const { replay } = data as { replay?: unknown };
+    throw new MessageError(typeof replay === 'string' ? `the replayed recording ${replay}: ${what}` : what);
   }
   return data as HelperMessage;
 }

@@ -32,4 +32,13 @@ describe('validateMessage', () => {
     expect(() => validateMessage(message)).toThrow(MessageError);
     expect(() => validateMessage(message)).toThrow(why);
   });
+
+  it("names the replayed recording whose values a message passed on, rather than blame the kernel's helper", () => {
+    // Found by bench/fuzz_files.py: a recording whose trace entry had a size of -1 was replayed into
+    // "a malformed snapshot message: /traces/size/3 must be >= 0", which named no recording.
+    const replayed = { ...snapshot, replay: 'run3', blocks: { ...snapshot.blocks, size: [-5] } };
+    expect(() => validateMessage(replayed)).toThrow(
+      /^the replayed recording run3: a malformed snapshot message: \/blocks\/size/
+    );
+  });
 });
