@@ -797,7 +797,8 @@ def _unclear(message, folder):
 
 def run_replays(replays):
     """Each folder replayed by the kernel helper in a real IPython shell, as a notebook runs it: every cell's
-    snapshot served, or a status or cell note that names the folder's file; returns (id, why) of the others."""
+    snapshot served, or a status or cell note that names the folder's file. Returns (id, why) of the others,
+    the panel's decodes of the messages its schema lets through, and how many folders the schema refused."""
     import jsonschema
     from cuda_memdiff_kernel import current, install, unload_ipython_extension
     from cuda_memdiff_kernel.replay import ReplayError, ReplaySource
@@ -806,7 +807,7 @@ def run_replays(replays):
 
     schema = json.loads(_read(os.path.join(ROOT, "kernel-helpers", "cuda_memdiff_kernel", "protocol.schema.json")))
     snapshot_schema = jsonschema.Draft7Validator({**schema, "$ref": "#/definitions/snapshot"})
-    failures, panel = [], []
+    failures, panel, schema_refused = [], [], 0
     # One shell for every folder (install replaces the capture), its history in memory: a shell per folder
     # left an exit handler each that wrote its history to disk, minutes at exit.
     config = Config()
@@ -843,6 +844,8 @@ def run_replays(replays):
                 shell.run_cell(text, store_history=True, cell_id=f"cell-{k}")
             # What the panel would get: messages its schema check lets through go on to the engine's decoder.
             messages = [m for m in comm.messages if m["type"] == "snapshot"]
+            # One the schema refuses, the panel shows as one line naming the recording (capture/validate.ts).
+            schema_refused += not all(snapshot_schema.is_valid(m) for m in messages)
             if messages and all(snapshot_schema.is_valid(m) for m in messages):
                 panel.append(
                     {
@@ -869,7 +872,7 @@ def run_replays(replays):
         finally:
             unload_ipython_extension(shell)
     InteractiveShell.clear_instance()
-    return failures, panel
+    return failures, panel, schema_refused
 
 
 def _read(path):
@@ -887,14 +890,14 @@ def fuzz(seed=1, rounds=2, keep=None, timeout=300, replays=True):
         built = time.perf_counter()
         results = run_cli(corpus.cases, timeout)
         ran = time.perf_counter()
-        panel = []
+        panel, schema_refused = [], 0
         failures = []
         for case, result in zip(corpus.cases, results):
             why = judge_cli(case, result)
             if why:
                 failures.append((" ".join(case["argv"]), why))
         if replays:
-            replayed, panel = run_replays(corpus.replays)
+            replayed, panel, schema_refused = run_replays(corpus.replays)
             failures += replayed
             for case, result in zip(panel, run_cli(panel, timeout)):
                 why = judge_cli(case, result)
@@ -904,6 +907,7 @@ def fuzz(seed=1, rounds=2, keep=None, timeout=300, replays=True):
             "cli_runs": len(corpus.cases),
             "replays": len(corpus.replays) if replays else 0,
             "panel_decodes": len(panel) if replays else 0,
+            "panel_schema_refused": schema_refused,
             "outcomes": {k: sum(r["kind"] == k for r in results) for k in ("report", "refused", "usage", "crash")},
             "build_s": round(built - started, 1),
             "cli_s": round(ran - built, 1),
