@@ -528,7 +528,11 @@ export function run(argv: string[], warn: (line: string) => void = () => undefin
       const reports = reportCells(session, filter);
       const cells = sessionCells(session.sourceCells);
       // Bytes per role only: no roles file is read, so a bad one cannot stop the report.
-      const roles = inFolder(sessionDir(args), () => sessionRoles(session.manifest, null), 'a file inside');
+      const roles = inFolder(
+        sessionDir(args),
+        () => sessionRoles(session.manifest, null, undefined, session.positions),
+        'a file inside'
+      );
       if (args.byRole && roles.every(r => r === null)) {
         throw new SnapshotError(
           `${sessionDir(args)}: no cell has recorded roles (record it with cuda_memdiff_kernel.recorder)`
@@ -563,7 +567,8 @@ export function run(argv: string[], warn: (line: string) => void = () => undefin
           sessionRoles(
             session.manifest,
             name => readBytes(path.join(dir, name), args.limits),
-            file => badRoles.push(file)
+            file => badRoles.push(file),
+            session.positions
           ),
         'a file inside'
       );

@@ -28,7 +28,7 @@ import {
   restartNote,
   siteLabel
 } from './report';
-import { ManifestsBeside, readBytes } from './files';
+import { inFolder, ManifestsBeside, readBytes } from './files';
 import { ITableNote, renderTable } from './table';
 
 /** `session --by role` for people: per cell, the bytes alive after it by role (roles that are ever non-zero). */
@@ -107,8 +107,12 @@ export function rolesBeside(file: string, manifests: ManifestsBeside, limits: ID
     throw new SnapshotError(why);
   }
   const k = manifest.cells.findIndex(c => c.snapshot_file === path.basename(file));
+  const read = (name: string) => readBytes(path.join(dir, name), limits);
+  // "manifest.json cells[2] roles ..." names no folder: the files given may lie far from the working one.
   const roles =
-    k < 0 ? null : sessionRoles({ cells: [manifest.cells[k]] }, name => readBytes(path.join(dir, name), limits))[0];
+    k < 0
+      ? null
+      : inFolder(dir, () => sessionRoles({ cells: [manifest.cells[k]] }, read, undefined, [k])[0], 'a file inside');
   if (!roles?.blocks) {
     throw new SnapshotError(why);
   }

@@ -80,11 +80,14 @@ export function sessionRoles(
   readFile: ((name: string) => Uint8Array) | null,
   leftOut: (file: IUnreadableFile) => void = file => {
     throw new SnapshotError(file.message);
-  }
+  },
+  // Each cell's place in the file's list (a session's `positions`): with a cell left out, the i-th cell of
+  // `manifest.cells` is not the file's cells[i], and the line must name the entry a person edits.
+  positions: readonly number[] | null = null
 ): (ICellRoles | null)[] {
   return manifest.cells.map((cell, i) => {
     const { roles, roles_file: file } = cell as { roles?: unknown; roles_file?: unknown };
-    const where = `manifest.json cells[${i}]`;
+    const where = `manifest.json cells[${positions?.[i] ?? i}]`;
     if (roles === undefined) {
       return null;
     }

@@ -81,6 +81,20 @@ describe('session folders the fuzzer broke', () => {
     expectRefused(cli('session', folder), path.join(folder, 'manifest.json'), /cells\[1\] roles is not an object$/);
   });
 
+  it('names the entry of the file, not of the cells read, when a cell before it was left out', () => {
+    // Before: with cell00.pickle.gz unreadable, cells[2]'s bad roles were refused as "cells[1] roles ...".
+    const folder = mutant(OOM, 'roles-after-left-out', 'manifest.json', m => (m.cells[2].roles = 'x'));
+    fs.writeFileSync(path.join(folder, 'cell00.pickle.gz'), 'x');
+    expectRefused(cli('session', folder), path.join(folder, 'manifest.json'), /cells\[2\] roles is not an object$/);
+    // diff --by role read one cell's roles, and called every cell it read cells[0].
+    const [before, after] = ['cell02.pickle.gz', 'cell01.pickle.gz'].map(f => path.join(folder, f));
+    expectRefused(
+      cli('diff', before, after, '--by', 'role'),
+      path.join(folder, 'manifest.json'),
+      /cells\[2\] roles is not an object$/
+    );
+  });
+
   it("refuses a cell error that is not text, which made leaks throw 'error.split is not a function'", () => {
     // Before: "cuda-memdiff: unexpected error: f.execution.error.split is not a function", exit 1.
     const folder = mutant(OOM, 'error', 'manifest.json', m => (m.cells[2].error = ['x']));
