@@ -17,7 +17,7 @@ const RANKS = path.join(ROOT, 'test-data', 'ranks', 'ddp_one_gpu');
 /** The bin run from `cwd`, as a user in that folder runs it; its first line on stderr. */
 function refusal(cwd: string, ...args: string[]): string {
   const r = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf-8', cwd });
-  expect(r.status).toBe(1);
+  expect(r.status).toBe(2);
   return r.stderr.split('\n')[0];
 }
 
