@@ -46,6 +46,8 @@ export const PANEL_ID = 'cuda-memdiff-panel';
 export interface ISnapshotStore {
   /** Every record kept, in execution order. */
   readonly records: readonly CellRecord[];
+  /** The records of cells' runs, in execution order (an OOM record is a moment inside a run). */
+  readonly cellRuns: readonly CellRecord[];
   /** Frames shared by every snapshot of the notebook. */
   readonly frames: FrameTable;
   /** What the helper said last about the kernel. */

@@ -140,8 +140,7 @@ export class CellBadges implements IDisposable {
     let names = this._cellNames.get(kernelSession);
     if (!names) {
       const cells = codeCellSources(this._panel.content.widgets.map(c => c.model));
-      const runs = this._store.records.filter(r => r.reason === 'cell');
-      names = new CellCodeNames(cellsAsRun(cells, runs, kernelSession));
+      names = new CellCodeNames(cellsAsRun(cells, this._store.cellRuns, kernelSession));
       this._cellNames.set(kernelSession, names);
     }
     return names;

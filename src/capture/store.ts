@@ -115,6 +115,11 @@ export class SnapshotStore implements IDisposable {
     return this._records;
   }
 
+  /** The records of cells' runs, in execution order: an OOM record is a moment inside a run, not a run. */
+  get cellRuns(): readonly CellRecord[] {
+    return this._records.filter(r => r.reason === 'cell');
+  }
+
   /** How many old records were dropped to respect maxRecords. */
   get droppedCount(): number {
     return this._dropped;

@@ -91,7 +91,7 @@ export class DiffPanelModel implements IDisposable {
 
   /** Snapshots after cells (not OOM-time ones), in execution order. */
   get records(): readonly CellRecord[] {
-    return this._notebook ? this._notebook.store.records.filter(r => r.reason === 'cell') : [];
+    return this._notebook ? this._notebook.store.cellRuns : [];
   }
 
   /**
