@@ -845,8 +845,9 @@ def run_replays(replays):
             # What the panel would get: messages its schema check lets through go on to the engine's decoder.
             messages = [m for m in comm.messages if m["type"] == "snapshot"]
             # One the schema refuses, the panel shows as one line naming the recording (capture/validate.ts).
-            schema_refused += not all(snapshot_schema.is_valid(m) for m in messages)
-            if messages and all(snapshot_schema.is_valid(m) for m in messages):
+            valid = all(snapshot_schema.is_valid(m) for m in messages)
+            schema_refused += not valid
+            if messages and valid:
                 panel.append(
                     {
                         "argv": ["panel", folder],
