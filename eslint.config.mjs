@@ -22,7 +22,8 @@ export default tseslint.config(
       'jupyterlab_cuda_memdiff/labextension',
       '.venv',
       '.demo-work',
-      'src/engine/protocol.generated.ts'
+      'src/engine/protocol.generated.ts',
+      'src/engine/manifest.generated.ts'
     ]
   },
   js.configs.recommended,

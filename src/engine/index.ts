@@ -13,6 +13,7 @@ export * from './normalize';
 export * from './pickle';
 export * from './read';
 export * from './session';
+export * from './manifest';
 export * from './snapshot';
 export * from './units';
 export * from './wire';

@@ -9,7 +9,8 @@ import { clip, SnapshotError } from './errors';
 import { IFrameFilterOptions } from './frames';
 import { Block, Snapshot } from './model';
 import { ROLES as KERNEL_ROLES, ROLE_CODES } from './protocol.generated';
-import { insideFolder, ISessionManifest, IUnreadableFile } from './session';
+import { insideFolder } from './manifest';
+import { ISessionManifest, IUnreadableFile } from './session';
 
 /** A role name, one of `ROLES` (a string: recorded files may name roles of other versions). */
 export type Role = string;

@@ -17,6 +17,7 @@ import { kernelPositions } from './retention';
 import { DEFAULT_DECODE_LIMITS, IDecodeLimits } from './budget';
 import { emptySnapshot, readSnapshot } from './snapshot';
 import { kernelNumbers } from './runs';
+import { readManifest } from './manifest';
 
 /** Allocator statistics the recorder stores before and after a cell (summed over devices). */
 export interface IAllocatorStats {
@@ -154,130 +155,14 @@ export interface ICellReport {
   readonly sites: readonly AllocationSite[];
 }
 
-/** True for a file name inside the session folder (no `..`, not absolute). */
-export function insideFolder(name: unknown): boolean {
-  return typeof name === 'string' && !/(^|[\\/])\.\.([\\/]|$)/.test(name) && !/^[\\/]/.test(name);
-}
-
-/** A cell's source: a string, or nbformat's list of lines; absent is empty. */
-function sourceText(source: unknown, where: string): string {
-  if (source === undefined || source === null) {
-    return '';
-  }
-  if (Array.isArray(source) && source.every(line => typeof line === 'string')) {
-    return source.join('');
-  }
-  if (typeof source !== 'string') {
-    throw new SnapshotError(`${where} source must be a string or a list of lines`);
-  }
-  return source;
-}
-
-/** Byte counts of a cell's allocator statistics are whole numbers, never negative. */
-function checkStats(stats: unknown, where: string): void {
-  if (stats === undefined || stats === null) {
-    return;
-  }
-  if (typeof stats !== 'object') {
-    throw new SnapshotError(`${where} must be an object`);
-  }
-  for (const [key, value] of Object.entries(stats)) {
-    if (key !== 'per_device' && typeof value === 'number' && !(Number.isSafeInteger(value) && value >= 0)) {
-      throw new SnapshotError(`${where} ${key} must be a whole number of bytes, not ${value}`);
-    }
-  }
-}
-
-function isHistoryStretch(h: unknown): h is ISessionCell['history'] {
-  const time = (v: unknown) => v === null || (typeof v === 'number' && Number.isFinite(v));
-  return (
-    typeof h === 'object' &&
-    h !== null &&
-    time((h as { since_us?: unknown }).since_us) &&
-    time((h as { until_us?: unknown }).until_us) &&
-    typeof (h as { complete?: unknown }).complete === 'boolean'
-  );
-}
-
-/** Validate a manifest's JSON text; errors name the field at fault. */
+/**
+ * Validate a manifest's JSON text by the rule it shares with the kernel
+ * helper (manifest.ts); errors name the field at fault. Then refuse cells out
+ * of execution order, which only the analysis needs.
+ */
 export function parseManifest(text: string): ISessionManifest {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text);
-  } catch (reason) {
-    throw new SnapshotError(`manifest.json is not valid JSON (${(reason as Error).message})`);
-  }
-  if (typeof raw !== 'object' || raw === null || !Array.isArray((raw as ISessionManifest).cells)) {
-    throw new SnapshotError("manifest.json has no 'cells' list");
-  }
-  const manifest = raw as ISessionManifest;
-  // Where each snapshot file is first named: see the refusal below.
-  const namedAt = new Map<string, number>();
-  manifest.cells.forEach((cell, i) => {
-    const where = `manifest.json cells[${i}]`;
-    if (typeof cell !== 'object' || cell === null || Array.isArray(cell)) {
-      throw new SnapshotError(`${where} is not an object`);
-    }
-    if (typeof cell.snapshot_file !== 'string' || !cell.snapshot_file) {
-      throw new SnapshotError(`${where} has no snapshot_file`);
-    }
-    // Every writer gives each cell its own file. One file named by a million cells made a 60 MB manifest decode
-    // it a million times: minutes, and gigabytes held (each cell's snapshot is kept).
-    const first = namedAt.get(cell.snapshot_file);
-    if (first !== undefined) {
-      throw new SnapshotError(
-        `${where} snapshot_file ${clip(cell.snapshot_file)} is cells[${first}]'s too: each cell has a snapshot of its own`
-      );
-    }
-    namedAt.set(cell.snapshot_file, i);
-    for (const key of ['snapshot_file', 'holders_file'] as const) {
-      const name = cell[key];
-      if (name !== undefined && !insideFolder(name)) {
-        throw new SnapshotError(`${where} ${key} must be a name inside the folder`);
-      }
-    }
-    if (cell.index === undefined || cell.index === null) {
-      cell.index = i;
-    } else if (!Number.isSafeInteger(cell.index)) {
-      throw new SnapshotError(`${where} index must be an integer`);
-    }
-    cell.source = sourceText(cell.source, where);
-    if (cell.execution_count === undefined) {
-      cell.execution_count = null;
-    } else if (
-      cell.execution_count !== null &&
-      !(Number.isInteger(cell.execution_count) && cell.execution_count >= 0)
-    ) {
-      throw new SnapshotError(`${where} execution_count must be a whole number or null`);
-    }
-    // null or '' names nothing: the cell is then named as one without a label.
-    if (cell.label === null || cell.label === '') {
-      delete cell.label;
-    } else if (cell.label !== undefined && typeof cell.label !== 'string') {
-      throw new SnapshotError(`${where} label must be text`);
-    }
-    // The error's text is read as text (its first word names the exception): a list or true threw a TypeError.
-    if (cell.error !== undefined && cell.error !== null && typeof cell.error !== 'string') {
-      throw new SnapshotError(`${where} error must be the error's text or null`);
-    }
-    if (cell.oom_snapshots !== undefined && cell.oom_snapshots !== null && !Array.isArray(cell.oom_snapshots)) {
-      throw new SnapshotError(`${where} oom_snapshots must be a list of names`);
-    }
-    if (cell.oom_snapshots?.some(name => !insideFolder(name))) {
-      throw new SnapshotError(`${where} oom_snapshots must be names inside the folder`);
-    }
-    for (const key of ['before', 'after'] as const) {
-      checkStats(cell[key], `${where} ${key}`);
-    }
-    if (cell.kernel_session !== undefined && cell.kernel_session !== null && !Number.isInteger(cell.kernel_session)) {
-      throw new SnapshotError(`${where} kernel_session must be an integer`);
-    }
-    if (cell.history !== undefined && !isHistoryStretch(cell.history)) {
-      throw new SnapshotError(
-        `${where} history must be {"since_us": number or null, "until_us": number or null, "complete": true or false}`
-      );
-    }
-  });
+  // The rule checked every field ISessionCell types, and filled in those it does not make optional.
+  const manifest = readManifest(text) as ISessionManifest;
   checkExecutionOrder(manifest);
   return manifest;
 }

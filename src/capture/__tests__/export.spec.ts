@@ -48,7 +48,7 @@ describe('an exported live session', () => {
     const bad = JSON.parse(manifest);
     bad.cells[1].history = { since_us: 'yesterday', until_us: 1, complete: true };
     expect(() => loadSession(JSON.stringify(bad), f => files.get(f)!)).toThrow(
-      /manifest\.json cells\[1\] history must be /
+      'manifest.json cells[1] history since_us must be a number or null, not "yesterday"'
     );
   });
 });

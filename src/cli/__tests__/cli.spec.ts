@@ -819,7 +819,7 @@ describe('bad input', () => {
       ['leaks', 'reversed'],
       /^cuda-memdiff: \S+\/reversed\/manifest\.json: cells are not in execution order: cells\[\d+\] \(Cell \[6\]\) comes before cells\[\d+\] \(Cell \[5\]\)/
     ],
-    [['session', 'oomnumber'], /manifest\.json cells\[1\] oom_snapshots must be names inside the folder/]
+    [['session', 'oomnumber'], /manifest\.json cells\[1\] oom_snapshots\[0\] must be a name inside the folder, not 5/]
   ])('%j exits non-zero with one clear line', (args, message) => {
     const resolved = (args as string[]).map((a, i) => (i === 0 ? a : path.join(tmp, a)));
     const r = cli(...resolved);

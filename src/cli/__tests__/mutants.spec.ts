@@ -59,7 +59,7 @@ describe('session folders the fuzzer broke', () => {
       expectRefused(
         cli(command, folder),
         path.join(folder, 'manifest.json'),
-        /manifest\.json cells\[0\] execution_count must be a whole number or null$/
+        /manifest\.json cells\[0\] execution_count must be a whole number or null, not "3"$/
       );
     }
   });
@@ -71,7 +71,7 @@ describe('session folders the fuzzer broke', () => {
     expectRefused(
       cli('diff', before, after, '--by', 'role'),
       path.join(folder, 'manifest.json'),
-      /cells\[0\] execution_count must be a whole number or null$/
+      /cells\[0\] execution_count must be a whole number or null, not "3"$/
     );
   });
 
@@ -101,15 +101,19 @@ describe('session folders the fuzzer broke', () => {
     expectRefused(
       cli('leaks', folder),
       path.join(folder, 'manifest.json'),
-      /cells\[2\] error must be the error's text or null$/
+      /cells\[2\] error must be the error's text or null, not a list$/
     );
   });
 });
 
 describe('a manifest that names one snapshot for many cells', () => {
-  it('says a cell that is a list is not an object, not that it has no snapshot_file', () => {
+  it('says a cell that is a list must be an object, not that it has no snapshot_file', () => {
     const folder = mutant(OOM, 'list-cell', 'manifest.json', m => (m.cells[0] = [[[]]]));
-    expectRefused(cli('session', folder), path.join(folder, 'manifest.json'), /cells\[0\] is not an object$/);
+    expectRefused(
+      cli('session', folder),
+      path.join(folder, 'manifest.json'),
+      /cells\[0\] must be an object, not a list$/
+    );
   });
 
   it('is refused at once, not decoded once per cell', () => {
@@ -123,7 +127,7 @@ describe('a manifest that names one snapshot for many cells', () => {
     expectRefused(
       r,
       path.join(folder, 'manifest.json'),
-      /cells\[1\] snapshot_file cell00\.pickle\.gz is cells\[0\]'s too: each cell has a snapshot of its own$/
+      /cells\[1\] snapshot_file "cell00\.pickle\.gz" is cells\[0\]'s too: each cell has a snapshot of its own$/
     );
   });
 });
