@@ -22,6 +22,7 @@ import pickle
 import zlib
 
 from . import protocol
+from .manifest import ManifestError, inside_folder, read_manifest
 
 REPLAY_ENV = "CUDA_MEMDIFF_REPLAY"
 
@@ -50,35 +51,6 @@ _UNREADABLE = (OSError, EOFError, pickle.UnpicklingError, zlib.error, ValueError
 # What the helper's reader raises on a pickle of the wrong shape (a string where a number is, a list for a dict).
 _MISSHAPEN = (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError, RecursionError)
 
-# The allocator figures a replay reads from a recorded cell's ``before`` and ``after`` (and each ``per_device``).
-_FIGURES = ("device", "allocated", "reserved", "peak_allocated", "peak_reserved", "max_allocated", "max_reserved")
-
-
-def _check_stats(stats, where):
-    """A cell's ``before`` or ``after``: an object of whole-number figures, per device too, as the recorder writes.
-
-    Read as they came, a string there raised "'str' object has no attribute 'get'" in the cell's note."""
-    if stats is None:
-        return
-    if not isinstance(stats, dict):
-        raise ReplayError(f"{where} must be an object")
-    per_device = stats.get("per_device")
-    if per_device is not None and not (isinstance(per_device, list) and all(isinstance(d, dict) for d in per_device)):
-        raise ReplayError(f"{where} per_device must be a list of objects")
-    for k, figures in [(None, stats)] + list(enumerate(per_device or ())):
-        for key in _FIGURES + ("device_free", "device_total"):
-            value = figures.get(key)
-            if value is not None and not (type(value) is int and value >= 0):
-                at = where if k is None else f"{where} per_device[{k}]"
-                raise ReplayError(f"{at} {key} must be a whole number, not {value!r:.40}")
-
-
-def _inside(name):
-    """A file name inside the folder: relative, no '..' part (as the TypeScript reader checks)."""
-    if not isinstance(name, str) or not name or os.path.isabs(name) or name.startswith(("/", "\\")):
-        return False
-    return ".." not in name.replace("\\", "/").split("/")
-
 
 class ReplaySource:
     """Recorded snapshots and allocator stats, looked up by cell source."""
@@ -86,29 +58,16 @@ class ReplaySource:
     def __init__(self, folder):
         self.folder = folder
         try:
-            with open(os.path.join(folder, "manifest.json"), encoding="utf-8") as f:
-                self.manifest = json.load(f)
-        except (OSError, ValueError) as exc:
+            with open(os.path.join(folder, "manifest.json"), "rb") as f:
+                data = f.read()
+        except OSError as exc:
             raise ReplayError(f"{folder}: no readable manifest.json ({exc})") from None
-        except RecursionError:  # json's decoder recurses per nested list: a hostile file nests 200,000 deep
-            raise ReplayError(f"{folder}: manifest.json is nested too deep to be a manifest") from None
-        cells = self.manifest.get("cells") if isinstance(self.manifest, dict) else None
-        if not isinstance(cells, list):
-            raise ReplayError(f"{folder}: manifest.json has no cells list")
-        for i, cell in enumerate(cells):
-            if not isinstance(cell, dict) or not _inside(cell.get("snapshot_file")):
-                raise ReplayError(f"{folder}: manifest.json cells[{i}] snapshot_file must be a name inside the folder")
-            # A string here is not a list of names: iterated, "oom00.pickle.gz" named a file "o".
-            ooms = cell.get("oom_snapshots")
-            if ooms is not None and not (isinstance(ooms, list) and all(_inside(n) for n in ooms)):
-                raise ReplayError(f"{folder}: manifest.json cells[{i}] oom_snapshots must be names inside the folder")
-            if cell.get("error") is not None and not isinstance(cell["error"], str):
-                raise ReplayError(f"{folder}: manifest.json cells[{i}] error must be the error's text or null")
-            for key in ("before", "after"):
-                _check_stats(cell.get(key), f"{folder}: manifest.json cells[{i}] {key}")
-            if cell.get("holders_file") is not None and not _inside(cell["holders_file"]):
-                raise ReplayError(f"{folder}: manifest.json cells[{i}] holders_file must be a name inside the folder")
-        self._cells = cells
+        # The rule the engine reads a manifest by too (manifest_fields.json): the same files refused, in its words.
+        try:
+            self.manifest = read_manifest(data)
+        except ManifestError as exc:
+            raise ReplayError(f"{folder}: {exc}") from None
+        self._cells = self.manifest["cells"]
         self._next = 0
         self._served = None  # the recorded cell served last
         self._served_at = set()  # the indices of the recorded runs served
@@ -125,7 +84,7 @@ class ReplaySource:
             return None, None
         if k == self._next:
             return self._cells[k], None
-        lines = str(self._cells[self._next].get("source", "")).splitlines()
+        lines = self._cells[self._next]["source"].splitlines()
         return self._cells[k], next((line.strip() for line in lines if line.strip()), "")
 
     def take(self, source):
@@ -208,7 +167,7 @@ class ReplaySource:
         snapshot and bytes per role still go, without per-block roles.
         """
         name = cell.get("roles_file")
-        if not _inside(name):
+        if not inside_folder(name):
             return None
         try:
             with open(os.path.join(self.folder, name), encoding="utf-8") as f:
@@ -260,7 +219,7 @@ def _reason(exc):
 
 
 def _same_source(cell, source):
-    return str(cell.get("source", "")).strip() == source.strip()
+    return cell["source"].strip() == source.strip()
 
 
 def _holders_row(row):

@@ -11,7 +11,7 @@ import sys
 
 import cuda_memdiff_kernel
 import pytest
-from conftest import LIVE, RECORDINGS, attach
+from conftest import LIVE, RECORDINGS, ROOT, attach
 from cuda_memdiff_kernel import current, install, process, protocol
 from cuda_memdiff_kernel.replay import ReplayError, ReplaySource
 
@@ -500,12 +500,16 @@ def test_a_damaged_recording_is_a_note_that_names_the_file(shell, tmp_path, dama
 @pytest.mark.parametrize(
     "field, value, why",
     [
-        ("oom_snapshots", "oom00.pickle.gz", r"cells\[1\] oom_snapshots must be names inside the folder"),
-        ("before", "x", r"cells\[1\] before must be an object"),
-        ("after", {"per_device": [5]}, r"cells\[1\] after per_device must be a list of objects"),
-        ("after", {"peak_allocated": "x"}, r"cells\[1\] after peak_allocated must be a whole number, not 'x'"),
-        ("before", {"allocated": -1}, r"cells\[1\] before allocated must be a whole number, not -1"),
-        ("error", ["x"], r"cells\[1\] error must be the error's text or null"),
+        (
+            "oom_snapshots",
+            "oom00.pickle.gz",
+            r'cells\[1\] oom_snapshots must be a list of names, not "oom00\.pickle\.gz"',
+        ),
+        ("before", "x", r'cells\[1\] before must be an object, not "x"'),
+        ("after", {"per_device": [5]}, r"cells\[1\] after per_device\[0\] must be an object, not 5"),
+        ("after", {"peak_allocated": "x"}, r'cells\[1\] after peak_allocated must be a whole number of bytes, not "x"'),
+        ("before", {"allocated": -1}, r"cells\[1\] before allocated must be a whole number of bytes, not -1"),
+        ("error", ["x"], r"cells\[1\] error must be the error's text or null, not a list"),
     ],
 )
 def test_a_manifest_field_of_the_wrong_type_is_refused_by_name(tmp_path, field, value, why):
@@ -562,17 +566,12 @@ def test_unload_removes_the_hooks_and_closes_the_comms(shell, tmp_path):
 
 def test_injecting_again_keeps_the_running_helper(shell, tmp_path, monkeypatch):
     """Another notebook or a reloaded page injects again: same source, same helper, same log."""
-    import pathlib
-
     folder, manifest = replay_folder(tmp_path, "clean_training--python")
     monkeypatch.setenv("CUDA_MEMDIFF_REPLAY", str(folder))
-    package = pathlib.Path(cuda_memdiff_kernel.__file__).parent
-    modules = {
-        ("_cuda_memdiff_kernel" if p.stem == "__init__" else f"_cuda_memdiff_kernel.{p.stem}"): p.read_text()
-        for p in package.glob("*.py")
-        if p.name != "_bootstrap.py"
-    }
-    bootstrap = (package / "_bootstrap.py").read_text()
+    # What the frontend injects, as the build embeds it: the modules and the data they read (manifest_fields.json).
+    subprocess.run(["node", str(ROOT / "scripts" / "embed-helper.js")], check=True, cwd=ROOT)
+    payload = json.loads((ROOT / "src" / "capture" / "helper.generated.json").read_text())
+    modules, bootstrap = payload["modules"], payload["bootstrap"]
 
     def inject(source_hash, settings=None):
         payload = json.dumps({"modules": modules, "hash": source_hash, "settings": settings or {}})
