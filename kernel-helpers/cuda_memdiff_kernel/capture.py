@@ -200,6 +200,8 @@ class CellCapture:
                 "cell_id": cell["cell_id"],
                 "execution_count": result.execution_count,
                 "error": _error_text(result),
+                # The code its frames' lines count in: the frontend links them to the cell after it is edited.
+                "source": self._kept_source(cell["source"]),
             }
             if self.replay is not None:
                 if self.status == protocol.READY:
@@ -318,6 +320,16 @@ class CellCapture:
                 self.replay.put_back(recorded)  # the cell run again gets this run, as a live one would
             raise
 
+    def _kept_source(self, source):
+        """The source, as the string a kept snapshot already holds when one ran the same code: a cell run
+        again keeps one copy of its text, which goes with the last snapshot that names it."""
+        if not isinstance(source, str):
+            return None
+        for entry in reversed(self.log.entries):
+            if entry.fields.get("source") == source:
+                return entry.fields["source"]
+        return source
+
     def _note(self, fields, note, message):
         self.frontends.status(protocol.cell_note(fields["cell_id"], fields["execution_count"], note, message))
 
@@ -339,6 +351,8 @@ class CellCapture:
             }[note]
             self._note(fields, note, message)
             return
+        if isinstance(recorded.get("source"), str):  # the recorded frames were compiled from the recorded code
+            fields["source"] = self._kept_source(recorded["source"])
         devices = self.replay.device_stats(recorded)
         before = self.replay.before_stats(recorded)
         peak = {"bytes": sum(d["peak_allocated"] for d in devices), "exact": True}

@@ -206,6 +206,29 @@ def test_replay_sends_each_cell_once_as_changes_and_leaves_no_trace(shell, tmp_p
     assert shell.user_ns["Out"] == {}
 
 
+def test_each_snapshot_names_the_code_its_frames_were_compiled_from(shell, tmp_path, validate):
+    # The frontend links an earlier run's frames to its cell by this code once the cell is edited. A replayed
+    # run's frames are the recording's: its code is the recorded one (served for a source equal but for
+    # surrounding blanks). The cell run again (the recording's third and fifth) keeps one copy of its text.
+    folder, manifest = replay_folder(tmp_path, "eval_without_no_grad--python")
+    sources = ["step_0 = 0", "step_1 = 1", "preds = []\npreds.append(2)", "step_3 = 3", "", "step_5 = 5"]
+    sources[4] = sources[2]
+    for cell, source in zip(manifest["cells"], sources):
+        cell["source"] = source + "\n"
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    install(shell, replay=ReplaySource(str(folder)))
+    comm = attach(shell)
+    for k, source in enumerate(sources):
+        shell.run_cell(source, store_history=True, cell_id=f"cell-{k}")
+    snaps = comm.of_type("snapshot")
+    for msg in snaps:
+        validate(msg)
+    assert [m["source"] for m in snaps] == [s + "\n" for s in sources]
+    assert snaps[4]["source"] is snaps[2]["source"]
+    # a frontend that attaches later (a reloaded page) gets the code with each kept snapshot
+    assert [m["source"] for m in attach(shell).of_type("snapshot")] == [s + "\n" for s in sources]
+
+
 def run_replayed(shell, tmp_path, cells):
     """Install a replay of eval_without_no_grad, attach a frontend, run its first ``cells`` cells."""
     folder, manifest = replay_folder(tmp_path, "eval_without_no_grad--python")

@@ -55,6 +55,11 @@ def whole_tables(messages):
         yield whole
 
 
+def ooms_source(snaps):
+    """The source each OOM snapshot names: the run it interrupted."""
+    return [m["source"] for m in snaps if m["reason"] == "oom"]
+
+
 def test_live_cells_match_memory_allocated(shell):
     install(shell)  # waits for the user's torch and CUDA
     channel = attach(shell)
@@ -66,6 +71,9 @@ def test_live_cells_match_memory_allocated(shell):
     snaps = [m for m in whole_tables(channel.messages) if m["type"] == "snapshot"]
     cells = [m for m in snaps if m["reason"] == "cell"]
     assert [m["cell_id"] for m in cells] == [f"live-{k}" for k in range(len(CELLS))]
+    # the code each run's frames count lines in, as ipykernel hashed it for their file name
+    assert [m["source"] for m in cells] == CELLS
+    assert ooms_source(snaps) == [CELLS[3]]
     for msg, allocated in zip(cells, measured):
         blocks = msg["blocks"]
         in_blocks = sum(s for s, st in zip(blocks["size"], blocks["state"]) if st == 0)

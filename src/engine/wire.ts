@@ -44,6 +44,8 @@ export interface IWireSnapshot {
   cell_id: string | null;
   execution_count: number | null;
   error: string | null;
+  /** The code the run's frames were compiled from (a replayed run's: the recording's); older helpers send none. */
+  source?: string | null;
   frames: { base: number; items: [string, number, string][] };
   stacks: { base: number; items: number[][] };
   segments: {
