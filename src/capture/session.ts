@@ -397,6 +397,7 @@ export class CaptureSession implements IDisposable {
       before: message.before,
       peak: message.peak,
       error: message.error,
+      source: message.source ?? null,
       replay: message.replay ?? null,
       oom: message.oom,
       roles: message.roles

@@ -52,6 +52,12 @@ export interface CellRecord {
   /** The kernel's sequence number of the snapshot (within one kernel process). */
   readonly seq: number;
   readonly error: string | null;
+  /**
+   * The code this run ran, which its frames' line numbers count in (the
+   * cell may have been edited since); null when the kernel did not say.
+   * Records of the same code share one string.
+   */
+  readonly source: string | null;
   /** Name of the recorded session replayed in place of live snapshots, if any. */
   readonly replay: string | null;
   /** For an OOM snapshot, what the kernel said of the failed allocation. */
@@ -92,6 +98,8 @@ export interface ISnapshotEntry {
   before?: readonly IWireBefore[];
   peak?: { bytes: number; exact: boolean };
   error: string | null;
+  /** The code the run ran; null or absent when the kernel did not say. */
+  source?: string | null;
   replay: string | null;
   oom?: IOomEvent;
   /** The message's `roles`, checked here: a malformed one is dropped, the snapshot kept. */
@@ -205,6 +213,7 @@ export class SnapshotStore implements IDisposable {
       snapshot: entry.snapshot,
       devices: entry.devices,
       error: entry.error,
+      source: this._sharedSource(entry.source ?? null),
       replay: entry.replay,
       kernelSession: this._kernelSession,
       allocatedBytes: allocated,
@@ -232,6 +241,24 @@ export class SnapshotStore implements IDisposable {
     }
     this._changed.emit();
     return record;
+  }
+
+  /**
+   * The source as a kept record already holds it, when one ran the same code
+   * (a cell run again, Run All once more): one copy per distinct code, which
+   * goes when the last record holding it is dropped.
+   */
+  private _sharedSource(source: string | null): string | null {
+    if (source === null) {
+      return null;
+    }
+    for (let i = this._records.length - 1; i >= 0; i--) {
+      const kept = this._records[i].source;
+      if (kept === source) {
+        return kept;
+      }
+    }
+    return source;
   }
 
   /**

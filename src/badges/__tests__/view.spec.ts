@@ -27,6 +27,7 @@ function record(net: number, extra: Partial<CellRecord> = {}): CellRecord {
     reservedNetBytes: 2 * GiB,
     peakBytes: 5 * GiB,
     peakExact: true,
+    source: null,
     seq: 1,
     error: null,
     replay: null,

@@ -23,6 +23,7 @@ export function replayedStore(name: string, under = 'recordings'): SnapshotStore
       before: m.before,
       peak: m.peak,
       error: m.error,
+      source: m.source,
       replay: m.replay ?? null,
       oom: m.oom
     });

@@ -166,6 +166,9 @@ describe('CaptureSession in a real kernel', () => {
     await until('the next snapshot in both', () => store.records.length === 2 && second.store.records.length === 2);
     expect(store.records[1].netBytes).toBe(manifest.cells[1].after.allocated - manifest.cells[1].before.allocated);
     expect(store.helper.status).toBe('ready');
+    // Each run keeps the code its frames were compiled from, the attached second notebook's too.
+    expect(store.records.map(r => r.source)).toEqual([manifest.cells[0].source, manifest.cells[1].source]);
+    expect(second.store.records.map(r => r.source)).toEqual([manifest.cells[0].source, manifest.cells[1].source]);
 
     // Disposed: a pending holders request ends at once instead of waiting 30 s.
     const pending = second.session.requestHolders([[0, 1, 1]]);

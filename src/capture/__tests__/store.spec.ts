@@ -13,7 +13,14 @@ function recorded(store: SnapshotStore, k: number): Snapshot {
 
 let seq = 0;
 
-function add(store: SnapshotStore, k: number, cellId = `c${k}`, reason: 'cell' | 'oom' = 'cell', at = ++seq) {
+function add(
+  store: SnapshotStore,
+  k: number,
+  cellId = `c${k}`,
+  reason: 'cell' | 'oom' = 'cell',
+  at = ++seq,
+  source: string | null = manifest.cells[k].source
+) {
   const after = manifest.cells[k].after;
   const before = manifest.cells[k].before;
   return store.add({
@@ -35,6 +42,7 @@ function add(store: SnapshotStore, k: number, cellId = `c${k}`, reason: 'cell' |
       }
     ],
     error: null,
+    source,
     replay: null
   });
 }
@@ -68,6 +76,32 @@ describe('SnapshotStore', () => {
     expect(store.records.map(r => r.executionCount)).toEqual([3, 4]);
     expect(store.droppedCount).toBe(2);
     expect(changes).toBe(4);
+  });
+
+  it('keeps the code each run ran as long as its record, after the cell is edited and run again', () => {
+    const store = new SnapshotStore({ maxRecords: 3 });
+    add(store, 2, 'preds');
+    add(store, 3, 'scores');
+    add(
+      store,
+      2,
+      'preds',
+      'cell',
+      ++seq,
+      'preds = []\nwith torch.no_grad():\n    preds.extend(model(b) for b in batches)'
+    );
+    expect(store.records.map(r => r.source)).toEqual([
+      manifest.cells[2].source,
+      manifest.cells[3].source,
+      'preds = []\nwith torch.no_grad():\n    preds.extend(model(b) for b in batches)'
+    ]);
+    // The first run's code goes with its record; a message without code (an older helper) keeps none.
+    add(store, 4, 'later', 'cell', ++seq, null);
+    expect(store.records.map(r => r.source)).toEqual([
+      manifest.cells[3].source,
+      'preds = []\nwith torch.no_grad():\n    preds.extend(model(b) for b in batches)',
+      null
+    ]);
   });
 
   it('nets a cell correctly although the snapshot before it never arrived', () => {
