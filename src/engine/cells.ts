@@ -20,7 +20,14 @@ export type CellCodeName =
 export interface ICellSource {
   /** Cell id (JupyterLab's) or any stable key. */
   readonly id: string;
+  /** The cell's text now. */
   readonly source: string;
+  /**
+   * The code the run named by `executionCount` ran, where the cell has been
+   * edited since (see editedRuns): a frame of that run counts its line in it.
+   * Absent where the run ran the cell as it reads now.
+   */
+  readonly sourceAsRun?: string;
   readonly executionCount?: number | null;
   /** The kernel (numbered from 1) of the run that gave `executionCount`, where the session spans several; see cellsAsRun. */
   readonly kernel?: number | null;
@@ -143,20 +150,33 @@ export function isCellFilename(filename: string): boolean {
   return parseCellFilename(filename) !== null;
 }
 
-/** Looks cells up by the code names their frames carry. */
+/**
+ * Looks cells up by the code names their frames carry: the code of each cell
+ * as it reads now, and the code cells ran before they were edited
+ * (`edited`, each with its `sourceAsRun`; see editedRuns), so a frame of an
+ * earlier run still finds its cell.
+ */
 export class CellCodeNames {
-  constructor(cells: readonly ICellSource[]) {
+  constructor(cells: readonly ICellSource[], edited: readonly ICellSource[] = []) {
     for (const cell of cells) {
-      const hash = murmur2(cell.source);
-      const list = this._byHash.get(hash) ?? [];
-      if (!list.some(c => c.id === cell.id)) {
-        list.push(cell);
-      }
-      this._byHash.set(hash, list);
+      this._add(murmur2(cell.source), cell);
       if (cell.executionCount !== undefined && cell.executionCount !== null) {
         this._byCount.set(cell.executionCount, cell);
       }
     }
+    for (const cell of edited) {
+      if (cell.sourceAsRun !== undefined) {
+        this._add(murmur2(cell.sourceAsRun), cell);
+      }
+    }
+  }
+
+  private _add(hash: number, cell: ICellSource): void {
+    const list = this._byHash.get(hash) ?? [];
+    if (!list.some(c => c.id === cell.id)) {
+      list.push(cell);
+    }
+    this._byHash.set(hash, list);
   }
 
   /** The cells a frame filename stands for, or null when it names no known cell. */

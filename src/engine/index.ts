@@ -6,6 +6,7 @@ export * from './budget';
 export * from './bytes';
 export * from './cells';
 export * from './diff';
+export * from './edits';
 export * from './errors';
 export * from './frames';
 export * from './model';

@@ -5,7 +5,7 @@
  * highest total is the peak (what `max_memory_allocated` reports, per
  * device), and the blocks alive then are what made it.
  */
-import { CellCodeNames, ICellSource } from './cells';
+import { CellCodeNames, ICellSource, murmur2 } from './cells';
 import { diffSnapshots, SnapshotDiff } from './diff';
 import { allocationSite, IFrameFilterOptions } from './frames';
 import { historyBetween, isFree } from './history';
@@ -259,7 +259,9 @@ export function cellSites(
     const match = frame ? cells?.lookup(frame.filename) : null;
     const own = match && b.segment < 0 ? match.cells.find(c => c.id === run) : undefined;
     const cell = own ?? match?.cells[0] ?? null;
-    const key = `${cell ? `cell:${cell.id}` : (frame?.filename ?? '')}:${frame?.line ?? ''}`;
+    // A cell's line before an edit is other code than the same line now: a site of its own.
+    const code = cell?.sourceAsRun === undefined ? '' : `:${murmur2(cell.sourceAsRun)}`;
+    const key = `${cell ? `cell:${cell.id}${code}` : (frame?.filename ?? '')}:${frame?.line ?? ''}`;
     let g = groups.get(key);
     if (!g) {
       g = {

@@ -15,6 +15,8 @@ export interface ICellRun {
   readonly executionCount: number | null;
   /** The kernel session it ran in; a change from one run to the next is a restart. */
   readonly kernelSession: number | null | undefined;
+  /** The code it ran; null or absent where the kernel did not say. */
+  readonly source?: string | null;
 }
 
 /**
@@ -38,8 +40,10 @@ export function runTags(runs: readonly ICellRun[]): string[] {
  * name them: each cell by its latest run in that kernel (the frames come from
  * that process's runs; a later kernel may have given the cell another count),
  * else by its latest run at all, with that run's kernel (`kernel`, see
- * kernelNumbers); a cell that never ran keeps no count. `runs` come in
- * execution order.
+ * kernelNumbers); a cell that never ran keeps no count. Where the runs say
+ * what code they ran, only runs of the cell's code as it reads now count,
+ * while there are any: an earlier run of other code is named by editedRuns.
+ * `runs` come in execution order.
  */
 export function cellsAsRun(
   cells: readonly ICellSource[],
@@ -47,20 +51,83 @@ export function cellsAsRun(
   kernelSession: number | null
 ): ICellSource[] {
   const kernels = kernelNumbers(runs.map(r => r.kernelSession));
-  const latest = new Map<string, number>();
-  const inThisKernel = new Map<string, number>();
+  const sources = new Map(cells.map(c => [c.id, c.source]));
+  const latest = new Private.LatestRuns<string>(kernelSession);
+  const ofThisCode = new Private.LatestRuns<string>(kernelSession);
   runs.forEach((r, k) => {
     if (r.cellId !== null) {
-      latest.set(r.cellId, k);
-      if (r.kernelSession === kernelSession) {
-        inThisKernel.set(r.cellId, k);
+      latest.add(r.cellId, r, k);
+      if (r.source === null || r.source === undefined || r.source === sources.get(r.cellId)) {
+        ofThisCode.add(r.cellId, r, k);
       }
     }
   });
   return cells.map(cell => {
-    const k = inThisKernel.get(cell.id) ?? latest.get(cell.id);
+    const k = ofThisCode.pick(cell.id) ?? latest.pick(cell.id);
     return k === undefined
       ? { ...cell, executionCount: null, kernel: null }
       : { ...cell, executionCount: runs[k].executionCount, kernel: kernels[k] };
   });
+}
+
+/**
+ * The code cells ran that differs from their text now (they were edited
+ * since), once per cell and code: the cell (its `source` as it reads now)
+ * with that code as `sourceAsRun`, named by its latest run of that code in
+ * kernel session `kernelSession`, else its latest run of it at all (as
+ * cellsAsRun names cells). Runs of a cell no longer in `cells`, and runs that
+ * do not say their code, are left out. `runs` come in execution order.
+ */
+export function editedRuns(
+  cells: readonly ICellSource[],
+  runs: readonly ICellRun[],
+  kernelSession: number | null
+): ICellSource[] {
+  const kernels = kernelNumbers(runs.map(r => r.kernelSession));
+  const byId = new Map(cells.map(c => [c.id, c]));
+  // Keyed by cell and code: one entry per code a cell ran.
+  const latest = new Private.LatestRuns<string>(kernelSession);
+  const keys: { cell: ICellSource; source: string; key: string }[] = [];
+  runs.forEach((r, k) => {
+    const cell = r.cellId === null ? undefined : byId.get(r.cellId);
+    if (!cell || r.source === null || r.source === undefined || r.source === cell.source) {
+      return;
+    }
+    const key = `${cell.id}\u0000${r.source}`;
+    if (!latest.has(key)) {
+      keys.push({ cell, source: r.source, key });
+    }
+    latest.add(key, r, k);
+  });
+  return keys.map(({ cell, source, key }) => {
+    const k = latest.pick(key)!;
+    return { ...cell, sourceAsRun: source, executionCount: runs[k].executionCount, kernel: kernels[k] };
+  });
+}
+
+namespace Private {
+  /** The latest run per key, in one kernel session and in all. */
+  export class LatestRuns<K> {
+    constructor(private readonly _kernelSession: number | null) {}
+
+    /** Note run number `k` (runs come in execution order). */
+    add(key: K, run: ICellRun, k: number): void {
+      this._latest.set(key, k);
+      if (run.kernelSession === this._kernelSession) {
+        this._inKernel.set(key, k);
+      }
+    }
+
+    has(key: K): boolean {
+      return this._latest.has(key);
+    }
+
+    /** The latest run in the kernel session, else the latest at all. */
+    pick(key: K): number | undefined {
+      return this._inKernel.get(key) ?? this._latest.get(key);
+    }
+
+    private readonly _latest = new Map<K, number>();
+    private readonly _inKernel = new Map<K, number>();
+  }
 }

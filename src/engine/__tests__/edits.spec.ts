@@ -1,0 +1,147 @@
+/**
+ * @jest-environment node
+ */
+// A frame's line after its cell was edited: the facts (edited, the line as run, where that code is now) that
+// let the panel keep an earlier run's frame a link and say what the user lands on.
+import { Block, CellCodeNames, cellLine, cellSites, cellsAsRun, editedRuns, FrameTable, lineNow, murmur2 } from '..';
+
+const LEAKY = 'preds = []\nfor b in batches:\n    preds.append(model(b))';
+// The usual fix: the loop under no_grad, a comment above it.
+const FIXED =
+  '# evaluation only\npreds = []\nwith torch.no_grad():\n    for b in batches:\n        preds.append(model(b))';
+
+describe('lineNow', () => {
+  it('follows a line that an edit moved, re-indented or not', () => {
+    expect(lineNow(LEAKY, FIXED, 3)).toBe(5);
+    expect(lineNow(LEAKY, FIXED, 1)).toBe(2);
+    expect(lineNow(LEAKY, LEAKY, 3)).toBe(3);
+    // lines below an edit keep their place from the end
+    expect(lineNow('a = 1\nb = f()\nc = g()', 'a = 1\nb = f(2)\nextra()\nc = g()', 3)).toBe(4);
+  });
+
+  it('finds no line where the edit changed or removed it', () => {
+    expect(lineNow(LEAKY, 'preds = [model(b).detach() for b in batches]', 3)).toBeNull();
+    expect(lineNow(LEAKY, 'preds = []\nfor b in batches:\n    preds.append(model(b).detach())', 3)).toBeNull();
+    // a line the run did not have
+    expect(lineNow(LEAKY, FIXED, 7)).toBeNull();
+  });
+
+  it('pairs repeated lines as a line diff does, and a moved line by its unique text', () => {
+    const before = 'x = f()\nx = f()\ny = g()';
+    expect(lineNow(before, 'x = f()\nnew()\nx = f()\ny = g()', 2)).toBe(3);
+    // swapped lines: the one the common sequence leaves out is still found where its text is unique
+    expect(lineNow('a = f()\nb = g()', 'b = g()\na = f()', 1)).not.toBeNull();
+    expect(lineNow('a = f()\nb = g()', 'b = g()\na = f()', 2)).not.toBeNull();
+    expect([
+      lineNow('a = f()\nb = g()', 'b = g()\na = f()', 1),
+      lineNow('a = f()\nb = g()', 'b = g()\na = f()', 2)
+    ]).toEqual([2, 1]);
+  });
+
+  it('stays bounded on long cells: beyond the aligned size, a line is found by its unique text', () => {
+    const many = Array.from({ length: 3000 }, (_, k) => `v${k} = torch.empty(${k}, device="cuda")`);
+    const edited = ['import torch', ...many.slice(0, 1500), 'changed()', ...many.slice(1501)].reverse();
+    const started = Date.now();
+    expect(lineNow(many.join('\n'), edited.join('\n'), 2001)).toBe(edited.indexOf(many[2000]) + 1);
+    expect(lineNow(many.join('\n'), edited.join('\n'), 1501)).toBeNull();
+    expect(Date.now() - started).toBeLessThan(2000);
+  });
+});
+
+describe('a frame of an edited cell', () => {
+  const runs = [
+    { cellId: 'model', executionCount: 1, kernelSession: 1, source: 'model = make()' },
+    { cellId: 'preds', executionCount: 2, kernelSession: 1, source: LEAKY },
+    { cellId: 'preds', executionCount: 3, kernelSession: 1, source: FIXED }
+  ];
+
+  it('still finds its cell, named by the run of that code, with the line as run and where it is now', () => {
+    const cells = [
+      { id: 'model', source: 'model = make()' },
+      { id: 'preds', source: FIXED }
+    ];
+    const names = new CellCodeNames(cellsAsRun(cells, runs, 1), editedRuns(cells, runs, 1));
+    const earlier = names.lookup(`/tmp/ipykernel_41/${murmur2(LEAKY)}.py`)!;
+    expect(earlier.cells.map(c => [c.id, c.executionCount])).toEqual([['preds', 2]]);
+    expect(earlier.ambiguous).toBe(false);
+    expect(cellLine(earlier.cells[0], 3)).toMatchObject({
+      line: 3,
+      edited: true,
+      textAsRun: 'preds.append(model(b))',
+      lineNow: 5
+    });
+    // the run of the code the cell has now: not edited, named by that run
+    const latest = names.lookup(`/tmp/ipykernel_41/${murmur2(FIXED)}.py`)!;
+    expect(latest.cells.map(c => [c.id, c.executionCount])).toEqual([['preds', 3]]);
+    expect(cellLine(latest.cells[0], 5)).toMatchObject({
+      edited: false,
+      textAsRun: 'preds.append(model(b))',
+      lineNow: 5
+    });
+  });
+
+  it('is found before the edited cell runs again, and after a restart names its own kernel', () => {
+    const cells = [{ id: 'preds', source: FIXED }];
+    // edited, not run again: the cell's only run is of the old code
+    expect(cellsAsRun(cells, runs.slice(0, 2), 1).map(c => c.executionCount)).toEqual([2]);
+    const names = new CellCodeNames(cellsAsRun(cells, runs.slice(0, 2), 1), editedRuns(cells, runs.slice(0, 2), 1));
+    const earlier = names.lookup(`/tmp/ipykernel_41/${murmur2(LEAKY)}.py`)!;
+    expect(cellLine(earlier.cells[0], 3)).toMatchObject({ edited: true, lineNow: 5 });
+    // kernel 2 ran the old code again as [1]: kernel 1's frames name kernel 1's run, kernel 2's their own
+    const restarted = [...runs, { cellId: 'preds', executionCount: 1, kernelSession: 2, source: LEAKY }];
+    expect(editedRuns(cells, restarted, 1).map(c => [c.executionCount, c.kernel])).toEqual([[2, 1]]);
+    expect(editedRuns(cells, restarted, 2).map(c => [c.executionCount, c.kernel])).toEqual([[1, 2]]);
+  });
+
+  it('names a run of the code the cell has again by that run, not by a later run of other code', () => {
+    // ran LEAKY as [2], FIXED as [3], then edited back to LEAKY
+    const cells = [{ id: 'preds', source: LEAKY }];
+    expect(cellsAsRun(cells, runs, 1).map(c => c.executionCount)).toEqual([2]);
+    expect(editedRuns(cells, runs, 1).map(c => [c.executionCount, c.sourceAsRun])).toEqual([[3, FIXED]]);
+  });
+
+  it('leaves out runs of deleted cells and runs that do not say their code', () => {
+    const cells = [{ id: 'preds', source: FIXED }];
+    const unknown = [
+      { cellId: 'gone', executionCount: 1, kernelSession: 1, source: 'x = 1' },
+      { cellId: 'preds', executionCount: 2, kernelSession: 1, source: null },
+      { cellId: 'preds', executionCount: 3, kernelSession: 1 }
+    ];
+    expect(editedRuns(cells, unknown, 1)).toEqual([]);
+    // runs that do not say their code name the cell as before
+    expect(cellsAsRun(cells, unknown, 1).map(c => c.executionCount)).toEqual([3]);
+  });
+
+  it('is one of the copies where another cell has the code the edited cell ran', () => {
+    const cells = [
+      { id: 'preds', source: FIXED },
+      { id: 'copy', source: LEAKY }
+    ];
+    const names = new CellCodeNames(cellsAsRun(cells, runs, 1), editedRuns(cells, runs, 1));
+    const match = names.lookup(`/tmp/ipykernel_41/${murmur2(LEAKY)}.py`)!;
+    expect(match.cells.map(c => c.id)).toEqual(['copy', 'preds']);
+    expect(match.ambiguous).toBe(true);
+    expect(match.cells.map(c => cellLine(c, 3).edited)).toEqual([false, true]);
+  });
+
+  it("keeps a line of the code before the edit apart from the same line now, in a snapshot's sites", () => {
+    const cells = [{ id: 'preds', source: FIXED }];
+    const frames = new FrameTable();
+    const block = (address: number, code: string): Block => ({
+      device: 0,
+      address,
+      size: 1024,
+      requestedSize: 1024,
+      state: 'active_allocated',
+      stack: frames.internStack([frames.internFrame('<module>', `/tmp/ipykernel_41/${murmur2(code)}.py`, 3)]),
+      segment: 0
+    });
+    const names = new CellCodeNames(cellsAsRun(cells, runs, 1), editedRuns(cells, runs, 1));
+    const sites = cellSites([block(0, LEAKY), block(1024, FIXED)], frames, names);
+    const named = sites.map(s => [s.cell?.executionCount, s.line, cellLine(s.cell!, s.line).edited]);
+    expect(named.sort()).toEqual([
+      [2, 3, true],
+      [3, 3, false]
+    ]);
+  });
+});
