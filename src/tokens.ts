@@ -104,6 +104,8 @@ export interface IFollowedNotebook {
   cells(): ICellSource[];
   /** Emitted when cells are added, moved or deleted: the places that name cells which have not run move. */
   readonly cellsChanged?: ISignal<unknown, unknown>;
+  /** Emitted as the cells' contents change, typing included: an edit changes how its cell's earlier frames read. */
+  readonly contentChanged?: ISignal<unknown, unknown>;
   /** Ask the kernel who holds these blocks; absent where no kernel can answer. */
   requestHolders?(blocks: readonly BlockQuery[]): Promise<IHolderAnswer>;
 }

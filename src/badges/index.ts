@@ -11,7 +11,7 @@ import { Signal } from '@lumino/signaling';
 import { CellNoteKind } from '../capture/protocol';
 import { SnapshotStore } from '../capture/store';
 import { codeCellSources } from '../components/cells';
-import { CellCodeNames, cellsAsRun } from '../engine';
+import { CellCodeNames, cellsAsRun, editedRuns } from '../engine';
 import { oomLines, peakLine } from './history';
 import { badgeView, DEFAULT_THRESHOLDS, IBadgeThresholds } from './view';
 
@@ -133,14 +133,16 @@ export class CellBadges implements IDisposable {
 
   /**
    * The cells as the frames of a snapshot from `kernelSession` name them, by
-   * their runs in that kernel, as the panel names them (see cellsAsRun). One
-   * map per kernel and update of all badges (hashing every cell's source), not one per badge.
+   * their runs in that kernel, as the panel names them (see cellsAsRun, and
+   * editedRuns for the code cells ran before an edit). One map per kernel
+   * and update of all badges (hashing every cell's source), not one per badge.
    */
   private _namesFor(kernelSession: number): CellCodeNames {
     let names = this._cellNames.get(kernelSession);
     if (!names) {
       const cells = codeCellSources(this._panel.content.widgets.map(c => c.model));
-      names = new CellCodeNames(cellsAsRun(cells, this._store.cellRuns, kernelSession));
+      const runs = this._store.cellRuns;
+      names = new CellCodeNames(cellsAsRun(cells, runs, kernelSession), editedRuns(cells, runs, kernelSession));
       this._cellNames.set(kernelSession, names);
     }
     return names;

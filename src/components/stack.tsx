@@ -1,12 +1,15 @@
 /**
  * A stack trace as a person reads it. Frames that belong to notebook cells
  * read `Cell [5], line 3` followed by that source line, and open the cell when
- * clicked. Every string from a snapshot is rendered as text, never as markup.
+ * clicked; a frame of a run the cell was edited after reads `Cell [5], line 3
+ * (since edited)`, shows the line as it ran, and opens the cell where that
+ * code is now. Every string from a snapshot is rendered as text, never as markup.
  */
 import * as React from 'react';
 import { nullTranslator, TranslationBundle } from '@jupyterlab/translation';
 import {
   CellCodeNames,
+  cellLine,
   cellTag,
   Frame,
   FrameTable,
@@ -19,20 +22,59 @@ import {
 /** Where a frame points in the notebook. */
 export interface ICellLocation {
   cell: ICellSource;
-  line: number;
+  /** The line to put the cursor on, in the cell as it reads now; null for the cell alone. */
+  line: number | null;
 }
 
-/** The labels (`Cell [5]`, `Cell [5], line 3`; see cellTag) and the source line of a frame inside a notebook cell. */
+/** The words of a frame inside a notebook cell (see cellFrameLabel). */
+export interface ICellFrameWords {
+  /** `Cell [5]` (see cellTag). */
+  readonly cellLabel: string;
+  /** `Cell [5], line 3`, or `Cell [5], line 3 (since edited)` where the cell changed after the run. */
+  readonly label: string;
+  /** The line as the run ran it. */
+  readonly sourceLine: string;
+  /** What a click on the frame does, and for an edited cell what the line was. */
+  readonly title: string;
+  /** Where a click puts the cursor: the code's line in the cell now, null for the cell alone. */
+  readonly lineNow: number | null;
+}
+
+/** The words of a frame inside a notebook cell, from the engine's facts (cellLine). */
 export function cellFrameLabel(
   cell: ICellSource,
   line: number | null,
   trans: TranslationBundle = nullTranslator.load('jupyterlab_cuda_memdiff')
-): { cellLabel: string; label: string; sourceLine: string } {
+): ICellFrameWords {
   const tag = cellTag(cell);
+  const facts = cellLine(cell, line);
+  if (!facts.edited) {
+    return {
+      cellLabel: trans.__('Cell %1', tag),
+      label: trans.__('Cell %1, line %2', tag, line ?? '?'),
+      sourceLine: facts.textAsRun,
+      title: trans.__('Go to this line of the cell'),
+      lineNow: facts.lineNow
+    };
+  }
   return {
     cellLabel: trans.__('Cell %1', tag),
-    label: trans.__('Cell %1, line %2', tag, line ?? '?'),
-    sourceLine: line === null ? '' : (cell.source.split('\n')[line - 1]?.trim() ?? '')
+    label: trans.__('Cell %1, line %2 (since edited)', tag, line ?? '?'),
+    sourceLine: facts.textAsRun,
+    title:
+      facts.lineNow === null
+        ? trans.__(
+            'The cell was edited after this run. Its line %1 then read: %2. That code is no longer in the cell: go to the cell.',
+            line ?? '?',
+            facts.textAsRun
+          )
+        : trans.__(
+            'The cell was edited after this run. Its line %1 then read: %2. Go to that code, now line %3.',
+            line ?? '?',
+            facts.textAsRun,
+            facts.lineNow
+          ),
+    lineNow: facts.lineNow
   };
 }
 
@@ -115,15 +157,15 @@ export function StackView(props: IStackViewProps): JSX.Element {
           return (
             <li key={i} className="jp-CudaMemdiffStack-cell">
               {match.cells.map((cell, k) => {
-                const { label, sourceLine } = cellFrameLabel(cell, frame.line, trans);
+                const { label, sourceLine, title, lineNow } = cellFrameLabel(cell, frame.line, trans);
                 return (
                   <span key={cell.id}>
                     {k > 0 ? ` ${trans.__('or')} ` : ''}
                     <button
                       className="jp-CudaMemdiffStack-link"
                       data-cuda-memdiff-cell-id={cell.id}
-                      title={trans.__('Go to this line of the cell')}
-                      onClick={() => onReveal({ cell, line: frame.line })}
+                      title={title}
+                      onClick={() => onReveal({ cell, line: lineNow })}
                     >
                       {label}
                     </button>

@@ -3,6 +3,7 @@
  * selected, the pair being compared and the frame filter. It calls the
  * engine and caches the result; the React views only render it.
  */
+import { ActivityMonitor } from '@jupyterlab/coreutils';
 import { IDisposable } from '@lumino/disposable';
 import { ISignal, Signal } from '@lumino/signaling';
 import { CellRecord } from '../capture/store';
@@ -13,6 +14,7 @@ import {
   CellCodeNames,
   cellsAsRun,
   diffSnapshots,
+  editedRuns,
   emptySnapshot,
   FrameTable,
   groupByRole,
@@ -79,6 +81,8 @@ export class DiffPanelModel implements IDisposable {
     }
     this._notebook?.store.changed.disconnect(this._onStoreChanged, this);
     this._notebook?.cellsChanged?.disconnect(this._onCellsChanged, this);
+    this._edits?.dispose();
+    this._edits = null;
     this._notebook = notebook;
     this._cellNames.clear();
     this._selected = null;
@@ -86,6 +90,11 @@ export class DiffPanelModel implements IDisposable {
     this._invalidate();
     notebook?.store.changed.connect(this._onStoreChanged, this);
     notebook?.cellsChanged?.connect(this._onCellsChanged, this);
+    if (notebook?.contentChanged) {
+      // Once typing pauses, not per key: the views redraw only where a name changed.
+      this._edits = new ActivityMonitor({ signal: notebook.contentChanged, timeout: DiffPanelModel.EDIT_SETTLE_MS });
+      this._edits.activityStopped.connect(this._onEditsSettled, this);
+    }
     this._changed.emit();
   }
 
@@ -388,27 +397,17 @@ export class DiffPanelModel implements IDisposable {
   cellNames(kernelSession?: number | null): CellCodeNames {
     const records = this.records;
     const kernel = kernelSession !== undefined ? kernelSession : (records[records.length - 1]?.kernelSession ?? null);
-    const cells = cellsAsRun(this._notebook?.cells() ?? [], records, kernel);
+    const now = this._notebook?.cells() ?? [];
+    const cells = cellsAsRun(now, records, kernel);
+    // The code cells ran before they were edited: their earlier runs' frames still name them.
+    const edited = editedRuns(now, records, kernel);
     const cached = this._cellNames.get(kernel);
-    const same =
-      cached !== undefined &&
-      cached.cells.length === cells.length &&
-      cached.cells.every(
-        (c, i) =>
-          c.id === cells[i].id &&
-          c.source === cells[i].source &&
-          c.executionCount === cells[i].executionCount &&
-          c.kernel === cells[i].kernel &&
-          // A cell that has not run is named by its place, which moves when any cell is added, moved or deleted.
-          c.position?.index === cells[i].position?.index &&
-          c.position?.total === cells[i].position?.total
-      );
-    if (same) {
+    if (cached !== undefined && Private.sameCells(cached.cells, cells) && Private.sameCells(cached.edited, edited)) {
       return cached.names;
     }
     // One map per kernel the views name cells for (a restart adds one; another notebook starts afresh).
-    const names = new CellCodeNames(cells);
-    this._cellNames.set(kernel, { cells, names });
+    const names = new CellCodeNames(cells, edited);
+    this._cellNames.set(kernel, { cells, edited, names });
     return names;
   }
 
@@ -441,6 +440,18 @@ export class DiffPanelModel implements IDisposable {
     this._changed.emit();
   }
 
+  /**
+   * The cells' contents changed (an edit, an output): the views redraw where
+   * a frame reads otherwise now, i.e. where a kernel's names the views use
+   * changed; an output, or a markdown cell, changes none.
+   */
+  private _onEditsSettled(): void {
+    const stale = [...this._cellNames.entries()].some(([kernel, { names }]) => this.cellNames(kernel) !== names);
+    if (stale) {
+      this._changed.emit();
+    }
+  }
+
   private _onStoreChanged(): void {
     this._invalidate();
     this._changed.emit();
@@ -455,6 +466,7 @@ export class DiffPanelModel implements IDisposable {
 
   private _isDisposed = false;
   private _notebook: IFollowedNotebook | null = null;
+  private _edits: ActivityMonitor<unknown, unknown> | null = null;
   private _custom: IComparison | null = null;
   private _device: number | null = null;
   private _files: ISnapshotFile[] = [];
@@ -464,7 +476,10 @@ export class DiffPanelModel implements IDisposable {
   private _selected: CellRecord | null = null;
   /** The latest record when the user selected `_selected`: a later one ends the selection. */
   private _selectedWhileLatest: CellRecord | null = null;
-  private readonly _cellNames = new Map<number | null, { cells: ICellSource[]; names: CellCodeNames }>();
+  private readonly _cellNames = new Map<
+    number | null,
+    { cells: ICellSource[]; edited: ICellSource[]; names: CellCodeNames }
+  >();
   private _runTags: { key: readonly [number, CellRecord?, CellRecord?]; tags: string[] } | null = null;
   private _showAllFrames = false;
   private _diff: SnapshotDiff | null = null;
@@ -474,6 +489,12 @@ export class DiffPanelModel implements IDisposable {
   private _roleGroups: readonly IRoleGroup[] | null | undefined = undefined;
   private _changed = new Signal<this, void>(this);
   private _revealRequested = new Signal<this, PanelSection>(this);
+}
+
+/** A namespace for DiffPanelModel statics. */
+export namespace DiffPanelModel {
+  /** How long typing in a cell pauses before the panel reads frames against the edit. */
+  export const EDIT_SETTLE_MS = 400;
 }
 
 /**
@@ -510,4 +531,22 @@ function suffixOf(parts: readonly string[], depth: number): string {
 namespace Private {
   /** The roles of an empty device: no blocks. */
   export const NO_BLOCKS = new BlockRoles([]);
+
+  /** Whether two lists name the same cells alike: same ids, code, runs and places. */
+  export function sameCells(a: readonly ICellSource[], b: readonly ICellSource[]): boolean {
+    return (
+      a.length === b.length &&
+      a.every(
+        (c, i) =>
+          c.id === b[i].id &&
+          c.source === b[i].source &&
+          c.sourceAsRun === b[i].sourceAsRun &&
+          c.executionCount === b[i].executionCount &&
+          c.kernel === b[i].kernel &&
+          // A cell that has not run is named by its place, which moves when any cell is added, moved or deleted.
+          c.position?.index === b[i].position?.index &&
+          c.position?.total === b[i].position?.total
+      )
+    );
+  }
 }

@@ -43,7 +43,11 @@ export const panelPlugin: JupyterFrontEndPlugin<IDiffPanel> = {
     const panel = new MemdiffPanel({
       translator: translator ?? nullTranslator,
       worker: worker ?? undefined,
-      onReveal: ({ cell, line }) => void app.commands.execute(CommandIDs.revealCell, { cellId: cell.id, line }),
+      onReveal: ({ cell, line }) =>
+        void app.commands.execute(
+          CommandIDs.revealCell,
+          line === null ? { cellId: cell.id } : { cellId: cell.id, line }
+        ),
       onShowCell: cellId => {
         const notebook = notebookOf(cellId);
         if (notebook) {
@@ -73,7 +77,8 @@ export const panelPlugin: JupyterFrontEndPlugin<IDiffPanel> = {
           store: capture.store,
           requestHolders: blocks => capture.requestHolders(blocks),
           cells: () => codeCellSources(Array.from(notebook.content.model?.cells ?? [])),
-          cellsChanged: notebook.content.model?.cells.changed
+          cellsChanged: notebook.content.model?.cells.changed,
+          contentChanged: notebook.content.model?.contentChanged
         };
         followed.set(notebook, entry);
       }
@@ -102,9 +107,9 @@ export const panelPlugin: JupyterFrontEndPlugin<IDiffPanel> = {
           required: ['cellId']
         }
       },
+      // Without a line (the code a frame names is no longer in the cell) the cell is selected, in command mode.
       execute: async args => {
         const cellId = args.cellId as string;
-        const line = Math.max(1, Number(args.line ?? 1));
         const notebook = notebookOf(cellId);
         if (!notebook) {
           return;
@@ -114,6 +119,12 @@ export const panelPlugin: JupyterFrontEndPlugin<IDiffPanel> = {
         notebook.content.activeCellIndex = index;
         await notebook.content.scrollToItem(index, 'center');
         const cell = notebook.content.widgets[index];
+        if (args.line === undefined || args.line === null) {
+          notebook.content.mode = 'command';
+          notebook.activate();
+          return;
+        }
+        const line = Math.max(1, Number(args.line));
         notebook.content.mode = 'edit';
         cell.editor?.setCursorPosition({ line: line - 1, column: 0 });
         cell.editor?.focus();

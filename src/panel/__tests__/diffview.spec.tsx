@@ -175,6 +175,81 @@ describe('StackView', () => {
   });
 });
 
+describe('A frame of a run the cell was edited after', () => {
+  const LEAKY = 'preds = []\nfor b in batches:\n    preds.append(model(b))';
+  const FIXED =
+    '# evaluation only\npreds = []\nwith torch.no_grad():\n    for b in batches:\n        preds.append(model(b))';
+
+  function renderFrameOf(now: string) {
+    const frames = new FrameTable();
+    const stack = frames.internStack([frames.internFrame('<module>', `/tmp/ipykernel_7/${murmur2(LEAKY)}.py`, 3)]);
+    const cells = new CellCodeNames(
+      [{ id: 'preds', source: now, executionCount: 5 }],
+      [{ id: 'preds', source: now, sourceAsRun: LEAKY, executionCount: 3, kernel: 1 }]
+    );
+    const onReveal = jest.fn();
+    const { container } = render(
+      <StackView frames={frames} stack={stack} filter={{}} cells={cells} trans={trans} onReveal={onReveal} />
+    );
+    return { container, onReveal };
+  }
+
+  it('is a link that says the cell was edited, shows the line as run, and lands where that code is now', () => {
+    const { container, onReveal } = renderFrameOf(FIXED);
+    const link = screen.getByRole('button', { name: 'Cell [3] in kernel 1, line 3 (since edited)' });
+    expect(link.getAttribute('title')).toBe(
+      'The cell was edited after this run. Its line 3 then read: preds.append(model(b)). Go to that code, now line 5.'
+    );
+    expect(container.querySelector('.jp-CudaMemdiffStack-source')!.textContent).toBe('preds.append(model(b))');
+    fireEvent.click(link);
+    expect(onReveal).toHaveBeenCalledWith({ cell: expect.objectContaining({ id: 'preds' }), line: 5 });
+  });
+
+  it('lands on the cell when the edit removed that code', () => {
+    const { onReveal } = renderFrameOf('preds = [model(b).detach() for b in batches]');
+    const link = screen.getByRole('button', { name: 'Cell [3] in kernel 1, line 3 (since edited)' });
+    expect(link.getAttribute('title')).toBe(
+      'The cell was edited after this run. Its line 3 then read: preds.append(model(b)). That code is no longer in the cell: go to the cell.'
+    );
+    fireEvent.click(link);
+    expect(onReveal).toHaveBeenCalledWith({ cell: expect.objectContaining({ id: 'preds' }), line: null });
+  });
+
+  it('names its site in the diff as edited, apart from the same line now', () => {
+    const frames = new FrameTable();
+    const block = (address: number, code: string) => ({
+      address,
+      size: 512,
+      state: 'active_allocated',
+      frames: [{ name: '<module>', filename: `/tmp/ipykernel_7/${murmur2(code)}.py`, line: 3 }]
+    });
+    const before = normalizeSnapshot({ segments: [{ address: 0, total_size: 2048, blocks: [] }] }, frames);
+    const after = normalizeSnapshot(
+      { segments: [{ address: 0, total_size: 2048, blocks: [block(0, LEAKY), block(512, FIXED)] }] },
+      frames
+    );
+    const diff = diffSnapshots(before, after);
+    const cells = new CellCodeNames(
+      [{ id: 'preds', source: FIXED, executionCount: 5 }],
+      [{ id: 'preds', source: FIXED, sourceAsRun: LEAKY, executionCount: 3 }]
+    );
+    const { container } = render(
+      <DiffView
+        diff={diff}
+        groups={groupBySite(diff)}
+        showAllFrames={false}
+        onShowAllFrames={() => undefined}
+        cells={cells}
+        trans={trans}
+        onReveal={() => undefined}
+        caption="After cell [5]"
+      />
+    );
+    const labels = Array.from(container.querySelectorAll('.jp-CudaMemdiffSite-label')).map(l => l.textContent);
+    expect(labels.sort()).toEqual(['Cell [3], line 3 (since edited)', 'Cell [5], line 3']);
+  });
+});
+
 describe("DiffView of two runs' snapshots", () => {
   it('says so above the figures, with what tells, and says nothing of one run', () => {
     const { diff, cells } = recordedDiff();

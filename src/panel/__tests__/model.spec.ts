@@ -2,7 +2,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { Signal } from '@lumino/signaling';
 import { SnapshotStore } from '../../capture/store';
-import { cellTag, fromTransfer, murmur2, readSnapshot, toTransfer } from '../../engine';
+import { cellLine, cellTag, fromTransfer, murmur2, readSnapshot, toTransfer } from '../../engine';
 import { DiffPanelModel, distinctFileNames, IFollowedNotebook, PanelSection } from '../model';
 import { runsOf } from '../../engine/__tests__/roleRuns';
 
@@ -370,6 +370,134 @@ describe('DiffPanelModel kernel sessions and reveal requests', () => {
     model.reveal('diff');
     model.reveal('leaks');
     expect(asked).toEqual(['diff', 'leaks']);
+  });
+});
+
+describe('DiffPanelModel after a cell is edited', () => {
+  // The demo recorded on an H200: [3] keeps every batch's autograd graph alive through `preds`.
+  const DEMO = path.resolve(__dirname, '../../../test-data/recordings/gpu_memory_demo--python');
+  const demo = JSON.parse(fs.readFileSync(path.join(DEMO, 'manifest.json'), 'utf-8'));
+  const sources: string[] = demo.cells.map((c: { source: string }) => c.source);
+  // The usual fix: the loop under no_grad, with a word above it.
+  const FIXED =
+    '# evaluation only\npreds = []\nwith torch.no_grad():\n    for b in batches:\n        preds.append(model(b))';
+
+  /** The demo run cell by cell, each snapshot with the code its run ran (as the helper sends it). */
+  function demoNotebook(now: string[]): IFollowedNotebook & { store: SnapshotStore } {
+    const store = new SnapshotStore();
+    demo.cells.forEach((c: { snapshot_file: string; execution_count: number }, k: number) => {
+      store.add({
+        cellId: `cell-${k}`,
+        executionCount: c.execution_count,
+        reason: 'cell',
+        seq: k + 1,
+        snapshot: readSnapshot(new Uint8Array(fs.readFileSync(path.join(DEMO, c.snapshot_file))), store.frames),
+        devices: [],
+        error: null,
+        source: sources[k],
+        replay: null
+      });
+    });
+    return { title: 'demo.ipynb', store, cells: () => now.map((source, k) => ({ id: `cell-${k}`, source })) };
+  }
+
+  /** The cells the top site of the selected diff names, as the panel puts them: run, edited, line as run and now. */
+  function topSite(model: DiffPanelModel) {
+    const frame = model.diff!.frames.frame(model.groups[0].frameId);
+    return model
+      .cellNames()
+      .lookup(frame.filename)
+      ?.cells.map(cell => {
+        const { edited, textAsRun, lineNow } = cellLine(cell, frame.line);
+        return { id: cell.id, tag: cellTag(cell), line: frame.line, edited, textAsRun, lineNow };
+      });
+  }
+
+  it("keeps naming an earlier run's frame by its cell, and says where its code is now", () => {
+    const now = [...sources];
+    const model = new DiffPanelModel();
+    const notebook = demoNotebook(now);
+    model.setNotebook(notebook);
+    model.select(model.records[2]);
+    const asRun = { id: 'cell-2', tag: '[3]', line: 3, textAsRun: 'preds.append(model(b))' };
+    expect(topSite(model)).toEqual([{ ...asRun, edited: false, lineNow: 3 }]);
+
+    // The user fixes the cell: the frame of run [3] still names it, edited, its code now on line 5.
+    now[2] = FIXED;
+    expect(topSite(model)).toEqual([{ ...asRun, edited: true, lineNow: 5 }]);
+
+    // ... and runs it again as [5]: run [3]'s frame still names run [3].
+    notebook.store.add({
+      cellId: 'cell-2',
+      executionCount: 5,
+      reason: 'cell',
+      seq: 5,
+      snapshot: notebook.store.records[3].snapshot,
+      devices: [],
+      error: null,
+      source: FIXED,
+      replay: null
+    });
+    model.select(model.records[2]);
+    expect(topSite(model)).toEqual([{ ...asRun, edited: true, lineNow: 5 }]);
+
+    // An edit that removes the line: the frame still names the cell, with no line to land on.
+    now[2] = 'preds = [model(b).detach() for b in batches]';
+    expect(topSite(model)).toEqual([{ ...asRun, edited: true, lineNow: null }]);
+  });
+
+  it('redraws once typing in a cell pauses, and not for a change that renames nothing', async () => {
+    const now = [...sources];
+    const contentChanged = new Signal<unknown, unknown>({});
+    const model = new DiffPanelModel();
+    model.setNotebook({ ...demoNotebook(now), contentChanged });
+    model.select(model.records[2]);
+    expect(topSite(model)![0].edited).toBe(false);
+    let redraws = 0;
+    model.changed.connect(() => redraws++);
+    const settled = () => new Promise(resolve => setTimeout(resolve, DiffPanelModel.EDIT_SETTLE_MS + 100));
+    // an output arrives: no name changes
+    contentChanged.emit(undefined);
+    await settled();
+    expect(redraws).toBe(0);
+    // the user types the fix, key by key: one redraw after the last key
+    for (let k = 1; k <= FIXED.length; k += 8) {
+      now[2] = FIXED.slice(0, k);
+      contentChanged.emit(undefined);
+    }
+    now[2] = FIXED;
+    contentChanged.emit(undefined);
+    expect(redraws).toBe(0);
+    await settled();
+    expect(redraws).toBe(1);
+    expect(topSite(model)![0]).toMatchObject({ edited: true, lineNow: 5 });
+    // another notebook followed: the first one's typing redraws nothing
+    model.setNotebook(null);
+    redraws = 0;
+    now[2] = sources[2];
+    contentChanged.emit(undefined);
+    await settled();
+    expect(redraws).toBe(0);
+  });
+
+  it('names no cell for a run whose cell was deleted, nor for frames of a helper that did not say its code', () => {
+    const now = [...sources];
+    now[2] = FIXED;
+    const model = new DiffPanelModel();
+    model.setNotebook(demoNotebook(now.slice(0, 2)));
+    model.select(model.records[2]);
+    expect(topSite(model)).toBeUndefined();
+    // the records of an older helper carry no code: an edited cell's earlier frames stay unnamed, as before
+    const older = notebookWith(3);
+    const edited = manifest.cells.map((c: { source: string }) => c.source);
+    edited[2] = FIXED;
+    edited[4] = FIXED;
+    model.setNotebook({
+      ...older,
+      cells: () => edited.map((source: string, i: number) => ({ id: `cell-${i}`, source }))
+    });
+    model.select(model.records[2]);
+    expect(topSite(model)).toBeUndefined();
   });
 });
 
