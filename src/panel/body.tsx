@@ -37,12 +37,13 @@ export interface IPanelBodyProps {
 /**
  * A record as the pickers and the chart name it: `[3] first line`, and
  * `[3] in kernel 2: first line` after a restart (the colon keeps the
- * kernel's number apart from the code).
+ * kernel's number apart from the code). The line is the run's: a cell
+ * edited since reads otherwise now.
  */
 function recordLabel(record: CellRecord, model: DiffPanelModel): string {
   const cell = model.notebook?.cells().find(c => c.id === record.cellId);
   const tag = model.runTag(record);
-  const source = cell ? sourceHeadline(cell.source) : '';
+  const source = cell ? sourceHeadline(record.source ?? cell.source) : '';
   if (!source) {
     return tag;
   }
