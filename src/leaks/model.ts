@@ -276,7 +276,8 @@ export class LeakFinderModel implements IDisposable {
       return {
         cellId: r.cellId ?? `execution ${k}`,
         executionCount: r.executionCount,
-        source: cellIndex[k] >= 0 ? cells[cellIndex[k]].source : null,
+        // The code the run ran: a cell fixed since reads otherwise, and its lines have moved.
+        source: r.source ?? (cellIndex[k] >= 0 ? cells[cellIndex[k]].source : null),
         error: r.error,
         label: cellIndex[k] >= 0 ? `Cell ${count}` : `A deleted cell ${count}`
       };

@@ -85,6 +85,22 @@ describe('LeakFinderModel', () => {
     expect(final.entries.map(e => e.verdict.verdict)).toEqual(['leak', 'retained', 'retained', 'retained']);
   });
 
+  it('reads each run as it ran: the fix of the leaking cell changes nothing in what its earlier run left', async () => {
+    const answer = () => Promise.resolve(recordedAnswer());
+    const asRun = (await finder(notebook(answer)).leaks.run().refined)!;
+    // The user fixes the leaking cell (the loop under no_grad, a word above it) before running the finder.
+    const fixed = manifest.cells.map((c: { source: string }) => c.source);
+    fixed[2] =
+      '# evaluation only\npreds = []\nwith torch.no_grad():\n    for b in batches:\n        preds.append(model(b))';
+    const edited = {
+      ...notebook(answer),
+      cells: () => fixed.map((source: string, i: number) => ({ id: `cell-${i}`, source }))
+    };
+    const after = (await finder(edited).leaks.run().refined)!;
+    expect(after.top!.record.cellId).toBe('cell-2');
+    expect(after.entries.map(e => e.verdict)).toEqual(asRun.entries.map(e => e.verdict));
+  });
+
   it('says why holders are only guessed: a replayed session, or a kernel that does not answer', async () => {
     const replayed = finder(
       notebook(() => Promise.resolve({ ...recordedAnswer(), holders: new Map(), replay: 'gpu_memory_demo--python' }))

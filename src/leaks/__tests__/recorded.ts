@@ -23,6 +23,7 @@ export function recordedStore(
       snapshot: readSnapshot(new Uint8Array(fs.readFileSync(path.join(folder, c.snapshot_file))), store.frames),
       devices: [],
       error: c.error ?? null,
+      source: c.source,
       replay: null
     });
   };
