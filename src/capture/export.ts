@@ -21,7 +21,8 @@ export function exportCells(records: readonly CellRecord[], cells: readonly INot
       return {
         index,
         executionCount: r.executionCount,
-        source: index >= 0 ? cells[index].source : '',
+        // The code the run ran, whose hash names its frames: a cell edited since reads otherwise.
+        source: r.source ?? (index >= 0 ? cells[index].source : ''),
         cellId: r.cellId,
         error: r.error,
         snapshot: r.snapshot,

@@ -26,6 +26,17 @@ describe('an exported live session', () => {
     expect(reports[2].peak!.bytes).toBe(records[2].peakBytes);
   });
 
+  it("writes each run's code, so the folder names an edited cell's frames as the panel did", () => {
+    const name = 'gpu_memory_demo--python';
+    const store = replayedStore(name);
+    const sources = manifestOf(name).cells.map(c => c.source);
+    // The leaking cell was fixed after its run.
+    const now = sources.map((source, k) => ({ id: `cell-${k}`, source: k === 2 ? `# fixed\n${source}` : source }));
+    const files = sessionFolderFiles(exportCells(store.records, now), { notebook: `${name}.ipynb` });
+    const manifest = JSON.parse(new TextDecoder().decode(files.get('manifest.json')));
+    expect(manifest.cells.map((c: { source: string }) => c.source)).toEqual(sources);
+  });
+
   it('says in the manifest which stretch each snapshot file carries', () => {
     const { manifest } = exported('gpu_memory_demo--python');
     const cells = JSON.parse(manifest).cells;

@@ -1,5 +1,6 @@
 // A store filled from the kernel helper's real messages replaying a recorded session (dump_replay.py), as a
 // live session fills it: for tests of what the frontend makes of the wire.
+import * as fs from 'fs';
 import * as path from 'path';
 import { IWireSnapshot, WireDecoder } from '../../engine';
 import { helperMessages, TEST_DATA } from '../../engine/__tests__/data';
@@ -9,7 +10,13 @@ import { SnapshotStore } from '../store';
 export function replayedStore(name: string, under = 'recordings'): SnapshotStore {
   const store = new SnapshotStore();
   const decoder = new WireDecoder(store.frames);
-  for (const m of helperMessages(path.join(TEST_DATA, under, name)) as IWireSnapshot[]) {
+  const folder = path.join(TEST_DATA, under, name);
+  // dump_replay.py runs stand-in code (`step_0 = 0`) that the helper sends as the runs' code; the frames are the
+  // recorded code's, which a live run of the recording would send.
+  const recorded: string[] = JSON.parse(fs.readFileSync(path.join(folder, 'manifest.json'), 'utf-8')).cells.map(
+    (c: { source: string }) => c.source
+  );
+  for (const m of helperMessages(folder) as IWireSnapshot[]) {
     if (m.type !== 'snapshot') {
       continue;
     }
@@ -23,7 +30,7 @@ export function replayedStore(name: string, under = 'recordings'): SnapshotStore
       before: m.before,
       peak: m.peak,
       error: m.error,
-      source: m.source,
+      source: m.cell_id === null ? null : (recorded[Number(m.cell_id.replace('cell-', ''))] ?? null),
       replay: m.replay ?? null,
       oom: m.oom
     });
