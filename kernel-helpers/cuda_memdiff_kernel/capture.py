@@ -331,7 +331,7 @@ class CellCapture:
         return source
 
     def _note(self, fields, note, message):
-        self.frontends.status(protocol.cell_note(fields["cell_id"], fields["execution_count"], note, message))
+        self.frontends.note(protocol.cell_note(fields["cell_id"], fields["execution_count"], note, message))
 
     def _serve_recorded(self, recorded, cell, fields):
         if recorded is None:
@@ -424,7 +424,7 @@ class CellCapture:
         try:
             message = _describe(exc)
             if cell is not None:
-                self.frontends.status(
+                self.frontends.note(
                     protocol.cell_note(
                         cell.get("cell_id"), None, "capture-failed", f"no snapshot for this cell: {message}"
                     )

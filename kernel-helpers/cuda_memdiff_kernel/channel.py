@@ -3,10 +3,11 @@
 Each notebook (every view of it shares one) opens a comm to ``COMM_TARGET``
 when it connects to the kernel: after opening the notebook, after a restart,
 after a page reload, or a second notebook on the same kernel. The helper
-answers on that comm alone: a ``hello`` status, then the kept snapshots, then
-each new one. What a frontend has been sent (frames, stacks, the last
-snapshot) is tracked per comm, so a new frontend never disturbs another, and
-a send that fails only makes that comm's next message whole again.
+answers on that comm alone: a ``hello`` status, then the kept snapshots and
+the cells' notes that no later snapshot replaced, then each new one. What a
+frontend has been sent (frames, stacks, the last snapshot) is tracked per
+comm, so a new frontend never disturbs another, and a send that fails only
+makes that comm's next message whole again.
 """
 
 from . import protocol
@@ -36,6 +37,9 @@ class Frontends:
     def __init__(self, log):
         self.log = log
         self.attached = []
+        # cell id -> the note on the cell's latest run, until a snapshot of the cell replaces it: a frontend that
+        # attaches after the run (Run All queued ahead of its comm, a reloaded page) still hears why it has none.
+        self.notes = {}
         self._on_request = None
         self._hello = None
         self._registered = None
@@ -61,6 +65,7 @@ class Frontends:
             except Exception:
                 pass
             self._registered = None
+        self.notes = {}
         for frontend in self.attached:
             try:
                 frontend.comm.close()
@@ -101,13 +106,30 @@ class Frontends:
         for entry in self.log.entries:
             if not self._send_entry(frontend, entry):
                 return
+        for note in list(self.notes.values()):  # after the snapshots: a note is newer than its cell's last one
+            if not self._send(frontend, note):
+                return
 
     def status(self, message):
         for frontend in list(self.attached):
             self._send(frontend, message)
 
+    def note(self, message):
+        """A cell's note (``protocol.cell_note``) to every frontend, kept for those that attach later.
+
+        One note per cell, its latest, as many cells as the log keeps snapshots."""
+        cell_id = message.get("cell_id")
+        if cell_id is not None:
+            self.notes.pop(cell_id, None)
+            self.notes[cell_id] = message
+            while len(self.notes) > max(1, self.log.max_entries):
+                del self.notes[next(iter(self.notes))]
+        self.status(message)
+
     def publish(self, entry):
         """A new snapshot (the log's newest entry) to every frontend."""
+        # The cell's snapshot replaces its note, in the frontend's store as here.
+        self.notes.pop(entry.fields.get("cell_id"), None)
         for frontend in list(self.attached):
             self._send_entry(frontend, entry)
 

@@ -380,6 +380,39 @@ def test_a_cell_not_in_the_recording_gets_a_note(shell, tmp_path, validate):
     assert note["cell_id"] == "new-cell" and note["note"] == "not-recorded"
 
 
+def test_a_frontend_that_attaches_after_a_note_still_gets_it(shell, tmp_path, validate):
+    # Restart & Run All queues every cell ahead of the frontend's comm, and a reloaded page attaches after the
+    # runs: the cell not in the recording must still say so, and a note a later snapshot replaced must not.
+    folder, manifest = replay_folder(tmp_path, "clean_training--python")
+    cells = manifest["cells"]
+    install(shell, replay=ReplaySource(str(folder)))
+    shell.run_cell(cells[0]["source"], store_history=True, cell_id="cell-0")
+    shell.run_cell("not_recorded = 1", store_history=True, cell_id="new-cell")
+    shell.run_cell(cells[2]["source"], store_history=True, cell_id="cell-2")
+    shell.run_cell(cells[1]["source"], store_history=True, cell_id="cell-1")  # skipped: a note
+    shell.run_cell(cells[3]["source"], store_history=True, cell_id="cell-1")  # the same cell, edited: a snapshot
+    comm = attach(shell)
+    kinds = [m["type"] for m in comm.messages]
+    assert kinds == ["status"] + ["snapshot"] * 3 + ["cell-note"]  # the notes after the snapshots they follow
+    (note,) = comm.of_type("cell-note")
+    validate(note)
+    assert (note["cell_id"], note["note"], note["execution_count"]) == ("new-cell", "not-recorded", 2)
+    # a later run of the cell that is a snapshot replaces the note, for frontends attached now and later
+    shell.run_cell(cells[4]["source"], store_history=True, cell_id="new-cell")
+    assert [m["cell_id"] for m in attach(shell).of_type("cell-note")] == []
+    # stopping keeps nothing
+    current(shell).stop()
+    assert current(shell).frontends.notes == {}
+
+
+def test_the_notes_kept_are_bounded_by_the_snapshots_kept(shell, tmp_path):
+    folder, _ = replay_folder(tmp_path, "clean_training--python")
+    install(shell, settings={"snapshots_kept": 2}, replay=ReplaySource(str(folder)))
+    for k in range(5):
+        shell.run_cell(f"not_recorded_{k} = {k}", store_history=True, cell_id=f"new-{k}")
+    assert [m["cell_id"] for m in attach(shell).of_type("cell-note")] == ["new-3", "new-4"]
+
+
 def test_a_second_run_all_gets_notes_not_the_first_runs_figures_again(shell, tmp_path, validate):
     folder, manifest = replay_folder(tmp_path, "clean_training--python")
     install(shell, replay=ReplaySource(str(folder)))
