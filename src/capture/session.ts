@@ -61,7 +61,9 @@ export class CaptureSession implements IDisposable {
    * change) or is idle (after a restart); a cell run before that (Run All as
    * the notebook opens, Shift+Enter right after a restart) waits in the
    * connection's queue ahead of it and would run uncaptured. Sent now, the
-   * helper goes first; the comm follows as usual.
+   * helper goes first, and the comm right behind it: opened later, its
+   * request would wait in the kernel's queue behind every cell Run All
+   * queued, and no snapshot would come before the last cell ended.
    */
   cellScheduled(): void {
     const kernel = this._context.session?.kernel ?? null;
@@ -76,6 +78,11 @@ export class CaptureSession implements IDisposable {
     }
     // Cancelled by another restart, or the kernel died: the restart's or the new kernel's connection sends it.
     this._inject(kernel).catch(() => undefined);
+    if (this._injectedInto === kernel.id) {
+      // Sent (it is marked at once): the comm goes right behind it. Where no connection of this page may
+      // open comms, the attach that follows says so.
+      this._openComm(kernel);
+    }
   }
 
   /**
@@ -129,6 +136,12 @@ export class CaptureSession implements IDisposable {
   }
 
   private _onKernelChanged(): void {
+    const kernel = this._context.session?.kernel ?? null;
+    if (kernel && this._commOf?.kernel === kernel && this._comm && !this._comm.isDisposed) {
+      // JupyterLab says so after a restart too, of the same connection: the comm opened on it since the
+      // restart (with the helper, ahead of the cells a Restart & Run All queued) stays, and so does its attach.
+      return;
+    }
     // The same kernel after a reconnection is the same session of it; the helper's
     // run id tells the store when the process changed under us.
     if (this._context.session?.kernel?.id !== this._injectedInto) {
@@ -210,7 +223,9 @@ export class CaptureSession implements IDisposable {
   }
 
   private async _attach(kernel: Kernel.IKernelConnection, generation: number): Promise<void> {
-    this._closeComm();
+    if (!this._hasComm(kernel, generation)) {
+      this._closeComm();
+    }
     this._kernel = kernel;
     this._attaching = kernel; // until its info comes, a cell run sends the helper (cellScheduled)
     let info: KernelMessage.IInfoReply;
@@ -231,24 +246,46 @@ export class CaptureSession implements IDisposable {
     this._pythonKernel = kernel.id; // a restart keeps the id and the language
     // A new connection to the kernel process this session already injected (JupyterLab
     // reconnects after a restart, or a cell run at once after it sent the helper) needs only a new comm.
-    if (this._injectedInto !== kernel.id) {
-      if (!(await this._inject(kernel)) || this._isStale(kernel, generation)) {
-        return;
-      }
+    const injected = this._injectedInto !== kernel.id ? this._inject(kernel) : null;
+    injected?.catch(() => undefined); // awaited below, after the comm: its failure is handled there
+    // The comm goes right behind the helper's source, before the reply: opened after it, its request would
+    // wait in the kernel's queue behind every cell Run All sent meanwhile, and no snapshot would come before
+    // the last cell ended. Opened already where a cell was scheduled before the attach (cellScheduled).
+    const opened = this._hasComm(kernel, generation) || this._openComm(kernel);
+    if (injected && (!(await injected) || this._isStale(kernel, generation))) {
+      return;
     }
-    this._comms.add(kernel);
-    kernel.iopubMessage.connect(this._onIopub, this); // once per connection: a second connect is ignored
-    const carrier = this._comms.connectionFor(kernel);
-    if (!carrier) {
+    if (!opened) {
       this._store.setHelper({
         status: 'error',
         message: 'another page holds the comms of this kernel: open the notebook there to see its GPU memory',
         replay: null
       });
-      return;
     }
+  }
+
+  /** Whether this session's comm is open on this kernel connection for this generation of it. */
+  private _hasComm(kernel: Kernel.IKernelConnection, generation: number): boolean {
+    const comm = this._comm;
+    return !!comm && !comm.isDisposed && this._commOf?.kernel === kernel && this._commOf.generation === generation;
+  }
+
+  /**
+   * Open this session's comm to the helper; false when no connection of this
+   * page may open comms on the kernel. The request joins the kernel's queue
+   * behind what was sent before it, the helper's source included.
+   */
+  private _openComm(kernel: Kernel.IKernelConnection): boolean {
+    this._comms.add(kernel);
+    kernel.iopubMessage.connect(this._onIopub, this); // once per connection: a second connect is ignored
+    const carrier = this._comms.connectionFor(kernel);
+    if (!carrier) {
+      return false;
+    }
+    this._kernel = kernel;
     const comm = carrier.createComm(COMM_TARGET);
     this._comm = comm;
+    this._commOf = { kernel, generation: this._generation };
     this._decoder = new WireDecoder(this._store.frames);
     let heard = false;
     comm.onMsg = msg => {
@@ -264,8 +301,9 @@ export class CaptureSession implements IDisposable {
       }
       this._comm = null;
       this._cancelPending('the kernel helper closed its connection');
-      if (!heard && this._reconnects < CaptureSession.MAX_RESENDS) {
-        // No helper answered in this kernel (restarted from elsewhere, say): inject and attach again.
+      if (!heard && this._injectedInto === kernel.id && this._reconnects < CaptureSession.MAX_RESENDS) {
+        // No helper answered in this kernel (restarted from elsewhere, say): inject and attach again. (Where
+        // the helper's source failed, the status says why: sending it again would fail again.)
         this._reconnects++;
         this._injectedInto = null;
         this._generation++;
@@ -273,6 +311,7 @@ export class CaptureSession implements IDisposable {
       }
     };
     comm.open({ v: PROTOCOL_VERSION, type: 'attach' });
+    return true;
   }
 
   /** Send the helper's source to the kernel process; false when it failed there (the status says why). */
@@ -414,6 +453,7 @@ export class CaptureSession implements IDisposable {
   private _closeComm(): void {
     const comm = this._comm;
     this._comm = null;
+    this._commOf = null;
     this._decoder = null;
     if (comm && !comm.isDisposed) {
       try {
@@ -438,6 +478,8 @@ export class CaptureSession implements IDisposable {
   private _kernel: Kernel.IKernelConnection | null = null;
   private _decoder: WireDecoder | null = null;
   private _comm: Kernel.IComm | null = null;
+  // The kernel connection and generation the comm was opened for.
+  private _commOf: { kernel: Kernel.IKernelConnection; generation: number } | null = null;
   private _connecting: { kernel: Kernel.IKernelConnection; generation: number; done: Promise<void> } | null = null;
   private _generation = 0;
   private _injections = 0;

@@ -98,6 +98,63 @@ describe('CaptureSession in a real kernel', () => {
     context.dispose();
   }, 120000);
 
+  // Two moments Run All's cells can go out after a restart: while it goes on (Shift+Enter on every cell at
+  // once), and after it, while the helper's source is on its way (Restart & Run All: the notebook sends the
+  // cells as soon as JupyterLab says the restart is done, and the attach that follows is sending the helper).
+  it.each(['while the restart goes on', "while the helper's source is on its way"])(
+    'hears each cell Run All sent %s as it ends, not once the last one has',
+    async moment => {
+      const comms = new KernelComms();
+      const { context, store, session } = await open(`queued-${moment.length}`, { name: 'replay' }, comms);
+      await until('the replaying kernel', () => store.helper.status === 'ready' && store.helper.replay !== null);
+      const kernel = context.session!.kernel!;
+      // As the notebook runs them: every cell is scheduled and sent at once, a long one behind the first.
+      let first: Promise<unknown> | null = null;
+      let slow: Promise<unknown> | null = null;
+      let slowEnded = false;
+      const send = kernel.requestExecute.bind(kernel);
+      const runAll = () => {
+        const cell = (code: string, cellId: string) => {
+          session.cellScheduled();
+          return send({ code, store_history: true }, true, { cellId }).done;
+        };
+        first = cell(manifest.cells[0].source, 'first');
+        slow = cell('import time; time.sleep(8)', 'slow').then(() => (slowEnded = true));
+      };
+      if (moment === 'while the restart goes on') {
+        const restarted = context.restartKernel();
+        runAll();
+        await restarted;
+      } else {
+        // The session's next silent request is the helper's source: the cells follow it, before its reply
+        // (a page's code runs between the messages, never inside the session's own steps).
+        (kernel as { requestExecute: typeof send }).requestExecute = (content, ...rest) => {
+          const future = send(content, ...rest);
+          if (content.silent && !first) {
+            void Promise.resolve().then(runAll);
+          }
+          return future;
+        };
+        await context.restartKernel();
+        await until("the helper's source", () => first !== null);
+      }
+      await first;
+      await until('the first cell in the new kernel', () =>
+        store.records.some(r => r.cellId === 'first' && r.kernelSession === store.kernelSession)
+      );
+      expect(slowEnded).toBe(false); // its snapshot came while the next cell ran
+      await slow;
+      // The long cell is not in the recording: its note comes as it ends too.
+      await until('the long cell', () => store.noteForCell('slow') !== undefined, 5000);
+      expect(store.noteForCell('slow')!.note).toBe('not-recorded');
+      expect(session.injections).toBe(2);
+      session.dispose();
+      await context.shutdown();
+      context.dispose();
+    },
+    120000
+  );
+
   it("sees a restart made elsewhere by the new process's messages, and sends the helper at once", async () => {
     const comms = new KernelComms();
     const { context, store, session } = await open('elsewhere', { name: 'replay' }, comms);
