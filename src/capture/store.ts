@@ -169,7 +169,7 @@ export class SnapshotStore implements IDisposable {
     return record && (ran === undefined || ran <= record.kernelSession) ? record : undefined;
   }
 
-  /** A cell started running in the current kernel session (as the notebook scheduled it). */
+  /** A cell ran in the current kernel session: its run ended, and the kernel gave it an execution count. */
   cellRan(cellId: string): void {
     if (this._runs.get(cellId) === this._kernelSession) {
       return;

@@ -4,7 +4,7 @@
  * each view, created and disposed with it. (The toolbar status is a toolbar
  * item the capture plugin declares; it finds the store through the registry.)
  */
-import { Cell } from '@jupyterlab/cells';
+import { Cell, isCodeCellModel } from '@jupyterlab/cells';
 import { Notebook, NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
 import { TranslationBundle } from '@jupyterlab/translation';
 import { IDisposable } from '@lumino/disposable';
@@ -29,8 +29,10 @@ export class NotebookCapture implements IDisposable {
       comms: options.comms
     });
     this.addView(options.panel);
-    // Runs of this document's cells from any view: a cell run in a new kernel stops showing the old one's figures.
+    // Runs of this document's cells from any view: the helper goes ahead of a cell sent before it is in, and a
+    // cell that has run in a new kernel stops showing the old one's figures.
     NotebookActions.executionScheduled.connect(this._onScheduled, this);
+    NotebookActions.executed.connect(this._onExecuted, this);
   }
 
   readonly store: SnapshotStore;
@@ -84,6 +86,7 @@ export class NotebookCapture implements IDisposable {
     }
     this._isDisposed = true;
     NotebookActions.executionScheduled.disconnect(this._onScheduled, this);
+    NotebookActions.executed.disconnect(this._onExecuted, this);
     for (const panel of [...this._views.keys()]) {
       this.removeView(panel);
     }
@@ -94,7 +97,21 @@ export class NotebookCapture implements IDisposable {
   private _onScheduled(_: unknown, args: { notebook: Notebook; cell: Cell }): void {
     if (args.cell.model.type === 'code' && args.notebook.model === this._document) {
       this.session.cellScheduled(); // before the cell's request: right after a restart, the helper goes first
-      this.store.cellRan(args.cell.model.id);
+    }
+  }
+
+  /**
+   * A cell's run ended (its reply came). Not when it was scheduled: Run All
+   * after a restart schedules every cell at once, and each waiting cell keeps
+   * its earlier kernel's badge, dimmed, until its own run is over; by then the
+   * helper's snapshot or note for it has come (the helper sends it before the
+   * kernel replies). A cell the kernel never ran (aborted after an error
+   * above it) has no execution count and keeps its dimmed badge too.
+   */
+  private _onExecuted(_: unknown, args: { notebook: Notebook; cell: Cell }): void {
+    const model = args.cell.model;
+    if (isCodeCellModel(model) && args.notebook.model === this._document && model.executionCount !== null) {
+      this.store.cellRan(model.id);
     }
   }
 
