@@ -282,15 +282,17 @@ export class SnapshotStore implements IDisposable {
   /**
    * What was alive at the peak of a cell's execution, from the allocation
    * history its snapshot carries; null without history (traces off), and for
-   * an execution interrupted by an OOM snapshot (its history is split).
+   * an execution interrupted by an OOM snapshot (its history is split). The
+   * first cell of a kernel session starts from an empty device, after a
+   * restart as in the first kernel (the CLI's session report reads it so).
    */
   peakOf(record: CellRecord): IPeakAnatomy | null {
     if (!this._peaks.has(record)) {
       const at = this._records.indexOf(record);
-      const previous = at > 0 ? this._records[at - 1] : null;
-      const linked =
-        previous === null || (previous.kernelSession === record.kernelSession && previous.reason === 'cell');
-      const start = previous && previous.kernelSession === record.kernelSession ? previous.snapshot : this._empty();
+      const found = at > 0 ? this._records[at - 1] : null;
+      const previous = found && found.kernelSession === record.kernelSession ? found : null;
+      const linked = previous === null || previous.reason === 'cell';
+      const start = previous ? previous.snapshot : this._empty();
       this._peaks.set(
         record,
         record.reason === 'cell' && at >= 0 && linked ? peakAnatomy(start, record.snapshot) : null

@@ -12,6 +12,7 @@ import * as path from 'path';
 import {
   BADGE,
   CODE_CELLS,
+  isInsideVisiblePanel,
   openPanel,
   openReplayedDemo,
   PANEL,
@@ -101,6 +102,35 @@ test('a frame names the run that made it, in its own kernel, as the chart and th
   for (const name of ranked) {
     expect.soft(name).toMatch(/^Cell \[\d\] in kernel 2$/);
   }
+});
+
+test('the first cell run after a restart still says what made its peak, in its badge and in the panel', async ({
+  page,
+  tmpPath
+}) => {
+  test.setTimeout(300000);
+  await openReplayedDemo(page, tmpPath);
+  await runReplayedDemo(page);
+  const badge = (await page.notebook.getCellLocator(CODE_CELLS[0]))!.locator(`:scope > ${BADGE}`);
+  await expect(badge).toHaveAttribute('title', /\nAt peak \(128 MiB\): 128 MiB from Cell \[1\], line 4\./);
+  await restartKernel(page);
+  await waitForReplay(page);
+  await page.notebook.runCell(CODE_CELLS[0]);
+  await expect(badge).not.toHaveClass(/jp-CudaMemdiffBadge-stale/, { timeout: 60000 });
+  await expect(badge).toBeInViewport();
+  // Kernel 2's [1] started from an empty device, as kernel 1's did: its peak is told as that one's was.
+  await expect(badge).toHaveAttribute('title', /\nAt peak \(128 MiB\): 128 MiB from Cell \[1\] in kernel 2, line 4\./);
+  await badge.hover();
+  await page.screenshot({ path: `${SHOTS}/restart-peak-badge.png` });
+  const panel = await openPanel(page);
+  const peak = panelSection(page, 'peak');
+  await expect(peak.locator('.jp-CudaMemdiffSection-title')).toHaveText('Peak of Cell [1] in kernel 2');
+  await peak.getByRole('button', { name: 'Peak of Cell [1] in kernel 2' }).click();
+  const summary = peak.locator('.jp-CudaMemdiffMoment-summary');
+  await expect(summary).toHaveText('At its peak the cell had 128 MiB allocated.');
+  await summary.scrollIntoViewIfNeeded();
+  expect(await isInsideVisiblePanel(page, summary)).toBe(true);
+  await panel.screenshot({ path: `${SHOTS}/restart-peak-panel.png` });
 });
 
 test('an OOM after a restart names whose memory filled the device, and the chart keeps its marks apart', async ({

@@ -13,8 +13,8 @@ import { oomLines, peakLine } from '../history';
 const trans = nullTranslator.load('jupyterlab_cuda_memdiff');
 
 /** A store filled as the session fills it, and the recording's cells by their manifest index. */
-function replayed(name: string, under = 'recordings'): { store: SnapshotStore; cells: CellCodeNames } {
-  const store = replayedStore(name, under);
+function replayed(name: string, under = 'recordings', kernels = 1): { store: SnapshotStore; cells: CellCodeNames } {
+  const store = replayedStore(name, under, kernels);
   const folder = path.join(TEST_DATA, under, name);
   const manifest = JSON.parse(fs.readFileSync(path.join(folder, 'manifest.json'), 'utf-8'));
   const cells = new CellCodeNames(
@@ -45,6 +45,21 @@ describe('badge tooltip from the history', () => {
     // (within 1 KiB: cell 3's replay comes to 1,016 bytes less than torch's counter)
     records.forEach(r => expect(Math.abs(store.peakOf(r)!.bytes - r.peakBytes)).toBeLessThanOrEqual(1024));
     expect(lines[0]).toMatch(/^At peak \(128 MiB\): 128 MiB from Cell \[1\], line 3\.$/);
+  });
+
+  it('names the peak of the first cell run after a restart, as it did before the restart', () => {
+    // The demo replayed in two kernels: the new kernel's first cell starts from an empty device, as the first
+    // kernel's did; every run says the same in both.
+    const { store, cells } = replayed('gpu_memory_demo--holders', 'live', 2);
+    const runs = store.cellRuns;
+    const lines = runs.map(r => {
+      const peak = store.peakOf(r);
+      return peak ? peakLine(peak, store.frames, cells, trans) : null;
+    });
+    const half = runs.length / 2;
+    expect(runs[half].kernelSession).toBe(runs[0].kernelSession + 1);
+    expect(lines[0]).toMatch(/^At peak \(128 MiB\): 128 MiB from Cell \[1\], line 4\.$/);
+    expect(lines.slice(half)).toEqual(lines.slice(0, half));
   });
 
   it('names every copy of a cell whose code allocated at the peak, as the frame cannot tell which ran it', () => {

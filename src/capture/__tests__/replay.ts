@@ -6,17 +6,32 @@ import { IWireSnapshot, WireDecoder } from '../../engine';
 import { helperMessages, TEST_DATA } from '../../engine/__tests__/data';
 import { SnapshotStore } from '../store';
 
-/** The store after the helper replayed test-data/<under>/<name>, each message in order. */
-export function replayedStore(name: string, under = 'recordings'): SnapshotStore {
+/**
+ * The store after the helper replayed test-data/<under>/<name>, each message in order; with `kernels` above
+ * 1, the kernel restarted after each replay and the new one replayed the recording again from its start.
+ */
+export function replayedStore(name: string, under = 'recordings', kernels = 1): SnapshotStore {
   const store = new SnapshotStore();
-  const decoder = new WireDecoder(store.frames);
   const folder = path.join(TEST_DATA, under, name);
+  const messages = helperMessages(folder) as IWireSnapshot[];
   // dump_replay.py runs stand-in code (`step_0 = 0`) that the helper sends as the runs' code; the frames are the
   // recorded code's, which a live run of the recording would send.
   const recorded: string[] = JSON.parse(fs.readFileSync(path.join(folder, 'manifest.json'), 'utf-8')).cells.map(
     (c: { source: string }) => c.source
   );
-  for (const m of helperMessages(folder) as IWireSnapshot[]) {
+  for (let k = 0; k < kernels; k++) {
+    if (k > 0) {
+      store.newKernelSession();
+    }
+    addMessages(store, messages, recorded);
+  }
+  return store;
+}
+
+function addMessages(store: SnapshotStore, messages: readonly IWireSnapshot[], recorded: readonly string[]): void {
+  // a new comm for each kernel process, as the session opens one: the frames are the store's
+  const decoder = new WireDecoder(store.frames);
+  for (const m of messages) {
     if (m.type !== 'snapshot') {
       continue;
     }
@@ -35,5 +50,4 @@ export function replayedStore(name: string, under = 'recordings'): SnapshotStore
       oom: m.oom
     });
   }
-  return store;
 }
