@@ -3,7 +3,7 @@
  * The panel and the badges both read them, so a cell is named alike in both;
  * and a cell's first line as a label quotes it.
  */
-import type { ICellModel } from '@jupyterlab/cells';
+import type { ICellModel, ICodeCellModel } from '@jupyterlab/cells';
 import type { ICellSource } from '../engine';
 
 /** The code cells of `cells` (all of a notebook's, in order), each with its place among all of them. */
@@ -12,7 +12,12 @@ export function codeCellSources(cells: readonly ICellModel[]): ICellSource[] {
   const out: ICellSource[] = [];
   cells.forEach((cell, k) => {
     if (cell.type === 'code') {
-      out.push({ id: cell.id, source: cell.sharedModel.getSource(), position: { index: k + 1, total } });
+      out.push({
+        id: cell.id,
+        source: cell.sharedModel.getSource(),
+        position: { index: k + 1, total },
+        prompt: (cell as ICodeCellModel).executionCount
+      });
     }
   });
   return out;

@@ -33,6 +33,11 @@ export interface ICellSource {
   readonly kernel?: number | null;
   /** Where the cell sits in its notebook, counting every cell from 1, as JupyterLab's status bar does. */
   readonly position?: { readonly index: number; readonly total: number };
+  /**
+   * The execution count the cell's prompt shows now (null: none, or `[*]` while it runs), which may be
+   * another run's than `executionCount`; absent where no notebook says (a file's cells).
+   */
+  readonly prompt?: number | null;
 }
 
 /**

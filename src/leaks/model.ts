@@ -9,6 +9,7 @@
 import { IDisposable } from '@lumino/disposable';
 import { ISignal, Signal } from '@lumino/signaling';
 import { BlockQuery } from '../capture/protocol';
+import { sourceHeadline } from '../components/cells';
 import { CellRecord } from '../capture/store';
 import {
   encodeFrames,
@@ -39,6 +40,26 @@ export interface ILeakEntry {
   /** Position of the cell in the notebook (0-based), or null when it is gone. */
   readonly cellIndex: number | null;
   readonly label: string;
+  /**
+   * Where the cell's prompt no longer shows this run (the cell ran again, or its count was cleared): how
+   * else to find it; null where the prompt shows this run, or the cell is gone.
+   */
+  readonly earlierRun: ILeakEntry.IEarlierRun | null;
+}
+
+/** A namespace for ILeakEntry's types. */
+export namespace ILeakEntry {
+  /** A run the cell's prompt no longer shows, and the cell as a person finds it without that count. */
+  export interface IEarlierRun {
+    /** The run as the chart names it: `[3]`, `[3] in kernel 2`. */
+    readonly run: string;
+    /** The count the cell's prompt shows now; null for none (cleared, or `[*]` while it runs). */
+    readonly prompt: number | null;
+    /** The cell's first line, as a label quotes it. */
+    readonly headline: string;
+    /** Where the cell sits, counting every cell from 1, as the status bar's "Cell 5/10"; null where unknown. */
+    readonly position: { readonly index: number; readonly total: number } | null;
+  }
 }
 
 /** What the finder found, in ranking order. */
@@ -271,19 +292,30 @@ export class LeakFinderModel implements IDisposable {
     // Named as the chart and the stack frames name runs: `[3]`, `[3] in kernel 2` once the session restarted.
     const all = this._panel.records;
     const tags = runTags(all);
-    const executions = records.map((r, k) => {
-      const count = tags[all.indexOf(r)];
+    const runs = records.map(r => tags[all.indexOf(r)]);
+    const executions = records.map((r, k) => ({
+      cellId: r.cellId ?? `execution ${k}`,
+      executionCount: r.executionCount,
+      // The code the run ran: a cell fixed since reads otherwise, and its lines have moved.
+      source: r.source ?? (cellIndex[k] >= 0 ? cells[cellIndex[k]].source : null),
+      error: r.error,
+      label: cellIndex[k] >= 0 ? `Cell ${runs[k]}` : `A deleted cell ${runs[k]}`
+    }));
+    const earlierRuns = records.map((r, k) => {
+      const cell = cellIndex[k] >= 0 ? cells[cellIndex[k]] : null;
+      // Only the current kernel's runs are ranked: a prompt with the run's own count shows that run.
+      if (!cell || cell.prompt === undefined || cell.prompt === r.executionCount) {
+        return null;
+      }
       return {
-        cellId: r.cellId ?? `execution ${k}`,
-        executionCount: r.executionCount,
-        // The code the run ran: a cell fixed since reads otherwise, and its lines have moved.
-        source: r.source ?? (cellIndex[k] >= 0 ? cells[cellIndex[k]].source : null),
-        error: r.error,
-        label: cellIndex[k] >= 0 ? `Cell ${count}` : `A deleted cell ${count}`
+        run: runs[k],
+        prompt: cell.prompt,
+        headline: sourceHeadline(cell.source),
+        position: cell.position ?? null
       };
     });
     const snapshots = records.map(r => r.snapshot);
-    return { key: this._run, records, executions, snapshots, cellIndex };
+    return { key: this._run, records, executions, snapshots, cellIndex, earlierRuns };
   }
 
   private _entries(
@@ -296,7 +328,8 @@ export class LeakFinderModel implements IDisposable {
       verdict: report.executions[k],
       record: session.records[k],
       cellIndex: session.cellIndex[k] >= 0 ? session.cellIndex[k] : null,
-      label: session.executions[k].label
+      label: session.executions[k].label,
+      earlierRun: session.earlierRuns[k]
     }));
     const top = report.topLeak === null ? null : (entries.find(e => e.verdict.execution === report.topLeak) ?? null);
     return {
@@ -390,6 +423,8 @@ namespace Private {
     readonly snapshots: readonly Snapshot[];
     /** Position of each record's cell in the notebook, -1 when it is gone. */
     readonly cellIndex: readonly number[];
+    /** For each record, how to find its cell where the prompt no longer shows the run. */
+    readonly earlierRuns: readonly (ILeakEntry.IEarlierRun | null)[];
   }
 
   /**

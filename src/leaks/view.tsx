@@ -10,7 +10,7 @@ import { useSignal } from '../components/signal';
 import { Section } from '../components/section';
 import { ICellLocation, StackView } from '../components/stack';
 import { HoldersNote, ILeakEntry, ILeakFindings, LeakFinderModel } from './model';
-import { adviceWords, findingWords, holderWords, noStacksWords } from './words';
+import { adviceWords, earlierRunWords, findingWords, holderWords, lookFirstWords, noStacksWords } from './words';
 
 /** Props of LeakView. */
 export interface ILeakViewProps {
@@ -128,6 +128,9 @@ function Entry(props: ILeakViewProps & { entry: ILeakEntry; top: boolean; findin
         >
           {entry.label}
         </button>
+        {entry.earlierRun ? (
+          <span className="jp-CudaMemdiffLeak-earlier">{earlierRunWords(entry.earlierRun, trans)}</span>
+        ) : null}
         <span className="jp-CudaMemdiffLeak-verdict">{verdictLabel(entry, trans)}</span>
         {bytes > 0 ? <span className="jp-CudaMemdiffLeak-bytes">{formatBytes(bytes)}</span> : null}
         {v.verdict !== 'ok' ? (
@@ -190,7 +193,7 @@ function Entry(props: ILeakViewProps & { entry: ILeakEntry; top: boolean; findin
 
 /** The status line's first sentences: the cell to look at first, or that none leaks, and what no stack explains. */
 function headline(findings: ILeakFindings, trans: TranslationBundle): string {
-  const top = findings.top ? trans.__('Look at %1 first.', findings.top.label) : null;
+  const top = findings.top ? lookFirstWords(findings.top, trans) : null;
   if (!findings.noStacks) {
     return top ?? trans.__('No cell leaks: what stays on the GPU has an owner you can see.');
   }

@@ -6,6 +6,7 @@
  */
 import { TranslationBundle } from '@jupyterlab/translation';
 import { BlockOrigin, formatBytes, hiddenHolder, IHolder, INoStacks, LeakAdvice, LeakFinding } from '../engine';
+import type { ILeakEntry } from './model';
 
 /** Names as code spans: `a`, `b`. */
 function names(list: readonly string[]): string {
@@ -376,4 +377,40 @@ export function noStacksWords(noStacks: INoStacks, trans: TranslationBundle): st
     noStacks.executions.length,
     formatBytes(noStacks.bytes)
   );
+}
+
+/**
+ * The cell to look at first, named so a person finds it: by the run's count
+ * where its prompt shows it; where the cell ran again since (or its count was
+ * cleared), as the highlighted cell, by its first line and place, and the run
+ * as the one before what its prompt shows, so nobody looks for a prompt that
+ * is gone.
+ */
+export function lookFirstWords(entry: ILeakEntry, trans: TranslationBundle): string {
+  const earlier = entry.earlierRun;
+  if (!earlier) {
+    return trans.__('Look at %1 first.', entry.label);
+  }
+  const cell = earlier.position
+    ? trans.__('`%1`, cell %2/%3', earlier.headline, earlier.position.index, earlier.position.total)
+    : `\`${earlier.headline}\``;
+  return earlier.prompt === null
+    ? trans.__(
+        'Look at the highlighted cell first (%1): its run %2, which its prompt no longer shows.',
+        cell,
+        earlier.run
+      )
+    : trans.__(
+        'Look at the highlighted cell first (%1): its run %2, before the one its prompt shows now, [%3].',
+        cell,
+        earlier.run,
+        earlier.prompt
+      );
+}
+
+/** Beside an entry's name, where the cell's prompt shows another run now: which run the entry is. */
+export function earlierRunWords(earlier: ILeakEntry.IEarlierRun, trans: TranslationBundle): string {
+  return earlier.prompt === null
+    ? trans.__('an earlier run: the cell shows no count now')
+    : trans.__('an earlier run: the cell shows [%1] now', earlier.prompt);
 }

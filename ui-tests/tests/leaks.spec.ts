@@ -5,7 +5,17 @@
  * first in the panel and say why and what to do.
  */
 import { expect, test } from '@jupyterlab/galata';
-import { clickNotebookToolbarItem, CODE_CELLS, openReplayedDemo, PANEL, restartKernel, runReplayedDemo } from './demo';
+import * as fs from 'fs';
+import * as path from 'path';
+import {
+  clickNotebookToolbarItem,
+  CODE_CELLS,
+  NOTEBOOK,
+  openReplayedDemo,
+  PANEL,
+  restartKernel,
+  runReplayedDemo
+} from './demo';
 
 const COMMAND = 'cuda-memdiff:find-leaking-cell';
 const LEAKING = '.jp-Cell.jp-mod-cudaMemdiffLeak';
@@ -68,6 +78,35 @@ test.describe('find leaking cell', () => {
     await expect.poll(outline).toBe('none');
     await expect(status).toHaveCount(0);
     await expect(page.locator(`${PANEL} .jp-CudaMemdiffLeak`)).toHaveCount(0);
+  });
+
+  test('names a run its cell no longer shows by the highlighted cell, not by a prompt that is gone', async ({
+    page
+  }) => {
+    test.setTimeout(180000);
+    await runReplayedDemo(page);
+    // The cell that builds preds runs again: the replay has no second run of it, so its prompt shows [6] and
+    // its badge a note; the leak is still its run [3].
+    await page.notebook.runCell(PREDS_CELL);
+    const cell = (await page.notebook.getCellLocator(PREDS_CELL))!;
+    await expect(cell.locator('.jp-InputArea-prompt')).toHaveText('[6]:');
+    await expect(cell.locator(':scope > .jp-CudaMemdiffBadge')).toHaveText('recording already replayed');
+    await page.evaluate(id => window.jupyterapp.commands.execute(id), COMMAND);
+
+    const leaking = page.locator(LEAKING);
+    await expect(leaking).toHaveAttribute('data-windowed-list-index', String(PREDS_CELL));
+    await expect(leaking).toBeInViewport();
+    const status = page.locator(`${PANEL} .jp-CudaMemdiffLeaks-status`);
+    const total = JSON.parse(fs.readFileSync(path.resolve(__dirname, 'notebooks', NOTEBOOK), 'utf-8')).cells.length;
+    const position = `cell ${PREDS_CELL + 1}/${total}`; // as the status bar says "Cell 5/48"
+    await expect(status).toContainText(
+      `Look at the highlighted cell first (preds = [], ${position}): its run [3], before the one its prompt shows now, [6].`
+    );
+    await expect(status).toBeInViewport();
+    const top = page.locator(`${PANEL} .jp-CudaMemdiffLeak.jp-mod-top`);
+    await expect(top.locator('.jp-CudaMemdiffLeak-earlier')).toHaveText('an earlier run: the cell shows [6] now');
+    await expect(top.locator('.jp-CudaMemdiffLeak-earlier')).toBeVisible();
+    await page.screenshot({ path: test.info().outputPath('leaks-earlier-run.png') });
   });
 
   test('runs from the palette and the panel toolbar, and explains an empty notebook', async ({ page }) => {

@@ -160,3 +160,63 @@ describe('LeakView on a session recorded with allocation history off', () => {
     expect(container.textContent).not.toMatch(/backward pass/);
   });
 });
+
+describe('LeakView naming a run its cell no longer shows', () => {
+  // The demo after a restart, its cells run again in kernel 2 ([1] to [4]); `preds = []` (cell 5/10 of the
+  // notebook, after markdown cells) is the leak. Each cell's prompt shows `prompts[k]` now.
+  const DEMO = path.resolve(__dirname, '../../../test-data/live/gpu_memory_demo--holders');
+  const PLACES = [2, 3, 5, 7];
+
+  async function headline(prompts: readonly (number | null)[]) {
+    const { manifest: demo, store, addCell } = recordedStore(DEMO);
+    store.newKernelSession();
+    demo.cells.forEach((_, k) => addCell(k));
+    const cells = () =>
+      demo.cells.map((c, i) => ({
+        id: `cell-${i}`,
+        source: c.source,
+        position: { index: PLACES[i], total: 10 },
+        prompt: prompts[i]
+      }));
+    const panel = new DiffPanelModel();
+    panel.setNotebook({ title: 'gpu_memory_demo.ipynb', store, cells });
+    const leaks = new LeakFinderModel(panel);
+    const handlers = { onShowCell: jest.fn(), onReveal: jest.fn(), onShowDiff: jest.fn() };
+    const view = render(
+      <LeakView model={leaks} frames={store.frames} cells={new CellCodeNames(cells())} trans={trans} {...handlers} />
+    );
+    await React.act(async () => void (await leaks.run().findings));
+    const top = view.container.querySelector('.jp-CudaMemdiffLeak.jp-mod-top') as HTMLElement;
+    const earlier = [...view.container.querySelectorAll('.jp-CudaMemdiffLeak-earlier')].map(e => e.textContent);
+    const text = screen.getByRole('status').textContent!.replace(/ No kernel to ask.*$/, '');
+    view.unmount();
+    return { text, top, earlier };
+  }
+
+  it('names it by its count where the prompt shows that run', async () => {
+    const { text, earlier } = await headline([1, 2, 3, 4]);
+    expect(text).toBe('Look at Cell [3] in kernel 2 first.');
+    expect(earlier).toEqual([]);
+  });
+
+  it('names the cell by its first line and place once it ran again, and the run as the one before', async () => {
+    // Cell 3 ran again as [7] and the replay had no snapshot for that run: the leak is its run [3].
+    const { text, top, earlier } = await headline([1, 2, 7, 4]);
+    expect(text).toBe(
+      'Look at the highlighted cell first (preds = [], cell 5/10): its run [3] in kernel 2, before the one its ' +
+        'prompt shows now, [7].'
+    );
+    expect(top.getAttribute('data-cell-id')).toBe('cell-2');
+    expect(within(top).getByText('an earlier run: the cell shows [7] now')).toBeTruthy();
+    expect(earlier).toHaveLength(1);
+  });
+
+  it('says the prompt no longer shows the run where it shows none (cleared, or running)', async () => {
+    const { text, earlier } = await headline([1, 2, null, 4]);
+    expect(text).toBe(
+      'Look at the highlighted cell first (preds = [], cell 5/10): its run [3] in kernel 2, which its prompt no ' +
+        'longer shows.'
+    );
+    expect(earlier).toEqual(['an earlier run: the cell shows no count now']);
+  });
+});
