@@ -250,11 +250,16 @@ test.describe('capture from the first cell', () => {
     await page.evaluate(() => {
       void window.jupyterapp.commands.execute('notebook:run-all-cells');
     });
-    // The helper goes in ahead of the first cell, so the first cell has its figures too. Its comm opens
-    // once the cells are done (a few seconds of CPU each here).
+    // The helper goes in ahead of the first cell, so the first cell has its figures too, and its comm right
+    // behind it: each badge comes as its cell ends (a few seconds of CPU each here), the last one last.
     await expect(page.locator('.jp-CudaMemdiffStatus')).toContainText('replaying a recorded session', {
       timeout: 120000
     });
+    await expect(await badgeOf(page, CODE_CELLS[CODE_CELLS.length - 1])).toHaveAttribute(
+      'data-cuda-memdiff-net-bytes',
+      /^\d+$/,
+      { timeout: 120000 }
+    );
     await expectRecordedBadges(page);
   });
 });
