@@ -30,12 +30,21 @@ export type LeakFinding =
     }
   /** Memory allocated in function `fn` (null: not known) kept by the last traceback of the `error` the cell raised. */
   | { readonly code: 'traceback'; readonly bytes: number; readonly fn: string | null; readonly error: string }
-  /** The kernel found memory held only by holders nobody sees; `confirmed` when a rule had found the same cause. */
+  /**
+   * The kernel found `bytes` held only by holders nobody sees; `confirmed` when a rule had found the same
+   * cause. The rest of the leak's evidence is `named`, blocks the kernel saw held by names as well (a
+   * graph's outputs, which the list holding them keeps: `preds` itself), and `unseen`, blocks its answer
+   * did not cover: `bytes + named.bytes + unseen` is the leak's evidence when the kernel answered.
+   */
   | {
       readonly code: 'kernel-holders-leak';
       readonly bytes: number;
       readonly holders: readonly IHolder[];
       readonly confirmed: boolean;
+      /** Evidence the kernel saw held by these names too (absent: none). */
+      readonly named?: { readonly bytes: number; readonly holders: readonly IHolder[] };
+      /** Bytes of evidence the kernel's answer did not cover (absent: none). */
+      readonly unseen?: number;
     }
   /** The kernel found the live blocks held by these holders (`orphans` of them found only through the garbage collector). */
   | { readonly code: 'kernel-holders-clear'; readonly holders: readonly IHolder[]; readonly orphans: number }
@@ -127,7 +136,11 @@ export function findingText(finding: LeakFinding, label: (execution: number) => 
     case 'traceback':
       return `${formatBytes(finding.bytes)} allocated in ${finding.fn ? `\`${finding.fn}\`` : 'a function'} is kept by the last traceback (sys.last_traceback): the cell raised ${finding.error}`;
     case 'kernel-holders-leak':
-      return `${finding.confirmed ? 'confirmed by the kernel' : 'the kernel found'}: ${formatBytes(finding.bytes)} held only by ${holdersText(finding.holders)}`;
+      return (
+        `${finding.confirmed ? 'confirmed by the kernel' : 'the kernel found'}: ${formatBytes(finding.bytes)} held only by ${holdersText(finding.holders)}` +
+        (finding.named ? `; ${formatBytes(finding.named.bytes)} held by ${holdersText(finding.named.holders)}` : '') +
+        (finding.unseen ? `; ${formatBytes(finding.unseen)} it did not see` : '')
+      );
     case 'kernel-holders-clear':
       return (
         `the kernel found ${finding.orphans ? 'its live blocks' : 'every live block'} held by ${holdersText(finding.holders) || 'nothing it could name'}` +

@@ -120,18 +120,30 @@ export function findingWords(
             formatBytes(finding.bytes),
             finding.error
           );
-    case 'kernel-holders-leak':
+    case 'kernel-holders-leak': {
+      // The rest of the leak, so that the sentence accounts for all of it.
+      const rest = [
+        ...(finding.named
+          ? [trans.__('%1 held by %2', formatBytes(finding.named.bytes), holdersWords(finding.named.holders, trans))]
+          : []),
+        ...(finding.unseen ? [trans.__('%1 it did not see', formatBytes(finding.unseen))] : [])
+      ]
+        .map(part => `; ${part}`)
+        .join('');
       return finding.confirmed
         ? trans.__(
-            'Confirmed by the kernel: %1 held only by %2.',
+            'Confirmed by the kernel: %1 held only by %2%3.',
             formatBytes(finding.bytes),
-            holdersWords(finding.holders, trans)
+            holdersWords(finding.holders, trans),
+            rest
           )
         : trans.__(
-            'The kernel found %1 held only by %2.',
+            'The kernel found %1 held only by %2%3.',
             formatBytes(finding.bytes),
-            holdersWords(finding.holders, trans)
+            holdersWords(finding.holders, trans),
+            rest
           );
+    }
     case 'kernel-holders-clear':
       if (!finding.orphans) {
         return finding.holders.length

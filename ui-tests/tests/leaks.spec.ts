@@ -50,6 +50,10 @@ test.describe('find leaking cell', () => {
     const top = panel.locator('.jp-CudaMemdiffLeak.jp-mod-top');
     await expect(top).toHaveAttribute('data-verdict', 'leak');
     await expect(top).toContainText('autograd graph of preds');
+    // The kernel's line accounts for all 288 MiB the leak is: the graph's 256 MiB and the outputs `preds` holds.
+    await expect(top).toContainText(
+      'Confirmed by the kernel: 256 MiB held only by autograd graph of preds[0:8]; 32.0 MiB held by preds[0:8].'
+    );
     await expect(top.getByLabel('What to do')).toContainText('Evaluate under torch.no_grad()');
     // the model's weights and the inputs stay, as they should
     await expect(panel.locator('.jp-CudaMemdiffLeak[data-verdict="retained"]')).toHaveCount(3);

@@ -189,6 +189,20 @@ describe('cuda-memdiff diff', () => {
 });
 
 describe('cuda-memdiff leaks', () => {
+  it('accounts for all of a leak the kernel confirmed: what only the graph holds and what names hold too', () => {
+    // The demo's Cell [3]: "Leak 288 MiB", then "confirmed by the kernel: 256 MiB held only by autograd graph
+    // of preds[0:8]", and nothing said of the other 32 MiB: the 8 outputs, which `preds` itself holds.
+    const dir = path.join(ROOT, 'test-data', 'live', 'gpu_memory_demo--holders');
+    expect(cli('leaks', dir).out).toContain(
+      '  - confirmed by the kernel: 256 MiB held only by autograd graph of preds[0:8]; 32.0 MiB held by preds[0:8]\n'
+    );
+    const finding = json('leaks', dir).cells[2].findings.find(
+      (f: { code: string }) => f.code === 'kernel-holders-leak'
+    );
+    expect([finding.bytes, finding.named.bytes]).toEqual([256 * 2 ** 20, 32 * 2 ** 20]);
+    expect(finding.bytes + finding.named.bytes).toBe(json('leaks', dir).cells[2].leaked_bytes);
+  });
+
   it.each(fs.readdirSync(REC).filter(d => fs.existsSync(path.join(REC, d, 'manifest.json'))))(
     '%s: verdicts and top_leak match the manifest',
     dir => {

@@ -8,6 +8,7 @@
  */
 import { holderKey, HolderKind, IBlockHolders, IHolder, summarizeHolderList, throughTraceback } from '../holders';
 import { Block } from '../model';
+import { LeakFinding } from '../findings';
 import { LeakCause } from './types';
 import { Context, total } from './context';
 import { Finding } from './finding';
@@ -123,18 +124,66 @@ function leakByHolders(f: Finding, known: readonly IKnown[], context: Context): 
   // A rule that found a cause gave its advice; what only the kernel can tell (a kept exception) is added.
   const unadvised = new Set([...kinds].filter(k => k === 'traceback' || !f.causes.has(k as LeakCause)));
   const advice = unadvised.size ? holderAdvice(unadvised, held) : [];
+  const finding: LeakFinding = {
+    code: 'kernel-holders-leak',
+    bytes: total(invisible.map(e => e.block)),
+    holders: named,
+    confirmed
+  };
   f.leak(
     cause,
     invisible.map(e => e.block),
-    { code: 'kernel-holders-leak', bytes: total(invisible.map(e => e.block)), holders: named, confirmed },
+    finding,
     advice,
     context
   );
+  // The rest of the leak's evidence, so that its words account for all of it: what else holds it, what was unseen.
+  const rest = restOfEvidence(f, invisible, known);
+  if (rest.named || rest.unseen) {
+    f.replaceFinding(finding, { ...finding, ...rest });
+  }
   if (cause === 'traceback') {
     retractGraphKeptByTraceback(f, invisible);
   }
   f.confidence = 'high';
   return true;
+}
+
+/**
+ * Of a leak's evidence, what the kernel's holders-only blocks (`invisible`)
+ * leave: blocks the answer saw held by names as well (`named`: a graph's
+ * outputs, which the list of them holds too), and bytes it did not cover
+ * (`unseen`). Blocks by address: the evidence may be the execution's own
+ * snapshot's, the answer the latest's.
+ */
+function restOfEvidence(
+  f: Finding,
+  invisible: readonly IKnown[],
+  known: readonly IKnown[]
+): { named?: { bytes: number; holders: IHolder[] }; unseen?: number } {
+  const only = new Set(invisible.map(e => holderKey(e.block.device, e.block.address)));
+  const answered = new Map(known.map(e => [holderKey(e.block.device, e.block.address), e.list]));
+  const holders: IHolder[] = [];
+  let named = 0;
+  let unseen = 0;
+  for (const b of f.uniqueEvidence()) {
+    const key = holderKey(b.device, b.address);
+    if (only.has(key)) {
+      continue;
+    }
+    const list = answered.get(key);
+    if (list) {
+      named += b.size;
+      // The names the user sees (and can drop); the invisible holders are said already.
+      list.filter(h => !INVISIBLE.includes(h.kind)).forEach(h => holders.push(h));
+    } else {
+      unseen += b.size;
+    }
+  }
+  return {
+    ...(named ? { named: { bytes: named, holders: summarizeHolderList(holders) } } : {}),
+    ...(unseen ? { unseen } : {})
+  };
 }
 
 /**

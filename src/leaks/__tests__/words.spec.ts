@@ -136,6 +136,23 @@ describe('words for holders nobody sees', () => {
     expect(findingWords(role, String, trans)).toBe(`${findingText(role, String)}.`);
   });
 
+  it('accounts for all of a confirmed leak: what only the graph holds, what names hold too, what was unseen', () => {
+    // gpu_memory_demo's Cell [3]: the badge said +321 MiB, the finder 288 MiB, and the kernel's line only 256 MiB.
+    const finding = {
+      code: 'kernel-holders-leak' as const,
+      bytes: 256 * 2 ** 20,
+      holders: [{ kind: 'graph' as const, path: 'preds[0:8]' }],
+      confirmed: true,
+      named: { bytes: 32 * 2 ** 20, holders: [{ kind: 'variable' as const, path: 'preds[0:8]' }] }
+    };
+    expect(findingWords(finding, String, trans)).toBe(
+      'Confirmed by the kernel: 256 MiB held only by autograd graph of preds[0:8]; 32.0 MiB held by preds[0:8].'
+    );
+    expect(findingWords({ ...finding, confirmed: false, named: undefined, unseen: 2 ** 20 }, String, trans)).toBe(
+      'The kernel found 256 MiB held only by autograd graph of preds[0:8]; 1.00 MiB it did not see.'
+    );
+  });
+
   it('says how orphans were found, not that C++ holds them', () => {
     const words = findingWords(
       { code: 'kernel-holders-clear', holders: [{ kind: 'native', path: '' }], orphans: 1 },
