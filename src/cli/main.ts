@@ -5,6 +5,9 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import {
+  AllocationSite,
+  Block,
+  BlockBirths,
   CellCodeNames,
   decodeLimits,
   diffSnapshots,
@@ -18,6 +21,8 @@ import {
   ISessionManifest,
   IRankedSession,
   IUnreadableFile,
+  kernelPositions,
+  kernelSessionsOf,
   LIMIT_NAMES,
   loadRankedSession,
   loadSession,
@@ -26,13 +31,15 @@ import {
   rankFolders,
   rankSession,
   readSnapshot,
+  retentionByExecution,
   runMismatch,
   reportCells,
   sessionCellName,
   sessionExecutions,
   sessionRoles,
   Snapshot,
-  SnapshotError
+  SnapshotError,
+  splitSitesByRun
 } from '../engine';
 import {
   diffJson,
@@ -364,16 +371,23 @@ function readSessionOrRank(args: IArgs): ISession {
   return inFolder(dir, () => rankSession(ranked, args.rank!), 'the folder').session;
 }
 
+/** Which run of a session allocated a block of a diff: born (alive after), or freed (alive before). */
+type RunOfBlock = (b: Block, born: boolean) => string | null;
+
 /**
  * The cells of the session folder whose manifest lists both BEFORE and AFTER, so that `diff` names a
- * site as `session` does (`Cell [3], line 2`, not the kernel's `/tmp/ipykernel_.../123.py:2`); where
- * several cells ran the same code, the site is AFTER's cell (`run`) when it is one of them.
+ * site as `session` does (`Cell [3], line 2`, not the kernel's `/tmp/ipykernel_.../123.py:2`); and, for
+ * code several cells ran (copies of one cell share its code name), which run allocated each block, from
+ * the folder's snapshots as `session` reads them (see BlockBirths). The folder is read only when a
+ * site's code is several cells': naming one of them by guess would credit another run's memory.
  */
 function pairCells(
   before: string,
   after: string,
-  manifests: ManifestsBeside
-): { cells: CellCodeNames; run: string } | null {
+  manifests: ManifestsBeside,
+  frames: FrameTable,
+  limits: IDecodeLimits
+): { cells: CellCodeNames; runOf: RunOfBlock } | null {
   if (path.resolve(path.dirname(before)) !== path.resolve(path.dirname(after))) {
     return null;
   }
@@ -387,11 +401,61 @@ function pairCells(
     }
     throw reason;
   }
-  const listed = (file: string) => manifest?.cells.find(c => c.snapshot_file === path.basename(file));
-  const afterCell = listed(after);
-  return manifest && listed(before) && afterCell
-    ? { cells: sessionCells(manifest.cells), run: String(afterCell.index) }
-    : null;
+  const listed = (file: string) => manifest?.cells.some(c => c.snapshot_file === path.basename(file)) ?? false;
+  if (!manifest || !listed(before) || !listed(after)) {
+    return null;
+  }
+  let runs: RunOfBlock | null | undefined;
+  const runOf: RunOfBlock = (b, born) => {
+    runs ??= sessionRuns(
+      path.dirname(after),
+      [before, after].map(f => path.basename(f)) as [string, string],
+      frames,
+      limits
+    );
+    return runs ? runs(b, born) : null;
+  };
+  return { cells: sessionCells(manifest.cells), runOf };
+}
+
+/**
+ * Which run of the session folder `dir` allocated each block of a diff of two of its snapshot files
+ * (`files`, BEFORE and AFTER), by each run's manifest index as text; null where the folder cannot
+ * tell (a file of it cannot be read: then no run is named by guess).
+ */
+function sessionRuns(
+  dir: string,
+  files: [string, string],
+  frames: FrameTable,
+  limits: IDecodeLimits
+): RunOfBlock | null {
+  let session: ISession;
+  try {
+    // The diff's frame table: a stack is then the same id in the diff's files and the session's.
+    session = loadSession(
+      readText(path.join(dir, 'manifest.json'), limits),
+      name => readBytes(path.join(dir, name), limits),
+      frames,
+      limits
+    );
+  } catch (reason) {
+    if (reason instanceof SnapshotError) {
+      return null;
+    }
+    throw reason;
+  }
+  if (session.unreadable.some(u => u.part === 'cell')) {
+    return null;
+  }
+  const cells = session.manifest.cells;
+  const [before, after] = files.map(f => cells.findIndex(c => c.snapshot_file === f));
+  const births = new BlockBirths(
+    retentionByExecution(session.snapshots, kernelPositions(kernelSessionsOf(session.manifest)))
+  );
+  return (b, born) => {
+    const run = births.runOf(b, born ? after : before);
+    return run === null ? null : String(cells[run].index);
+  };
 }
 
 const REVERSED_NOTE =
@@ -500,18 +564,23 @@ export function run(argv: string[], warn: (line: string) => void = () => undefin
       const [beforeFile, afterFile] = args.operands;
       // The cells' names and each file's roles come from one manifest: read once.
       const manifests = manifestsBeside(args.limits);
-      const { cells, run } = pairCells(beforeFile, afterFile, manifests) ?? {};
+      const pair = pairCells(beforeFile, afterFile, manifests, frames, args.limits);
+      const cells = pair?.cells;
+      // Copies of one cell's code told apart by the run that allocated their blocks, as `session` does.
+      const byRun = <T extends { sites: readonly AllocationSite[] }>(g: T) => ({ ...g, sites: bySite(g.sites) });
+      const bySite = (sites: readonly AllocationSite[]) =>
+        pair ? splitSitesByRun(sites, frames, pair.cells, pair.runOf) : [...sites];
       if (args.byRole) {
         const roles = groupByRole(
           diff,
           rolesBeside(beforeFile, manifests, args.limits),
           rolesBeside(afterFile, manifests, args.limits),
           filter
-        );
-        return noted(diffRolesJson(diff, roles, filter, cells), () => diffRolesText(diff, roles, cells, run));
+        ).map(byRun);
+        return noted(diffRolesJson(diff, roles, filter, cells), () => diffRolesText(diff, roles, cells));
       }
-      const groups = groupBySite(diff, filter);
-      return noted(diffJson(diff, groups, filter, cells), () => diffText(diff, groups, filter, cells, run));
+      const groups = bySite(groupBySite(diff, filter));
+      return noted(diffJson(diff, groups, filter, cells), () => diffText(diff, groups, filter, cells));
     }
     case 'session': {
       expectOperands(args, 1, 'one DIR');

@@ -3,9 +3,9 @@
  * bytes as integers) and tables for people (binary units).
  */
 import {
-  AllocationSite,
   CellCodeNames,
   cellFunction,
+  cellOfRun,
   cellSites,
   ICellSite,
   ICellSource,
@@ -20,10 +20,13 @@ import {
   FrameTable,
   ICellReport,
   IFrameFilterOptions,
+  IRunSite,
   ISession,
   ISessionCell,
   leftOutShares,
   sessionCellName,
+  sessionCellNames,
+  sitesInBrief,
   sessionCellTag,
   PeakContradiction,
   Snapshot,
@@ -86,16 +89,15 @@ export function siteJson(table: FrameTable, frameId: number) {
 
 /** The cells of a session folder's manifest (`session.sourceCells`) by their code names, as frames name them. */
 export function sessionCells(cells: readonly ISessionCell[]): CellCodeNames {
-  return new CellCodeNames(
-    cells.map(c => ({ id: String(c.index), source: c.source, executionCount: c.execution_count }))
-  );
+  return sessionCellNames(cells);
 }
 
 /**
  * An allocation site in words: `Cell [3], line 3` for a frame of a cell the
  * session's manifest has (as the peak lines say it), else `file:line name`.
  * Of copies of one cell's code, the frame names ``run`` (the manifest index of
- * the cell that allocated) where it is one of them, else the first.
+ * the cell whose run allocated, see BlockBirths) where it is one of them;
+ * where it is not, or unknown, every copy (`Cell [3], line 3 or Cell [5], line 3`).
  */
 export function siteLabel(table: FrameTable, frameId: number, cells?: CellCodeNames, run?: string): string {
   if (frameId < 0) {
@@ -103,22 +105,19 @@ export function siteLabel(table: FrameTable, frameId: number, cells?: CellCodeNa
   }
   const f = table.frame(frameId);
   const copies = cells?.lookup(f.filename)?.cells;
-  const cell = copies?.find(c => c.id === run) ?? copies?.[0];
-  if (cell) {
-    return cellPlace(cell, f.line, cellFunction(f.name));
+  if (copies) {
+    const own = cellOfRun(copies, run);
+    return copiesPlace(own ? [own] : copies, f.line, cellFunction(f.name));
   }
   return printable(`${f.filename}:${f.line} ${f.name}`);
 }
 
 /** JSON for one allocation-site group. */
-export function groupJson(
-  table: FrameTable,
-  group: AllocationSite,
-  options: IFrameFilterOptions,
-  cells?: CellCodeNames
-) {
+export function groupJson(table: FrameTable, group: IRunSite, options: IFrameFilterOptions, cells?: CellCodeNames) {
   return {
     site: siteJson(table, group.frameId),
+    // Only where the site's code is several cells': the manifest index of the cell whose run allocated the blocks.
+    ...(group.run === undefined ? {} : { run: Number(group.run) }),
     count: group.count,
     born_count: group.bornCount,
     freed_count: group.freedCount,
@@ -203,7 +202,7 @@ export function summaryText(snapshot: Snapshot): string {
 /** `diff --json`. */
 export function diffJson(
   diff: SnapshotDiff,
-  groups: AllocationSite[],
+  groups: readonly IRunSite[],
   options: IFrameFilterOptions,
   cells?: CellCodeNames
 ) {
@@ -268,24 +267,23 @@ export function diffHeadText(diff: SnapshotDiff): string {
 
 /**
  * `diff` for people: a summary line, the groups, and the stack of each; a site in a cell of `cells` is
- * named as `session` names it (see siteLabel for `run`).
+ * named as `session` names it (see siteLabel for a group's `run`).
  */
 export function diffText(
   diff: SnapshotDiff,
-  groups: AllocationSite[],
+  groups: readonly IRunSite[],
   options: IFrameFilterOptions,
-  cells?: CellCodeNames,
-  run?: string
+  cells?: CellCodeNames
 ): string {
   const table = diff.frames;
   const head = diffHeadText(diff);
   if (!groups.length) {
     return `${head}\nno allocated block changed`;
   }
-  const rows = groups.map(g => changeRow(g, siteLabel(table, g.frameId, cells, run)));
+  const rows = groups.map(g => changeRow(g, siteLabel(table, g.frameId, cells, g.run)));
   const parts = [head, '', renderTable(changeColumns('allocation site'), rows, undefined, 'allocation sites')];
   for (const g of groups.slice(0, 10)) {
-    parts.push('', `${formatBytes(g.netBytes, true)} at ${siteLabel(table, g.frameId, cells, run)}`);
+    parts.push('', `${formatBytes(g.netBytes, true)} at ${siteLabel(table, g.frameId, cells, g.run)}`);
     for (const e of visibleStack(table, g.stack, options)) {
       if (e.kind === 'native') {
         parts.push(`    [${countText(e.count, 'C++ frame')}]`);
@@ -298,26 +296,28 @@ export function diffText(
   return parts.join('\n');
 }
 
-/** A cell site as JSON: the manifest index of the allocating cell (null outside cells) and the line in it. */
+/**
+ * A cell site as JSON: the manifest index of the allocating cell (null outside cells, and where several cells
+ * have that code and which of them allocated is unknown: `copies` lists them) and the line in it.
+ */
 function cellSiteJson(site: ICellSite) {
-  return { cell: site.cell ? Number(site.cell.id) : null, line: site.line, filename: site.filename, bytes: site.bytes };
+  return {
+    cell: site.cell && !site.sameSource ? Number(site.cell.id) : null,
+    ...(site.sameSource ? { copies: site.sameSource.map(c => Number(c.id)) } : {}),
+    line: site.line,
+    filename: site.filename,
+    bytes: site.bytes
+  };
 }
 
 /**
  * The `peak` object of `session --json`: the allocated total at the peak (torch's own figure when the
  * manifest has it; the replayed history's can differ by a few KiB) and what was alive then, by cell and line.
  */
-export function peakJson(
-  peak: IPeakAnatomy,
-  recorded: number | null,
-  table: FrameTable,
-  options: IFrameFilterOptions,
-  cells: CellCodeNames,
-  run?: number
-) {
+export function peakJson(peak: IPeakAnatomy, recorded: number | null, sites: readonly ICellSite[]) {
   return {
     bytes: recorded ?? peak.bytes,
-    sites: cellSites(peak.alive, table, cells, options, run === undefined ? undefined : String(run)).map(cellSiteJson)
+    sites: sites.map(cellSiteJson)
   };
 }
 
@@ -341,18 +341,23 @@ export function oomJson(oom: IOomPostMortem) {
   };
 }
 
-/** Where a cell site is, in words: `Cell [5], line 3` or `file.py:12`. */
+/** Where a cell site is, in words: `Cell [5], line 3`, `Cell [3], line 3 or Cell [5], line 3` (copies), or `file.py:12`. */
 export function cellSiteLabel(site: ICellSite): string {
   if (site.cell) {
-    return cellPlace(site.cell, site.line, site.function);
+    return copiesPlace(site.sameSource ?? [site.cell], site.line, site.function);
   }
   // The file's name is data: a newline in it must not start a line of the report.
   return site.line === null ? '(no Python stack)' : `${printable(site.filename)}:${site.line}`;
 }
 
-/** `Cell [5], line 3`, or `train_step (Cell [5], line 3)` for a function the cell defined (see sessionCells). */
-function cellPlace(cell: ICellSource, line: number | null, fn: string | null): string {
-  const place = `${sessionCellName(Number(cell.id), cell.executionCount)}, line ${line ?? '?'}`;
+/**
+ * `Cell [5], line 3`, or `train_step (Cell [5], line 3)` for a function the cell defined (see sessionCells);
+ * copies of one cell's code whose run is not known are each named, joined by "or".
+ */
+function copiesPlace(copies: readonly ICellSource[], line: number | null, fn: string | null): string {
+  const place = copies
+    .map(cell => `${sessionCellName(Number(cell.id), cell.executionCount)}, line ${line ?? '?'}`)
+    .join(' or ');
   // A function the cell defined runs when any cell calls it: the place is where its code is, not when it ran.
   return fn ? `${printable(fn)} (${place})` : place;
 }
@@ -365,12 +370,17 @@ export function moreSitesText(count: number): string {
   return countText(count, 'more site');
 }
 
-/** `321 MiB from Cell [3], line 3, ...`, and what the named sites leave out, so the list adds up to its total. */
-function sitesInWords(sites: readonly ICellSite[]): string {
-  const named = sites.slice(0, SITES_IN_WORDS).map(site => `${formatBytes(site.bytes)} from ${cellSiteLabel(site)}`);
-  const rest = sites.slice(SITES_IN_WORDS);
-  if (rest.length) {
-    named.push(`${formatBytes(rest.reduce((n, site) => n + site.bytes, 0))} from ${moreSitesText(rest.length)}`);
+/**
+ * `321 MiB from Cell [3], line 3, ...`, and what the named sites leave out (of `total`, by default their sum),
+ * so the list adds up to its total.
+ */
+function sitesInWords(sites: readonly ICellSite[], total?: number): string {
+  const brief = sitesInBrief(sites, SITES_IN_WORDS, total);
+  const named = brief.sites.map(site => `${formatBytes(site.bytes)} from ${cellSiteLabel(site)}`);
+  if (brief.rest.sites) {
+    named.push(`${formatBytes(brief.rest.bytes)} from ${moreSitesText(brief.rest.sites)}`);
+  } else if (brief.rest.bytes) {
+    named.push(`${formatBytes(brief.rest.bytes)} no site accounts for`);
   }
   return named.join(', ');
 }
@@ -400,7 +410,8 @@ export function oomText(
   oom: IOomPostMortem | IOomReport,
   table: FrameTable,
   cells: CellCodeNames,
-  options: IFrameFilterOptions
+  options: IFrameFilterOptions,
+  held: readonly ICellSite[] = cellSites(oom.held, table, cells, options)
 ): string {
   const free = oom.deviceFreeBytes === null ? 'an unknown amount' : formatBytes(oom.deviceFreeBytes);
   const asked = oom.requestBytes === null ? 'an unknown amount' : formatBytes(oom.requestBytes);
@@ -415,9 +426,8 @@ export function oomText(
   if (oom.fragmentationAdvice) {
     lines.push(FRAGMENTATION_WORDS[oom.fragmentationAdvice]);
   }
-  const holders = cellSites(oom.held, table, cells, options);
-  if (holders.length) {
-    lines.push(`  the device held${later ? ` ${later.holders}` : ''}: ${sitesInWords(holders)}`);
+  if (held.length) {
+    lines.push(`  the device held${later ? ` ${later.holders}` : ''}: ${sitesInWords(held)}`);
   }
   if ('diff' in oom) {
     lines.push(
@@ -473,7 +483,7 @@ export function sessionJson(
       error: r.error,
       // An object for a cell that ran out of memory with a known request (OOM snapshot or history); true/false otherwise.
       oom: r.oomReport ? oomJson(r.oomReport) : r.oom,
-      peak: r.peak ? { ...peakJson(r.peak, r.peakBytes, table, options, cells, r.index), ...exactJson(r) } : null,
+      peak: r.peak ? { ...peakJson(r.peak, r.peakBytes, r.peakSites ?? []), ...exactJson(r) } : null,
       // Only where the cell's history contradicts its snapshots: why `peak` is null.
       ...(r.peakContradiction ? { peak_contradiction: r.peakContradiction } : {}),
       top_sites: r.sites.map(g => groupJson(table, g, options, cells))
@@ -492,14 +502,13 @@ export function sessionText(
   for (const r of reports) {
     const name = printable(sessionCellName(r.index, r.executionCount, r.label));
     if (r.oomReport && cells) {
-      parts.push('', oomText(name, r.oomReport, table, cells, options));
+      parts.push('', oomText(name, r.oomReport, table, cells, options, r.oomSites ?? undefined));
     }
     const gap = parts.length > 1 && !r.oomReport ? '' : '\n';
     if (r.peak && r.peak.bytes > 0 && cells) {
-      const sites = cellSites(r.peak.alive, table, cells, options, String(r.index));
       parts.push(
         `${gap}${name} peak ${peakWords(r, r.peak)}` +
-          `${r.peak.complete ? '' : ' or more (history lost entries)'}: ${sitesInWords(sites)}`
+          `${r.peak.complete ? '' : ' or more (history lost entries)'}: ${sitesInWords(r.peakSites ?? [], r.peak.bytes)}`
       );
     } else if (r.peakContradiction) {
       const figure = r.peakBytes === null ? '' : ` ${r.peakExact ? '' : '≤'}${formatBytes(r.peakBytes)}`;
@@ -542,7 +551,7 @@ function sessionTable(reports: ICellReport[], table: FrameTable, cells?: CellCod
       r.peakBytes === null ? '' : `${r.peakExact ? '' : '≤'}${formatBytes(r.peakBytes)}`,
       formatBytes(r.bornBytes),
       formatBytes(r.freedBytes),
-      (r.oom ? 'OOM ' : '') + (r.sites.length ? siteLabel(table, r.sites[0].frameId, cells, String(r.index)) : '')
+      (r.oom ? 'OOM ' : '') + (r.sites.length ? siteLabel(table, r.sites[0].frameId, cells, r.sites[0].run) : '')
     ]);
   }
   return renderTable(

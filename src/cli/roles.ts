@@ -61,7 +61,7 @@ export function sessionRolesText(reports: ICellReport[], roles: readonly (ICellR
 /** `diff --by role --json`: each role's change and its sites. */
 export function diffRolesJson(
   diff: SnapshotDiff,
-  groups: IRoleGroup[],
+  groups: readonly IRoleGroup[],
   options: IFrameFilterOptions,
   cells?: CellCodeNames
 ) {
@@ -81,7 +81,7 @@ export function diffRolesJson(
 }
 
 /** `diff --by role` for people: diff's opening line, then a line per role, its top sites under it (named as diffText names them). */
-export function diffRolesText(diff: SnapshotDiff, groups: IRoleGroup[], cells?: CellCodeNames, run?: string): string {
+export function diffRolesText(diff: SnapshotDiff, groups: readonly IRoleGroup[], cells?: CellCodeNames): string {
   const head = diffHeadText(diff);
   if (!groups.length) {
     return `${head}\nno allocated block changed`;
@@ -89,7 +89,7 @@ export function diffRolesText(diff: SnapshotDiff, groups: IRoleGroup[], cells?: 
   const rows: string[][] = [];
   for (const g of groups) {
     rows.push(changeRow(g, g.role));
-    g.sites.slice(0, 5).forEach(s => rows.push(changeRow(s, `  ${siteLabel(diff.frames, s.frameId, cells, run)}`)));
+    g.sites.slice(0, 5).forEach(s => rows.push(changeRow(s, `  ${siteLabel(diff.frames, s.frameId, cells, s.run)}`)));
   }
   return [head, '', renderTable(changeColumns('role / allocation site'), rows)].join('\n');
 }

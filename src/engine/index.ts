@@ -27,6 +27,7 @@ export * from './findings';
 export * from './leaks';
 export * from './history';
 export * from './peak';
+export * from './births';
 export * from './oom';
 export * from './timeline';
 export * from './transfer';

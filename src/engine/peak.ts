@@ -5,6 +5,7 @@
  * highest total is the peak (what `max_memory_allocated` reports, per
  * device), and the blocks alive then are what made it.
  */
+import { cellOfRun } from './births';
 import { CellCodeNames, ICellSource, murmur2 } from './cells';
 import { diffSnapshots, SnapshotDiff } from './diff';
 import { allocationSite, IFrameFilterOptions } from './frames';
@@ -29,7 +30,7 @@ export interface ICellSite {
   readonly cell: ICellSource | null;
   /**
    * Every cell whose source is that code, when several are (copies of one
-   * cell: the frame cannot tell which ran it); `cell` is the first of them.
+   * cell) and which of them ran it is unknown; `cell` is the first of them.
    */
   readonly sameSource?: readonly ICellSource[];
   /** The line (inside the cell, for a cell); null without a Python stack. */
@@ -218,17 +219,6 @@ function step(live: Map<number, Block>, e: TraceEntry, device: number): number {
 }
 
 /**
- * Allocated bytes grouped by where they were allocated: the notebook cell and
- * line when the allocation site is in a cell, else the site's file and line
- * (`line` null and `filename` empty for blocks without a Python stack).
- * Largest first.
- *
- * `run`: the id of the cell whose run a peak anatomy replayed. A block its
- * history allocated (no segment) from code that several cells share (a cell
- * run again is a copy of it in a recorded session) is that run's own; other
- * blocks of such code go to the first of the copies.
- */
-/**
  * The function a cell defined that a frame in the cell's code is in, or null:
  * `<module>` is the cell's own code; `<listcomp>`, `<lambda>` name no
  * function a person called.
@@ -237,14 +227,33 @@ export function cellFunction(frameName: string): string | null {
   return frameName.startsWith('<') ? null : frameName;
 }
 
+/**
+ * Allocated bytes grouped by where they were allocated: the notebook cell and
+ * line when the allocation site is in a cell, else the site's file and line
+ * (`line` null and `filename` empty for blocks without a Python stack).
+ * Largest first.
+ *
+ * `runOf`: the id of the cell whose run allocated a block, or null where that
+ * is unknown (see `BlockBirths`). Code that several cells share (copies of one
+ * cell) has one code name: a block of it is its run's cell's where that cell
+ * is one of the copies; where it is not, or is unknown, the site names every
+ * copy (`sameSource`), never one of them by guess.
+ */
 export function cellSites(
   blocks: readonly Block[],
   table: FrameTable,
   cells?: CellCodeNames,
   options: IFrameFilterOptions = {},
-  run?: string
+  runOf?: (b: Block) => string | null
 ): ICellSite[] {
-  const groups = new Map<string, ICellSite & { bytes: number; blocks: number; sameSource?: readonly ICellSource[] }>();
+  const groups = new Map<
+    string,
+    ICellSite & {
+      bytes: number;
+      blocks: number;
+      sameSource?: readonly ICellSource[];
+    }
+  >();
   const siteOfStack = new Map<number, number>();
   for (const b of blocks) {
     if (!isAllocated(b)) {
@@ -257,11 +266,13 @@ export function cellSites(
     }
     const frame = site < 0 ? null : table.frame(site);
     const match = frame ? cells?.lookup(frame.filename) : null;
-    const own = match && b.segment < 0 ? match.cells.find(c => c.id === run) : undefined;
+    const own = match?.ambiguous && runOf ? cellOfRun(match.cells, runOf(b)) : undefined;
     const cell = own ?? match?.cells[0] ?? null;
-    // A cell's line before an edit is other code than the same line now: a site of its own.
+    // Copies whose run is unknown are one site of their own, apart from the blocks a known run of them made; a
+    // cell's line before an edit is other code than the same line now: a site of its own.
+    const copies = match?.ambiguous && !own;
     const code = cell?.sourceAsRun === undefined ? '' : `:${murmur2(cell.sourceAsRun)}`;
-    const key = `${cell ? `cell:${cell.id}${code}` : (frame?.filename ?? '')}:${frame?.line ?? ''}`;
+    const key = `${cell ? `${copies ? 'copies' : 'cell'}:${cell.id}${code}` : (frame?.filename ?? '')}:${frame?.line ?? ''}`;
     let g = groups.get(key);
     if (!g) {
       g = {
@@ -273,7 +284,7 @@ export function cellSites(
         bytes: 0,
         blocks: 0
       };
-      if (match?.ambiguous && !own) {
+      if (copies) {
         g.sameSource = match.cells;
       }
       groups.set(key, g);
@@ -282,4 +293,29 @@ export function cellSites(
     g.blocks += 1;
   }
   return [...groups.values()].sort((p, q) => q.bytes - p.bytes || p.filename.localeCompare(q.filename));
+}
+
+/** A list of sites cut to its largest few, and what the others hold: in words it then adds up to its total. */
+export interface ISitesInBrief {
+  /** The largest sites, largest first. */
+  readonly sites: readonly ICellSite[];
+  /**
+   * What the list leaves out: the number of sites cut and the bytes of the
+   * total that the named sites do not account for (both 0 when nothing is).
+   */
+  readonly rest: { readonly sites: number; readonly bytes: number };
+}
+
+/**
+ * The largest `count` of `sites` (largest first, as `cellSites` gives them)
+ * and the rest of `total` (by default the sites' sum; a peak's bytes, so
+ * that memory no site accounts for is in the rest too).
+ */
+export function sitesInBrief(sites: readonly ICellSite[], count: number, total?: number): ISitesInBrief {
+  const named = sites.slice(0, count);
+  const all = total ?? sites.reduce((n, s) => n + s.bytes, 0);
+  return {
+    sites: named,
+    rest: { sites: sites.length - named.length, bytes: Math.max(0, all - named.reduce((n, s) => n + s.bytes, 0)) }
+  };
 }

@@ -4,7 +4,8 @@
  * kernel helper computes them (kernel-helpers/.../roles.py); the role names
  * come from its protocol.py through the build, never spelled here.
  */
-import { AllocationSite, groupBySite, SnapshotDiff } from './diff';
+import { IRunSite } from './births';
+import { groupBySite, SnapshotDiff } from './diff';
 import { clip, SnapshotError } from './errors';
 import { IFrameFilterOptions } from './frames';
 import { Block, Snapshot } from './model';
@@ -60,7 +61,8 @@ export interface IRoleGroup {
   readonly freedBytes: number;
   readonly netBytes: number;
   readonly count: number;
-  readonly sites: readonly AllocationSite[];
+  /** Its sites; copies of one cell's code may be told apart by run (see splitSitesByRun). */
+  readonly sites: readonly IRunSite[];
 }
 
 /** A recorded cell's roles: the bytes, and per block when the folder has the cell's roles file. */

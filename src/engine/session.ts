@@ -4,16 +4,17 @@
  * (documented in docs/session-format.md). File access is injected, so the CLI
  * reads from disk and the panel from the contents API with the same code.
  */
-import { inKernel, sessionCellName } from './cells';
-import { AllocationSite, diffSnapshots, groupBySite } from './diff';
+import { BlockBirths, IRunSite, splitSitesByRun } from './births';
+import { CellCodeNames, inKernel, sessionCellName } from './cells';
+import { diffSnapshots, groupBySite } from './diff';
 import { clip, SnapshotError } from './errors';
 import { IFrameFilterOptions } from './frames';
 import { IBlockHolders, parseHolderAnswer } from './holders';
 import { ILeakExecution } from './leaks';
-import { FrameTable, Snapshot, totalBytes } from './model';
+import { Block, FrameTable, Snapshot, totalBytes } from './model';
 import { IOomReport, oomFromHistory, oomReport } from './oom';
-import { explainPeak, IPeakAnatomy, PeakContradiction } from './peak';
-import { kernelPositions } from './retention';
+import { cellSites, explainPeak, ICellSite, IPeakAnatomy, PeakContradiction } from './peak';
+import { kernelPositions, retentionByExecution } from './retention';
 import { DEFAULT_DECODE_LIMITS, IDecodeLimits } from './budget';
 import { emptySnapshot, readSnapshot } from './snapshot';
 import { kernelNumbers } from './runs';
@@ -152,7 +153,16 @@ export interface ICellReport {
   readonly peak: IPeakAnatomy | null;
   /** Why `peak` is null where the cell's history says why (it contradicts the snapshots), else null. */
   readonly peakContradiction: PeakContradiction | null;
-  readonly sites: readonly AllocationSite[];
+  /**
+   * What was alive at the peak by cell and line (`cellSites`), largest first,
+   * each block credited to the run that allocated it (see BlockBirths); null
+   * without `peak`.
+   */
+  readonly peakSites: readonly ICellSite[] | null;
+  /** What filled the device at the out-of-memory error, as `peakSites`; null without `oomReport`. */
+  readonly oomSites: readonly ICellSite[] | null;
+  /** The largest changes by allocation site, copies of one cell's code told apart by the run that allocated them. */
+  readonly sites: readonly IRunSite[];
 }
 
 /**
@@ -325,6 +335,16 @@ function leftOutBefore(kept: readonly number[], kernels: readonly number[] | nul
   });
 }
 
+/**
+ * The cells of a session folder (`ISession.sourceCells`) by the code names
+ * their frames carry, each keyed by its manifest index as text.
+ */
+export function sessionCellNames(cells: readonly ISessionCell[]): CellCodeNames {
+  return new CellCodeNames(
+    cells.map(c => ({ id: String(c.index), source: c.source, executionCount: c.execution_count }))
+  );
+}
+
 /** Per cell: memory after it, the change it made, and the sites behind the change. */
 export function reportCells(
   session: ISession,
@@ -334,6 +354,10 @@ export function reportCells(
   const empty = emptySnapshot(session.frames, deviceCount);
   const ids = kernelSessionsOf(session.manifest);
   const kernels = kernelPositions(ids);
+  // Which run allocated each block: copies of one cell's code share a code name, the snapshots tell them apart.
+  const births = new BlockBirths(retentionByExecution(session.snapshots, kernels));
+  const names = sessionCellNames(session.sourceCells);
+  const cellOf = (run: number | null) => (run === null ? null : String(session.manifest.cells[run].index));
   return session.manifest.cells.map((cell, k) => {
     const snapshot = session.snapshots[k];
     // After a restart the new process starts from an empty device, not from the old one's last figures.
@@ -346,6 +370,12 @@ export function reportCells(
     // best there is: its free figures and holders are after the cell (`moment: 'cell-end'`), not at the error.
     const oom = atOom ? oomReport(start, atOom) : oomFromHistory(start, snapshot);
     const found = explainPeak(start, snapshot, typeof peak === 'number' ? peak : null);
+    // A peak's blocks its history allocated have no segment; the others were alive at the cell's start.
+    const atPeak = births.runsAt(k, b => b.segment < 0);
+    const oomBorn = new Set(oom?.diff.born ?? []);
+    const atOomRun = births.runsAt(k, b => oomBorn.has(b));
+    // A diff's born blocks are alive after the cell, its freed ones before it.
+    const changed = (b: Block, born: boolean) => cellOf(born ? births.runOf(b, k) : births.runOf(b, k - 1));
     return {
       index: cell.index,
       executionCount: cell.execution_count,
@@ -365,7 +395,11 @@ export function reportCells(
       oomReport: oom,
       peak: found.anatomy,
       peakContradiction: found.contradiction,
-      sites: groupBySite(diff, options).slice(0, options.topSites ?? 3)
+      peakSites: found.anatomy
+        ? cellSites(found.anatomy.alive, session.frames, names, options, b => cellOf(atPeak(b)))
+        : null,
+      oomSites: oom ? cellSites(oom.held, session.frames, names, options, b => cellOf(atOomRun(b))) : null,
+      sites: splitSitesByRun(groupBySite(diff, options), session.frames, names, changed).slice(0, options.topSites ?? 3)
     };
   });
 }

@@ -169,6 +169,30 @@ describe('cuda-memdiff diff', () => {
     expect(cli('diff', other, after).out).toMatch(/^ *[+-][\d.]+ MiB .* \/tmp\/ipykernel_\d+\/\d+\.py:2 <module>$/m);
   });
 
+  it('names the run that allocated each block where two cells of the folder ran the same code', () => {
+    // eval_without_no_grad: [3] and [5] run identical code. From [2] to [5] survive [3]'s 33 MiB of cuBLAS
+    // workspace and [5]'s 288 MiB of graphs; from [4] to [5], [5] frees [3]'s graphs and builds its own.
+    // Was one row, "+321 MiB ... Cell [5], line 3", and "-288 ... Cell [5]" for what [3] had made.
+    const dir = path.join(REC, 'eval_without_no_grad--python');
+    const rows = (a: string, b: string) =>
+      cli('diff', path.join(dir, a), path.join(dir, b))
+        .out.split('\n')
+        .filter(l => / \d+ {2}Cell \[/.test(l));
+    expect(rows('cell01.pickle.gz', 'cell04.pickle.gz')).toEqual([
+      ' +288 MiB   288 MiB    0 B      24  Cell [5], line 3',
+      '+33.0 MiB  33.0 MiB    0 B       2  Cell [3], line 3'
+    ]);
+    expect(rows('cell03.pickle.gz', 'cell04.pickle.gz')).toEqual([
+      '+288 MiB  288 MiB      0 B      24  Cell [5], line 3',
+      '-288 MiB      0 B  288 MiB      24  Cell [3], line 3'
+    ]);
+    const groups = json('diff', path.join(dir, 'cell03.pickle.gz'), path.join(dir, 'cell04.pickle.gz')).groups;
+    expect(groups.map((g: { run: number; net_bytes: number }) => [g.run, g.net_bytes])).toEqual([
+      [4, 288 * 2 ** 20],
+      [2, -288 * 2 ** 20]
+    ]);
+  });
+
   it('still diffs two files beside a manifest that cannot be read, by file name', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cuda-memdiff-'));
     for (const f of ['cell00.pickle.gz', 'cell01.pickle.gz']) {
@@ -485,7 +509,7 @@ describe('cuda-memdiff session', () => {
     // Was "Cell [6] peak 541 MiB: 321 MiB ..., 128 MiB ..., 60.0 MiB ...": 509 MiB, a 32 MiB site dropped unsaid.
     const dir = path.join(REC, 'eval_without_no_grad--python');
     expect(cli('session', dir).out).toMatch(
-      /^Cell \[6\] peak 541 MiB: 321 MiB from Cell \[3\], line 3, 128 MiB from Cell \[1\], line 3, 60\.0 MiB from Cell \[6\], line 2, 32\.0 MiB from 1 more site$/m
+      /^Cell \[6\] peak 541 MiB: 288 MiB from Cell \[5\], line 3, 128 MiB from Cell \[1\], line 3, 60\.0 MiB from Cell \[6\], line 2, 65\.0 MiB from 2 more sites$/m
     );
     // Every recording: a peak line's figures add up to its sites in --json (to the 3 digits figures are shown with).
     const UNITS: { [unit: string]: number } = { B: 1, KiB: 2 ** 10, MiB: 2 ** 20, GiB: 2 ** 30 };
@@ -557,6 +581,32 @@ describe('cuda-memdiff session', () => {
       [4, 288 * 2 ** 20],
       [2, 34603008]
     ]);
+  });
+
+  it('credits what was alive at a peak to the run that allocated it, as the leak finder and the diff rows do', () => {
+    // Cells [3] and [5] run identical code (one file name). [5] freed [3]'s 288 MiB of graphs and made its own;
+    // [6]'s peak holds [5]'s 288 MiB and [3]'s 33 MiB of cuBLAS workspace. Was "321 MiB from Cell [3], line 3".
+    const dir = path.join(REC, 'eval_without_no_grad--python');
+    const text = cli('session', dir).out;
+    expect(text).toMatch(/^Cell \[6\] peak 541 MiB: 288 MiB from Cell \[5\], line 3, /m);
+    const sixth = json('session', dir).cells[5].peak.sites;
+    expect(
+      sixth.filter((s: { line: number }) => s.line === 3).map((s: { cell: number; bytes: number }) => [s.cell, s.bytes])
+    ).toEqual([
+      [4, 288 * 2 ** 20],
+      [0, 134258688],
+      [2, 33 * 2 ** 20]
+    ]);
+    // the leak finder blames the same run for the same bytes
+    expect(cli('leaks', dir).out).toContain('288 MiB in 24 blocks from Cell [5], line 3');
+    // [5]'s diff: what it made, and what it freed of [3]'s, each by its run
+    const [made, freed] = json('session', dir).cells[4].top_sites;
+    expect([made.run, made.born_bytes, made.freed_bytes]).toEqual([4, 288 * 2 ** 20, 0]);
+    expect([freed.run, freed.born_bytes, freed.freed_bytes]).toEqual([2, 0, 288 * 2 ** 20]);
+    // copies of one cell's code: cells [2] and [3] of history--python; [3] replaced [2]'s buffers before [4]
+    expect(cli('session', path.join(ROOT, 'test-data', 'live', 'history--python')).out).toMatch(
+      /^Cell \[4\] peak 808 MiB: 512 MiB from Cell \[4\], line 2, 256 MiB from Cell \[3\], line 2, 32\.0 MiB from Cell \[3\], line 4, /m
+    );
   });
 
   it("names a cell's top site by the cell, as its peak line does, and a re-run's by that run", () => {
