@@ -4,21 +4,49 @@
  * without a DOM; its own module, apart from the badge's other words.
  */
 import { TranslationBundle } from '@jupyterlab/translation';
-import { CellCodeNames, cellSites, formatBytes, FrameTable, ICellSite, IOomReport, IPeakAnatomy } from '../engine';
+import {
+  CellCodeNames,
+  cellSites,
+  formatBytes,
+  FrameTable,
+  ICellSite,
+  IOomReport,
+  IPeakAnatomy,
+  sitesInBrief
+} from '../engine';
 import { fragmentationWords } from '../components/oomwords';
 import { siteText } from '../components/stack';
 
 /** How many sites a tooltip names. */
 const SITES_NAMED = 3;
 
-function sitesWords(sites: readonly ICellSite[], trans: TranslationBundle): string {
-  return sites
-    .slice(0, SITES_NAMED)
-    .map(s => trans.__('%1 from %2', formatBytes(s.bytes), siteText(s, trans)))
-    .join('; ');
+/**
+ * The largest sites in words, then what they leave out of `total` (by
+ * default the sites' sum), so the list adds up to it: `…; 32.0 MiB elsewhere
+ * (1 more site)`.
+ */
+function sitesWords(sites: readonly ICellSite[], trans: TranslationBundle, total?: number): string {
+  const brief = sitesInBrief(sites, SITES_NAMED, total);
+  const named = brief.sites.map(s => trans.__('%1 from %2', formatBytes(s.bytes), siteText(s, trans)));
+  if (brief.rest.sites) {
+    named.push(
+      trans._n(
+        '%2 elsewhere (%1 more site)',
+        '%2 elsewhere (%1 more sites)',
+        brief.rest.sites,
+        formatBytes(brief.rest.bytes)
+      )
+    );
+  } else if (brief.rest.bytes) {
+    named.push(trans.__('%1 elsewhere', formatBytes(brief.rest.bytes)));
+  }
+  return named.join('; ');
 }
 
-/** "At peak (808 MiB): 512 MiB from Cell [4], line 2; ..." for a cell whose history says what made its peak. */
+/**
+ * "At peak (808 MiB): 512 MiB from Cell [4], line 2; ...; 8.00 MiB elsewhere
+ * (2 more sites)." for a cell whose history says what made its peak.
+ */
 export function peakLine(
   peak: IPeakAnatomy,
   frames: FrameTable,
@@ -29,9 +57,10 @@ export function peakLine(
   if (!sites.length) {
     return null;
   }
+  const words = sitesWords(sites, trans, peak.bytes);
   return peak.complete
-    ? trans.__('At peak (%1): %2.', formatBytes(peak.bytes), sitesWords(sites, trans))
-    : trans.__('At peak (%1 or more: history lost entries): %2.', formatBytes(peak.bytes), sitesWords(sites, trans));
+    ? trans.__('At peak (%1): %2.', formatBytes(peak.bytes), words)
+    : trans.__('At peak (%1 or more: history lost entries): %2.', formatBytes(peak.bytes), words);
 }
 
 /** The OOM post-mortem in a few lines: the request against the free memory, fragmentation, the holders. */

@@ -80,7 +80,17 @@ function byCell(sites: readonly ICellSite[], trans: TranslationBundle): { label:
   return [...sums.entries()].map(([label, bytes]) => ({ label, bytes })).sort((p, q) => q.bytes - p.bytes);
 }
 
-function HolderTable(props: { caption: string; rows: { label: string; bytes: number }[]; name: string }): JSX.Element {
+/**
+ * The largest rows, then one that sums the rows left out (`more` words their
+ * number), so the table adds up to what it breaks down.
+ */
+function HolderTable(props: {
+  caption: string;
+  rows: { label: string; bytes: number }[];
+  name: string;
+  more: (count: number) => string;
+}): JSX.Element {
+  const rest = props.rows.slice(ROWS_SHOWN);
   return (
     <table className="jp-CudaMemdiffMoment-table" data-cuda-memdiff-holders={props.name}>
       <caption>{props.caption}</caption>
@@ -91,6 +101,12 @@ function HolderTable(props: { caption: string; rows: { label: string; bytes: num
             <td>{r.label}</td>
           </tr>
         ))}
+        {rest.length ? (
+          <tr className="jp-CudaMemdiffMoment-more">
+            <td className="jp-CudaMemdiffMoment-bytes">{formatBytes(rest.reduce((n, r) => n + r.bytes, 0))}</td>
+            <td>{props.more(rest.length)}</td>
+          </tr>
+        ) : null}
       </tbody>
     </table>
   );
@@ -139,8 +155,14 @@ function OomBody(props: IMomentSectionProps & { record: CellRecord; oom: IOomRep
         name="site"
         caption={trans.__('What filled the device, by site')}
         rows={sites.map(s => ({ label: siteText(s, trans), bytes: s.bytes }))}
+        more={n => trans._n('%1 more site', '%1 more sites', n)}
       />
-      <HolderTable name="cell" caption={trans.__('By cell')} rows={byCell(sites, trans)} />
+      <HolderTable
+        name="cell"
+        caption={trans.__('By cell')}
+        rows={byCell(sites, trans)}
+        more={n => trans._n('%1 more cell', '%1 more cells', n)}
+      />
       <MomentDiff
         {...props}
         diff={oom.diff}
@@ -169,6 +191,7 @@ function PeakBody(props: IMomentSectionProps & { record: CellRecord; peak: IPeak
         name="site"
         caption={trans.__('Alive at the peak, by site')}
         rows={sites.map(s => ({ label: siteText(s, trans), bytes: s.bytes }))}
+        more={n => trans._n('%1 more site', '%1 more sites', n)}
       />
       <MomentDiff
         {...props}

@@ -31,6 +31,13 @@ test.describe('find leaking cell', () => {
     test.setTimeout(180000);
     await runReplayedDemo(page);
     await expect(page.locator(LEAKING)).toHaveCount(0);
+    // The last code cell's badge: the sites it names at the peak add up to it with what they leave out.
+    await expect(
+      (await page.notebook.getCellLocator(CODE_CELLS[3]))!.locator(':scope > .jp-CudaMemdiffBadge')
+    ).toHaveAttribute(
+      'title',
+      /At peak \(541 MiB\): 321 MiB from Cell \[3\], line 3; .*; 32\.0 MiB elsewhere \(1 more site\)\./
+    );
     await clickNotebookToolbarItem(page, 'cuda-memdiff-find-leaking-cell');
 
     const leaking = page.locator(LEAKING);

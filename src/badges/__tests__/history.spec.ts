@@ -68,7 +68,17 @@ describe('badge tooltip from the history', () => {
     const record = store.records.filter(r => r.reason === 'cell')[3];
     expect(peakLine(store.peakOf(record)!, store.frames, cells, trans)).toBe(
       'At peak (808 MiB): 512 MiB from Cell [4], line 2; 256 MiB from Cell [2], line 2 or Cell [3], line 2; ' +
-        '32.0 MiB from Cell [2], line 4 or Cell [3], line 4.'
+        '32.0 MiB from Cell [2], line 4 or Cell [3], line 4; 8.00 MiB elsewhere (2 more sites).'
+    );
+  });
+
+  it('says what the sites it names leave out of the peak, so they add up to it', () => {
+    // The demo's Cell [4]: was "At peak (541 MiB): 321 MiB ...; 128 MiB ...; 60.0 MiB ...." (509 MiB).
+    const { store, cells } = replayed('gpu_memory_demo--python');
+    const record = store.records.filter(r => r.reason === 'cell')[3];
+    expect(peakLine(store.peakOf(record)!, store.frames, cells, trans)).toBe(
+      'At peak (541 MiB): 321 MiB from Cell [3], line 3; 128 MiB from Cell [1], line 4; 60.0 MiB from Cell [4], line 2; ' +
+        '32.0 MiB elsewhere (1 more site).'
     );
   });
 
