@@ -8,6 +8,7 @@ import { ISignal } from '@lumino/signaling';
 import type { BlockQuery } from './capture/protocol';
 import type { CellRecord, ICellNote, IHelperState } from './capture/store';
 import type {
+  Block,
   BlockRoles,
   CellCodeNames,
   FrameTable,
@@ -70,6 +71,10 @@ export interface ISnapshotStore {
   oomOf(record: CellRecord): IOomReport | null;
   /** What was alive at the record's peak, from its allocation history; null without one. */
   peakOf(record: CellRecord): IPeakAnatomy | null;
+  /** The cell (its id) whose run allocated each block alive at the record's peak; null where unknown. */
+  runsAtPeak(record: CellRecord): (b: Block) => string | null;
+  /** The cell (its id) whose run allocated each block alive at the record's out-of-memory error; null where unknown. */
+  runsAtOom(record: CellRecord): (b: Block) => string | null;
   /** Each allocated block's role in a record's snapshot; null when the kernel sent none. */
   blockRolesOf(record: CellRecord): BlockRoles | null;
 }

@@ -5,6 +5,7 @@
  */
 import { TranslationBundle } from '@jupyterlab/translation';
 import {
+  Block,
   CellCodeNames,
   cellSites,
   formatBytes,
@@ -46,14 +47,16 @@ function sitesWords(sites: readonly ICellSite[], trans: TranslationBundle, total
 /**
  * "At peak (808 MiB): 512 MiB from Cell [4], line 2; ...; 8.00 MiB elsewhere
  * (2 more sites)." for a cell whose history says what made its peak.
+ * `runOf` gives the cell whose run allocated a block (see SnapshotStore.runsAtPeak).
  */
 export function peakLine(
   peak: IPeakAnatomy,
   frames: FrameTable,
   cells: CellCodeNames,
-  trans: TranslationBundle
+  trans: TranslationBundle,
+  runOf?: (b: Block) => string | null
 ): string | null {
-  const sites = cellSites(peak.alive, frames, cells);
+  const sites = cellSites(peak.alive, frames, cells, {}, runOf);
   if (!sites.length) {
     return null;
   }
@@ -63,8 +66,16 @@ export function peakLine(
     : trans.__('At peak (%1 or more: history lost entries): %2.', formatBytes(peak.bytes), words);
 }
 
-/** The OOM post-mortem in a few lines: the request against the free memory, fragmentation, the holders. */
-export function oomLines(oom: IOomReport, cells: CellCodeNames, trans: TranslationBundle): string[] {
+/**
+ * The OOM post-mortem in a few lines: the request against the free memory, fragmentation, the holders.
+ * `runOf` gives the cell whose run allocated a block (see SnapshotStore.runsAtOom).
+ */
+export function oomLines(
+  oom: IOomReport,
+  cells: CellCodeNames,
+  trans: TranslationBundle,
+  runOf?: (b: Block) => string | null
+): string[] {
   const unknown = trans.__('an unknown amount');
   const lines = [
     trans.__(
@@ -79,7 +90,7 @@ export function oomLines(oom: IOomReport, cells: CellCodeNames, trans: Translati
   if (oom.fragmentationAdvice) {
     lines.push(fragmentationWords(oom.fragmentationAdvice, trans));
   }
-  const holders = cellSites(oom.held, oom.atOom.frames, cells);
+  const holders = cellSites(oom.held, oom.atOom.frames, cells, {}, runOf);
   if (holders.length) {
     lines.push(trans.__('The device held: %1.', sitesWords(holders, trans)));
   }

@@ -126,8 +126,10 @@ export class CellBadges implements IDisposable {
       return [];
     }
     const cells = this._namesFor(record.kernelSession);
-    const lines = oom ? oomLines(oom, cells, this._trans) : [];
-    const said = peak ? peakLine(peak, record.snapshot.frames, cells, this._trans) : null;
+    const lines = oom ? oomLines(oom, cells, this._trans, this._store.runsAtOom(record)) : [];
+    const said = peak
+      ? peakLine(peak, record.snapshot.frames, cells, this._trans, this._store.runsAtPeak(record))
+      : null;
     return said ? [...lines, said] : lines;
   }
 

@@ -5,6 +5,8 @@
 import { IDisposable } from '@lumino/disposable';
 import { ISignal, Signal } from '@lumino/signaling';
 import {
+  Block,
+  BlockBirths,
   BlockRoles,
   emptySnapshot,
   FrameTable,
@@ -14,10 +16,12 @@ import {
   IRoleSummary,
   IWireBefore,
   IWireDeviceStats,
+  kernelPositions,
   oomReport,
   parseBlockRuns,
   parseRoleSummary,
   peakAnatomy,
+  retentionByExecution,
   roleChange,
   RoleBytes,
   Snapshot,
@@ -234,6 +238,7 @@ export class SnapshotStore implements IDisposable {
       this._blockRuns.set(record, runs);
     }
     this._records.push(record);
+    this._births = null;
     const excess = this._records.length - this.maxRecords;
     if (excess > 0) {
       this._records.splice(0, excess);
@@ -304,20 +309,63 @@ export class SnapshotStore implements IDisposable {
   /** The post-mortem of the cell execution's first out-of-memory error; null when it had none. */
   oomOf(record: CellRecord): IOomReport | null {
     if (!this._ooms.has(record)) {
-      const atOom =
-        record.reason === 'oom'
-          ? record
-          : this._records.find(
-              r =>
-                r.reason === 'oom' &&
-                r.cellId === record.cellId &&
-                r.executionCount === record.executionCount &&
-                r.kernelSession === record.kernelSession
-            );
+      const atOom = this._oomRecordOf(record);
       const start = atOom ? (this.startOf(atOom)?.snapshot ?? this._empty()) : null;
       this._ooms.set(record, atOom && start ? oomReport(start, atOom.snapshot, atOom.oom) : null);
     }
     return this._ooms.get(record)!;
+  }
+
+  /**
+   * The cell (its id) whose run allocated each block alive at a record's
+   * peak (`peakOf`): the record's own for what its history allocated, else
+   * the run that left the block alive at its start (see BlockBirths); null
+   * where the records cannot tell. Copies of one cell share its code name:
+   * this tells their runs apart. The records are compared on first use.
+   */
+  runsAtPeak(record: CellRecord): (b: Block) => string | null {
+    const start = this.startOf(record);
+    // A peak's blocks its history allocated have no segment (see IPeakAnatomy.alive).
+    return b => (b.segment < 0 ? record.cellId : this._runOf(b, start));
+  }
+
+  /** As `runsAtPeak`, for the blocks alive at the out-of-memory error of a record's run (`oomOf`). */
+  runsAtOom(record: CellRecord): (b: Block) => string | null {
+    const oom = this.oomOf(record);
+    const atOom = oom ? this._oomRecordOf(record) : undefined;
+    const born = new Set(oom?.diff.born ?? []);
+    const start = atOom ? this.startOf(atOom) : null;
+    return b => (born.has(b) ? (atOom?.cellId ?? null) : this._runOf(b, start));
+  }
+
+  /** The cell whose run allocated `b`, a block alive in the snapshot of cell record `at`; null when unknown. */
+  private _runOf(b: Block, at: CellRecord | null): string | null {
+    if (!at) {
+      return null;
+    }
+    if (!this._births) {
+      const runs = this.cellRuns;
+      const snapshots = runs.map(r => r.snapshot);
+      const births = new BlockBirths(retentionByExecution(snapshots, kernelPositions(runs.map(r => r.kernelSession))));
+      this._births = { runs, births };
+    }
+    const { runs, births } = this._births;
+    const run = births.runOf(b, runs.indexOf(at));
+    // With older records dropped, what the first kept one holds may be theirs: it is not named by guess.
+    return run === null || (run === 0 && this._dropped > 0) ? null : runs[run].cellId;
+  }
+
+  /** The OOM record of a record's run: the record itself, or the OOM snapshot taken during it. */
+  private _oomRecordOf(record: CellRecord): CellRecord | undefined {
+    return record.reason === 'oom'
+      ? record
+      : this._records.find(
+          r =>
+            r.reason === 'oom' &&
+            r.cellId === record.cellId &&
+            r.executionCount === record.executionCount &&
+            r.kernelSession === record.kernelSession
+        );
   }
 
   private _empty(): Snapshot {
@@ -420,6 +468,8 @@ export class SnapshotStore implements IDisposable {
   private readonly _blockRuns = new WeakMap<CellRecord, unknown>();
   private readonly _blockRoles = new WeakMap<CellRecord, BlockRoles | null>();
   private _emptySnapshot: Snapshot | null = null;
+  // Which run allocated each block, over the cell records (see _runOf); recomputed after a record is added.
+  private _births: { runs: readonly CellRecord[]; births: BlockBirths } | null = null;
   private _helper: IHelperState = { status: 'starting', message: '', replay: null };
   private _changed = new Signal<this, void>(this);
   private _isDisposed = false;

@@ -135,7 +135,8 @@ function OomBody(props: IMomentSectionProps & { record: CellRecord; oom: IOomRep
   const { model, trans, oom } = props;
   // The frames are the failing run's kernel's: its runs name the cells.
   const cells = model.cellNames(props.record.kernelSession);
-  const sites = cellSites(oom.held, oom.atOom.frames, cells, { allFrames: model.showAllFrames });
+  const runOf = model.notebook?.store.runsAtOom(props.record);
+  const sites = cellSites(oom.held, oom.atOom.frames, cells, { allFrames: model.showAllFrames }, runOf);
   const words = oomFacts(oom, trans);
   return (
     <div className="jp-CudaMemdiffMoment">
@@ -176,7 +177,8 @@ function OomBody(props: IMomentSectionProps & { record: CellRecord; oom: IOomRep
 function PeakBody(props: IMomentSectionProps & { record: CellRecord; peak: IPeakAnatomy }): JSX.Element {
   const { model, trans, peak } = props;
   const cells = model.cellNames(props.record.kernelSession);
-  const sites = cellSites(peak.alive, props.record.snapshot.frames, cells, { allFrames: model.showAllFrames });
+  const runOf = model.notebook?.store.runsAtPeak(props.record);
+  const sites = cellSites(peak.alive, props.record.snapshot.frames, cells, { allFrames: model.showAllFrames }, runOf);
   return (
     <div className="jp-CudaMemdiffMoment">
       <p className="jp-CudaMemdiffMoment-summary">

@@ -12,13 +12,13 @@ import { oomLines, peakLine } from '../history';
 
 const trans = nullTranslator.load('jupyterlab_cuda_memdiff');
 
-/** A store filled as the session fills it, and the recording's cells by their manifest index. */
+/** A store filled as the session fills it, and the recording's cells by the ids the replay gives them (`cell-2`). */
 function replayed(name: string, under = 'recordings', kernels = 1): { store: SnapshotStore; cells: CellCodeNames } {
   const store = replayedStore(name, under, kernels);
   const folder = path.join(TEST_DATA, under, name);
   const manifest = JSON.parse(fs.readFileSync(path.join(folder, 'manifest.json'), 'utf-8'));
   const cells = new CellCodeNames(
-    manifest.cells.map((c: any) => ({ id: String(c.index), source: c.source, executionCount: c.execution_count }))
+    manifest.cells.map((c: any) => ({ id: `cell-${c.index}`, source: c.source, executionCount: c.execution_count }))
   );
   return { store, cells };
 }
@@ -62,7 +62,7 @@ describe('badge tooltip from the history', () => {
     expect(lines.slice(half)).toEqual(lines.slice(0, half));
   });
 
-  it('names every copy of a cell whose code allocated at the peak, as the frame cannot tell which ran it', () => {
+  it('names every copy of a cell whose code allocated at the peak where nothing says which ran it', () => {
     // history--python: cells [2] and [3] hold the same code; cell [4]'s peak is its 512 MiB temporary
     const { store, cells } = replayed('history--python', 'live');
     const record = store.records.filter(r => r.reason === 'cell')[3];
@@ -72,11 +72,29 @@ describe('badge tooltip from the history', () => {
     );
   });
 
+  it("names the run that allocated a copy's memory at the peak, from the records", () => {
+    // [3] freed [2]'s buffers and allocated its own before [4] ran: the 256 + 32 MiB are [3]'s.
+    const { store, cells } = replayed('history--python', 'live');
+    const record = store.records.filter(r => r.reason === 'cell')[3];
+    expect(peakLine(store.peakOf(record)!, store.frames, cells, trans, store.runsAtPeak(record))).toBe(
+      'At peak (808 MiB): 512 MiB from Cell [4], line 2; 256 MiB from Cell [3], line 2; ' +
+        '32.0 MiB from Cell [3], line 4; 8.00 MiB elsewhere (2 more sites).'
+    );
+    // The same from eval_without_no_grad: [5] rebuilt the 288 MiB [3] had made, with the same code.
+    const again = replayed('eval_without_no_grad--python');
+    const last = again.store.records.filter(r => r.reason === 'cell')[5];
+    expect(
+      peakLine(again.store.peakOf(last)!, again.store.frames, again.cells, trans, again.store.runsAtPeak(last))
+    ).toMatch(
+      /^At peak \(541 MiB\): 288 MiB from Cell \[5\], line 3; 128 MiB from Cell \[1\], line 3; 60\.0 MiB from Cell \[6\], line 2; 65\.0 MiB elsewhere \(2 more sites\)\.$/
+    );
+  });
+
   it('says what the sites it names leave out of the peak, so they add up to it', () => {
     // The demo's Cell [4]: was "At peak (541 MiB): 321 MiB ...; 128 MiB ...; 60.0 MiB ...." (509 MiB).
     const { store, cells } = replayed('gpu_memory_demo--python');
     const record = store.records.filter(r => r.reason === 'cell')[3];
-    expect(peakLine(store.peakOf(record)!, store.frames, cells, trans)).toBe(
+    expect(peakLine(store.peakOf(record)!, store.frames, cells, trans, store.runsAtPeak(record))).toBe(
       'At peak (541 MiB): 321 MiB from Cell [3], line 3; 128 MiB from Cell [1], line 4; 60.0 MiB from Cell [4], line 2; ' +
         '32.0 MiB elsewhere (1 more site).'
     );
