@@ -71,6 +71,8 @@ export interface ISnapshotStore {
   oomOf(record: CellRecord): IOomReport | null;
   /** What was alive at the record's peak, from its allocation history; null without one. */
   peakOf(record: CellRecord): IPeakAnatomy | null;
+  /** The folders (`/tmp/ipykernel_<pid>/`) of the cell code the notebook's kernels ran, as their snapshots name it. */
+  readonly cellCodeFolders: ReadonlySet<string>;
   /** The cell (its id) whose run allocated each block alive at the record's peak; null where unknown. */
   runsAtPeak(record: CellRecord): (b: Block) => string | null;
   /** The cell (its id) whose run allocated each block alive at the record's out-of-memory error; null where unknown. */

@@ -144,7 +144,12 @@ export class CellBadges implements IDisposable {
     if (!names) {
       const cells = codeCellSources(this._panel.content.widgets.map(c => c.model));
       const runs = this._store.cellRuns;
-      names = new CellCodeNames(cellsAsRun(cells, runs, kernelSession), editedRuns(cells, runs, kernelSession));
+      // Only code of the notebook's own kernels names its cells (see SnapshotStore.cellCodeFolders).
+      names = new CellCodeNames(
+        cellsAsRun(cells, runs, kernelSession),
+        editedRuns(cells, runs, kernelSession),
+        new Set(this._store.cellCodeFolders)
+      );
       this._cellNames.set(kernelSession, names);
     }
     return names;

@@ -8,6 +8,7 @@ import {
   Block,
   BlockBirths,
   BlockRoles,
+  cellCodeFolder,
   emptySnapshot,
   FrameTable,
   IOomEvent,
@@ -355,6 +356,38 @@ export class SnapshotStore implements IDisposable {
     return run === null || (run === 0 && this._dropped > 0) ? null : runs[run].cellId;
   }
 
+  /**
+   * The folders of the cell code the notebook's kernels ran
+   * (`/tmp/ipykernel_<pid>/`), as the frames of the snapshots they sent name
+   * it: a frame of another folder (a file from another process, dropped on
+   * the panel) is no cell of this notebook, however alike its source. The
+   * same set grows as records come (each record's stacks are read once).
+   */
+  get cellCodeFolders(): ReadonlySet<string> {
+    for (const r of this._records) {
+      if (this._foldersRead.has(r)) {
+        continue;
+      }
+      this._foldersRead.add(r);
+      const { frames, blocks, traces } = r.snapshot;
+      const read = (stack: number) => {
+        if (this._stacksRead.has(stack)) {
+          return;
+        }
+        this._stacksRead.add(stack);
+        for (const id of frames.stack(stack)) {
+          const folder = cellCodeFolder(frames.frame(id).filename);
+          if (folder !== null) {
+            this._cellCodeFolders.add(folder);
+          }
+        }
+      };
+      blocks.forEach(b => read(b.stack));
+      traces.forEach(e => read(e.stack));
+    }
+    return this._cellCodeFolders;
+  }
+
   /** The OOM record of a record's run: the record itself, or the OOM snapshot taken during it. */
   private _oomRecordOf(record: CellRecord): CellRecord | undefined {
     return record.reason === 'oom'
@@ -468,6 +501,10 @@ export class SnapshotStore implements IDisposable {
   private readonly _blockRuns = new WeakMap<CellRecord, unknown>();
   private readonly _blockRoles = new WeakMap<CellRecord, BlockRoles | null>();
   private _emptySnapshot: Snapshot | null = null;
+  // The cell code folders the records' frames name (see cellCodeFolders), and what was read for them.
+  private readonly _cellCodeFolders = new Set<string>();
+  private readonly _foldersRead = new WeakSet<CellRecord>();
+  private readonly _stacksRead = new Set<number>();
   // Which run allocated each block, over the cell records (see _runOf); recomputed after a record is added.
   private _births: { runs: readonly CellRecord[]; births: BlockBirths } | null = null;
   private _helper: IHelperState = { status: 'starting', message: '', replay: null };

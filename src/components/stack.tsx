@@ -92,6 +92,15 @@ export function copiesText(
   return copies.map(c => cellFrameLabel(c, line, trans)[part]).join(` ${trans.__('or')} `);
 }
 
+/**
+ * What a frame of another process's code is to this notebook (see
+ * `CellCodeNames.sameCodeElsewhere`): `same code as Cell [3], run by another
+ * process`. It never says the notebook ran it: the process that did is not its kernel.
+ */
+export function elsewhereText(cells: readonly ICellSource[], trans: TranslationBundle): string {
+  return trans.__('same code as %1, run by another process', copiesText(cells, null, trans, 'cellLabel'));
+}
+
 /** A run of C++ frames shown as one line of a stack. */
 export function nativeFramesText(count: number, trans: TranslationBundle): string {
   return trans._n('[%1 C++ frame]', '[%1 C++ frames]', count);
@@ -100,11 +109,17 @@ export function nativeFramesText(count: number, trans: TranslationBundle): strin
 /**
  * A frame in one line of text, as the panel names it everywhere: `Cell [5],
  * line 3` for a notebook cell's frame (each cell with that code, see
- * copiesText), else `name (file:line)`.
+ * copiesText), else `name (file:line)`, with what another process's cell
+ * code resembles (`; same code as Cell [3], run by another process`).
  */
 export function frameText(frame: Frame, cells: CellCodeNames, trans: TranslationBundle): string {
   const match = cells.lookup(frame.filename);
-  return match ? copiesText(match.cells, frame.line, trans) : `${frame.name} (${frame.filename}:${frame.line})`;
+  if (match) {
+    return copiesText(match.cells, frame.line, trans);
+  }
+  const elsewhere = cells.sameCodeElsewhere(frame.filename);
+  const place = `${frame.filename}:${frame.line}`;
+  return elsewhere.length ? `${frame.name} (${place}; ${elsewhereText(elsewhere, trans)})` : `${frame.name} (${place})`;
 }
 
 /**
@@ -117,7 +132,13 @@ export function siteText(site: ICellSite, trans: TranslationBundle): string {
     const place = copiesText(site.sameSource ?? [site.cell], site.line, trans);
     return site.function ? trans.__('%1 (%2)', site.function, place) : place;
   }
-  return site.line === null ? trans.__('no Python stack') : `${site.filename.split('/').pop()}:${site.line}`;
+  if (site.line === null) {
+    return trans.__('no Python stack');
+  }
+  const place = `${site.filename.split('/').pop()}:${site.line}`;
+  return site.sameCodeElsewhere?.length
+    ? trans.__('%1 (%2)', place, elsewhereText(site.sameCodeElsewhere, trans))
+    : place;
 }
 
 /** Props of StackView. */
@@ -181,12 +202,16 @@ export function StackView(props: IStackViewProps): JSX.Element {
             </li>
           );
         }
+        const elsewhere = cells.sameCodeElsewhere(frame.filename);
         return (
           <li key={i} className="jp-CudaMemdiffStack-frame">
             <span className="jp-CudaMemdiffStack-name">{frame.name}</span>{' '}
             <span className="jp-CudaMemdiffStack-file">
               {frame.filename}:{frame.line}
             </span>
+            {elsewhere.length ? (
+              <span className="jp-CudaMemdiffStack-note"> ({elsewhereText(elsewhere, trans)})</span>
+            ) : null}
           </li>
         );
       })}

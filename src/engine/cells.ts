@@ -9,6 +9,8 @@
 const IPYKERNEL_SEED = 0xc70f6907;
 const MURMUR_M = 0x5bd1e995;
 const IPYKERNEL_NAME = /[\\/]ipykernel_(\d+)[\\/](\d+)\.py$/;
+// The folder part of an ipykernel code name, through `ipykernel_<pid>/`.
+const IPYKERNEL_FOLDER = /^(.*[\\/]ipykernel_\d+[\\/])\d+\.py$/;
 const IPYTHON_INPUT_NAME = /^<ipython-input-(\d+)-([0-9a-f]+)>$/;
 
 /** What a cell's code name says by itself. */
@@ -44,8 +46,8 @@ export interface ICellSource {
  * How a cell is told apart in a label (`Cell [3]`): its execution count in the
  * prompt's brackets, with the run's kernel where the session spans several
  * (`Cell [3] in kernel 1`: counts start again after a restart); a cell that shows none (not run in this kernel, e.g.
- * matched by its code to a file recorded elsewhere) by its place, `2/5`, as
- * the status bar says "Cell 2/5"; `[ ]` where neither is known.
+ * a copy of a cell that ran, or a cell whose code another process ran: see `CellCodeNames.sameCodeElsewhere`) by its
+ * place, `2/5`, as the status bar says "Cell 2/5"; `[ ]` where neither is known.
  */
 export function cellTag(cell: ICellSource): string {
   if (cell.executionCount !== undefined && cell.executionCount !== null) {
@@ -150,6 +152,15 @@ export function parseCellFilename(filename: string): CellCodeName | null {
   return null;
 }
 
+/**
+ * The folder of an ipykernel code name, through `ipykernel_<pid>/`
+ * (`/tmp/ipykernel_447/`): the process whose cells it names. Null for any
+ * other file name (plain IPython's `<ipython-input-N-hash>` names no process).
+ */
+export function cellCodeFolder(filename: string): string | null {
+  return IPYKERNEL_FOLDER.exec(filename)?.[1] ?? null;
+}
+
 /** True when a frame filename names a notebook cell. */
 export function isCellFilename(filename: string): boolean {
   return parseCellFilename(filename) !== null;
@@ -160,9 +171,22 @@ export function isCellFilename(filename: string): boolean {
  * as it reads now, and the code cells ran before they were edited
  * (`edited`, each with its `sourceAsRun`; see editedRuns), so a frame of an
  * earlier run still finds its cell.
+ *
+ * ipykernel names a cell's code by the hash of its source, so the same
+ * source has the same name in every process but for the folder
+ * (`/tmp/ipykernel_<pid>/`). Given `folders`, the folders of the processes
+ * that ran these cells (the notebook's kernels, as their snapshots' frames
+ * name them), a name in another folder is no cell of theirs however alike
+ * the source: `lookup` gives null, and `sameCodeElsewhere` the cells whose
+ * source it is. Without `folders`, every name with a cell's hash is that cell's
+ * (a session folder's files all come from its own kernels).
  */
 export class CellCodeNames {
-  constructor(cells: readonly ICellSource[], edited: readonly ICellSource[] = []) {
+  constructor(
+    cells: readonly ICellSource[],
+    edited: readonly ICellSource[] = [],
+    private readonly _folders: ReadonlySet<string> | null = null
+  ) {
     for (const cell of cells) {
       this._add(murmur2(cell.source), cell);
       if (cell.executionCount !== undefined && cell.executionCount !== null) {
@@ -184,7 +208,7 @@ export class CellCodeNames {
     this._byHash.set(hash, list);
   }
 
-  /** The cells a frame filename stands for, or null when it names no known cell. */
+  /** The cells a frame filename stands for, or null when it names no known cell (or another process's code). */
   lookup(filename: string): ICellMatch | null {
     const name = parseCellFilename(filename);
     if (!name) {
@@ -192,10 +216,26 @@ export class CellCodeNames {
     }
     if (name.kind === 'ipykernel') {
       const cells = this._byHash.get(name.hash);
-      return cells ? { name, cells, ambiguous: cells.length > 1 } : null;
+      return cells && this._ours(filename) ? { name, cells, ambiguous: cells.length > 1 } : null;
     }
     const cell = this._byCount.get(name.executionCount);
     return cell ? { name, cells: [cell], ambiguous: false } : null;
+  }
+
+  /**
+   * The cells whose source is the code a frame filename names, where that is
+   * code another process ran (its folder is none of `folders`): what it
+   * resembles, which this notebook did not run. Empty otherwise.
+   */
+  sameCodeElsewhere(filename: string): readonly ICellSource[] {
+    const name = parseCellFilename(filename);
+    return name?.kind === 'ipykernel' && !this._ours(filename) ? (this._byHash.get(name.hash) ?? []) : [];
+  }
+
+  /** True when a code name can be one of these cells' runs: no folders are known, or it is in one of them. */
+  private _ours(filename: string): boolean {
+    const folder = cellCodeFolder(filename);
+    return this._folders === null || folder === null || this._folders.has(folder);
   }
 
   private readonly _byHash = new Map<number, ICellSource[]>();

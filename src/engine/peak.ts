@@ -33,6 +33,12 @@ export interface ICellSite {
    * cell) and which of them ran it is unknown; `cell` is the first of them.
    */
   readonly sameSource?: readonly ICellSource[];
+  /**
+   * For code another process ran (`cell` is null; see
+   * `CellCodeNames.sameCodeElsewhere`), the notebook's cells whose source
+   * it is: what it resembles, not what this notebook ran.
+   */
+  readonly sameCodeElsewhere?: readonly ICellSource[];
   /** The line (inside the cell, for a cell); null without a Python stack. */
   readonly line: number | null;
   /**
@@ -252,6 +258,7 @@ export function cellSites(
       bytes: number;
       blocks: number;
       sameSource?: readonly ICellSource[];
+      sameCodeElsewhere?: readonly ICellSource[];
     }
   >();
   const siteOfStack = new Map<number, number>();
@@ -286,6 +293,10 @@ export function cellSites(
       };
       if (copies) {
         g.sameSource = match.cells;
+      }
+      const elsewhere = !match && frame ? (cells?.sameCodeElsewhere(frame.filename) ?? []) : [];
+      if (elsewhere.length) {
+        g.sameCodeElsewhere = elsewhere;
       }
       groups.set(key, g);
     }

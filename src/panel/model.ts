@@ -401,13 +401,20 @@ export class DiffPanelModel implements IDisposable {
     const cells = cellsAsRun(now, records, kernel);
     // The code cells ran before they were edited: their earlier runs' frames still name them.
     const edited = editedRuns(now, records, kernel);
+    // Only code of the notebook's own kernels names its cells: a file from another process does not.
+    const folders = this._notebook?.store.cellCodeFolders ?? new Set<string>();
     const cached = this._cellNames.get(kernel);
-    if (cached !== undefined && Private.sameCells(cached.cells, cells) && Private.sameCells(cached.edited, edited)) {
+    if (
+      cached !== undefined &&
+      cached.folders === folders.size &&
+      Private.sameCells(cached.cells, cells) &&
+      Private.sameCells(cached.edited, edited)
+    ) {
       return cached.names;
     }
     // One map per kernel the views name cells for (a restart adds one; another notebook starts afresh).
-    const names = new CellCodeNames(cells, edited);
-    this._cellNames.set(kernel, { cells, edited, names });
+    const names = new CellCodeNames(cells, edited, new Set(folders));
+    this._cellNames.set(kernel, { cells, edited, names, folders: folders.size });
     return names;
   }
 
@@ -476,9 +483,10 @@ export class DiffPanelModel implements IDisposable {
   private _selected: CellRecord | null = null;
   /** The latest record when the user selected `_selected`: a later one ends the selection. */
   private _selectedWhileLatest: CellRecord | null = null;
+  // The folders only grow: their number tells whether a kernel added one.
   private readonly _cellNames = new Map<
     number | null,
-    { cells: ICellSource[]; edited: ICellSource[]; names: CellCodeNames }
+    { cells: ICellSource[]; edited: ICellSource[]; names: CellCodeNames; folders: number }
   >();
   private _runTags: { key: readonly [number, CellRecord?, CellRecord?]; tags: string[] } | null = null;
   private _showAllFrames = false;

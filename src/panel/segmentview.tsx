@@ -21,7 +21,15 @@ import {
   visibleStack
 } from '../engine';
 import { largestGroups, rolesPresent, segmentMapLayout } from './segments';
-import { cellFrameLabel, copiesText, ICellLocation, nativeFramesText, StackView } from '../components/stack';
+import {
+  cellFrameLabel,
+  copiesText,
+  elsewhereText,
+  frameText,
+  ICellLocation,
+  nativeFramesText,
+  StackView
+} from '../components/stack';
 import { useWidth } from './width';
 
 /** Width before the panel is measured, in pixels. */
@@ -63,7 +71,17 @@ function allocatingCell(
     if (isCellFilename(frame.filename)) {
       const copies = cells.lookup(frame.filename)?.cells;
       // Copies of one cell share its code: one colour, and the legend names each copy.
-      return copies ? { key: `cell:${copies[0].id}`, label: copiesText(copies, frame.line, trans, 'cellLabel') } : null;
+      if (copies) {
+        return { key: `cell:${copies[0].id}`, label: copiesText(copies, frame.line, trans, 'cellLabel') };
+      }
+      // Another process ran the same code: its own colour, never the cell's (this notebook did not run it).
+      const elsewhere = cells.sameCodeElsewhere(frame.filename);
+      return elsewhere.length
+        ? {
+            key: `elsewhere:${elsewhere[0].id}`,
+            label: trans.__('Same code as %1, run by another process', copiesText(elsewhere, null, trans, 'cellLabel'))
+          }
+        : null;
     }
   }
   return null;
@@ -83,7 +101,11 @@ function allocatingSite(
   }
   const frame = snapshot.frames.frame(id);
   const copies = cells.lookup(frame.filename)?.cells;
-  const where = copies ? copiesText(copies, frame.line, trans) : `${frame.filename.split('/').pop()}:${frame.line}`;
+  const elsewhere = copies ? [] : cells.sameCodeElsewhere(frame.filename);
+  const where = copies
+    ? copiesText(copies, frame.line, trans)
+    : `${frame.filename.split('/').pop()}:${frame.line}` +
+      (elsewhere.length ? `; ${elsewhereText(elsewhere, trans)}` : '');
   return { key: `site:${id}`, label: `${frame.name} (${where})` };
 }
 
@@ -104,7 +126,7 @@ function blockTitle(snapshot: Snapshot, block: Block, cells: CellCodeNames, tran
         const { label, sourceLine } = cellFrameLabel(cell, f.line, trans);
         lines.push(`  ${label}: ${sourceLine}`);
       } else {
-        lines.push(`  ${f.name} (${f.filename}:${f.line})`);
+        lines.push(`  ${frameText(f, cells, trans)}`);
       }
     }
   }

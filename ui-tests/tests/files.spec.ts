@@ -3,13 +3,15 @@ import { execFileSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import { gunzipSync } from 'zlib';
+import { openReplayedDemo, runReplayedDemo } from './demo';
 
 // The timeline of a snapshot file that carries trace entries, as the user sees
 // it: the drawn line ends at the height of what the recording says the last
 // cell left allocated, the hover names the event's stack, and clicking two
 // cell boundaries shows the same site and bytes as the CLI's diff of the two
-// cells' own recorded pickles. With the notebook whose code made the file
-// open, its frames are named by cell, as the panel names them.
+// cells' own recorded pickles. With a notebook holding the code that made the
+// file open, its frames say which cell's code they are, and that another
+// process ran it: the notebook's kernel did not.
 const ROOT = path.resolve(__dirname, '../..');
 const REC = path.join(ROOT, 'test-data', 'recordings', 'clean_training--python');
 const CLI = path.join(ROOT, 'bin', 'cuda-memdiff.js');
@@ -67,14 +69,17 @@ test.describe('snapshot file timeline', () => {
     const boundaries = view.locator('.jp-CudaMemdiffTimeline-boundary');
     await expect(boundaries).toHaveCount(4);
 
-    // Hovering shows the event under the pointer with its stack, down to the notebook cell: the
-    // frame of /tmp/ipykernel_644/1078466348.py, line 4, is the first code cell's line 4 (not run: named by its place).
+    // Hovering shows the event under the pointer with its stack, down to the notebook cell's code: the
+    // frame of /tmp/ipykernel_644/1078466348.py, line 4, is the first code cell's code (not run: named by its
+    // place), which another process (pid 644) ran, not this notebook's kernel.
     const box = (await chart.boundingBox())!;
     await page.mouse.move(box.x + box.width * (0.5 / 2454), box.y + box.height / 2);
     const hover = view.locator('.jp-CudaMemdiffTimeline-hover');
     await expect(hover).toContainText('Moment 1: alloc of 6.75 KiB, then 7.00 KiB allocated');
     // A cell's place counts every cell, the heading too, as the status bar does.
-    await expect(hover.locator('li').first()).toHaveText('Cell 2/6, line 4');
+    await expect(hover.locator('li').first()).toHaveText(
+      /^\S+ \(\/tmp\/ipykernel_644\/1078466348\.py:4; same code as Cell 2\/6, run by another process\)$/
+    );
 
     // Click the boundary after cell 0, then the one after cell 1: the diff is
     // the CLI's diff of the cells' recorded pickles.
@@ -99,21 +104,29 @@ test.describe('snapshot file timeline', () => {
     );
     const top = result.locator('tbody tr').first();
     // The site is a line of the training cell, which the notebook holds twice (cells 3 and 5 of 6): not run
-    // here, each is named by its place, as the status bar names cells.
+    // here, each is named by its place, as the status bar names cells, as code another process ran.
     const site = expected.groups[0].site;
     const ran = manifest.cells.find(
       (c: any) => manifest.code_names_by_execution_count[c.execution_count] === site.filename
     );
     const places = sources.flatMap((s, k) => (s === ran.source ? [k + 2] : []));
     expect(places).toEqual([3, 5]);
-    await expect(top.locator('td').last()).toHaveText(places.map(k => `Cell ${k}/6, line ${site.line}`).join(' or '));
+    await expect(top.locator('td').last()).toHaveText(
+      `${site.name} (${site.filename}:${site.line}; same code as ${places.map(k => `Cell ${k}/6`).join(' or ')}, ` +
+        'run by another process)'
+    );
     await expect(top.locator('td').first()).toHaveText(`+${mib(expected.groups[0].net_bytes)}`);
-    // The panel, showing the same file, names cells the same way: each colour of its segment map names its
-    // cell, the training cell's two copies together.
+    // The panel, showing the same file, names cells the same way: each colour of its segment map names the
+    // cell whose code it is, the training cell's two copies together, run by another process.
     const legend = page.locator('#cuda-memdiff-panel .jp-CudaMemdiffSegments-legend li');
     await expect(legend.first()).toBeVisible();
-    const cellColours = (await legend.allTextContents()).filter(t => t.startsWith('Cell'));
-    expect(cellColours).toEqual(expect.arrayContaining(['Cell 2/6', `Cell 3/6 or Cell 5/6`]));
+    const cellColours = (await legend.allTextContents()).filter(t => t.startsWith('Same code as'));
+    expect(cellColours).toEqual(
+      expect.arrayContaining([
+        'Same code as Cell 2/6, run by another process',
+        'Same code as Cell 3/6 or Cell 5/6, run by another process'
+      ])
+    );
     expect(new Set(cellColours).size).toBe(cellColours.length);
     await result.scrollIntoViewIfNeeded();
     await expect(result).toBeInViewport();
@@ -351,6 +364,29 @@ test.describe('snapshot files dropped on the panel', () => {
     await panel.locator('[data-cuda-memdiff-side="before"]').selectOption('empty');
     await expect(status).toHaveText(/^Born 481 MiB in 38 blocks, freed 0 B in 0 blocks/);
     await expect(note).toHaveCount(0);
+  });
+
+  test("name another process's code as such, not as the notebook's cell", async ({ page, tmpPath }) => {
+    // The demo, replayed from its recording (kernel pid 669), builds `preds` in Cell [3]; eval_without_no_grad
+    // (pid 447) ran the same source, so its file names that code by the same hash in another folder.
+    // Was "Cell [3], line 3", and the segment map's "Cell [3]": as if this notebook had allocated it.
+    test.setTimeout(180000);
+    await openReplayedDemo(page, tmpPath);
+    await runReplayedDemo(page);
+    await page.contents.uploadFile(path.join(DROP_REC, 'cell03.pickle.gz'), `${tmpPath}/cell03.pickle.gz`);
+    await page.evaluate(() => window.jupyterapp.commands.execute('cuda-memdiff:open-panel'));
+    const panel = page.locator(PANEL);
+    await dropOnPanel(page, [`${tmpPath}/cell03.pickle.gz`]);
+    await expect(panel.locator('[data-cuda-memdiff-side="after"]')).toHaveValue('f0', { timeout: 60000 });
+    const site = panel.locator('[data-cuda-memdiff-site$="3447429980.py:3"]');
+    await expect(site).toContainText(
+      '<module> (/tmp/ipykernel_447/3447429980.py:3; same code as Cell [3], run by another process)'
+    );
+    await site.scrollIntoViewIfNeeded();
+    await expect(site).toBeInViewport();
+    const legend = panel.locator('.jp-CudaMemdiffSegments-legend li');
+    await expect(legend.filter({ hasText: 'Same code as Cell [3], run by another process' })).toHaveCount(1);
+    await expect(legend.filter({ hasText: /^Cell \[3\]/ })).toHaveCount(0);
   });
 
   // The drop is the panel's own: with the files plugin disabled (JupyterLab's

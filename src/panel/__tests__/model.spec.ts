@@ -5,6 +5,8 @@ import { SnapshotStore } from '../../capture/store';
 import { cellLine, cellTag, fromTransfer, murmur2, readSnapshot, toTransfer } from '../../engine';
 import { DiffPanelModel, distinctFileNames, IFollowedNotebook, PanelSection } from '../model';
 import { runsOf } from '../../engine/__tests__/roleRuns';
+import { nullTranslator } from '@jupyterlab/translation';
+import { frameText } from '../../components/stack';
 
 const REC = path.resolve(__dirname, '../../../test-data/recordings/eval_without_no_grad--python');
 const manifest = JSON.parse(fs.readFileSync(path.join(REC, 'manifest.json'), 'utf-8'));
@@ -102,7 +104,7 @@ describe('DiffPanelModel', () => {
     const placeOf = () =>
       model
         .cellNames()
-        .lookup(`/tmp/ipykernel_1/${murmur2(sources[4])}.py`)!
+        .lookup(`/tmp/ipykernel_447/${murmur2(sources[4])}.py`)!
         .cells.map(cellTag);
     // Cell 2 ran (its record gives [3]); its copy, cell 4, has not: named by its place.
     expect(placeOf()).toEqual(['[3]', `5/${sources.length}`]);
@@ -313,7 +315,7 @@ describe('DiffPanelModel kernel sessions and reveal requests', () => {
     model.setNotebook(notebook);
     const [first, second, again] = model.records;
     const named = (names: ReturnType<typeof model.cellNames>, k: number) =>
-      names.lookup(`/tmp/ipykernel_1/${murmur2(manifest.cells[k].source)}.py`)!.cells.map(cellTag);
+      names.lookup(`/tmp/ipykernel_447/${murmur2(manifest.cells[k].source)}.py`)!.cells.map(cellTag);
     // kernel 1's snapshots: cell-1's frames are its kernel 1 run, not its latest
     const inKernel1 = model.cellNamesFor({ kind: 'record', record: second });
     expect(named(inKernel1, 0)).toEqual(['[1] in kernel 1']);
@@ -548,5 +550,55 @@ describe('DiffPanelModel by role', () => {
     expect(model.canGroupByRole).toBe(false);
     expect(model.roleGroups).toBeNull();
     expect(model.groups.length).toBeGreaterThan(0);
+  });
+});
+
+describe('DiffPanelModel names a file from another process', () => {
+  // The demo (live/gpu_memory_demo--holders, kernel pid 669) and eval_without_no_grad (pid 447) both run
+  // `preds = []; for b in batches: preds.append(model(b))`: one source, one ipykernel hash, two processes.
+  const DEMO = path.resolve(REC, '../../live/gpu_memory_demo--holders');
+  const demo = JSON.parse(fs.readFileSync(path.join(DEMO, 'manifest.json'), 'utf-8'));
+
+  function demoNotebook(): IFollowedNotebook & { store: SnapshotStore } {
+    const store = new SnapshotStore();
+    demo.cells.forEach((c: any, k: number) =>
+      store.add({
+        cellId: `cell-${k}`,
+        executionCount: c.execution_count,
+        reason: 'cell',
+        seq: k + 1,
+        snapshot: readSnapshot(new Uint8Array(fs.readFileSync(path.join(DEMO, c.snapshot_file))), store.frames),
+        devices: [],
+        error: null,
+        replay: null
+      })
+    );
+    return {
+      title: 'gpu_memory_demo.ipynb',
+      store,
+      cells: () => demo.cells.map((c: any, i: number) => ({ id: `cell-${i}`, source: c.source }))
+    };
+  }
+
+  it("matches a frame to a cell only where the notebook's kernel ran that code", () => {
+    const model = new DiffPanelModel();
+    const notebook = demoNotebook();
+    model.setNotebook(notebook);
+    expect([...notebook.store.cellCodeFolders]).toEqual(['/tmp/ipykernel_669/']);
+    // Was "Cell [3], line 3": the other process's file read as if this notebook's Cell [3] made it.
+    model.addFile('cell03.pickle.gz', parsed(3));
+    const trans = nullTranslator.load('jupyterlab_cuda_memdiff');
+    const names = model.cellNamesFor(model.comparison!.before, model.comparison!.after);
+    const labels = model.groups.map(g => frameText(model.diff!.frames.frame(g.frameId), names, trans));
+    expect(labels).toEqual([
+      '<module> (/tmp/ipykernel_447/3447429980.py:3; same code as Cell [3], run by another process)',
+      '<module> (/tmp/ipykernel_447/2461975253.py:3)',
+      '<module> (/tmp/ipykernel_447/3654366748.py:1)'
+    ]);
+    // The notebook's own snapshot, saved and dropped back: its kernel's code, so its cells.
+    const own = readSnapshot(new Uint8Array(fs.readFileSync(path.join(DEMO, 'cell02.pickle.gz'))));
+    model.addFile('cell02.pickle.gz', own, 'demo/cell02.pickle.gz');
+    const mine = model.cellNamesFor(model.comparison!.before, model.comparison!.after);
+    expect(frameText(model.diff!.frames.frame(model.groups[0].frameId), mine, trans)).toBe('Cell [3], line 3');
   });
 });
