@@ -7,7 +7,7 @@
  * may lack `frames`; `oom` entries carry `device_free` instead of `addr`.
  */
 import { checkEntryCount, DEFAULT_DECODE_LIMITS, IDecodeLimits, LimitError } from './budget';
-import { checkBlocksApart, checkNoOverlap } from './consistency';
+import { checkBlocksApart, checkNoOverlap, checkSegmentEnd, MAX_EXACT, PAST_EXACT } from './consistency';
 import { clip, NotebookError, SnapshotError } from './errors';
 import { Block, BlockState, DeviceTotals, FrameTable, Segment, Snapshot, TraceEntry } from './model';
 import { PyDict, PyValue, ownValue } from './pickle';
@@ -142,6 +142,8 @@ namespace Private {
         isExpandable: ownValue(seg, 'is_expandable') === true,
         stack: this._stack(ownValue(seg, 'frames'))
       };
+      // Before any block is placed in it: each block's end is then exact, or outside the segment.
+      checkSegmentEnd(segment, where);
       const rawBlocks = ownValue(seg, 'blocks');
       const blocks: Block[] = [];
       if (rawBlocks !== undefined && !Array.isArray(rawBlocks)) {
@@ -305,24 +307,27 @@ namespace Private {
 
   /**
    * An address, size or index: a safe non-negative integer (a negative size
-   * or 1e300 would print as nonsense and break every sum after it).
+   * or 1e300 would print as nonsense and break every sum after it). The
+   * pickle reader keeps an integer past 2^53 - 1 exact, as a bigint, so the
+   * refusal quotes the file's own digits.
    */
   function int(v: PyValue | undefined, at: Where | string, field: string, fallback?: number): number {
     if ((v === undefined || v === null) && fallback !== undefined) {
       return fallback;
     }
-    if (typeof v === 'number' && Number.isInteger(v)) {
+    if ((typeof v === 'number' && Number.isInteger(v)) || typeof v === 'bigint') {
       if (v < 0) {
-        throw new SnapshotError(`not a snapshot: ${at} ${field} is negative (${v})`);
+        throw new SnapshotError(`not a snapshot: ${at} ${field} is negative (${printableNumber(v)})`);
       }
-      if (Number.isSafeInteger(v)) {
-        return v;
+      if (v <= MAX_EXACT) {
+        return Number(v);
       }
+      throw new SnapshotError(`not a snapshot: ${at} ${field} is out of range (${printableNumber(v)}): ${PAST_EXACT}`);
     }
-    if (typeof v === 'number' && Number.isFinite(v) && !Number.isInteger(v)) {
+    if (typeof v === 'number' && Number.isFinite(v)) {
       throw new SnapshotError(`not a snapshot: ${at} ${field} is not an integer (${v})`);
     }
-    if (typeof v === 'number' || typeof v === 'bigint') {
+    if (typeof v === 'number') {
       throw new SnapshotError(`not a snapshot: ${at} ${field} is out of range (${printableNumber(v)})`);
     }
     throw new SnapshotError(`not a snapshot: ${at} ${field} is ${v === undefined ? 'missing' : 'not an integer'}`);
