@@ -32,6 +32,16 @@ def test_message_schema_enums_are_the_protocol_constants():
     assert d["holderReference"]["properties"]["type"]["enum"] == list(protocol.HOLDER_REFERENCES)
 
 
+def test_message_schema_holds_integers_to_what_the_frontend_reads_exactly():
+    d = MESSAGES["definitions"]
+    assert protocol.MAX_EXACT_INTEGER == 2**53 - 1
+    assert d["count"]["maximum"] == protocol.MAX_EXACT_INTEGER
+    assert (d["exactInteger"]["minimum"], d["exactInteger"]["maximum"]) == (
+        -protocol.MAX_EXACT_INTEGER,
+        protocol.MAX_EXACT_INTEGER,
+    )
+
+
 def test_role_codes_name_each_role_once_and_the_schema_takes_exactly_them():
     assert len(protocol.ROLE_CODES) == len(protocol.ROLES) == len(set(protocol.ROLE_CODES))
     runs = MESSAGES["definitions"]["roles"]["properties"]["blocks"]["properties"]["runs"]["pattern"]

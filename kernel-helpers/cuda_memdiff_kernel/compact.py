@@ -18,6 +18,17 @@ STATE_CODES = {name: code for code, name in enumerate(protocol.BLOCK_STATES)}
 ROW_DEVICE, ROW_ADDRESS, ROW_SIZE, ROW_REQUESTED, ROW_STATE, ROW_STACK, ROW_SEGMENT = range(7)
 
 
+class NotExact(ValueError):
+    """An integer a message would carry past what the frontend's numbers hold exactly (protocol.MAX_EXACT_INTEGER):
+    sent on, it would arrive rounded. Only a damaged or hostile recording holds one."""
+
+
+def check_exact(value, where):
+    """Raise NotExact naming ``where`` (``segment 4 address``) when ``value`` is an integer past 2**53 - 1."""
+    if type(value) is int and abs(value) > protocol.MAX_EXACT_INTEGER:
+        raise NotExact(f"{where} is out of range ({value}): {protocol.PAST_EXACT}")
+
+
 class FrameTable:
     """Frames and stacks of one kernel, interned; ids never change and the lists only grow."""
 
@@ -57,6 +68,8 @@ class FrameTable:
     def _frame_id(self, key):
         fid = self._frame_ids.get(key)
         if fid is None:
+            # Checked once per distinct frame, before the table keeps it: every later message would carry it.
+            check_exact(key[1], "a frame's line")
             # Append first: an interrupt between the two leaves a spare frame, never a wrong id.
             self.frames.append(list(key))
             fid = self._frame_ids[key] = len(self.frames) - 1

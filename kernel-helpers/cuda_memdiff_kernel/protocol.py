@@ -10,6 +10,12 @@ tests validate against. The frontend opens one comm per notebook to
 PROTOCOL_VERSION = 2
 COMM_TARGET = "cuda-memdiff"
 
+# The largest integer a message may carry: the frontend reads every JSON number as a double, exact only up to
+# 2**53 - 1 (protocol.schema.json's ``count`` says the same). Real CUDA addresses stay below 2**48.
+MAX_EXACT_INTEGER = 2**53 - 1
+# Why a larger one is refused, in the words the frontend's refusals end with (src/engine/consistency.ts).
+PAST_EXACT = "past 2^53 - 1, where numbers stop being exact"
+
 # Statuses, in the words the frontend shows.
 WAITING_TORCH = "waiting-for-torch"
 WAITING_CUDA = "waiting-for-cuda"

@@ -22,6 +22,7 @@ import pickle
 import zlib
 
 from . import protocol
+from .compact import NotExact, check_exact
 from .manifest import ManifestError, inside_folder, read_manifest
 
 REPLAY_ENV = "CUDA_MEMDIFF_REPLAY"
@@ -141,13 +142,19 @@ class ReplaySource:
         return answer
 
     def snapshot(self, file_name):
-        """The raw snapshot in the folder's ``file_name``; ReplayError naming it when it cannot be read."""
+        """The raw snapshot in the folder's ``file_name``; ReplayError naming it when it cannot be read, or when
+        an integer the wire would carry is past what the frontend's numbers hold exactly."""
         try:
-            return load_snapshot_file(os.path.join(self.folder, file_name))
+            raw = load_snapshot_file(os.path.join(self.folder, file_name))
         except ReplayError:
             raise
         except _UNREADABLE as exc:
             raise ReplayError(f"{self.folder}: {file_name} cannot be read as a snapshot ({_reason(exc)})") from None
+        try:
+            _check_sent_integers(raw)
+        except NotExact as exc:
+            raise ReplayError(f"{self.folder}: {file_name} {exc}") from None
+        return raw
 
     @contextlib.contextmanager
     def reading(self, file_name):
@@ -155,6 +162,8 @@ class ReplaySource:
         that names the file, not a KeyError of the reader's."""
         try:
             yield
+        except NotExact as exc:  # a frame's line, found as the reader interns it
+            raise ReplayError(f"{self.folder}: {file_name} {exc}") from None
         except _MISSHAPEN as exc:
             raise ReplayError(
                 f"{self.folder}: {file_name} is not a snapshot as torch writes it ({_reason(exc)})"
@@ -209,6 +218,43 @@ class ReplaySource:
         ]
 
 
+# The integers of a raw snapshot that a snapshot message carries (compact.py, log.py), by where they sit.
+_SEGMENT_INTEGERS = ("device", "address", "total_size", "stream")
+_BLOCK_INTEGERS = ("address", "size", "requested_size")
+_TRACE_INTEGERS = ("addr", "size", "time_us")
+
+
+def _sent_items(raw):
+    """(dict, the integer fields the wire carries from it, where it sits) for each segment, block and trace entry."""
+
+    def items(value):
+        return value if isinstance(value, list) else ()
+
+    segments = raw.get("segments") if isinstance(raw, dict) else raw
+    for i, segment in enumerate(items(segments)):
+        yield segment, _SEGMENT_INTEGERS, f"segment {i}"
+        for j, block in enumerate(items(segment.get("blocks") if isinstance(segment, dict) else None)):
+            yield block, _BLOCK_INTEGERS, f"segment {i} block {j}"
+    for device, entries in enumerate(items(raw.get("device_traces") if isinstance(raw, dict) else None)):
+        for k, entry in enumerate(items(entries)):
+            yield entry, _TRACE_INTEGERS, f"device {device} trace entry {k}"
+
+
+def _check_sent_integers(raw):
+    """Raise NotExact, naming the field as the frontend's reader names it (``segment 4 address``), where a recorded
+    snapshot holds an integer the wire would carry past 2**53 - 1.
+
+    A recording comes from anywhere, and the frontend reads every number of a message as a double: sent on, such
+    an integer would arrive rounded, two blocks at two addresses as one. Values of another type are left to the
+    reader, whose errors name the file too (``reading``), and frames' lines to the frame table, which sees each
+    distinct frame once (compact.FrameTable).
+    """
+    for item, keys, where in _sent_items(raw):
+        if isinstance(item, dict):
+            for key in keys:
+                check_exact(item.get(key), f"{where} {key}")
+
+
 def _reason(exc):
     """An exception of Python's reading, in one short line: its kind in words and its text."""
     text = str(exc).splitlines()[0] if str(exc) else ""
@@ -228,6 +274,8 @@ def _holders_row(row):
     device, address, holders = row["device"], row["address"], row["holders"]
     if not all(type(n) is int for n in (device, address)) or not isinstance(holders, list):
         raise TypeError(f"a row is not a block's holders: {row!r:.80}")
+    check_exact(device, "a row's device")
+    check_exact(address, "a row's address")
     for h in holders:
         if not (isinstance(h, dict) and isinstance(h.get("kind"), str) and isinstance(h.get("path"), str)):
             raise TypeError(f"a holder is not a kind and a path: {h!r:.80}")

@@ -145,6 +145,24 @@ def test_replay_answers_holders_with_those_recorded_after_the_last_cell(shell, t
         ReplaySource(str(tmp_path))
 
 
+def test_replay_refuses_a_recorded_holders_row_past_2_53_by_the_file(tmp_path):
+    # Sent on, the frontend would round the address, and the row would name another block, or none.
+    src = LIVE / "exception_kept--holders"
+    manifest = json.loads((src / "manifest.json").read_text())
+    for cell in manifest["cells"]:
+        for f in [cell["snapshot_file"], cell["holders_file"]]:
+            shutil.copy(src / f, tmp_path / f)
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    rows = json.loads((src / "cell00.holders.json").read_text())
+    asked = [{"device": b["device"], "address": b["address"]} for b in rows["blocks"]]
+    rows["blocks"][0]["address"] = 2**53
+    (tmp_path / "cell00.holders.json").write_text(json.dumps(rows))
+    source = ReplaySource(str(tmp_path))
+    source.take(manifest["cells"][0]["source"])
+    with pytest.raises(ReplayError, match=r"cell00\.holders\.json is not a holders answer \(a row's address is out of"):
+        source.holders(asked)
+
+
 def test_replay_of_a_recording_without_holders_names_none(shell, tmp_path):
     folder, manifest = replay_folder(tmp_path, "eval_without_no_grad--python")
     install(shell, replay=ReplaySource(str(folder)))
@@ -553,6 +571,53 @@ def test_a_damaged_recording_is_a_note_that_names_the_file(shell, tmp_path, dama
     assert len(comm.of_type("snapshot")) == 2  # the cells before and after it still replay
 
 
+def _moved_past_exact(raw):
+    """The last segment, its blocks with it, moved to 2**60: past 2**53 - 1, which a JavaScript number holds."""
+    segment = raw["segments"][-1]
+    shift = 2**60 - segment["address"]
+    segment["address"] += shift
+    for block in segment["blocks"]:
+        block["address"] += shift
+    return re.escape(f"segment {len(raw['segments']) - 1} address is out of range ({2**60})")
+
+
+def _block_size_past_exact(raw):
+    raw["segments"][0]["blocks"][0]["size"] = 2**53
+    return re.escape(f"segment 0 block 0 size is out of range ({2**53})")
+
+
+def _trace_address_past_exact(raw):
+    raw["device_traces"][0][0]["addr"] = 2**64 - 1
+    return re.escape(f"device 0 trace entry 0 addr is out of range ({2**64 - 1})")
+
+
+def _frame_line_past_exact(raw):
+    frames = next(b["frames"] for s in raw["segments"] for b in s["blocks"] if b.get("frames"))
+    frames[0] = dict(frames[0], line=2**53)
+    return re.escape(f"a frame's line is out of range ({2**53})")
+
+
+@pytest.mark.parametrize(
+    "damage", [_moved_past_exact, _block_size_past_exact, _trace_address_past_exact, _frame_line_past_exact]
+)
+def test_a_recording_with_an_integer_past_2_53_is_a_note_that_names_the_file_and_field(shell, tmp_path, damage):
+    # Sent on, the frontend's JSON.parse would round it (a number is exact only to 2**53 - 1): two blocks at two
+    # addresses would arrive at one, and a diff would merge them. Refused here by file and field, as the CLI does.
+    folder, manifest = replay_folder(tmp_path, "clean_training--python")
+    name = manifest["cells"][1]["snapshot_file"]
+    raw = pickle.loads(gzip.decompress((folder / name).read_bytes()))
+    field = damage(raw)  # a pattern
+    (folder / name).write_bytes(gzip.compress(pickle.dumps(raw)))
+    install(shell, replay=ReplaySource(str(folder)))
+    comm = attach(shell)
+    for cell in manifest["cells"][:3]:
+        assert shell.run_cell(cell["source"], store_history=True).success
+    note = comm.of_type("cell-note")[-1]["message"]
+    past = r"past 2\^53 - 1, where numbers stop being exact"
+    assert re.fullmatch(rf"no snapshot for this cell: {re.escape(str(folder))}: {name} {field}: {past}", note), note
+    assert len(comm.of_type("snapshot")) == 2  # the cells before and after it still replay
+
+
 @pytest.mark.parametrize(
     "field, value, why",
     [
@@ -565,6 +630,11 @@ def test_a_damaged_recording_is_a_note_that_names_the_file(shell, tmp_path, dama
         ("after", {"per_device": [5]}, r"cells\[1\] after per_device\[0\] must be an object, not 5"),
         ("after", {"peak_allocated": "x"}, r'cells\[1\] after peak_allocated must be a whole number of bytes, not "x"'),
         ("before", {"allocated": -1}, r"cells\[1\] before allocated must be a whole number of bytes, not -1"),
+        (
+            "after",
+            {"per_device": [{"device": 0, "reserved": 2**53}]},
+            r"cells\[1\] after per_device\[0\] reserved must be a whole number of bytes, not a number beyond 2\^53",
+        ),
         ("error", ["x"], r"cells\[1\] error must be the error's text or null, not a list"),
     ],
 )

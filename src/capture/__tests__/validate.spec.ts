@@ -33,6 +33,16 @@ describe('validateMessage', () => {
     expect(() => validateMessage(message)).toThrow(why);
   });
 
+  it('refuses an address past 2^53 - 1, which JSON.parse has already rounded, by the field that holds it', () => {
+    // The kernel's JSON says 9007199254740993; the browser's JSON.parse reads 9007199254740992, as it would read
+    // ...992 itself: past 2^53 - 1 two addresses are one number, and two blocks were decoded as one.
+    const address = JSON.parse('9007199254740993');
+    const replayed = { ...snapshot, replay: 'run3', blocks: { ...snapshot.blocks, address: [address] } };
+    expect(() => validateMessage(replayed)).toThrow(
+      /^the replayed recording run3: a malformed snapshot message: \/blocks\/address\/0 must be <= 9007199254740991$/
+    );
+  });
+
   it("names the replayed recording whose values a message passed on, rather than blame the kernel's helper", () => {
     // Found by bench/fuzz_files.py: a recording whose trace entry had a size of -1 was replayed into
     // "a malformed snapshot message: /traces/size/3 must be >= 0", which named no recording.
