@@ -5,6 +5,7 @@
  * session; several decoders can share one FrameTable, which keeps snapshots
  * from before and after a kernel restart comparable.
  */
+import { AddressMap } from './addressMap';
 import { checkLayout } from './consistency';
 import { SnapshotError } from './errors';
 import { Block, BlockState, FrameTable, Segment, Snapshot, TraceEntry, TraceHistory } from './model';
@@ -103,9 +104,6 @@ export interface IWireSnapshot {
 // Block states by their code in the block table (the helper's protocol.BLOCK_STATES).
 const WIRE_STATES: readonly BlockState[] = WIRE_BLOCK_STATES;
 
-// Addresses stay below 2^48, so address * 32 + device is an exact key for 32 devices.
-const DEVICE_SLOTS = 32;
-
 function sameBlock(a: Block, b: Block): boolean {
   return (
     a.size === b.size &&
@@ -165,11 +163,12 @@ export class WireDecoder {
       }
     });
     const order = s.address.map((_, i) => i).sort((x, y) => s.device[x] - s.device[y] || s.address[x] - s.address[y]);
-    const position = new Map<number, number>();
+    // Every number here is one the schema let through (capture/validate.ts): an integer up to 2^53 - 1.
+    const position = new AddressMap<number>();
     const previousSegments = this._segments;
-    this._segments = new Map();
+    this._segments = new AddressMap();
     const segments: Segment[] = order.map((i, k) => {
-      position.set(s.address[i] * DEVICE_SLOTS + s.device[i], k);
+      position.set(s.device[i], s.address[i], k);
       const segment: Segment = {
         device: s.device[i],
         address: s.address[i],
@@ -182,10 +181,10 @@ export class WireDecoder {
       };
       return this._share(previousSegments, this._segments, segment, sameSegment);
     });
-    const kept = message.prev === null ? new Map<number, IKeptBlock>() : this._kept;
+    const kept = message.prev === null ? new AddressMap<IKeptBlock>() : this._kept;
     if (message.freed) {
       const { device, address } = message.freed;
-      address.forEach((a, i) => kept.delete(a * DEVICE_SLOTS + device[i]));
+      address.forEach((a, i) => kept.delete(device[i], a));
     }
     b.address.forEach((address, i) => {
       const segment = s.device[b.segment[i]] === undefined ? undefined : b.segment[i];
@@ -193,7 +192,7 @@ export class WireDecoder {
       if (segment === undefined || state === undefined) {
         throw new SnapshotError(`snapshot message block ${i} is malformed`);
       }
-      kept.set(address * DEVICE_SLOTS + s.device[segment], {
+      kept.set(s.device[segment], address, {
         device: s.device[segment],
         address,
         size: b.size[i],
@@ -204,10 +203,10 @@ export class WireDecoder {
       });
     });
     const previousBlocks = this._blocks;
-    this._blocks = new Map();
+    this._blocks = new AddressMap();
     const blocks: Block[] = [];
-    for (const [key, k] of kept) {
-      const segment = position.get(k.segmentAddress * DEVICE_SLOTS + k.device);
+    for (const k of kept.values()) {
+      const segment = position.get(k.device, k.segmentAddress);
       if (segment === undefined) {
         throw new SnapshotError(`snapshot message keeps a block at ${k.address} outside every segment`);
       }
@@ -220,7 +219,7 @@ export class WireDecoder {
         stack: k.stack,
         segment
       };
-      blocks.push(this._share(previousBlocks, this._blocks, block, sameBlock, key));
+      blocks.push(this._share(previousBlocks, this._blocks, block, sameBlock));
     }
     blocks.sort((x, y) => x.segment - y.segment || x.address - y.address);
     // The helper reads what torch wrote, or a recording it replays: one whose blocks overlap or leave their
@@ -283,15 +282,14 @@ export class WireDecoder {
    * of 40,000 blocks then holds about one copy of each block).
    */
   private _share<T extends { device: number; address: number }>(
-    previous: Map<number, T>,
-    next: Map<number, T>,
+    previous: AddressMap<T>,
+    next: AddressMap<T>,
     item: T,
-    same: (a: T, b: T) => boolean,
-    key: number = item.address * DEVICE_SLOTS + item.device
+    same: (a: T, b: T) => boolean
   ): T {
-    const old = previous.get(key);
+    const old = previous.get(item.device, item.address);
     const kept = old !== undefined && same(old, item) ? old : item;
-    next.set(key, kept);
+    next.set(item.device, item.address, kept);
     return kept;
   }
 
@@ -311,10 +309,10 @@ export class WireDecoder {
     return mapped;
   }
 
-  private _kept = new Map<number, IKeptBlock>();
+  private _kept = new AddressMap<IKeptBlock>();
   private _lastSeq: number | null = null;
-  private _segments = new Map<number, Segment>();
-  private _blocks = new Map<number, Block>();
+  private _segments = new AddressMap<Segment>();
+  private _blocks = new AddressMap<Block>();
   private readonly _frameIds: number[] = [];
   private readonly _stackIds: number[] = [0];
 }

@@ -49,8 +49,8 @@ describe('WireDecoder', () => {
     expect(new WireDecoder(new FrameTable()).decode(older).segments.some(g => g.isExpandable)).toBe(false);
   });
 
-  /** The helper's messages replaying eval_without_no_grad with cell01's snapshot changed by `damage`. */
-  function replayedWith(damage: (segments: PyDict[]) => void): IWireSnapshot[] {
+  /** Every message the helper sends replaying eval_without_no_grad with cell01's snapshot changed by `damage`. */
+  function helperReplaying(damage: (segments: PyDict[]) => void): ReturnType<typeof helperMessages> {
     const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'cuda-memdiff-wire-'));
     try {
       fs.cpSync(path.join(RECORDINGS, 'eval_without_no_grad--python'), folder, { recursive: true });
@@ -58,10 +58,27 @@ describe('WireDecoder', () => {
       const raw = decodeSnapshotBytes(new Uint8Array(fs.readFileSync(file))).value as PyDict;
       damage(raw.segments as PyDict[]);
       fs.writeFileSync(file, gzipSync(pickle(raw)));
-      return helperMessages(folder).filter(m => m.type === 'snapshot');
+      return helperMessages(folder);
     } finally {
       fs.rmSync(folder, { recursive: true, force: true });
     }
+  }
+
+  /** The helper's snapshot messages replaying eval_without_no_grad with cell01's snapshot changed by `damage`. */
+  function replayedWith(damage: (segments: PyDict[]) => void): IWireSnapshot[] {
+    return helperReplaying(damage).filter(m => m.type === 'snapshot');
+  }
+
+  /** Move the last segment and its blocks to start at `start` (a bigint past 2^53 - 1, where numbers stop). */
+  function moveLastSegment(segments: PyDict[], start: (totalSize: number) => bigint): void {
+    const segment = segments[segments.length - 1];
+    const shift = start(segment.total_size as number) - BigInt(segment.address as number);
+    const move = (at: PyDict) => {
+      const moved = BigInt(at.address as number) + shift;
+      at.address = moved <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(moved) : moved;
+    };
+    move(segment);
+    (segment.blocks as PyDict[]).forEach(move);
   }
 
   // Found by bench/fuzz_files.py: the helper's reader passed these on, and the panel showed the segment's free
@@ -90,6 +107,68 @@ describe('WireDecoder', () => {
     expect(() => messages.forEach(m => decoder.decode(m))).toThrow(
       new RegExp(`^the replayed recording tmp\\w+: not a consistent snapshot: ${why.source}`)
     );
+  });
+
+  it('refuses a replayed recording whose segment ends past 2^53 - 1, where sums of numbers stop being exact', () => {
+    // Every address and size below 2^53, the end at 2^53: read, a block one byte past the end still looked inside.
+    const messages = replayedWith(segments =>
+      moveLastSegment(segments, size => BigInt(2) ** BigInt(53) - BigInt(size))
+    );
+    const decoder = new WireDecoder(new FrameTable());
+    expect(() => messages.forEach(m => decoder.decode(m))).toThrow(
+      /^the replayed recording tmp\w+: not a snapshot: segment 0x1f[0-9a-f]+ address \+ total_size is out of range \(9007199254740992\): past 2\^53 - 1, where numbers stop being exact$/
+    );
+  });
+
+  it('is sent no address past 2^53 - 1 by the helper replaying a recording, but a note naming the file and field', () => {
+    // Sent on, JSON.parse would round it: two blocks at two addresses arrived at one.
+    const messages = helperReplaying(segments => moveLastSegment(segments, () => BigInt(2) ** BigInt(60)));
+    const cell = (m: { cell_id?: unknown }) => m.cell_id === 'cell-1';
+    expect(messages.filter(m => m.type === 'snapshot' && cell(m))).toEqual([]);
+    const notes = messages.filter(m => m.type === 'cell-note' && cell(m));
+    expect(notes.map(m => [m.note, m.message])).toEqual([
+      [
+        'capture-failed',
+        expect.stringMatching(
+          /^no snapshot for this cell: \S*tmp\w+: cell01\.pickle\.gz segment \d+ address is out of range \(1152921504606846976\): past 2\^53 - 1, where numbers stop being exact$/
+        )
+      ]
+    ]);
+    // the cells after it still replay
+    expect(messages.filter(m => m.type === 'snapshot').length).toBe(
+      manifestOf('eval_without_no_grad--python').cells.length - 1
+    );
+  });
+
+  it('keeps blocks on two devices at one address apart, wherever a number holds the address exactly', () => {
+    // Keyed by address * 32 + device, a block on device 1 at an address past 2^48 took the key of the block on
+    // device 0 at that address: one of the two was dropped, and the segments were mixed up.
+    const shift = 2 ** 52;
+    const twice = (columns: object) =>
+      Object.fromEntries(Object.entries(columns).map(([k, v]) => [k, Array.isArray(v) ? [...v, ...v] : v]));
+    const s = first.segments;
+    const count = s.address.length;
+    const message: IWireSnapshot = {
+      ...first,
+      segments: {
+        ...(twice(s) as IWireSnapshot['segments']),
+        device: [...s.device, ...s.device.map(() => 1)],
+        address: [...s.address, ...s.address].map((a: number) => a + shift)
+      },
+      blocks: {
+        ...(twice(first.blocks) as IWireSnapshot['blocks']),
+        segment: [...first.blocks.segment, ...first.blocks.segment.map((k: number) => k + count)],
+        address: [...first.blocks.address, ...first.blocks.address].map((a: number) => a + shift)
+      },
+      devices: [...first.devices, { ...first.devices[0], device: 1 }]
+    };
+    const snapshot = new WireDecoder(new FrameTable()).decode(message);
+    expect(snapshot.blocks).toHaveLength(2 * first.blocks.address.length);
+    const once = new WireDecoder(new FrameTable()).decode(first).totals[0];
+    expect(snapshot.totals.map(t => [t.device, t.allocatedBytes, t.reservedBytes])).toEqual([
+      [0, once.allocatedBytes, once.reservedBytes],
+      [1, once.allocatedBytes, once.reservedBytes]
+    ]);
   });
 
   it('refuses changes against a snapshot it never received', () => {
