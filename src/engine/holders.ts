@@ -3,6 +3,7 @@
  * holders.py), as it arrives over the comm or sits in a recorded session's
  * `cellNN.holders.json`.
  */
+import { MAX_EXACT, PAST_EXACT } from './consistency';
 import { SnapshotError } from './errors';
 import { HOLDER_KINDS, HOLDER_REFERENCES } from './protocol.generated';
 import type { HolderKind, HolderReferenceType } from './protocol.generated';
@@ -81,6 +82,12 @@ export function parseHolderAnswer(value: unknown): IHolderAnswer {
   answer.blocks.forEach((b: { device?: unknown; address?: unknown; holders?: unknown }, i: number) => {
     if (!Number.isInteger(b?.device) || !Number.isInteger(b?.address) || !Array.isArray(b?.holders)) {
       throw new SnapshotError(`holders: blocks[${i}] needs an integer device and address and a holders list`);
+    }
+    // JSON.parse has rounded a larger one: it may now be another block's address.
+    for (const field of ['device', 'address'] as const) {
+      if (Math.abs(b[field] as number) > MAX_EXACT) {
+        throw new SnapshotError(`holders: blocks[${i}] ${field} is out of range: ${PAST_EXACT}`);
+      }
     }
     const list = (b.holders as { kind?: unknown; path?: unknown; via?: unknown; reference?: unknown }[]).map(
       (h, j): IHolder => {

@@ -5,6 +5,7 @@
  * come from its protocol.py through the build, never spelled here.
  */
 import { IRunSite } from './births';
+import { MAX_EXACT, PAST_EXACT } from './consistency';
 import { groupBySite, SnapshotDiff } from './diff';
 import { clip, SnapshotError } from './errors';
 import { IFrameFilterOptions } from './frames';
@@ -167,6 +168,16 @@ export function parseBlockRoles(raw: unknown, where: string): BlockRoles {
   }
   if (device.length !== address.length || address.length !== role.length) {
     throw new SnapshotError(`${where} columns differ in length`);
+  }
+  // JSON.parse has rounded a larger one: it may now be another block's address.
+  for (const [field, column] of [
+    ['device', device],
+    ['address', address]
+  ] as const) {
+    const k = column.findIndex(v => typeof v === 'number' && Math.abs(v) > MAX_EXACT);
+    if (k >= 0) {
+      throw new SnapshotError(`${where} ${field}[${k}] is out of range: ${PAST_EXACT}`);
+    }
   }
   const unknown = role.find(r => !ROLES.includes(r));
   if (unknown !== undefined) {

@@ -30,6 +30,16 @@ describe('a holder reference from the kernel', () => {
   });
 });
 
+describe('an address in a holders answer past 2^53 - 1', () => {
+  it('is refused, not rounded onto another block', () => {
+    // JSON.parse reads 9007199254740993 as 9007199254740992: the holders of one block would be another's.
+    const rounded = { blocks: [{ device: 0, address: JSON.parse('9007199254740993'), holders: [] }] };
+    expect(() => parseHolderAnswer(rounded)).toThrow(
+      'holders: blocks[0] address is out of range: past 2^53 - 1, where numbers stop being exact'
+    );
+  });
+});
+
 describe('holders folded for people', () => {
   const hidden = (path: string, type: string, name: string, place?: string): IHolder =>
     ({ kind: 'hidden', path, reference: { type, name, ...(place ? { place } : {}) } }) as IHolder;

@@ -126,6 +126,10 @@ describe('bad roles input', () => {
     expect(() => parseBlockRoles({ device: [0], address: [1], role: ['weights'] }, 'f.json')).toThrow(
       "unknown role 'weights'"
     );
+    // JSON.parse has rounded it: the role would be another block's.
+    expect(() => parseBlockRoles({ device: [0, 0], address: [1, 2 ** 53], role: ['user', 'user'] }, 'f.json')).toThrow(
+      'f.json address[1] is out of range: past 2^53 - 1, where numbers stop being exact'
+    );
     // A role nested 200,000 lists deep: String() of it overflowed the stack.
     let deep: unknown = 'user';
     for (let k = 0; k < 200_000; k++) {
