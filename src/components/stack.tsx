@@ -10,7 +10,6 @@ import { nullTranslator, TranslationBundle } from '@jupyterlab/translation';
 import {
   CellCodeNames,
   cellLine,
-  cellTag,
   Frame,
   FrameTable,
   ICellSite,
@@ -18,6 +17,7 @@ import {
   IFrameFilterOptions,
   visibleStack
 } from '../engine';
+import { cellTagText } from './runNames';
 
 /** Where a frame points in the notebook. */
 export interface ICellLocation {
@@ -46,7 +46,7 @@ export function cellFrameLabel(
   line: number | null,
   trans: TranslationBundle = nullTranslator.load('jupyterlab_cuda_memdiff')
 ): ICellFrameWords {
-  const tag = cellTag(cell);
+  const tag = cellTagText(cell, trans);
   const facts = cellLine(cell, line);
   if (!facts.edited) {
     return {

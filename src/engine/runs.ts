@@ -19,6 +19,13 @@ export interface ICellRun {
   readonly source?: string | null;
 }
 
+/** What a run's name is made of: the count its prompt showed, and its kernel where the session spans several. */
+export interface IRunName {
+  readonly executionCount: number | null;
+  /** The run's kernel, numbered from 1 (see kernelNumbers); null in a session of one kernel. */
+  readonly kernel: number | null;
+}
+
 /**
  * Each run's kernel numbered from 1 in the order the kernels ran (see
  * kernelPositions), or null for every run when they all ran in one kernel.
@@ -27,6 +34,12 @@ export function kernelNumbers(ids: readonly (number | null | undefined)[]): (num
   const positions = kernelPositions(ids);
   const several = positions.some(p => p > 0);
   return positions.map(p => (several ? p + 1 : null));
+}
+
+/** Each run's count and kernel (see IRunName): the kernel is null for every run of a one-kernel session. */
+export function runNames(runs: readonly ICellRun[]): IRunName[] {
+  const kernels = kernelNumbers(runs.map(r => r.kernelSession));
+  return runs.map((r, k) => ({ executionCount: r.executionCount, kernel: kernels[k] }));
 }
 
 /** Each run's tag as labels show it: `[4]`, and `[4] in kernel 2` where the runs span kernels. */

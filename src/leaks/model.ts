@@ -6,6 +6,7 @@
  * slice at a time) and renders: ranking a 40,000-block session never blocks
  * it. Views render the state; the command highlights the cell it names.
  */
+import { nullTranslator, TranslationBundle } from '@jupyterlab/translation';
 import { IDisposable } from '@lumino/disposable';
 import { ISignal, Signal } from '@lumino/signaling';
 import { BlockQuery } from '../capture/protocol';
@@ -23,10 +24,11 @@ import {
   IRankLeaksResult,
   LeakReport,
   roleCodes,
-  runTags,
+  runNames,
   sessionBuffers,
   Snapshot
 } from '../engine';
+import { runTagText } from '../components/runNames';
 import type { IDiffPanel, IEngineWorker } from '../tokens';
 import { EngineWorker } from '../worker/client';
 
@@ -91,10 +93,12 @@ export class LeakFinderModel implements IDisposable {
   /**
    * @param worker runs the ranking; without one it runs in-process (tests),
    *   through the same calls.
+   * @param trans words the findings' names of runs (`Cell [3] in kernel 2`); English when absent.
    */
-  constructor(panel: IDiffPanel.IModel, worker?: IEngineWorker) {
+  constructor(panel: IDiffPanel.IModel, worker?: IEngineWorker, trans?: TranslationBundle) {
     this._panel = panel;
     this._worker = worker ?? new EngineWorker();
+    this._trans = trans ?? nullTranslator.load('jupyterlab_cuda_memdiff');
     panel.changed.connect(this._onPanelChanged, this);
   }
 
@@ -291,15 +295,18 @@ export class LeakFinderModel implements IDisposable {
     const cellIndex = records.map(r => cells.findIndex(c => c.id === r.cellId));
     // Named as the chart and the stack frames name runs: `[3]`, `[3] in kernel 2` once the session restarted.
     const all = this._panel.records;
-    const tags = runTags(all);
-    const runs = records.map(r => tags[all.indexOf(r)]);
+    const names = runNames(all);
+    const runs = records.map(r => runTagText(names[all.indexOf(r)], this._trans));
+    const labels = runs.map((run, k) =>
+      cellIndex[k] >= 0 ? this._trans.__('Cell %1', run) : this._trans.__('A deleted cell %1', run)
+    );
     const executions = records.map((r, k) => ({
       cellId: r.cellId ?? `execution ${k}`,
       executionCount: r.executionCount,
       // The code the run ran: a cell fixed since reads otherwise, and its lines have moved.
       source: r.source ?? (cellIndex[k] >= 0 ? cells[cellIndex[k]].source : null),
       error: r.error,
-      label: cellIndex[k] >= 0 ? `Cell ${runs[k]}` : `A deleted cell ${runs[k]}`
+      label: labels[k]
     }));
     const earlierRuns = records.map((r, k) => {
       const cell = cellIndex[k] >= 0 ? cells[cellIndex[k]] : null;
@@ -315,7 +322,7 @@ export class LeakFinderModel implements IDisposable {
       };
     });
     const snapshots = records.map(r => r.snapshot);
-    return { key: this._run, records, executions, snapshots, cellIndex, earlierRuns };
+    return { key: this._run, records, executions, labels, snapshots, cellIndex, earlierRuns };
   }
 
   private _entries(
@@ -328,14 +335,14 @@ export class LeakFinderModel implements IDisposable {
       verdict: report.executions[k],
       record: session.records[k],
       cellIndex: session.cellIndex[k] >= 0 ? session.cellIndex[k] : null,
-      label: session.executions[k].label,
+      label: session.labels[k],
       earlierRun: session.earlierRuns[k]
     }));
     const top = report.topLeak === null ? null : (entries.find(e => e.verdict.execution === report.topLeak) ?? null);
     return {
       entries,
       top,
-      labels: session.executions.map(e => e.label),
+      labels: session.labels,
       holders,
       holdersNote,
       noStacks: report.noStacks
@@ -355,6 +362,7 @@ export class LeakFinderModel implements IDisposable {
 
   private readonly _panel: IDiffPanel.IModel;
   private readonly _worker: IEngineWorker;
+  private readonly _trans: TranslationBundle;
   private _errorMessage = '';
   private _isDisposed = false;
   private _notebook = null as IDiffPanel.IModel['notebook'];
@@ -420,6 +428,8 @@ namespace Private {
     readonly key: number;
     readonly records: readonly CellRecord[];
     readonly executions: readonly ILeakExecution[];
+    /** How the findings name each execution (`Cell [3]`, `Cell [3] in kernel 2`), in the user's language. */
+    readonly labels: readonly string[];
     readonly snapshots: readonly Snapshot[];
     /** Position of each record's cell in the notebook, -1 when it is gone. */
     readonly cellIndex: readonly number[];

@@ -9,7 +9,7 @@ import * as React from 'react';
 import { TranslationBundle } from '@jupyterlab/translation';
 import { closeIcon } from '@jupyterlab/ui-components';
 import { CellRecord } from '../capture/store';
-import { formatBytes, runTag, totalBytes } from '../engine';
+import { formatBytes, totalBytes } from '../engine';
 import { IChartInput } from './chart';
 import { SessionChart } from './chartview';
 import { DiffView } from './diffview';
@@ -47,7 +47,7 @@ function recordLabel(record: CellRecord, model: DiffPanelModel): string {
   if (!source) {
     return tag;
   }
-  return tag === runTag(record.executionCount) ? `${tag} ${source}` : `${tag}: ${source}`;
+  return model.runOf(record).kernel === null ? `${tag} ${source}` : `${tag}: ${source}`;
 }
 
 function refLabel(ref: SnapshotRef, model: DiffPanelModel, trans: TranslationBundle): string {

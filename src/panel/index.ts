@@ -25,7 +25,7 @@ export class MemdiffPanel extends SidePanel {
     // title bar above it.
     super({ translator, content: new Panel() });
     const trans = translator.load('jupyterlab_cuda_memdiff');
-    this.model = options.model ?? new DiffPanelModel();
+    this.model = options.model ?? new DiffPanelModel({ trans });
     this.id = PANEL_ID;
     this.addClass('jp-CudaMemdiffPanel');
     this.title.icon = memoryIcon;
@@ -44,7 +44,7 @@ export class MemdiffPanel extends SidePanel {
     this.header.addWidget(this._notebookName);
     this.node.setAttribute('role', 'region');
     this.node.setAttribute('aria-labelledby', heading.id);
-    this.leaks = new LeakFinderModel(this.model, options.worker);
+    this.leaks = new LeakFinderModel(this.model, options.worker, trans);
     const onReveal = options.onReveal ?? (() => undefined);
     const onShowCell = options.onShowCell ?? (() => undefined);
     const onDropFiles = (files: readonly File[]) => this._filesDropped.emit(files);

@@ -4,6 +4,7 @@
  * engine and caches the result; the React views only render it.
  */
 import { ActivityMonitor } from '@jupyterlab/coreutils';
+import { nullTranslator, TranslationBundle } from '@jupyterlab/translation';
 import { IDisposable } from '@lumino/disposable';
 import { ISignal, Signal } from '@lumino/signaling';
 import { CellRecord } from '../capture/store';
@@ -22,13 +23,14 @@ import {
   ICellSource,
   IRoleGroup,
   IRunMismatch,
+  IRunName,
   reframe,
   runMismatch,
-  runTag,
-  runTags,
+  runNames,
   Snapshot,
   SnapshotDiff
 } from '../engine';
+import { runTagText } from '../components/runNames';
 
 // The followed notebook is part of the public contract; re-exported for the panel's users.
 export type { IFollowedNotebook };
@@ -65,6 +67,10 @@ const EMPTY: SnapshotRef = { kind: 'empty' };
 
 /** Model of the diff panel. */
 export class DiffPanelModel implements IDisposable {
+  constructor(options: DiffPanelModel.IOptions = {}) {
+    this._trans = options.trans ?? nullTranslator.load('jupyterlab_cuda_memdiff');
+  }
+
   /** Emitted when anything the views show changed. */
   get changed(): ISignal<this, void> {
     return this._changed;
@@ -181,19 +187,24 @@ export class DiffPanelModel implements IDisposable {
   }
 
   /**
-   * A record's tag as the panel names its run: `[4]`, and `[4] in kernel 2`
-   * once the records span a restart (counts start again in each kernel).
+   * A record's run as data: its count, and its kernel (from 1) once the
+   * records span a restart (counts start again in each kernel), else null.
    */
-  runTag(record: CellRecord): string {
+  runOf(record: CellRecord): IRunName {
     const records = this.records;
-    // The store only appends records and drops the oldest: its ends and length tell whether the tags still hold.
+    // The store only appends records and drops the oldest: its ends and length tell whether the names still hold.
     const key = [records.length, records[0], records[records.length - 1]] as const;
-    const cached = this._runTags;
+    const cached = this._runNames;
     if (!cached || cached.key.some((v, i) => v !== key[i])) {
-      this._runTags = { key, tags: runTags(records) };
+      this._runNames = { key, names: runNames(records) };
     }
     const k = records.indexOf(record);
-    return k < 0 ? runTag(record.executionCount) : this._runTags!.tags[k];
+    return k < 0 ? { executionCount: record.executionCount, kernel: null } : this._runNames!.names[k];
+  }
+
+  /** A record's tag as the panel names its run, in the user's language: `[4]`, `[4] in kernel 2` (see runOf). */
+  runTag(record: CellRecord): string {
+    return runTagText(this.runOf(record), this._trans);
   }
 
   /** Emitted when an action asks the views to bring a section into view. */
@@ -488,7 +499,8 @@ export class DiffPanelModel implements IDisposable {
     number | null,
     { cells: ICellSource[]; edited: ICellSource[]; names: CellCodeNames; folders: number }
   >();
-  private _runTags: { key: readonly [number, CellRecord?, CellRecord?]; tags: string[] } | null = null;
+  private _runNames: { key: readonly [number, CellRecord?, CellRecord?]; names: IRunName[] } | null = null;
+  private readonly _trans: TranslationBundle;
   private _showAllFrames = false;
   private _diff: SnapshotDiff | null = null;
   private _differentRuns: IRunMismatch | null | undefined = undefined;
@@ -534,6 +546,15 @@ export function distinctFileNames(paths: readonly string[]): string[] {
 
 function suffixOf(parts: readonly string[], depth: number): string {
   return parts.slice(Math.max(0, parts.length - depth)).join('/');
+}
+
+/** A namespace for DiffPanelModel statics. */
+export namespace DiffPanelModel {
+  /** Options to create the model. */
+  export interface IOptions {
+    /** Words the panel's own strings (run tags) through; English when absent. */
+    trans?: TranslationBundle;
+  }
 }
 
 namespace Private {
