@@ -18,7 +18,6 @@ import {
   leftOutShares,
   RECORD_STACKS_TEXT,
   sessionCellName,
-  sessionExecutions,
   stacklessBytes,
   visibleStack
 } from '../engine';
@@ -34,6 +33,7 @@ import {
   siteJson,
   siteLabel
 } from './report';
+import { executionLabels } from './runNames';
 import { printable, renderTable } from './table';
 
 /**
@@ -46,7 +46,7 @@ export function leaksJson(report: LeakReport, session: ISession, options: IFrame
   const cells = session.manifest.cells;
   const names = sessionCells(session.sourceCells);
   const kernelSessions = kernelSessionsOf(session.manifest);
-  const labels = sessionExecutions(session.manifest).map(e => e.label);
+  const labels = executionLabels(session.manifest);
   return {
     cells: report.executions.map(v => ({
       index: cells[v.execution].index,
@@ -175,7 +175,7 @@ export function leaksText(report: LeakReport, session: ISession, options: IFrame
   const cells = session.manifest.cells;
   const kernels = report.executions.length ? report.executions[report.executions.length - 1].kernel + 1 : 1;
   // The engine's findings worded here, with the labels the engine was given.
-  const labels = sessionExecutions(session.manifest).map(e => printable(e.label));
+  const labels = executionLabels(session.manifest).map(printable);
   const reasons = (v: IExecutionVerdict) => v.findings.map(f => findingText(f, k => labels[k]));
   // What became of the memory a cell left: freed by later cells, or ended by a restart.
   const fate = (v: IExecutionVerdict) => {

@@ -6,7 +6,7 @@
  * module (cli/runNames.ts).
  */
 import { nullTranslator, TranslationBundle } from '@jupyterlab/translation';
-import { ICellSource, IRunName, runTag } from '../engine';
+import { cellTag, ICellSource, IRunName, runTag } from '../engine';
 
 /** Without a translator (tests, models made without one): the English strings. */
 const UNTRANSLATED = nullTranslator.load('jupyterlab_cuda_memdiff');
@@ -19,12 +19,11 @@ export function runTagText(run: IRunName, trans: TranslationBundle = UNTRANSLATE
 
 /**
  * A notebook cell's tag in a label: its run's (`[3]`, `[3] in kernel 1`, see
- * runTagText), else its place (`2/5`, as the status bar says "Cell 2/5") or `[ ]`.
+ * runTagText), else its place (`2/5`) or `[ ]`, as the engine's cellTag.
  */
 export function cellTagText(cell: ICellSource, trans: TranslationBundle = UNTRANSLATED): string {
   const count = cell.executionCount;
-  if (count !== null && count !== undefined) {
-    return runTagText({ executionCount: count, kernel: cell.kernel ?? null }, trans);
-  }
-  return cell.position ? `${cell.position.index}/${cell.position.total}` : runTag(null);
+  return count === null || count === undefined
+    ? cellTag(cell)
+    : runTagText({ executionCount: count, kernel: cell.kernel ?? null }, trans);
 }

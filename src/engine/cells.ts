@@ -31,7 +31,10 @@ export interface ICellSource {
    */
   readonly sourceAsRun?: string;
   readonly executionCount?: number | null;
-  /** The kernel (numbered from 1) of the run that gave `executionCount`, where the session spans several; see cellsAsRun. */
+  /**
+   * The kernel (numbered from 1) of the run that gave `executionCount`, where the session spans several; see
+   * cellsAsRun. The views name it with the count (`[3] in kernel 1`), each in its own words.
+   */
   readonly kernel?: number | null;
   /** Where the cell sits in its notebook, counting every cell from 1, as JupyterLab's status bar does. */
   readonly position?: { readonly index: number; readonly total: number };
@@ -43,15 +46,17 @@ export interface ICellSource {
 }
 
 /**
- * How a cell is told apart in a label (`Cell [3]`): its execution count in the
- * prompt's brackets, with the run's kernel where the session spans several
- * (`Cell [3] in kernel 1`: counts start again after a restart); a cell that shows none (not run in this kernel, e.g.
- * a copy of a cell that ran, or a cell whose code another process ran: see `CellCodeNames.sameCodeElsewhere`) by its
- * place, `2/5`, as the status bar says "Cell 2/5"; `[ ]` where neither is known.
+ * How a cell is told apart in a label (`Cell [3]`), in notation and no words:
+ * its execution count in the prompt's brackets; a cell that shows none (not
+ * run in this kernel, e.g. a copy of a cell that ran, or a cell whose code another process
+ * ran: see `CellCodeNames.sameCodeElsewhere`)
+ * by its place, `2/5`, as the status bar says "Cell 2/5"; `[ ]` where neither
+ * is known. Where the session spans kernels, a view adds the run's `kernel`
+ * in its own words (`[3] in kernel 1`: counts start again after a restart).
  */
 export function cellTag(cell: ICellSource): string {
   if (cell.executionCount !== undefined && cell.executionCount !== null) {
-    return inKernel(runTag(cell.executionCount), cell.kernel);
+    return runTag(cell.executionCount);
   }
   return cell.position ? `${cell.position.index}/${cell.position.total}` : runTag(null);
 }
@@ -59,14 +64,6 @@ export function cellTag(cell: ICellSource): string {
 /** A run's execution count as the cell's prompt shows it: `[3]`, or `[ ]` for a run without one. */
 export function runTag(executionCount: number | null | undefined): string {
   return `[${executionCount ?? ' '}]`;
-}
-
-/**
- * A run's name (`Cell [2]`, `[2]`, `step 4`) with its kernel where the
- * session spans several (see kernelNumbers): `Cell [2] in kernel 1`.
- */
-export function inKernel(name: string, kernel: number | null | undefined): string {
-  return kernel === null || kernel === undefined ? name : `${name} in kernel ${kernel}`;
 }
 
 /**

@@ -1,11 +1,12 @@
 /**
- * How a cell's run is named in a session that spans kernel restarts. Each
- * kernel counts its executions from 1 again, so kernel 1's Cell [2] and
- * kernel 2's Cell [2] are told apart by their kernel: `Cell [2] in kernel 1`.
- * A session of one kernel needs no kernel in its names. The panel, the
- * badges, the leak finder and the session's findings all name runs here.
+ * A cell's run in a session that spans kernel restarts, as data for the
+ * views to name. Each kernel counts its executions from 1 again, so kernel
+ * 1's [2] and kernel 2's [2] are told apart by their kernel; a session of one
+ * kernel needs none. The engine gives each run's count and kernel number;
+ * the views word them, the panel through its translator
+ * (components/runNames.ts) and the CLI in its own words (cli/runNames.ts).
  */
-import { ICellSource, inKernel, runTag } from './cells';
+import { ICellSource } from './cells';
 import { kernelPositions } from './retention';
 
 /** A cell's run as its name needs it. */
@@ -40,12 +41,6 @@ export function kernelNumbers(ids: readonly (number | null | undefined)[]): (num
 export function runNames(runs: readonly ICellRun[]): IRunName[] {
   const kernels = kernelNumbers(runs.map(r => r.kernelSession));
   return runs.map((r, k) => ({ executionCount: r.executionCount, kernel: kernels[k] }));
-}
-
-/** Each run's tag as labels show it: `[4]`, and `[4] in kernel 2` where the runs span kernels. */
-export function runTags(runs: readonly ICellRun[]): string[] {
-  const kernels = kernelNumbers(runs.map(r => r.kernelSession));
-  return runs.map((r, k) => inKernel(runTag(r.executionCount), kernels[k]));
 }
 
 /**

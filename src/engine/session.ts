@@ -5,7 +5,7 @@
  * reads from disk and the panel from the contents API with the same code.
  */
 import { BlockBirths, IRunSite, splitSitesByRun } from './births';
-import { CellCodeNames, inKernel, sessionCellName } from './cells';
+import { CellCodeNames, sessionCellName } from './cells';
 import { diffSnapshots, groupBySite } from './diff';
 import { clip, SnapshotError } from './errors';
 import { IFrameFilterOptions } from './frames';
@@ -17,7 +17,6 @@ import { cellSites, explainPeak, ICellSite, IPeakAnatomy, PeakContradiction } fr
 import { kernelPositions, retentionByExecution } from './retention';
 import { DEFAULT_DECODE_LIMITS, IDecodeLimits } from './budget';
 import { emptySnapshot, readSnapshot } from './snapshot';
-import { kernelNumbers } from './runs';
 import { readManifest } from './manifest';
 
 /** Allocator statistics the recorder stores before and after a cell (summed over devices). */
@@ -405,19 +404,17 @@ export function reportCells(
 }
 
 /**
- * The session's cells as executions for `findLeaks`, labelled `Cell [4]`,
- * and `Cell [4] in kernel 2` when the session spans kernel restarts (the
- * same cell and count then name several executions).
+ * The session's cells as executions for `findLeaks`, each with its kernel
+ * session (the same cell and count name several executions once the session
+ * spans kernel restarts; the CLI names them, cli/runNames.ts).
  */
 export function sessionExecutions(manifest: ISessionManifest): ILeakExecution[] {
   const ids = kernelSessionsOf(manifest);
-  const kernels = kernelNumbers(ids);
   return manifest.cells.map((cell, k) => ({
     cellId: String(cell.index),
     executionCount: cell.execution_count,
     source: cell.source,
     error: cell.error ?? null,
-    label: inKernel(sessionCellName(cell.index, cell.execution_count, cell.label), kernels[k]),
     kernelSession: ids[k]
   }));
 }

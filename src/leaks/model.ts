@@ -305,8 +305,7 @@ export class LeakFinderModel implements IDisposable {
       executionCount: r.executionCount,
       // The code the run ran: a cell fixed since reads otherwise, and its lines have moved.
       source: r.source ?? (cellIndex[k] >= 0 ? cells[cellIndex[k]].source : null),
-      error: r.error,
-      label: labels[k]
+      error: r.error
     }));
     const earlierRuns = records.map((r, k) => {
       const cell = cellIndex[k] >= 0 ? cells[cellIndex[k]] : null;

@@ -7,7 +7,6 @@ import {
   findingText,
   FrameTable,
   IExecutionVerdict,
-  ILeakExecution,
   ISessionManifest,
   loadSession,
   readSnapshot,
@@ -67,7 +66,7 @@ export function recordedSnapshot(name: string, file: string, frames?: FrameTable
 }
 
 /** A verdict's findings and fixes in English, as the CLI words them (executions by their labels when given). */
-export function wording(v: IExecutionVerdict, executions?: readonly ILeakExecution[]): string {
-  const label = (k: number) => executions?.[k].label ?? `execution ${k}`;
+export function wording(v: IExecutionVerdict, labels?: readonly string[]): string {
+  const label = (k: number) => labels?.[k] ?? `execution ${k}`;
   return [...v.findings.map(f => findingText(f, label)), ...v.fixes.map(adviceText)].join('\n');
 }

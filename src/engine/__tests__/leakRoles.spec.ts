@@ -27,7 +27,7 @@ function leakingFinding(blocks: Block[]): Finding {
     lastOfKernel: 2,
     endedByRestart: false
   };
-  const f = new Finding(retention, { cellId: 'c', executionCount: 7, source: null, error: null, label: 'Cell [7]' });
+  const f = new Finding(retention, { cellId: 'c', executionCount: 7, source: null, error: null });
   f.causes.add('growth');
   blocks.forEach(b => f.evidence.push(b));
   return f;

@@ -24,6 +24,7 @@ import {
   Snapshot,
   summarizeHolders
 } from '..';
+import { executionLabels } from '../../cli/runNames';
 import { LIVE, manifestOf, recordingNames, sessionOf, wording } from './data';
 
 interface IExpected {
@@ -174,7 +175,7 @@ describe('figures that add up (issue 10, item 6)', () => {
   it.each(recordingNames())('%s: left, retained, freed later, leaked and the evidence agree', name => {
     const session = sessionOf(name);
     const executions = sessionExecutions(session.manifest);
-    const labels = executions.map(e => e.label);
+    const labels = executionLabels(session.manifest);
     expectFiguresAddUp(findLeaks(session.snapshots, executions), labels);
     expectFiguresAddUp(findLeaks(withoutHistory(session.snapshots) as Snapshot[], executions), labels);
     expectFiguresAddUp(findLeaks(withoutStacks(session.snapshots), executions), labels);
@@ -187,7 +188,7 @@ describe('figures that add up (issue 10, item 6)', () => {
       const executions = sessionExecutions(session.manifest);
       expectFiguresAddUp(
         findLeaks(session.snapshots, executions, { holders: session.holders[session.holders.length - 1]! }),
-        executions.map(e => e.label)
+        executionLabels(session.manifest)
       );
     }
   );

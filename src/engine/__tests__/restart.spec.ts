@@ -19,6 +19,7 @@ import {
   sessionExecutions,
   sessionFolderFiles
 } from '..';
+import { executionLabels } from '../../cli/runNames';
 import { readBytes, TEST_DATA, wording } from './data';
 
 const MiB = 2 ** 20;
@@ -220,14 +221,14 @@ describe('eval_without_no_grad exported across a restart, kernel 2\u2019s blocks
     expect(top.causes).toEqual(['graph']);
     // nothing in kernel 1 says a kernel 2 cell freed it
     for (const v of report.executions) {
-      expect(wording(v, sessionExecutions(manifest))).not.toMatch(/in kernel 2/);
+      expect(wording(v, executionLabels(manifest))).not.toMatch(/in kernel 2/);
     }
     expect(report.executions.slice(6).map(v => v.verdict)).toEqual(['retained', 'retained']);
     expect(report.executions[6].retainedBytes).toBe(manifest.cells[6].after!.allocated);
   });
 
   it('names executions by their kernel when a session spans several', () => {
-    expect(sessionExecutions(manifest).map(e => e.label)).toEqual([
+    expect(executionLabels(manifest)).toEqual([
       'Cell [1] in kernel 1',
       'Cell [2] in kernel 1',
       'Cell [3] in kernel 1',
@@ -274,7 +275,7 @@ describe('a session folder without kernel sessions', () => {
     const session = exportAcross([{ folder: EVAL, cells: [0, 1, 2, 3, 4, 5] }]);
     expect(session.manifest.cells.every(c => c.kernel_session === undefined)).toBe(true);
     expect(reportCells(session).every(r => r.kernel === 0 && !r.afterRestart)).toBe(true);
-    expect(sessionExecutions(session.manifest).map(e => e.label)[0]).toBe('Cell [1]');
+    expect(executionLabels(session.manifest)[0]).toBe('Cell [1]');
     const report = findLeaks(session.snapshots, sessionExecutions(session.manifest));
     expect(report.executions.every(v => v.kernel === 0 && !v.endedByRestart)).toBe(true);
     expect(report.topLeak).toBe(4);

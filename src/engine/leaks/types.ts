@@ -14,8 +14,6 @@ export interface ILeakExecution {
   readonly source: string | null;
   /** The error the cell raised, if any. */
   readonly error: string | null;
-  /** How a person names the cell: `Cell [7]` (see sessionCellName), `Cell [7] in kernel 2`. */
-  readonly label: string;
   /**
    * The kernel session the execution ran in (the frontend's `CellRecord.kernelSession`,
    * a manifest's `kernel_session`): a change is a restart. Absent: the kernel of the execution before.

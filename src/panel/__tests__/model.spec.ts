@@ -3,6 +3,7 @@ import * as path from 'path';
 import { Signal } from '@lumino/signaling';
 import { SnapshotStore } from '../../capture/store';
 import { cellLine, cellTag, fromTransfer, murmur2, readSnapshot, toTransfer } from '../../engine';
+import { cellTagText } from '../../components/runNames';
 import { DiffPanelModel, distinctFileNames, IFollowedNotebook, PanelSection } from '../model';
 import { runsOf } from '../../engine/__tests__/roleRuns';
 import { nullTranslator } from '@jupyterlab/translation';
@@ -315,7 +316,7 @@ describe('DiffPanelModel kernel sessions and reveal requests', () => {
     model.setNotebook(notebook);
     const [first, second, again] = model.records;
     const named = (names: ReturnType<typeof model.cellNames>, k: number) =>
-      names.lookup(`/tmp/ipykernel_447/${murmur2(manifest.cells[k].source)}.py`)!.cells.map(cellTag);
+      names.lookup(`/tmp/ipykernel_447/${murmur2(manifest.cells[k].source)}.py`)!.cells.map(c => cellTagText(c));
     // kernel 1's snapshots: cell-1's frames are its kernel 1 run, not its latest
     const inKernel1 = model.cellNamesFor({ kind: 'record', record: second });
     expect(named(inKernel1, 0)).toEqual(['[1] in kernel 1']);
