@@ -171,13 +171,19 @@ const ALL_OPEN: Expanded = { leaks: true, chart: true, diff: true, segments: tru
  * container, the scroll could not get there: the section above would stay
  * half in sight, its sticky heading over its own content. `tail`, an empty
  * block at the end of the container, gets the height that is missing.
+ *
+ * The missing height is measured from where the content ends (the tail's
+ * top), not from the scroll range: content shorter than the container has no
+ * scroll range at all, which hid how much was missing, and the browser then
+ * stopped the scroll part way, with the chart under its own heading.
  */
 function scrollToTop(container: HTMLElement, target: HTMLElement, tail: HTMLElement): void {
   tail.style.height = '0px';
-  const offset = target.getBoundingClientRect().top - container.getBoundingClientRect().top;
-  const wanted = container.scrollTop + offset;
-  const room = container.scrollHeight - container.clientHeight;
-  tail.style.height = `${Math.max(0, Math.ceil(wanted - room))}px`;
+  const box = container.getBoundingClientRect();
+  const wanted = container.scrollTop + target.getBoundingClientRect().top - box.top;
+  const end = container.scrollTop + tail.getBoundingClientRect().top - box.top;
+  const padding = parseFloat(getComputedStyle(container).paddingBottom) || 0;
+  tail.style.height = `${Math.max(0, Math.ceil(wanted + container.clientHeight - end - padding))}px`;
   container.scrollTop = wanted;
 }
 

@@ -73,7 +73,13 @@ export function SessionChart(props: ISessionChartProps): JSX.Element {
   };
   return (
     <figure className="jp-CudaMemdiffChart" ref={figure}>
-      <svg viewBox={`0 0 ${width} ${HEIGHT}`} role="group" aria-label={trans.__('GPU memory after each cell')}>
+      {/* As tall before the panel is measured as after: a chart that changed height would move the sections below it. */}
+      <svg
+        viewBox={`0 0 ${width} ${HEIGHT}`}
+        height={HEIGHT}
+        role="group"
+        aria-label={trans.__('GPU memory after each cell')}
+      >
         {layout.ticks.map(t => (
           <g key={t.y} className="jp-CudaMemdiffChart-tick">
             <line x1={layout.plotLeft} x2={width} y1={t.y} y2={t.y} />

@@ -80,6 +80,39 @@ test.describe('revealing a section', () => {
     // only the content's own bottom padding below the last section
     expect(contentBox.y + contentBox.height - (lastBox.y + lastBox.height)).toBeLessThan(12);
   });
+
+  test('in a panel taller than its sections, opening a file shows no part of the chart under a heading', async ({
+    page,
+    tmpPath
+  }) => {
+    test.setTimeout(180000);
+    await openReplayedDemo(page, tmpPath);
+    await runReplayedDemo(page);
+    await openPanel(page);
+    // Wide: the sections that follow the diff are much shorter than the panel, as the first user met them.
+    await setPanelWidth(page, 480);
+    const panel = page.locator(PANEL);
+    const content = page.locator(PANEL_CONTENT);
+    const diff = panelSection(page, 'diff');
+    const chart = panelSection(page, 'chart');
+    const REC = path.resolve(__dirname, '../../test-data/recordings');
+    const files = [
+      path.join(REC, 'oom--python', 'oom00.pickle.gz'),
+      path.join(REC, 'clean_training--python', 'cell04.pickle.gz')
+    ];
+    for (const [k, file] of files.entries()) {
+      await openSnapshotFile(page, file, tmpPath);
+      await expect(panel.locator('[data-cuda-memdiff-side="after"]')).toHaveValue(`f${k}`);
+      await expect.poll(() => topInPanel(page, diff.locator(HEAD)), path.basename(file)).toBe(0);
+      // The chart is wholly above the panel's top: none of it (lines, legend) shows under its sticky heading.
+      const contentBox = (await content.boundingBox())!;
+      const chartBox = (await chart.boundingBox())!;
+      expect(chartBox.y + chartBox.height, path.basename(file)).toBeLessThanOrEqual(contentBox.y + 1);
+      expect(await isUncovered(diff.locator(HEAD))).toBe(true);
+      expect(await isUncovered(diff.locator('.jp-CudaMemdiffCompare label').first())).toBe(true);
+      await page.screenshot({ path: test.info().outputPath(`wide-${k}.png`) });
+    }
+  });
 });
 
 test.describe('a narrow panel', () => {
