@@ -351,87 +351,162 @@ export function PanelBody(props: IPanelBodyProps): JSX.Element {
         : null
     : null;
   return (
+    <DropZone onDropFiles={props.onDropFiles} trans={trans}>
+      {model.fileError ? (
+        <FileError message={model.fileError} onDismiss={() => model.dismissFileError()} trans={trans} />
+      ) : null}
+      <div
+        ref={scroller}
+        className="jp-CudaMemdiffPanel-content"
+        tabIndex={0}
+        role="region"
+        aria-label={trans.__('CUDA Memory content')}
+        onScroll={() => scroller.current && tail.current && trimTail(scroller.current, tail.current)}
+      >
+        <MomentSection model={model} trans={trans} onReveal={props.onReveal} show="oom" />
+        <LeakView
+          model={props.leaks}
+          frames={model.frames}
+          cells={model.cellNames()}
+          trans={trans}
+          expanded={expanded.leaks}
+          onToggle={toggle('leaks')}
+          sectionRef={refs.leaks}
+          onReveal={props.onReveal}
+          onShowCell={entry => entry.record.cellId && props.onShowCell(entry.record.cellId)}
+          onShowDiff={entry => {
+            model.select(entry.record);
+            model.reveal('diff');
+          }}
+        />
+        {!pair ? (
+          <EmptyState trans={trans} />
+        ) : (
+          <>
+            {records.length ? (
+              <Section
+                ref={refs.chart}
+                name="chart"
+                title={trans.__('Memory after each cell')}
+                expanded={expanded.chart}
+                onToggle={toggle('chart')}
+                trans={trans}
+                resetKey={records}
+              >
+                <ChartBody model={model} trans={trans} />
+              </Section>
+            ) : null}
+            <Section
+              ref={refs.diff}
+              name="diff"
+              title={
+                model.grouping === 'role' && model.canGroupByRole
+                  ? trans.__('Diff by role, then allocation site')
+                  : trans.__('Diff by allocation site')
+              }
+              expanded={expanded.diff}
+              onToggle={toggle('diff')}
+              trans={trans}
+              resetKey={pair.after}
+            >
+              <DiffBody {...props} pair={pair} />
+            </Section>
+            <Section
+              ref={refs.segments}
+              name="segments"
+              title={trans.__('Segment map')}
+              expanded={expanded.segments}
+              onToggle={toggle('segments')}
+              trans={trans}
+              resetKey={snapshotKey}
+            >
+              <SegmentsBody model={model} after={pair.after} trans={trans} onReveal={props.onReveal} />
+            </Section>
+            <MomentSection model={model} trans={trans} onReveal={props.onReveal} show="peak" />
+          </>
+        )}
+        <div ref={tail} className="jp-CudaMemdiffPanel-tail" aria-hidden="true" />
+      </div>
+    </DropZone>
+  );
+}
+
+/**
+ * Why a file could not be read, above the panel's scrolling content: in
+ * sight however far the panel was scrolled when the file was dropped, until
+ * the user dismisses it or a later file opens.
+ */
+function FileError(props: { message: string; onDismiss: () => void; trans: TranslationBundle }): JSX.Element {
+  const { trans } = props;
+  return (
+    <div className="jp-CudaMemdiffPanel-error" role="alert">
+      <span className="jp-CudaMemdiffPanel-errorText">{trans.__('Cannot read %1', props.message)}</span>
+      <button
+        className="jp-CudaMemdiffPanel-errorDismiss"
+        onClick={props.onDismiss}
+        aria-label={trans.__('Dismiss')}
+        title={trans.__('Dismiss')}
+      >
+        <closeIcon.react tag="span" />
+      </button>
+    </div>
+  );
+}
+
+/** Whether a drag carries files from outside the page (the only drags the panel takes). */
+function carriesFiles(event: React.DragEvent): boolean {
+  return Array.from(event.dataTransfer?.types ?? []).includes('Files');
+}
+
+/**
+ * The whole panel body as a drop target for snapshot files: while files are
+ * dragged over it, a dashed frame and a line say that dropping opens them.
+ */
+function DropZone(props: {
+  onDropFiles: (files: readonly File[]) => void;
+  trans: TranslationBundle;
+  children: React.ReactNode;
+}): JSX.Element {
+  const [over, setOver] = React.useState(false);
+  // dragenter and dragleave fire for every child crossed: count them, so the cue stays while inside.
+  const depth = React.useRef(0);
+  return (
     <div
-      ref={scroller}
-      className="jp-CudaMemdiffPanel-content"
-      tabIndex={0}
-      role="region"
-      aria-label={trans.__('CUDA Memory content')}
-      onScroll={() => scroller.current && tail.current && trimTail(scroller.current, tail.current)}
-      onDragOver={e => e.preventDefault()}
+      className={`jp-CudaMemdiffPanel-dropZone${over ? ' jp-mod-dropTarget' : ''}`}
+      onDragEnter={e => {
+        if (carriesFiles(e)) {
+          depth.current++;
+          setOver(true);
+        }
+      }}
+      onDragOver={e => {
+        if (carriesFiles(e)) {
+          e.preventDefault();
+          e.dataTransfer.dropEffect = 'copy';
+        }
+      }}
+      onDragLeave={e => {
+        if (carriesFiles(e) && --depth.current <= 0) {
+          depth.current = 0;
+          setOver(false);
+        }
+      }}
       onDrop={e => {
-        e.preventDefault();
-        props.onDropFiles(Array.from(e.dataTransfer.files));
+        depth.current = 0;
+        setOver(false);
+        const files = Array.from(e.dataTransfer?.files ?? []);
+        if (files.length) {
+          e.preventDefault();
+          props.onDropFiles(files);
+        }
       }}
     >
-      <MomentSection model={model} trans={trans} onReveal={props.onReveal} show="oom" />
-      <LeakView
-        model={props.leaks}
-        frames={model.frames}
-        cells={model.cellNames()}
-        trans={trans}
-        expanded={expanded.leaks}
-        onToggle={toggle('leaks')}
-        sectionRef={refs.leaks}
-        onReveal={props.onReveal}
-        onShowCell={entry => entry.record.cellId && props.onShowCell(entry.record.cellId)}
-        onShowDiff={entry => {
-          model.select(entry.record);
-          model.reveal('diff');
-        }}
-      />
-      {model.fileError ? (
-        <p className="jp-CudaMemdiffPanel-error" role="alert">
-          {trans.__('Cannot read %1', model.fileError)}
-        </p>
+      {props.children}
+      {over ? (
+        <div className="jp-CudaMemdiffPanel-dropCue" aria-hidden="true">
+          <span className="jp-CudaMemdiffPanel-dropCueText">{props.trans.__('Drop snapshot files to open them')}</span>
+        </div>
       ) : null}
-      {!pair ? (
-        <EmptyState trans={trans} />
-      ) : (
-        <>
-          {records.length ? (
-            <Section
-              ref={refs.chart}
-              name="chart"
-              title={trans.__('Memory after each cell')}
-              expanded={expanded.chart}
-              onToggle={toggle('chart')}
-              trans={trans}
-              resetKey={records}
-            >
-              <ChartBody model={model} trans={trans} />
-            </Section>
-          ) : null}
-          <Section
-            ref={refs.diff}
-            name="diff"
-            title={
-              model.grouping === 'role' && model.canGroupByRole
-                ? trans.__('Diff by role, then allocation site')
-                : trans.__('Diff by allocation site')
-            }
-            expanded={expanded.diff}
-            onToggle={toggle('diff')}
-            trans={trans}
-            resetKey={pair.after}
-          >
-            <DiffBody {...props} pair={pair} />
-          </Section>
-          <Section
-            ref={refs.segments}
-            name="segments"
-            title={trans.__('Segment map')}
-            expanded={expanded.segments}
-            onToggle={toggle('segments')}
-            trans={trans}
-            resetKey={snapshotKey}
-          >
-            <SegmentsBody model={model} after={pair.after} trans={trans} onReveal={props.onReveal} />
-          </Section>
-          <MomentSection model={model} trans={trans} onReveal={props.onReveal} show="peak" />
-        </>
-      )}
-      <div ref={tail} className="jp-CudaMemdiffPanel-tail" aria-hidden="true" />
     </div>
   );
 }

@@ -165,6 +165,14 @@ export class DiffPanelModel implements IDisposable {
     this._changed.emit();
   }
 
+  /** Take away the note of a file that could not be read (the user dismissed it). */
+  dismissFileError(): void {
+    if (this._fileError !== null) {
+      this._fileError = null;
+      this._changed.emit();
+    }
+  }
+
   /** Close an opened file; a comparison that showed it falls back to the default. */
   removeFile(file: ISnapshotFile): void {
     if (!this._files.includes(file)) {

@@ -93,6 +93,26 @@ export async function isInsideVisiblePanel(
   );
 }
 
+/**
+ * Whether an element lies wholly inside the panel's box, its header and
+ * toolbar included, and inside the window: for what is shown above the
+ * scrolling content, as the note of a file that could not be read.
+ */
+export async function isInsidePanelBox(page: IJupyterLabPageFixture, element: Locator): Promise<boolean> {
+  const box = await element.boundingBox();
+  const panel = await page.locator(PANEL).boundingBox();
+  const viewport = page.viewportSize();
+  if (!box || !panel || !viewport || box.width === 0 || box.height === 0) {
+    return false;
+  }
+  return (
+    box.y >= Math.max(0, panel.y) - 1 &&
+    box.y + box.height <= Math.min(viewport.height, panel.y + panel.height) + 1 &&
+    box.x >= panel.x - 1 &&
+    box.x + box.width <= panel.x + panel.width + 1
+  );
+}
+
 /** Scroll the panel with the mouse wheel until the element is inside it (or give up after `steps` turns). */
 export async function wheelUntilInside(
   page: IJupyterLabPageFixture,

@@ -3,7 +3,7 @@ import { execFileSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import { gunzipSync } from 'zlib';
-import { openReplayedDemo, runReplayedDemo } from './demo';
+import { contrastOf, isInsidePanelBox, isUncovered, openReplayedDemo, runReplayedDemo, setTheme } from './demo';
 
 // The timeline of a snapshot file that carries trace entries, as the user sees
 // it: the drawn line ends at the height of what the recording says the last
@@ -320,6 +320,99 @@ test.describe('snapshot files dropped on the panel', () => {
     }
     await expect(panel.locator('.jp-CudaMemdiffFiles li')).toHaveCount(0);
     await expect(panel.locator('.jp-CudaMemdiffPanel-empty')).toContainText('No GPU memory snapshots yet');
+  });
+
+  test('a file that cannot be read is said in sight of a scrolled panel, can be dismissed, and goes when a file opens', async ({
+    page,
+    tmpPath
+  }) => {
+    test.setTimeout(120000);
+    for (const name of ['cell01.pickle.gz', 'cell02.pickle.gz']) {
+      await page.contents.uploadFile(path.join(DROP_REC, name), `${tmpPath}/${name}`);
+    }
+    await page.contents.uploadContent('my notes, not a snapshot', 'text', `${tmpPath}/notes.txt`);
+    await page.evaluate(() => window.jupyterapp.commands.execute('cuda-memdiff:open-panel'));
+    const panel = page.locator(PANEL);
+    const content = panel.locator('.jp-CudaMemdiffPanel-content');
+    await dropOnPanel(page, [`${tmpPath}/cell01.pickle.gz`, `${tmpPath}/cell02.pickle.gz`]);
+    await expect(panel.locator('[data-cuda-memdiff-side="after"]')).toHaveValue('f1', { timeout: 60000 });
+    // Scrolled to the bottom, as after reading the segment map: the top of the content is out of sight.
+    await content.evaluate(el => (el.scrollTop = el.scrollHeight));
+    await expect.poll(() => content.evaluate(el => el.scrollTop)).toBeGreaterThan(100);
+
+    await dropOnPanel(page, [`${tmpPath}/notes.txt`]);
+    const alert = panel.getByRole('alert');
+    await expect(alert).toHaveText(/^Cannot read notes\.txt: not a snapshot/);
+    // In sight where the file was dropped, with nothing over it, and the user's place in the content kept.
+    await expect.poll(() => isInsidePanelBox(page, alert)).toBe(true);
+    expect(await isUncovered(alert.locator('.jp-CudaMemdiffPanel-errorText'))).toBe(true);
+    expect(await content.evaluate(el => el.scrollTop)).toBeGreaterThan(100);
+    await page.screenshot({ path: test.info().outputPath('unreadable-in-sight.png') });
+    for (const theme of ['JupyterLab Dark', 'JupyterLab Light']) {
+      await setTheme(page, theme);
+      const { violations, checked } = await contrastOf(page, ['.jp-CudaMemdiffPanel-error']);
+      expect(violations, theme).toEqual([]);
+      expect(checked, theme).toBeGreaterThan(0);
+      await page.screenshot({ path: test.info().outputPath(`unreadable-${theme.split(' ')[1]}.png`) });
+    }
+
+    // Dismissed by its button.
+    const dismiss = alert.getByRole('button', { name: 'Dismiss' });
+    expect(await isInsidePanelBox(page, dismiss)).toBe(true);
+    await dismiss.click();
+    await expect(alert).toHaveCount(0);
+
+    // Said again for another bad drop, and gone once a file opens.
+    await dropOnPanel(page, [`${tmpPath}/notes.txt`]);
+    await expect(alert).toHaveText(/^Cannot read notes\.txt/);
+    await dropOnPanel(page, [`${tmpPath}/cell01.pickle.gz`]);
+    await expect(panel.locator('[data-cuda-memdiff-side="after"]')).toHaveValue('f2');
+    await expect(alert).toHaveCount(0);
+  });
+
+  test('dragging files over the panel shows where they go, and the cue leaves with them', async ({ page, tmpPath }) => {
+    test.setTimeout(120000);
+    await page.contents.uploadFile(path.join(DROP_REC, 'cell02.pickle.gz'), `${tmpPath}/cell02.pickle.gz`);
+    await page.evaluate(() => window.jupyterapp.commands.execute('cuda-memdiff:open-panel'));
+    const panel = page.locator(PANEL);
+    await expect(panel.locator('.jp-CudaMemdiffPanel-content')).toBeVisible();
+    const cue = panel.locator('.jp-CudaMemdiffPanel-dropCue');
+    await expect(cue).toHaveCount(0);
+
+    // A desktop file dragged in: over the content, then over a paragraph inside it.
+    const drag = (type: string, selector: string) =>
+      page.evaluate(
+        ([t, sel]) => {
+          const transfer = new DataTransfer();
+          transfer.items.add(new File(['x'], 'cell02.pickle.gz'));
+          const target = document.querySelector(`#cuda-memdiff-panel ${sel}`)!;
+          target.dispatchEvent(new DragEvent(t, { dataTransfer: transfer, bubbles: true, cancelable: true }));
+        },
+        [type, selector]
+      );
+    await drag('dragenter', '.jp-CudaMemdiffPanel-content');
+    await drag('dragenter', '.jp-CudaMemdiffPanel-emptyTitle');
+    await drag('dragleave', '.jp-CudaMemdiffPanel-content');
+    await expect(cue).toHaveText('Drop snapshot files to open them');
+    await expect.poll(() => isInsidePanelBox(page, cue.locator('.jp-CudaMemdiffPanel-dropCueText'))).toBe(true);
+    // The frame covers the panel's content, not a corner of it.
+    const [cueBox, contentBox] = await Promise.all([
+      cue.boundingBox(),
+      panel.locator('.jp-CudaMemdiffPanel-content').boundingBox()
+    ]);
+    expect(cueBox!.height).toBeGreaterThanOrEqual(contentBox!.height - 1);
+    expect(cueBox!.width).toBeGreaterThanOrEqual(contentBox!.width - 1);
+    expect(await cue.evaluate(el => getComputedStyle(el).borderTopStyle)).toBe('dashed');
+    await page.screenshot({ path: test.info().outputPath('dragover.png') });
+
+    // Leaving the panel takes the cue away; so does a drop, which opens the file.
+    await drag('dragleave', '.jp-CudaMemdiffPanel-emptyTitle');
+    await expect(cue).toHaveCount(0);
+    await drag('dragenter', '.jp-CudaMemdiffPanel-content');
+    await expect(cue).toHaveCount(1);
+    await dropOnPanel(page, [`${tmpPath}/cell02.pickle.gz`]);
+    await expect(cue).toHaveCount(0);
+    await expect(panel.locator('.jp-CudaMemdiffFiles-name')).toHaveText(['cell02.pickle.gz'], { timeout: 60000 });
   });
 
   test('say above the figures when two files look like two runs, and why', async ({ page, tmpPath }) => {

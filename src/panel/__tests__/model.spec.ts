@@ -171,6 +171,20 @@ describe('DiffPanelModel', () => {
     expect(model.fileError).toBeNull();
   });
 
+  it('lets the user dismiss the note of an unreadable file, and says so once', () => {
+    const model = new DiffPanelModel();
+    let changes = 0;
+    model.changed.connect(() => changes++);
+    model.fileUnreadable('notes.txt', 'not a snapshot');
+    changes = 0;
+    model.dismissFileError();
+    expect(model.fileError).toBeNull();
+    expect(changes).toBe(1);
+    // nothing left to dismiss: no redraw
+    model.dismissFileError();
+    expect(changes).toBe(1);
+  });
+
   it('regroups when all frames are shown, and empties without a notebook', () => {
     const model = new DiffPanelModel();
     model.setNotebook(notebookWith(3));
