@@ -16,6 +16,9 @@ export class CaptureStatus extends Widget {
     this._trans = trans;
     this.addClass('jp-CudaMemdiffStatus');
     this.node.setAttribute('role', 'status');
+    // The text in a block of its own: a toolbar item is a flex box, whose bare text an ellipsis cannot cut.
+    this._text.className = 'jp-CudaMemdiffStatus-text';
+    this.node.appendChild(this._text);
     this.store = store;
     if (!store) {
       this._update(); // the setter saw no change: hide until a store comes
@@ -47,7 +50,7 @@ export class CaptureStatus extends Widget {
   private _update(): void {
     const store = this._store;
     if (!store) {
-      this.node.textContent = '';
+      this._text.textContent = '';
       this.setHidden(true);
       return;
     }
@@ -58,7 +61,7 @@ export class CaptureStatus extends Widget {
     if (dropped && text) {
       text = trans._n('%2 (%1 oldest snapshot dropped)', '%2 (%1 oldest snapshots dropped)', dropped, text);
     }
-    this.node.textContent = text;
+    this._text.textContent = text;
     const peaks =
       store.helper.peaks === 'per-cell'
         ? trans.__("Peak counters are reset before each cell, so max_memory_allocated() counts from the cell's start.")
@@ -70,6 +73,7 @@ export class CaptureStatus extends Widget {
   }
 
   private _store: StatusSource | null = null;
+  private readonly _text = document.createElement('span');
   private readonly _trans: TranslationBundle;
 }
 

@@ -4,6 +4,7 @@
  * when clicked, and a settings change hides one.
  */
 import { expect, test } from '@jupyterlab/galata';
+import * as fs from 'fs';
 import { clickNotebookToolbarItem, openReplayedDemo, PANEL } from './demo';
 
 const OPEN_PANEL = 'cuda-memdiff-open-panel';
@@ -85,5 +86,22 @@ test.describe('notebook toolbar beside the open panel', () => {
       expect(box.height).toBeLessThanOrEqual(toolbarBox!.height);
     }
     await expect(status).toHaveAttribute('title', /replaying a recorded session \(gpu_memory_demo--holders\)/);
+    // Cut short here: its text is wider than the room it has ...
+    const widths = await status.evaluate(el => {
+      const range = document.createRange();
+      range.selectNodeContents(el);
+      return { text: range.getBoundingClientRect().width, box: el.getBoundingClientRect().width };
+    });
+    expect(widths.text).toBeGreaterThan(widths.box);
+    // ... and the cut is marked by an ellipsis, not made mid-letter: without the ellipsis it draws otherwise.
+    await page.mouse.move(0, 0);
+    const withEllipsis = await status.screenshot();
+    await page.addStyleTag({
+      content: '.jp-CudaMemdiffStatus, .jp-CudaMemdiffStatus * { text-overflow: clip !important; }'
+    });
+    const clipped = await status.screenshot();
+    expect(withEllipsis.equals(clipped)).toBe(false);
+    await test.info().attach('status', { body: withEllipsis, contentType: 'image/png' });
+    fs.writeFileSync(test.info().outputPath('status.png'), withEllipsis);
   });
 });
