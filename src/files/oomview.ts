@@ -5,6 +5,7 @@
  */
 import { TranslationBundle } from '@jupyterlab/translation';
 import { oomFacts } from '../components/oomwords';
+import { keepFiguresWhole } from '../components/nobreak';
 import { frameText } from '../components/stack';
 import { CellCodeNames, formatBytes } from '../engine';
 import type { IFileOom } from '../worker/files';
@@ -49,7 +50,9 @@ export function oomSection(oom: IFileOom, cells: CellCodeNames, trans: Translati
       const bytes = row.insertCell();
       bytes.className = 'jp-CudaMemdiffMoment-bytes';
       bytes.textContent = formatBytes(h.bytes);
-      row.insertCell().textContent = h.site ? frameText(h.site, cells, trans) : trans.__('no Python stack');
+      row.insertCell().textContent = keepFiguresWhole(
+        h.site ? frameText(h.site, cells, trans) : trans.__('no Python stack')
+      );
     }
     section.appendChild(table);
   }

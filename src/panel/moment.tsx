@@ -23,6 +23,7 @@ import { DiffPanelModel } from './model';
 import { Section } from '../components/section';
 import { oomFacts } from '../components/oomwords';
 import { copiesText, ICellLocation, siteText } from '../components/stack';
+import { keepFiguresWhole } from '../components/nobreak';
 
 /** Rows of the holder tables. */
 const ROWS_SHOWN = 5;
@@ -98,7 +99,7 @@ function HolderTable(props: {
         {props.rows.slice(0, ROWS_SHOWN).map(r => (
           <tr key={r.label}>
             <td className="jp-CudaMemdiffMoment-bytes">{formatBytes(r.bytes)}</td>
-            <td>{r.label}</td>
+            <td>{keepFiguresWhole(r.label)}</td>
           </tr>
         ))}
         {rest.length ? (

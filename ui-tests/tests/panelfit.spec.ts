@@ -8,6 +8,7 @@
 import { expect, test } from '@jupyterlab/galata';
 import * as path from 'path';
 import {
+  CODE_CELLS,
   isInsideVisiblePanel,
   isUncovered,
   openPanel,
@@ -16,6 +17,7 @@ import {
   PANEL,
   PANEL_CONTENT,
   panelSection,
+  restartKernel,
   revealSection,
   runReplayedDemo,
   setPanelWidth,
@@ -156,6 +158,60 @@ test.describe('a narrow panel', () => {
     await expect(table.getByRole('row').nth(1).getByRole('cell').last()).toHaveText('active_allocated');
     expect(await content.evaluate(el => el.scrollLeft)).toBe(0);
     await page.screenshot({ path: test.info().outputPath('narrow-blocks.png') });
+  });
+});
+
+test.describe('the peak list at the least width', () => {
+  test.use({ viewport: { width: 1280, height: 720 } });
+
+  test('keeps each size and each "line N" on one line', async ({ page, tmpPath }) => {
+    test.setTimeout(240000);
+    await openReplayedDemo(page, tmpPath);
+    await runReplayedDemo(page);
+    await openPanel(page);
+    // After a restart the sites read "Cell [3] in kernel 2, line 3": long enough to wrap at 250 px.
+    await restartKernel(page);
+    await expect(page.locator('.jp-CudaMemdiffStatus')).toContainText('replaying a recorded session', {
+      timeout: 60000
+    });
+    await page.notebook.run();
+    await expect(panelSection(page, 'chart').getByRole('option')).toHaveCount(2 * CODE_CELLS.length, {
+      timeout: 60000
+    });
+    await setPanelWidth(page, 250);
+    const peak = panelSection(page, 'peak');
+    const toggle = peak.getByRole('button', { name: 'Peak of Cell [4] in kernel 2' });
+    await toggle.scrollIntoViewIfNeeded();
+    await toggle.click();
+    const rows = peak.locator('[data-cuda-memdiff-holders="site"] tr');
+    await expect(rows).toHaveText([
+      '321 MiBCell [3] in kernel 2, line 3',
+      '128 MiBCell [1] in kernel 2, line 4',
+      '60.0 MiBCell [4] in kernel 2, line 2',
+      '32.0 MiBCell [2] in kernel 2, line 1'
+    ]);
+    for (const row of await rows.all()) {
+      await row.scrollIntoViewIfNeeded();
+      expect(await isInsideVisiblePanel(page, row)).toBe(true);
+      // How many lines the size, and the label's "line N", are drawn on.
+      const lines = await row.evaluate((tr: HTMLTableRowElement) => {
+        const linesOf = (node: Node, from: number, to: number) => {
+          const range = document.createRange();
+          range.setStart(node, from);
+          range.setEnd(node, to);
+          return new Set(Array.from(range.getClientRects()).map(r => Math.round(r.top))).size;
+        };
+        const bytes = tr.cells[0].firstChild!;
+        const label = tr.cells[1].firstChild!;
+        const at = /line\s\d+/.exec(label.textContent!)!;
+        return {
+          size: linesOf(bytes, 0, bytes.textContent!.length),
+          lineN: linesOf(label, at.index, at.index + at[0].length)
+        };
+      });
+      expect(lines, (await row.textContent()) ?? '').toEqual({ size: 1, lineN: 1 });
+    }
+    await peak.screenshot({ path: test.info().outputPath('narrow-peak.png') });
   });
 });
 
