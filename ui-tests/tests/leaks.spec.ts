@@ -14,7 +14,8 @@ import {
   openReplayedDemo,
   PANEL,
   restartKernel,
-  runReplayedDemo
+  runReplayedDemo,
+  setTheme
 } from './demo';
 
 const COMMAND = 'cuda-memdiff:find-leaking-cell';
@@ -118,6 +119,44 @@ test.describe('find leaking cell', () => {
     await expect(top.locator('.jp-CudaMemdiffLeak-earlier')).toHaveText('an earlier run: the cell shows [6] now');
     await expect(top.locator('.jp-CudaMemdiffLeak-earlier')).toBeVisible();
     await page.screenshot({ path: test.info().outputPath('leaks-earlier-run.png') });
+    });
+
+  test('outlines the leaking cell while it is the active, focused cell, in the light and dark themes', async ({
+    page
+  }) => {
+    test.setTimeout(180000);
+    await runReplayedDemo(page);
+    for (const theme of ['JupyterLab Light', 'JupyterLab Dark']) {
+      await setTheme(page, theme);
+      // From the keyboard, as a person runs it from the palette, then goes to the cell it names from the panel:
+      // the notebook takes the focus back, and its active cell shows JupyterLab's focus ring.
+      await page.notebook.selectCells(0);
+      await page.keyboard.press('Control+Shift+c');
+      await page.locator('#command-palette input').fill('Find Leaking Cell');
+      await page.keyboard.press('Enter');
+      const top = page.locator(`${PANEL} .jp-CudaMemdiffLeak.jp-mod-top`);
+      await top.locator('.jp-CudaMemdiffLeak-cell').focus();
+      await page.keyboard.press('Enter');
+      const leaking = page.locator(LEAKING);
+      await expect(leaking).toHaveAttribute('data-windowed-list-index', String(PREDS_CELL));
+      await expect(leaking).toHaveClass(/jp-mod-active/);
+      await expect.poll(() => leaking.evaluate(el => el.matches(':focus-visible'))).toBe(true);
+      await page.mouse.move(0, 0);
+      // The outline, drawn in the theme's error colour, over JupyterLab's own mark of the active cell.
+      const drawn = await leaking.evaluate(el => {
+        const probe = document.createElement('span');
+        probe.style.color = 'var(--jp-error-color1)';
+        document.body.appendChild(probe);
+        const error = getComputedStyle(probe).color;
+        probe.remove();
+        const style = getComputedStyle(el);
+        return { style: style.outlineStyle, width: parseFloat(style.outlineWidth), color: style.outlineColor, error };
+      });
+      expect(drawn.style, theme).toBe('solid');
+      expect(drawn.width, theme).toBeGreaterThanOrEqual(2);
+      expect(drawn.color, theme).toBe(drawn.error);
+      await leaking.screenshot({ path: test.info().outputPath(`active-${theme.split(' ')[1]}.png`) });
+    }
   });
 
   test('runs from the palette and the panel toolbar, and explains an empty notebook', async ({ page }) => {
