@@ -8,6 +8,7 @@
 import { TranslationBundle } from '@jupyterlab/translation';
 import { frameText, nativeFramesText } from '../components/stack';
 import { CellCodeNames, formatBytes, formatCount, ITimelineSeries } from '../engine';
+import { binaryTicks, tickLabel } from '../panel/chart';
 import type { IMoment, IMomentDiff, MomentFrame } from '../worker/files';
 
 /** The drawing's size in SVG units (it scales to the view's width). */
@@ -16,12 +17,28 @@ export const TIMELINE_HEIGHT = 200;
 /** A click this close to a cell boundary (in SVG units) picks the boundary. */
 const SNAP = 6;
 
+/** A mark of the memory scale: a round size (binary: 32 GiB, 128 MiB) at its height. */
+export interface ITimelineTick {
+  readonly bytes: number;
+  /** Height in SVG units, from the top. */
+  readonly y: number;
+  readonly label: string;
+}
+
 /** Where things are drawn: pure functions of the series. */
 export interface ITimelineGeometry {
   /** The filled area under the allocated total. */
   readonly path: string;
   /** Bytes at the top of the drawing. */
   readonly yMaxBytes: number;
+  /** The memory scale, from 0 B up to the highest round size under the top of the drawing. */
+  readonly ticks: readonly ITimelineTick[];
+  /**
+   * The cell boundaries drawn: those between two events. One before the
+   * first event or after the last (a dump written after its cell's last
+   * allocation) would lie on the drawing's edge, where nobody sees a line.
+   */
+  readonly boundaries: readonly number[];
   /** Height in SVG units of a byte count. */
   y(bytes: number): number;
   /** Horizontal position of an event count (the moment before event `k`). */
@@ -57,7 +74,11 @@ export function timelineGeometry(
     }
     return Math.max(0, Math.min(n - 1, Math.floor((px / width) * n)));
   };
-  return { path: parts.join(''), yMaxBytes, y, x, momentAt };
+  const ticks = binaryTicks(yMaxBytes)
+    .filter(bytes => bytes <= yMaxBytes)
+    .map(bytes => ({ bytes, y: y(bytes), label: tickLabel(bytes) }));
+  const boundaries = series.boundaries.filter(b => b > 0 && b < series.eventCount);
+  return { path: parts.join(''), yMaxBytes, ticks, boundaries, y, x, momentAt };
 }
 
 /** What the view asks of the worker, and how it names frames. */
@@ -83,12 +104,20 @@ export function renderTimeline(
   root.setAttribute('aria-label', trans.__('Allocation timeline'));
   const caption = document.createElement('p');
   caption.className = 'jp-CudaMemdiffTimeline-caption';
-  caption.textContent = trans.__(
-    'Allocated memory on cuda:%1 over %2 allocations and frees (peak %3); dashed lines are cell boundaries. Click a moment, then another, to see what changed between them.',
-    series.device,
-    formatCount(series.eventCount),
-    formatBytes(series.peakBytes)
-  );
+  // Dashed lines are named only where some are drawn (a dump written at an OOM has none).
+  caption.textContent = g.boundaries.length
+    ? trans.__(
+        'Allocated memory on cuda:%1 over %2 allocations and frees (peak %3); dashed lines are cell boundaries. Click a moment, then another, to see what changed between them.',
+        series.device,
+        formatCount(series.eventCount),
+        formatBytes(series.peakBytes)
+      )
+    : trans.__(
+        'Allocated memory on cuda:%1 over %2 allocations and frees (peak %3). Click a moment, then another, to see what changed between them.',
+        series.device,
+        formatCount(series.eventCount),
+        formatBytes(series.peakBytes)
+      );
   root.appendChild(caption);
 
   const svg = document.createElementNS(SVG, 'svg');
@@ -103,11 +132,21 @@ export function renderTimeline(
   area.setAttribute('class', 'jp-CudaMemdiffTimeline-area');
   area.setAttribute('d', g.path);
   svg.appendChild(area);
+  // Grid lines of the memory scale, over the area so they cross it.
+  for (const tick of g.ticks) {
+    const grid = document.createElementNS(SVG, 'line');
+    grid.setAttribute('class', 'jp-CudaMemdiffTimeline-grid');
+    grid.setAttribute('x1', '0');
+    grid.setAttribute('x2', String(TIMELINE_WIDTH));
+    grid.setAttribute('y1', tick.y.toFixed(2));
+    grid.setAttribute('y2', tick.y.toFixed(2));
+    svg.appendChild(grid);
+  }
   // One line per pixel column at most: a long history has thousands of
   // boundaries (2,500 in the 1 GB bench file), which drawn one by one made the
   // first picture's task 100-180 ms; lines closer than a pixel look the same.
   let lastColumn = -Infinity;
-  series.boundaries.forEach((b, k) => {
+  g.boundaries.forEach((b, k) => {
     const column = Math.round(g.x(b));
     if (column === lastColumn) {
       return;
@@ -124,12 +163,7 @@ export function renderTimeline(
   const cursor = vertical(-10, 'jp-CudaMemdiffTimeline-cursor');
   const marks = [vertical(-10, 'jp-CudaMemdiffTimeline-mark'), vertical(-10, 'jp-CudaMemdiffTimeline-mark')];
   svg.append(cursor, ...marks);
-  root.appendChild(svg);
-
-  const peak = document.createElement('p');
-  peak.className = 'jp-CudaMemdiffTimeline-axis';
-  peak.textContent = trans.__('top of the chart: %1', formatBytes(g.yMaxBytes));
-  root.appendChild(peak);
+  root.appendChild(plotWithAxes(svg, g, series, trans));
   const hover = document.createElement('div');
   hover.className = 'jp-CudaMemdiffTimeline-hover';
   hover.setAttribute('aria-live', 'polite');
@@ -187,6 +221,39 @@ export function renderTimeline(
     svg.removeEventListener('mousemove', onMove);
     svg.removeEventListener('click', onClick);
   };
+}
+
+/**
+ * The drawing with its scales, as HTML beside it (the drawing stretches to
+ * the view's width, which would stretch text drawn inside it): the memory
+ * scale's labels at the heights of their grid lines, left; the first and the
+ * last moment below.
+ */
+function plotWithAxes(
+  svg: SVGSVGElement,
+  g: ITimelineGeometry,
+  series: ITimelineSeries,
+  trans: TranslationBundle
+): HTMLElement {
+  const plot = document.createElement('div');
+  plot.className = 'jp-CudaMemdiffTimeline-plot';
+  const yAxis = document.createElement('div');
+  yAxis.className = 'jp-CudaMemdiffTimeline-yAxis';
+  yAxis.setAttribute('aria-hidden', 'true');
+  for (const tick of g.ticks) {
+    const label = document.createElement('span');
+    label.className = 'jp-CudaMemdiffTimeline-tick';
+    label.style.top = `${((tick.y / TIMELINE_HEIGHT) * 100).toFixed(3)}%`;
+    label.textContent = tick.label;
+    yAxis.appendChild(label);
+  }
+  const xAxis = document.createElement('div');
+  xAxis.className = 'jp-CudaMemdiffTimeline-xAxis';
+  for (const text of [trans.__('moment %1', 1), trans.__('moment %1', formatCount(series.eventCount))]) {
+    xAxis.appendChild(document.createElement('span')).textContent = text;
+  }
+  plot.append(yAxis, svg, xAxis);
+  return plot;
 }
 
 function vertical(x: number, className: string): SVGLineElement {

@@ -43,10 +43,37 @@ test('an OOM dump opens on its post-mortem', async ({ page, tmpPath }) => {
   // the file's frame is the first cell's code, not run in this kernel: named by its place, as the status bar does
   await expect(oom.locator('[data-cuda-memdiff-holders="site"] tr')).toHaveText(['100 GiBCell 1/3, line 3']);
 
+  // Its timeline says only what it draws: this dump marks no cell boundary, so no dashed line is named.
+  const timeline = view.locator('.jp-CudaMemdiffTimeline');
+  await expect(timeline.locator('.jp-CudaMemdiffTimeline-boundary')).toHaveCount(0);
+  await expect(timeline.locator('.jp-CudaMemdiffTimeline-caption')).toHaveText(
+    'Allocated memory on cuda:0 over 5 allocations and frees (peak 100 GiB). Click a moment, then another, to see what changed between them.'
+  );
+  await expect(timeline).not.toContainText('top of the chart');
+  // A scale to read it by: round sizes beside the drawing, each at the height of its grid line, in sight.
+  const ticks = timeline.locator('.jp-CudaMemdiffTimeline-tick');
+  await expect(ticks).toHaveText(['0 B', '32 GiB', '64 GiB', '96 GiB']);
+  const grid = timeline.locator('.jp-CudaMemdiffTimeline-grid');
+  await expect(grid).toHaveCount(4);
+  await timeline.locator('.jp-CudaMemdiffTimeline-plot').scrollIntoViewIfNeeded();
+  const chartBox = (await timeline.locator('.jp-CudaMemdiffTimeline-chart').boundingBox())!;
+  for (let k = 0; k < 4; k++) {
+    await expect(ticks.nth(k)).toBeInViewport({ ratio: 1 });
+    const label = (await ticks.nth(k).boundingBox())!;
+    const line = (await grid.nth(k).boundingBox())!;
+    expect(Math.abs(label.y + label.height / 2 - (line.y + line.height / 2)), `tick ${k}`).toBeLessThan(2);
+    // left of the drawing, never over it
+    expect(label.x + label.width).toBeLessThanOrEqual(chartBox.x);
+  }
+  await expect(timeline.locator('.jp-CudaMemdiffTimeline-xAxis span')).toHaveText(['moment 1', 'moment 5']);
+  await page.mouse.move(0, 0);
+  await timeline.screenshot({ path: test.info().outputPath('oom-timeline-light.png') });
+
   for (const theme of ['JupyterLab Light', 'JupyterLab Dark']) {
     await setTheme(page, theme);
-    const { violations, checked } = await contrastOf(page, ['.jp-CudaMemdiffFile-oom']);
+    const { violations, checked } = await contrastOf(page, ['.jp-CudaMemdiffFile-oom', '.jp-CudaMemdiffTimeline']);
     expect(violations, theme).toEqual([]);
     expect(checked, theme).toBeGreaterThan(5);
   }
+  await timeline.screenshot({ path: test.info().outputPath('oom-timeline-dark.png') });
 });

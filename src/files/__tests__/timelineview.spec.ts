@@ -1,7 +1,7 @@
 // The diff of two moments of a file's timeline, as a person reads it.
 import { nullTranslator } from '@jupyterlab/translation';
-import { CellCodeNames } from '../../engine';
-import { showDiff } from '../timelineview';
+import { CellCodeNames, ITimelineSeries } from '../../engine';
+import { renderTimeline, showDiff, TIMELINE_HEIGHT, timelineGeometry } from '../timelineview';
 import type { IMomentDiff } from '../../worker/files';
 
 const trans = nullTranslator.load('jupyterlab_cuda_memdiff');
@@ -41,5 +41,77 @@ describe('a diff of two moments', () => {
     );
     const rows = [...node.querySelectorAll('tbody tr')].map(r => r.textContent);
     expect(rows).toEqual(['+1.00 MiB1.00 MiB0 B2step (train.py:12)']);
+  });
+});
+
+const GiB = 2 ** 30;
+
+/** A file's timeline: five allocations of 20 GiB, as the H200's OOM dump holds, and the cell boundaries given. */
+function series(boundaries: number[]): ITimelineSeries {
+  return {
+    device: 0,
+    eventCount: 5,
+    start: Float64Array.from([0, 1, 2, 3, 4]),
+    low: Float64Array.from([20, 40, 60, 80, 100].map(g => g * GiB)),
+    high: Float64Array.from([20, 40, 60, 80, 100].map(g => g * GiB)),
+    boundaries,
+    peakBytes: 100 * GiB,
+    peakEvent: 4
+  };
+}
+
+const source = {
+  describe: () => Promise.resolve(null),
+  diff: () => Promise.reject(new Error('not asked')),
+  cells: () => new CellCodeNames([])
+};
+
+describe('the memory scale of a timeline', () => {
+  it('marks round binary sizes from 0 B up to the top of the drawing, at their heights', () => {
+    const g = timelineGeometry(series([]));
+    // 5% headroom over the 100 GiB peak: the top is 105 GiB, the scale goes in 32 GiB steps below it
+    expect(g.yMaxBytes).toBeCloseTo(105 * GiB);
+    expect(g.ticks.map(t => t.label)).toEqual(['0 B', '32 GiB', '64 GiB', '96 GiB']);
+    expect(g.ticks.map(t => t.y)).toEqual(g.ticks.map(t => g.y(t.bytes)));
+    expect(g.ticks[0].y).toBe(TIMELINE_HEIGHT);
+    expect(g.ticks.every(t => t.y >= 0 && t.y <= TIMELINE_HEIGHT)).toBe(true);
+  });
+
+  it('is drawn: a label and a grid line per mark, and the first and last moments', () => {
+    const host = document.createElement('div');
+    renderTimeline(host, series([]), source, trans);
+    expect([...host.querySelectorAll('.jp-CudaMemdiffTimeline-tick')].map(t => t.textContent)).toEqual([
+      '0 B',
+      '32 GiB',
+      '64 GiB',
+      '96 GiB'
+    ]);
+    expect(host.querySelectorAll('.jp-CudaMemdiffTimeline-grid')).toHaveLength(4);
+    expect(host.querySelector('.jp-CudaMemdiffTimeline-xAxis')?.textContent).toBe('moment 1moment 5');
+    expect(host.textContent).not.toContain('top of the chart');
+  });
+});
+
+describe('the caption of a timeline', () => {
+  const caption = (boundaries: number[]) => {
+    const host = document.createElement('div');
+    renderTimeline(host, series(boundaries), source, trans);
+    return host.querySelector('.jp-CudaMemdiffTimeline-caption')!.textContent;
+  };
+
+  it('names the dashed lines only where it draws cell boundaries', () => {
+    const plain =
+      'Allocated memory on cuda:0 over 5 allocations and frees (peak 100 GiB). Click a moment, then another, to see what changed between them.';
+    expect(caption([])).toBe(plain);
+    // The H200's OOM dump: its one boundary comes after the last allocation, on the drawing's edge.
+    expect(caption([5])).toBe(plain);
+    expect(caption([2, 4])).toContain('dashed lines are cell boundaries');
+  });
+
+  it('draws the boundaries between events, none on the edges', () => {
+    expect(timelineGeometry(series([0, 2, 5])).boundaries).toEqual([2]);
+    const host = document.createElement('div');
+    renderTimeline(host, series([0, 2, 5]), source, trans);
+    expect(host.querySelectorAll('.jp-CudaMemdiffTimeline-boundary')).toHaveLength(1);
   });
 });
