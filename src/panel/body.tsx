@@ -215,6 +215,7 @@ function ChartBody(props: { model: DiffPanelModel; trans: TranslationBundle }): 
         reservedBytes: totalBytes(r.snapshot, 'reservedBytes', device),
         oom: model.notebook?.store.hadOom(r) ?? false,
         label: recordLabel(r, model),
+        tick: runTag(r.executionCount),
         kernelSession: r.kernelSession,
         // The kernel's roles are summed over devices: stacked only when the chart shows them all.
         roles: device === null ? (r.roles?.bytes ?? null) : null
@@ -262,6 +263,8 @@ function ChartBody(props: { model: DiffPanelModel; trans: TranslationBundle }): 
         selected={indexOf(pair?.after)}
         compared={model.isCustomComparison ? indexOf(pair?.before) : -1}
         onSelect={i => model.select(records[i])}
+        // The peak is summed over devices: drawn where the chart is too.
+        peakBytes={device === null ? sessionPeak : 0}
         trans={trans}
       />
     </>

@@ -1,10 +1,11 @@
 /**
  * Geometry of the session chart, in pure functions: allocated and reserved
  * memory per snapshot as step lines, one step per cell execution, ticks at
- * binary sizes (128 MiB, 256 MiB, 1 GiB), a mark where the kernel
- * restarted and where a cell ran out of memory, and allocated memory
- * stacked by role where the kernel gave roles. d3 computes scales and paths;
- * the React component only draws them.
+ * binary sizes (128 MiB, 256 MiB, 1 GiB), each step named under it by its
+ * cell's prompt (`[3]`, thinned where they would touch), a mark where the
+ * kernel restarted and where a cell ran out of memory, the session's peak,
+ * and allocated memory stacked by role where the kernel gave roles. d3
+ * computes scales and paths; the React component only draws them.
  */
 import { scaleLinear } from 'd3-scale';
 import { area, curveStepAfter, line } from 'd3-shape';
@@ -16,6 +17,8 @@ export interface IChartInput {
   reservedBytes: number;
   oom: boolean;
   label: string;
+  /** The short name under its step, as the cell's prompt shows its run: `[3]`. */
+  tick?: string;
   /** The kernel session the snapshot came from; a change between two snapshots is a restart. */
   kernelSession?: number;
   /** Allocated bytes by role after the snapshot's cell; absent or null when the kernel gave none. */
@@ -38,12 +41,37 @@ export interface IChartPoint extends IChartInput {
   yReserved: number;
 }
 
+/** A step's short name under the plot, centred on its step (kept inside the chart at its ends). */
+export interface ICellLabel {
+  index: number;
+  x: number;
+  text: string;
+}
+
+/**
+ * The session's peak of allocated memory, as a level line over the steps of
+ * the kernel that reached it (a restarted kernel's counters start again).
+ */
+export interface IPeakMark {
+  bytes: number;
+  y: number;
+  x1: number;
+  x2: number;
+}
+
 /** Everything the chart draws. */
 export interface IChartLayout {
   points: IChartPoint[];
   allocatedPath: string;
   reservedPath: string;
   ticks: { y: number; label: string }[];
+  /** The steps' short names, thinned to every `cellLabelStride`-th where they would touch. */
+  cellLabels: ICellLabel[];
+  cellLabelStride: number;
+  /** The baseline of the step names, below the plot. */
+  cellLabelY: number;
+  /** The session's peak; null when none was given. */
+  peak: IPeakMark | null;
   /** Where a snapshot from a new kernel session follows one of an earlier session. */
   restarts: IRestartMark[];
   /** The snapshots whose cell ran out of memory. */
@@ -81,6 +109,8 @@ export interface IOomMark {
 export interface ILabelWidths {
   restart?: number;
   oom?: number;
+  /** The widest of the steps' short names. */
+  cell?: number;
 }
 
 /** Sizes of the chart in pixels. */
@@ -89,9 +119,16 @@ export interface IChartSize {
   height: number;
 }
 
-const MARGIN = { top: 8, right: 8, bottom: 8, left: 64 };
+/** Room around the plot; below it, the row of the steps' names. */
+const MARGIN = { top: 8, right: 8, bottom: 22, left: 64 };
+/** The steps' names' baseline, below the plot's bottom (clear of the "0 B" tick label beside it). */
+const CELL_LABEL_DROP = 15;
 /** Room between a restart line and its label, and the least between two labels, in pixels. */
 const LABEL_GAP = 3;
+/** How far above its kernel's highest step, in pixels, the peak must be to be drawn apart from it. */
+const PEAK_MIN_RISE = 2;
+/** How many steps apart the kept names of steps may be: round numbers, so the names read as a scale. */
+const STRIDES = [1, 2, 5];
 /** Most intervals between ticks on the memory axis. */
 export const MAX_TICK_INTERVALS = 4;
 
@@ -122,13 +159,23 @@ export function tickLabel(bytes: number): string {
     .replace(/\. /, ' ');
 }
 
-/** Lay out the chart for snapshots in execution order; `labels` gives the drawn widths of its labels. */
-export function chartLayout(inputs: readonly IChartInput[], size: IChartSize, labels: ILabelWidths = {}): IChartLayout {
+/**
+ * Lay out the chart for snapshots in execution order; `labels` gives the
+ * drawn widths of its labels, `peakBytes` the session's peak of allocated
+ * memory (0 for none), which the memory scale then reaches.
+ */
+export function chartLayout(
+  inputs: readonly IChartInput[],
+  size: IChartSize,
+  labels: ILabelWidths = {},
+  peakBytes = 0
+): IChartLayout {
   const left = MARGIN.left;
   const right = Math.max(left + 1, size.width - MARGIN.right);
   const top = MARGIN.top;
   const bottom = Math.max(top + 1, size.height - MARGIN.bottom);
-  const max = Math.max(1, ...inputs.map(p => Math.max(p.allocatedBytes, p.reservedBytes)));
+  const peak = inputs.length ? Math.max(0, peakBytes) : 0;
+  const max = Math.max(1, peak, ...inputs.map(p => Math.max(p.allocatedBytes, p.reservedBytes)));
   const ticks = binaryTicks(max);
   const y = scaleLinear()
     .domain([0, ticks[ticks.length - 1]])
@@ -150,11 +197,17 @@ export function chartLayout(inputs: readonly IChartInput[], size: IChartSize, la
     }
     return line().curve(curveStepAfter)(vertices) ?? '';
   };
+  const cellWidth = labels.cell ?? 0;
+  const stride = labelStride(step, cellWidth);
   return {
     points,
     allocatedPath: path(p => p.yAllocated),
     reservedPath: path(p => p.yReserved),
     ticks: ticks.map(v => ({ y: y(v), label: tickLabel(v) })),
+    cellLabels: cellLabels(points, stride, cellWidth, size.width),
+    cellLabelStride: stride,
+    cellLabelY: bottom + CELL_LABEL_DROP,
+    peak: peak > 0 ? peakMark(points, peak, y(peak), right) : null,
     roleAreas: roleAreas(points, right, y),
     restarts: restartMarks(
       points
@@ -168,6 +221,65 @@ export function chartLayout(inputs: readonly IChartInput[], size: IChartSize, la
     height: size.height,
     plotLeft: left
   };
+}
+
+/**
+ * How many steps apart the steps' names go: the least of 1, 2, 5, 10, 20,
+ * 50, ... steps that leaves LABEL_GAP between names `width` wide on steps
+ * `step` wide. A name on every other cell reads as well as on each, where
+ * names that touch read as none.
+ */
+export function labelStride(step: number, width: number): number {
+  if (width <= 0) {
+    return 1;
+  }
+  if (step <= 0) {
+    return Infinity;
+  }
+  for (let scale = 1; ; scale *= 10) {
+    for (const k of STRIDES) {
+      if (k * scale * step >= width + LABEL_GAP) {
+        return k * scale;
+      }
+    }
+  }
+}
+
+/**
+ * The names of every `stride`-th step, from the first, each centred on its
+ * step; a name that would pass an edge of the chart (`width` pixels) is
+ * moved inside it.
+ */
+export function cellLabels(
+  points: readonly IChartPoint[],
+  stride: number,
+  labelWidth: number,
+  width: number
+): ICellLabel[] {
+  const half = labelWidth / 2;
+  return points
+    .filter(p => p.tick && p.index % stride === 0)
+    .map(p => ({
+      index: p.index,
+      x: Math.max(half, Math.min(width - half, p.x + p.width / 2)),
+      text: p.tick!
+    }));
+}
+
+/**
+ * The session's peak as a level line at `y`, over the steps of the last
+ * point's kernel session (every step where sessions are not told); null
+ * where it would lie on that kernel's highest step (less than
+ * PEAK_MIN_RISE above it): the step line already shows that peak.
+ */
+export function peakMark(points: readonly IChartPoint[], bytes: number, y: number, right: number): IPeakMark | null {
+  const last = points[points.length - 1];
+  const span = points.filter(p => p.kernelSession === last.kernelSession);
+  const highest = Math.min(...span.map(p => p.yAllocated));
+  if (highest - y < PEAK_MIN_RISE) {
+    return null;
+  }
+  return { bytes, y, x1: span[0].x, x2: right };
 }
 
 /**

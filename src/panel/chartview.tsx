@@ -1,9 +1,10 @@
 /**
  * The session chart: allocated and reserved memory after each cell as step
- * lines, OOM markers, a dashed line where the kernel restarted, the cells the
- * diff compares highlighted (its later side strongly, its earlier side
- * faintly); allocated memory stacked by role on request, when the kernel gave
- * roles. The cells are a listbox with a roving focus (WAI-ARIA): hover names
+ * lines, each step named under it by its prompt (`[3]`), OOM markers, a
+ * dashed line where the kernel restarted, a dotted level at the session's
+ * peak, the cells the diff compares highlighted (its later side strongly,
+ * its earlier side faintly); allocated memory stacked by role on request,
+ * when the kernel gave roles. The cells are a listbox with a roving focus (WAI-ARIA): hover names
  * a cell, click or the arrow keys select it, Home and End the first and last.
  */
 import * as React from 'react';
@@ -14,7 +15,7 @@ import { useWidth } from './width';
 
 /** Width before the panel is measured, and the height, in pixels. */
 const DEFAULT_WIDTH = 320;
-const HEIGHT = 120;
+const HEIGHT = 134;
 /** Baseline of the OOM labels, in the top margin. */
 const OOM_LABEL_Y = 12;
 /**
@@ -27,6 +28,8 @@ const RESTART_LABEL_Y = 26;
  * estimate on the safe side, so labels that might touch are treated as touching.
  */
 const LABEL_CHAR_WIDTH = 6.5;
+/** The same for brackets, spaces and punctuation, which draw about half as wide. */
+const NARROW_CHAR_WIDTH = 4;
 
 /** Props of SessionChart. */
 export interface ISessionChartProps {
@@ -36,6 +39,8 @@ export interface ISessionChartProps {
   /** The snapshot the diff compares it with (its earlier side), marked fainter; -1 for no mark. */
   compared?: number;
   onSelect: (index: number) => void;
+  /** The session's peak of allocated memory, drawn as a level over its kernel's steps; 0 for none. */
+  peakBytes?: number;
   trans: TranslationBundle;
 }
 
@@ -48,14 +53,20 @@ export function SessionChart(props: ISessionChartProps): JSX.Element {
   const width = useWidth(figure, DEFAULT_WIDTH);
   const restartLabel = trans.__('restart');
   const oomLabel = trans.__('OOM');
+  const peakBytes = props.peakBytes ?? 0;
   const layout = React.useMemo(
     () =>
       chartLayout(
         inputs,
         { width, height: HEIGHT },
-        { restart: restartLabel.length * LABEL_CHAR_WIDTH, oom: oomLabel.length * LABEL_CHAR_WIDTH }
+        {
+          restart: restartLabel.length * LABEL_CHAR_WIDTH,
+          oom: oomLabel.length * LABEL_CHAR_WIDTH,
+          cell: Math.max(0, ...inputs.map(p => Private.textWidth(p.tick ?? '')))
+        },
+        peakBytes
       ),
-    [inputs, width, restartLabel, oomLabel]
+    [inputs, width, restartLabel, oomLabel, peakBytes]
   );
   const [byRole, setByRole] = React.useState(false);
   const stacked = byRole && layout.roleAreas.length > 0;
@@ -134,8 +145,31 @@ export function SessionChart(props: ISessionChartProps): JSX.Element {
               <path key={`role-${a.role}`} className={`jp-CudaMemdiffChart-role jp-mod-${a.role}`} d={a.path} />
             ))
           : null}
+        {layout.peak ? (
+          <line
+            className="jp-CudaMemdiffChart-peak"
+            x1={layout.peak.x1}
+            x2={layout.peak.x2}
+            y1={layout.peak.y}
+            y2={layout.peak.y}
+          />
+        ) : null}
         <path className="jp-CudaMemdiffChart-reserved" d={layout.reservedPath} />
         <path className="jp-CudaMemdiffChart-allocated" d={layout.allocatedPath} />
+        {/* The bands name the cells to screen readers: the names under the steps are for the eye. */}
+        <g className="jp-CudaMemdiffChart-cellLabels" aria-hidden="true">
+          {layout.cellLabels.map(c => (
+            <text
+              key={`cell-${c.index}`}
+              className={c.index === selected ? 'jp-mod-selected' : undefined}
+              x={c.x}
+              y={layout.cellLabelY}
+              textAnchor="middle"
+            >
+              {c.text}
+            </text>
+          ))}
+        </g>
         {layout.ooms
           .filter(m => m.label)
           .map(m => (
@@ -157,6 +191,12 @@ export function SessionChart(props: ISessionChartProps): JSX.Element {
           <>
             {' '}
             <span className="jp-CudaMemdiffChart-key jp-mod-restart">{trans.__('kernel restart')}</span>
+          </>
+        ) : null}
+        {layout.peak ? (
+          <>
+            {' '}
+            <span className="jp-CudaMemdiffChart-key jp-mod-peak">{trans.__('session peak')}</span>
           </>
         ) : null}
         {stacked
@@ -191,6 +231,15 @@ export function SessionChart(props: ISessionChartProps): JSX.Element {
 }
 
 namespace Private {
+  /** How wide a 10px chart label draws, on the safe side (see LABEL_CHAR_WIDTH). */
+  export function textWidth(text: string): number {
+    let width = 0;
+    for (const c of text) {
+      width += /[\p{L}\p{N}]/u.test(c) ? LABEL_CHAR_WIDTH : NARROW_CHAR_WIDTH;
+    }
+    return width;
+  }
+
   /** The band to select for a key pressed on band `index` of `count`; null for a key the chart leaves alone. */
   export function keyTarget(key: string, index: number, count: number): number | null {
     switch (key) {

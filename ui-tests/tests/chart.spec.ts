@@ -130,3 +130,72 @@ test('two restarts close together keep their labels apart, each line named', asy
     }
   }
 });
+
+test('each step is named under the chart by its prompt, thinned where names would touch; the session peak is marked', async ({
+  page,
+  tmpPath
+}) => {
+  test.setTimeout(240000);
+  await openReplayedDemo(page, tmpPath);
+  await runReplayedDemo(page);
+  const panel = await openPanel(page);
+  const section = panelSection(page, 'chart');
+  const names = section.locator('.jp-CudaMemdiffChart-cellLabels text');
+
+  /** The names drawn, each with its box, and the boxes of the bands they name. */
+  const drawn = async () => {
+    const boxes = [];
+    for (const name of await names.all()) {
+      expect(await isInsideVisiblePanel(page, name), (await name.textContent()) ?? '').toBe(true);
+      boxes.push({ text: (await name.textContent())!, box: (await name.boundingBox())! });
+    }
+    return boxes;
+  };
+  const apart = (boxes: { box: { x: number; width: number } }[]) =>
+    boxes.slice(1).every((b, k) => b.box.x >= boxes[k].box.x + boxes[k].box.width);
+
+  // Four cells, four names, each under its own band, below the plot's zero line, none touching.
+  await expect(names).toHaveText(['[1]', '[2]', '[3]', '[4]']);
+  const bands = chartOf(page).getByRole('option');
+  const zero = (await section.locator('.jp-CudaMemdiffChart-tick line').first().boundingBox())!;
+  const four = await drawn();
+  for (let k = 0; k < 4; k++) {
+    const band = (await bands.nth(k).boundingBox())!;
+    const centre = four[k].box.x + four[k].box.width / 2;
+    expect(centre).toBeGreaterThan(band.x);
+    expect(centre).toBeLessThan(band.x + band.width);
+    expect(four[k].box.y).toBeGreaterThanOrEqual(zero.y);
+  }
+  expect(apart(four)).toBe(true);
+
+  // The peak the panel states in words, as a level above the 512 MiB tick (541 MiB), with its key.
+  await expect(section.locator('.jp-CudaMemdiffPanel-sessionPeak')).toHaveText('Session peak: 541 MiB allocated');
+  const peak = section.locator('line.jp-CudaMemdiffChart-peak');
+  await expect(peak).toHaveCount(1);
+  expect(await isInsideVisiblePanel(page, peak)).toBe(true);
+  const tick512 = section.locator('.jp-CudaMemdiffChart-tick', { hasText: '512 MiB' }).locator('line');
+  expect((await peak.boundingBox())!.y).toBeLessThan((await tick512.boundingBox())!.y);
+  await expect(section.locator('.jp-CudaMemdiffChart-legend')).toContainText('session peak');
+  await page.mouse.move(0, 0);
+  await section.screenshot({ path: test.info().outputPath('chart-named.png') });
+
+  // Three kernels' runs at the panel's least width: 12 steps of 13 px, too narrow for "[1]" each, so every
+  // other one is named, still apart and inside the panel.
+  for (let k = 2; k <= 3; k++) {
+    await restartKernel(page);
+    await expect(page.locator('.jp-CudaMemdiffStatus')).toContainText('replaying a recorded session', {
+      timeout: 60000
+    });
+    await page.notebook.run();
+    await expect(bands).toHaveCount(k * CODE_CELLS.length, { timeout: 60000 });
+  }
+  await setPanelWidth(page, 250);
+  await expect(names).toHaveText(['[1]', '[3]', '[1]', '[3]', '[1]', '[3]']);
+  const thinned = await drawn();
+  expect(apart(thinned)).toBe(true);
+  // the peak now is kernel 3's: its level starts at kernel 3's first step, the last restart
+  const restart = (await panel.locator('.jp-CudaMemdiffChart-restart line').last().boundingBox())!;
+  expect(Math.abs((await peak.boundingBox())!.x - restart.x)).toBeLessThan(2);
+  await page.mouse.move(0, 0);
+  await section.screenshot({ path: test.info().outputPath('chart-narrow.png') });
+});

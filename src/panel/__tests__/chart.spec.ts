@@ -1,4 +1,4 @@
-import { binaryTicks, binaryTickStep, chartLayout, restartMarks, tickLabel } from '../chart';
+import { binaryTicks, binaryTickStep, cellLabels, chartLayout, labelStride, restartMarks, tickLabel } from '../chart';
 import type { IChartInput } from '../chart';
 
 const MiB = 2 ** 20;
@@ -22,7 +22,8 @@ describe('chartLayout', () => {
   it('puts more memory higher, zero at the bottom, reserved above allocated', () => {
     const [a, b, c] = layout.points;
     expect(b.yAllocated).toBeLessThan(a.yAllocated);
-    expect(c.yAllocated).toBe(120 - 8);
+    // zero on the plot's bottom, above the row of the steps' names (22 px)
+    expect(c.yAllocated).toBe(120 - 22);
     expect(b.yReserved).toBeLessThanOrEqual(b.yAllocated);
   });
 
@@ -126,7 +127,108 @@ describe('binary ticks', () => {
       height: 120
     });
     expect(chart.ticks.map(t => t.label)).toEqual(['0 B', '256 MiB', '512 MiB', '768 MiB']);
-    expect(chart.ticks[0].y).toBe(120 - 8);
+    expect(chart.ticks[0].y).toBe(120 - 22);
     expect(chart.ticks[3].y).toBe(8);
+  });
+});
+
+describe("the steps' names under the chart", () => {
+  const cells = (count: number): IChartInput[] =>
+    Array.from({ length: count }, (_, k) => ({
+      allocatedBytes: MiB,
+      reservedBytes: MiB,
+      oom: false,
+      label: `[${k + 1}] x = ${k}`,
+      tick: `[${k + 1}]`
+    }));
+
+  it('names every step, centred under it, where the names fit', () => {
+    // 4 steps of 60 px on a 312 px chart, names 20 px wide
+    const chart = chartLayout(cells(4), { width: 312, height: 134 }, { cell: 20 });
+    expect(chart.cellLabelStride).toBe(1);
+    expect(chart.cellLabels.map(c => c.text)).toEqual(['[1]', '[2]', '[3]', '[4]']);
+    chart.cellLabels.forEach((c, k) => {
+      const p = chart.points[k];
+      expect(c.x).toBeCloseTo(p.x + p.width / 2);
+    });
+    // below the plot, whose bottom is the zero tick
+    expect(chart.cellLabelY).toBeGreaterThan(chart.ticks[0].y + 10);
+    expect(chart.cellLabelY).toBeLessThanOrEqual(134);
+  });
+
+  it('thins the names to every 2nd, 5th, 10th ... step where they would touch, never letting two meet', () => {
+    expect(labelStride(30, 20)).toBe(1);
+    expect(labelStride(20, 20)).toBe(2);
+    expect(labelStride(8, 20)).toBe(5);
+    expect(labelStride(2, 20)).toBe(20);
+    expect(labelStride(0.5, 20)).toBe(50);
+    // 16 steps of 15 px, names 20 px wide: every other one, [1], [3], [5] ...
+    const chart = chartLayout(cells(16), { width: 312, height: 134 }, { cell: 20 });
+    expect(chart.cellLabelStride).toBe(2);
+    expect(chart.cellLabels.map(c => c.text).slice(0, 3)).toEqual(['[1]', '[3]', '[5]']);
+    chart.cellLabels.slice(1).forEach((c, k) => expect(c.x - chart.cellLabels[k].x).toBeGreaterThanOrEqual(20 + 3));
+  });
+
+  it('keeps a name inside the chart at its edges, and names no step without a short name', () => {
+    // the last of 250 steps (1 px each) ends 8 px from the right edge: its 30 px name is moved inside
+    const chart = chartLayout(cells(250), { width: 322, height: 134 }, { cell: 30 });
+    const last = chart.points[249];
+    const [name] = cellLabels([last], 1, 30, 322);
+    expect(last.x + last.width / 2 + 15).toBeGreaterThan(322);
+    expect(name.x + 15).toBe(322);
+    expect(cellLabels([chart.points[0]], 1, 200, 322)[0].x - 100).toBe(0);
+    const unnamed = cells(3).map(({ tick: _, ...rest }) => rest);
+    expect(chartLayout(unnamed, { width: 312, height: 134 }, { cell: 20 }).cellLabels).toEqual([]);
+  });
+});
+
+describe("the session's peak on the chart", () => {
+  const step = (allocated: number, kernelSession: number): IChartInput => ({
+    allocatedBytes: allocated * MiB,
+    reservedBytes: allocated * MiB,
+    oom: false,
+    label: '',
+    kernelSession
+  });
+
+  it('draws a level at the peak over the steps of the kernel that reached it, and the scale reaches it', () => {
+    // the demo after a restart: 481 MiB left after [3], 541 MiB at the peak of [4] in kernel 2
+    const inputs = [step(128, 1), step(481, 1), step(128, 2), step(160, 2), step(481, 2), step(513, 2)];
+    const chart = chartLayout(inputs, { width: 312, height: 134 }, {}, 541 * MiB);
+    expect(chart.peak).not.toBeNull();
+    const peak = chart.peak!;
+    expect(peak.bytes).toBe(541 * MiB);
+    // from the first step of kernel 2 to the plot's right end
+    expect(peak.x1).toBe(chart.points[2].x);
+    expect(peak.x2).toBeCloseTo(312 - 8);
+    // above every step of the chart, below its top tick (768 MiB)
+    expect(chart.points.every(p => p.yAllocated > peak.y)).toBe(true);
+    expect(chart.ticks.map(t => t.label)).toEqual(['0 B', '256 MiB', '512 MiB', '768 MiB']);
+    expect(peak.y).toBeGreaterThan(chart.ticks[3].y);
+  });
+
+  it('raises the scale to a peak above every step', () => {
+    const chart = chartLayout([step(100, 1)], { width: 312, height: 134 }, {}, 900 * MiB);
+    expect(chart.ticks[chart.ticks.length - 1].label).toBe('1 GiB');
+    expect(chart.peak!.y).toBeGreaterThanOrEqual(chart.ticks[chart.ticks.length - 1].y);
+  });
+
+  it("draws no peak on its kernel's highest step, which shows it already", () => {
+    // a cell that filled the device and failed: the peak is what it held after
+    const chart = chartLayout([step(20, 1), step(100, 1)], { width: 312, height: 134 }, {}, 100 * MiB);
+    expect(chart.peak).toBeNull();
+    // another kernel's higher step does not count: the level is drawn over this kernel's
+    const restarted = chartLayout(
+      [step(600, 1), step(100, 2), step(300, 2)],
+      { width: 312, height: 134 },
+      {},
+      541 * MiB
+    );
+    expect(restarted.peak?.x1).toBe(restarted.points[1].x);
+  });
+
+  it('draws no peak without one, nor on an empty chart', () => {
+    expect(chartLayout([step(100, 1)], { width: 312, height: 134 }).peak).toBeNull();
+    expect(chartLayout([], { width: 312, height: 134 }, {}, 541 * MiB).peak).toBeNull();
   });
 });

@@ -93,3 +93,34 @@ describe('SessionChart marks', () => {
     }
   });
 });
+
+describe('SessionChart scale', () => {
+  const named = inputs.map((input, k) => ({ ...input, tick: `[${k + 1}]` }));
+
+  it('names the steps under the plot by their prompts, for the eye (the bands name them to screen readers)', () => {
+    const { container } = render(<SessionChart inputs={named} selected={2} onSelect={jest.fn()} trans={trans} />);
+    const names = container.querySelector('.jp-CudaMemdiffChart-cellLabels')!;
+    expect(names.getAttribute('aria-hidden')).toBe('true');
+    expect([...names.querySelectorAll('text')].map(t => t.textContent)).toEqual([
+      '[1]',
+      '[2]',
+      '[3]',
+      '[4]',
+      '[5]',
+      '[6]'
+    ]);
+    // the shown cell's name stands out
+    expect(names.querySelector('.jp-mod-selected')?.textContent).toBe('[3]');
+  });
+
+  it('draws the session peak as a level, with its key, only when given one', () => {
+    const { container, rerender } = render(
+      <SessionChart inputs={named} selected={2} onSelect={jest.fn()} peakBytes={12 * MiB} trans={trans} />
+    );
+    expect(container.querySelectorAll('line.jp-CudaMemdiffChart-peak')).toHaveLength(1);
+    expect(container.querySelector('.jp-CudaMemdiffChart-key.jp-mod-peak')?.textContent).toBe('session peak');
+    rerender(<SessionChart inputs={named} selected={2} onSelect={jest.fn()} trans={trans} />);
+    expect(container.querySelectorAll('line.jp-CudaMemdiffChart-peak')).toHaveLength(0);
+    expect(container.querySelector('.jp-CudaMemdiffChart-key.jp-mod-peak')).toBeNull();
+  });
+});
