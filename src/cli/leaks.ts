@@ -50,6 +50,7 @@ export function leaksJson(report: LeakReport, session: ISession, options: IFrame
   return {
     cells: report.executions.map(v => ({
       index: cells[v.execution].index,
+      snapshot_file: cells[v.execution].snapshot_file,
       execution: v.execution,
       execution_count: v.executionCount,
       // Only on a labelled cell (a capture point's `step 4`), as in `session --json`.
@@ -217,7 +218,7 @@ export function leaksText(report: LeakReport, session: ISession, options: IFrame
             ? `${reasons(v)[0]}; ${reasons(v)[fixed]}`
             : (reasons(v)[0] ?? '');
       return [
-        ...cellColumns(cells[k].index, v.executionCount, cells[k].label),
+        ...cellColumns(cells[k]),
         ...(kernels > 1 ? [String(v.kernel + 1)] : []),
         v.verdict,
         formatBytes(v.leftBytes),

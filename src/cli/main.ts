@@ -77,7 +77,8 @@ const USAGE = `usage:
 
 FILE, BEFORE and AFTER are snapshot pickles written by torch.cuda.memory._dump_snapshot()
 (plain or gzip) or the same dict as JSON. DIR is a session folder (manifest.json plus one
-snapshot per cell); RANKS_DIR is a multi-rank folder (rank0/, rank1/, ... each a session
+snapshot per cell; the tables' snapshot column names each cell's file, which diff takes);
+RANKS_DIR is a multi-rank folder (rank0/, rank1/, ... each a session
 folder, written by cuda_memdiff_kernel.ranks): without --rank, session and leaks compare the
 ranks and say which one grows; diff --ranks compares two ranks by allocation site at capture
 point K (counted from 0, so the table's first row, "step 1", is point 0; default: the last point
@@ -608,12 +609,14 @@ export function run(argv: string[], warn: (line: string) => void = () => undefin
         );
       }
       // Each cell's bytes alive after it by role; null where the cell was recorded without roles.
-      const json = sessionJson(reports, session.frames, filter, cells);
+      const json = sessionJson(reports, session.manifest.cells, session.frames, filter, cells);
       json.cells.forEach((cell, k) => Object.assign(cell, { roles: roles[k]?.bytes ?? null }));
       // Only on a cell after cells left out: its change counts theirs.
       json.cells.forEach((cell, k) => Object.assign(cell, leftOutJson(session, k)));
       return out(json, () =>
-        args.byRole ? sessionRolesText(reports, roles) : sessionText(reports, session.frames, cells, filter)
+        args.byRole
+          ? sessionRolesText(reports, session.manifest.cells, roles)
+          : sessionText(reports, session.manifest.cells, session.frames, cells, filter)
       );
     }
     case 'leaks': {

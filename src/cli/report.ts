@@ -45,17 +45,17 @@ export function restartNote(kernel: number): ITableNote {
 /**
  * The columns that name a table's cell: `cell` as the panel names it (`[3]`,
  * the prompt's count, or a capture point's label, `step 4`; see
- * sessionCellTag), then `index`, the manifest index `--json` gives, which
- * tells apart cells that show no count.
+ * sessionCellTag), then `snapshot`, the cell's snapshot file in the folder,
+ * which tells apart cells that show no count and is what `diff` takes
+ * (`diff DIR/cell01.pickle.gz DIR/cell02.pickle.gz`). The manifest's `index`
+ * (a position in the notebook, counting markdown cells in an export) is
+ * only `--json`'s: no command takes it.
  */
-export const CELL_COLUMNS: readonly IColumn[] = [
-  { header: 'cell', right: true },
-  { header: 'index', right: true }
-];
+export const CELL_COLUMNS: readonly IColumn[] = [{ header: 'cell', right: true }, { header: 'snapshot' }];
 
-/** A row's values for CELL_COLUMNS. */
-export function cellColumns(index: number, executionCount: number | null, label: string | null = null): string[] {
-  return [printable(sessionCellTag(executionCount, label)), String(index)];
+/** A row's values for CELL_COLUMNS, from the cell's manifest entry. */
+export function cellColumns(cell: ISessionCell): string[] {
+  return [printable(sessionCellTag(cell.execution_count, cell.label)), printable(cell.snapshot_file)];
 }
 
 /** A frame as JSON; cell frames say which cell when the sources are known. */
@@ -459,16 +459,18 @@ export function leftOutJson(
   };
 }
 
-/** `session --json`. */
+/** `session --json`; `entries` are the manifest's cells of the reports (`session.manifest.cells`). */
 export function sessionJson(
   reports: ICellReport[],
+  entries: readonly ISessionCell[],
   table: FrameTable,
   options: IFrameFilterOptions,
   cells: CellCodeNames
 ) {
   return {
-    cells: reports.map(r => ({
+    cells: reports.map((r, k) => ({
       index: r.index,
+      snapshot_file: entries[k].snapshot_file,
       execution_count: r.executionCount,
       // Only on a labelled cell (a capture point's `step 4`): a notebook session keeps the shape tools read.
       ...(r.label === null ? {} : { label: r.label }),
@@ -491,16 +493,24 @@ export function sessionJson(
   };
 }
 
-/** `session` for people: the table, then each cell's peak and out-of-memory error in words. */
+/**
+ * `session` for people: the table, then each cell's peak and out-of-memory
+ * error in words; `entries` are the manifest's cells of the reports. Where
+ * the session spans kernels, each cell is named with its kernel
+ * (`Cell [1] in kernel 2`): each kernel counts its runs from 1 again.
+ */
 export function sessionText(
   reports: ICellReport[],
+  entries: readonly ISessionCell[],
   table: FrameTable,
   cells?: CellCodeNames,
   options: IFrameFilterOptions = {}
 ): string {
-  const parts = [sessionTable(reports, table, cells)];
+  const parts = [sessionTable(reports, entries, table, cells)];
+  const kernels = reports.some(r => r.kernel > 0);
   for (const r of reports) {
-    const name = printable(sessionCellName(r.index, r.executionCount, r.label));
+    const cell = printable(sessionCellName(r.index, r.executionCount, r.label));
+    const name = kernels ? `${cell} in kernel ${r.kernel + 1}` : cell;
     if (r.oomReport && cells) {
       parts.push('', oomText(name, r.oomReport, table, cells, options, r.oomSites ?? undefined));
     }
@@ -538,14 +548,19 @@ function peakWords(r: ICellReport, peak: IPeakAnatomy): string {
 }
 
 /** One row per executed cell, a line where the kernel restarted. */
-function sessionTable(reports: ICellReport[], table: FrameTable, cells?: CellCodeNames): string {
+function sessionTable(
+  reports: ICellReport[],
+  entries: readonly ISessionCell[],
+  table: FrameTable,
+  cells?: CellCodeNames
+): string {
   const rows: (string[] | ITableNote)[] = [];
-  for (const r of reports) {
+  reports.forEach((r, k) => {
     if (r.afterRestart) {
       rows.push(restartNote(r.kernel));
     }
     rows.push([
-      ...cellColumns(r.index, r.executionCount, r.label),
+      ...cellColumns(entries[k]),
       formatBytes(r.allocatedBytes),
       formatBytes(r.netBytes, true),
       r.peakBytes === null ? '' : `${r.peakExact ? '' : '≤'}${formatBytes(r.peakBytes)}`,
@@ -553,7 +568,7 @@ function sessionTable(reports: ICellReport[], table: FrameTable, cells?: CellCod
       formatBytes(r.freedBytes),
       (r.oom ? 'OOM ' : '') + (r.sites.length ? siteLabel(table, r.sites[0].frameId, cells, r.sites[0].run) : '')
     ]);
-  }
+  });
   return renderTable(
     [
       ...CELL_COLUMNS,

@@ -13,6 +13,7 @@ import {
   IDecodeLimits,
   IFrameFilterOptions,
   IRoleGroup,
+  ISessionCell,
   ROLES,
   SnapshotDiff,
   SnapshotError,
@@ -31,9 +32,21 @@ import {
 import { inFolder, ManifestsBeside, readBytes } from './files';
 import { ITableNote, renderTable } from './table';
 
-/** `session --by role` for people: per cell, the bytes alive after it by role (roles that are ever non-zero). */
-export function sessionRolesText(reports: ICellReport[], roles: readonly (ICellRoles | null)[]): string {
+/**
+ * `session --by role` for people: per cell, the bytes alive after it by role
+ * (roles that are ever non-zero); `entries` are the manifest's cells of the
+ * reports. A last `roles` column says where a cell's roles fall short (not
+ * recorded, or a pass that ran out of time), and only where one does.
+ */
+export function sessionRolesText(
+  reports: ICellReport[],
+  entries: readonly ISessionCell[],
+  roles: readonly (ICellRoles | null)[]
+): string {
   const shown = ROLES.filter(role => roles.some(r => r && r.bytes[role] > 0));
+  const note = (cell: ICellRoles | null) =>
+    cell === null ? 'not recorded' : cell.partial ? 'partial (ran out of time: the rest is unknown)' : '';
+  const notes = roles.some(cell => note(cell) !== '');
   const rows: (string[] | ITableNote)[] = [];
   reports.forEach((r, k) => {
     if (r.afterRestart) {
@@ -41,10 +54,10 @@ export function sessionRolesText(reports: ICellReport[], roles: readonly (ICellR
     }
     const cell = roles[k];
     rows.push([
-      ...cellColumns(r.index, r.executionCount, r.label),
+      ...cellColumns(entries[k]),
       formatBytes(r.allocatedBytes),
       ...shown.map(role => (cell ? formatBytes(cell.bytes[role]) : '')),
-      cell === null ? 'not recorded' : cell.partial ? 'partial' : ''
+      ...(notes ? [note(cell)] : [])
     ]);
   });
   return renderTable(
@@ -52,7 +65,7 @@ export function sessionRolesText(reports: ICellReport[], roles: readonly (ICellR
       ...CELL_COLUMNS,
       { header: 'allocated', right: true },
       ...shown.map(role => ({ header: role, right: true })),
-      { header: 'roles' }
+      ...(notes ? [{ header: 'roles' }] : [])
     ],
     rows
   );

@@ -46,7 +46,7 @@ function unwrapped(text: string): string {
   const out: string[] = [];
   let column = -1;
   for (const line of text.split('\n')) {
-    if (/^ *cell +index .* why$/.test(line)) {
+    if (/^ *cell +snapshot .* why$/.test(line)) {
       column = line.length - 'why'.length;
     } else if (column > 0 && line.length > column && !line.slice(0, column).trim()) {
       out[out.length - 1] += ` ${line.slice(column)}`;
@@ -255,7 +255,7 @@ describe('cuda-memdiff leaks', () => {
   it('tells people which cell to look at first, why, and what to do', () => {
     const r = cli('leaks', path.join(REC, 'out_cache--python'));
     expect(r.code).toBe(0);
-    expect(r.out).toMatch(/^cell\s+index\s+verdict\s+left\s+retained\s+leaked\s+why/);
+    expect(r.out).toMatch(/^cell\s+snapshot\s+verdict\s+left\s+retained\s+leaked\s+why/);
     expect(r.out).toMatch(/Look at Cell \[2\] first \(high confidence\)/);
     expect(r.out).toMatch(/held by: Out\[2\]/);
     expect(r.out).toMatch(/fix: end the line with `;` or `del Out\[2\]`/);
@@ -273,7 +273,7 @@ describe('cuda-memdiff leaks', () => {
       .cells.find((c: { index: number }) => c.index === 1)
       .reasons.join('; ');
     expect(unwrapped(text).split('\n')).toContain(
-      ` [2]      1  retained  89.3 MiB  81.2 MiB          ${reasons} (8.09 MiB freed later by Cell [3])`
+      ` [2]  cell01.pickle.gz  retained  89.3 MiB  81.2 MiB          ${reasons} (8.09 MiB freed later by Cell [3])`
     );
   });
 
@@ -289,13 +289,13 @@ describe('cuda-memdiff leaks', () => {
     // forward_hook_list: "retained 0 B / leaked 32 MiB" was a leak; cell 3 freed it: fixed, and by which cell
     const hook = unwrapped(cli('leaks', path.join(REC, 'forward_hook_list--python')).out);
     expect(hook).toMatch(
-      /^ +\[3\] +2 +fixed +32\.0 MiB +0 B +32\.0 MiB +memory held by this code grew .*; fixed: the 32\.0 MiB it leaked was freed by Cell \[4\]$/m
+      /^ +\[3\] +cell02\.pickle\.gz +fixed +32\.0 MiB +0 B +32\.0 MiB +memory held by this code grew .*; fixed: the 32\.0 MiB it leaked was freed by Cell \[4\]$/m
     );
     expect(hook).toMatch(/No cell leaks\./);
     // losses_without_item: a 5 KiB leak is low confidence, and the earlier run leaked 5 KiB, not the 81 MiB it left
     const losses = cli('leaks', path.join(REC, 'losses_without_item--python')).out;
     expect(losses).toMatch(/Look at Cell \[3\] first \(low confidence\)/);
-    expect(losses).toMatch(/^ +\[2\] +1 +leak +81\.0 MiB +65\.0 MiB +5\.00 KiB /m);
+    expect(losses).toMatch(/^ +\[2\] +cell01\.pickle\.gz +leak +81\.0 MiB +65\.0 MiB +5\.00 KiB /m);
     for (const dir of fs.readdirSync(REC).filter(d => fs.existsSync(path.join(REC, d, 'manifest.json')))) {
       for (const c of json('leaks', path.join(REC, dir)).cells) {
         const freed = c.freed_later.reduce((n: number, f: { bytes: number }) => n + f.bytes, 0);
@@ -324,9 +324,13 @@ describe('cuda-memdiff leaks', () => {
     const leaks = unwrapped(cli('leaks', dir).out);
     expect(leaks).toMatch(/^Look at Cell \[3\] first \(medium confidence\):$/m);
     expect(leaks).toMatch(/^ +288 MiB in 24 blocks from Cell \[3\], line 3$/m);
-    // The index is only the table's `index` column, as `--json` gives it.
-    expect(leaks).toMatch(/^ +\[3\] +5 +leak /m);
+    // The table names each cell's snapshot file, which `diff` takes; the index (a notebook position) is --json's.
+    expect(leaks).toMatch(/^ +\[3\] +cell02\.pickle\.gz +leak /m);
+    expect(leaks).not.toMatch(/^cell +index/m);
     expect(json('leaks', dir).top_leak).toBe(5);
+    const typed = cli('diff', path.join(dir, 'cell01.pickle.gz'), path.join(dir, 'cell02.pickle.gz'));
+    expect(typed.code).toBe(0);
+    expect(typed.out).toMatch(/^ *\+321 MiB .* Cell \[3\], line 3$/m);
     const session = cli('session', dir).out;
     expect(session).toMatch(/^Cell \[3\] peak 481 MiB: 321 MiB from Cell \[3\], line 3, /m);
     // No sentence names a cell any other way ("cell 5", "cell 5 [3]").
@@ -375,8 +379,8 @@ describe('cuda-memdiff leaks on a session recorded with allocation history off',
     const r = cli('leaks', dir);
     expect(r.code).toBe(0);
     expect(unwrapped(r.out)).not.toMatch(/No cell leaks|backward pass/);
-    expect(r.out).toMatch(
-      /^ +\[3\] +2 +unknown +321 MiB +201 MiB +201 MiB has no allocation stack \(history was off\)/m
+    expect(unwrapped(r.out)).toMatch(
+      /^ +\[3\] +cell02\.pickle\.gz +unknown +321 MiB +201 MiB +201 MiB has no allocation stack \(history was off\)/m
     );
     expect(r.out).toMatch(
       /^No allocation stacks were recorded \(allocation history was off, or the snapshots kept none\): for 513 MiB in 5 cells /m
@@ -443,12 +447,12 @@ describe('cuda-memdiff session and leaks of one rank', () => {
     const session = cli('session', ranks, '--rank', '1');
     expect(session.code).toBe(0);
     expect(session.out).not.toMatch(/Cell \[ \]|\[ \]/);
-    expect(session.out).toMatch(/^step 4 +3 +297 MiB +\+64\.0 MiB /m);
+    expect(session.out).toMatch(/^step 4 +point0003\.pickle\.gz +297 MiB +\+64\.0 MiB /m);
     expect(session.out).toMatch(/^step 4 peak 305 MiB: /m);
     const leaks = cli('leaks', ranks, '--rank', '1');
     expect(leaks.out).not.toMatch(/Cell \[ \]|\[ \]/);
     expect(unwrapped(leaks.out)).toMatch(
-      /^step 4 +3 +leak .*\(step 3 → step 4\) \(8\.01 MiB freed later by step 5\)$/m
+      /^step 4 +point0003\.pickle\.gz +leak .*\(step 3 → step 4\) \(8\.01 MiB freed later by step 5\)$/m
     );
     expect(leaks.out).toMatch(/^Look at step 5 first \(high confidence\):$/m);
     // The rank's own folder, given directly, is the same session.
@@ -612,7 +616,7 @@ describe('cuda-memdiff session', () => {
   it("names a cell's top site by the cell, as its peak line does, and a re-run's by that run", () => {
     const rows = cli('session', path.join(REC, 'eval_without_no_grad--python'))
       .out.split('\n')
-      .filter(l => /^ +\[\d+\] +\d+ /.test(l));
+      .filter(l => /^ +\[\d+\] +cell\d+\.pickle\.gz /.test(l));
     // the top site column: cell 2's code allocated in Cell [3], then again (the same code) in Cell [5]
     expect(rows.map(l => / {2}(Cell \[\d+\], line \d+)$/.exec(l)?.[1] ?? '')).toEqual([
       'Cell [1], line 3',
@@ -734,7 +738,7 @@ describe('cuda-memdiff session on OOMs the adversarial run found misread', () =>
       fragmentation: false
     });
     const text = cli('session', dir).out;
-    expect(text).toMatch(/^ +\[2\] +1 .* OOM/m);
+    expect(text).toMatch(/^ +\[2\] +cell01\.pickle\.gz .* OOM/m);
     expect(text).toContain(
       'Cell [2] ran out of memory on cuda:0: it asked for 60.0 GiB; the device had 39.3 GiB free, ' +
         "and after the cell (no snapshot was taken at the error) PyTorch's segments had 0 B free"
@@ -764,7 +768,7 @@ describe('an export made across a kernel restart', () => {
     const lines = r.out.trim().split('\n');
     const marker = lines.findIndex(l => /kernel restarted: kernel 2 starts from an empty device/.test(l));
     expect(marker).toBe(2 + 6);
-    expect(lines[marker + 1]).toMatch(/^\s+\[1\]\s+0\s+128 MiB\s+\+128 MiB/);
+    expect(lines[marker + 1]).toMatch(/^\s+\[1\]\s+cell06\.pickle\.gz\s+128 MiB\s+\+128 MiB/);
     const out = json('session', dir);
     expect(out.cells.map((c: { kernel_session: number }) => c.kernel_session)).toEqual([0, 0, 0, 0, 0, 0, 1, 1]);
     expect(out.cells.map((c: { after_restart: boolean }) => c.after_restart)).toEqual([
@@ -792,7 +796,7 @@ describe('an export made across a kernel restart', () => {
     const r = cli('leaks', dir);
     expect(r.out).not.toMatch(/No cell leaks/);
     expect(r.out).not.toMatch(/freed later \(by Cell \[1\]/);
-    expect(r.out).toMatch(/^cell\s+index\s+kernel\s+verdict/);
+    expect(r.out).toMatch(/^cell\s+snapshot\s+kernel\s+verdict/);
     expect(r.out).toMatch(/Look at Cell \[5\] first \(kernel 1 of 2, /);
     expect(r.out).toMatch(/ended by: the kernel restart after Cell \[6\], not by a cell/);
   });
@@ -806,7 +810,7 @@ describe('the demo exported across a restart (two real kernels)', () => {
     expect(r.code).toBe(0);
     expect(unwrapped(r.out)).not.toMatch(/No cell leaks|freed later/);
     expect(unwrapped(r.out)).toMatch(
-      /^ +\[3\] +2 +1 +leak +321 MiB +321 MiB +288 MiB +keeps 288 MiB .*\(until the kernel restarted after Cell \[4\]\)$/m
+      /^ +\[3\] +cell02\.pickle\.gz +1 +leak +321 MiB +321 MiB +288 MiB +keeps 288 MiB .*\(until the kernel restarted after Cell \[4\]\)$/m
     );
     expect(r.out).toMatch(/Look at Cell \[3\] first \(kernel 1 of 2, medium confidence\)/);
     const out = json('leaks', dir);
@@ -817,8 +821,32 @@ describe('the demo exported across a restart (two real kernels)', () => {
   it('session starts kernel 2 from an empty device', () => {
     const r = cli('session', dir);
     expect(r.out).toMatch(
-      /\n~~ kernel restarted: kernel 2 starts from an empty device ~~\n +\[1\] +0 +128 MiB +\+128 MiB +128 MiB +128 MiB +0 B +Cell \[1\], line 4$/m
+      /\n~~ kernel restarted: kernel 2 starts from an empty device ~~\n +\[1\] +cell04\.pickle\.gz +128 MiB +\+128 MiB +128 MiB +128 MiB +0 B +Cell \[1\], line 4$/m
     );
+  });
+
+  it("says which kernel each peak line is about (before: kernel 1's and kernel 2's Cell [1] read alike)", () => {
+    const peaks = cli('session', dir)
+      .out.split('\n')
+      .filter(line => /^Cell .* peak /.test(line));
+    expect(peaks).toEqual([
+      'Cell [1] in kernel 1 peak 128 MiB: 128 MiB from Cell [1], line 4',
+      'Cell [2] in kernel 1 peak 160 MiB: 128 MiB from Cell [1], line 4, 32.0 MiB from Cell [2], line 1',
+      expect.stringMatching(/^Cell \[3\] in kernel 1 peak 481 MiB: /),
+      expect.stringMatching(/^Cell \[4\] in kernel 1 peak 541 MiB: /),
+      'Cell [1] in kernel 2 peak 128 MiB: 128 MiB from Cell [1], line 4',
+      'Cell [2] in kernel 2 peak 160 MiB: 128 MiB from Cell [1], line 4, 32.0 MiB from Cell [2], line 1'
+    ]);
+  });
+
+  it('names each snapshot file in the table, so a user can diff what they read', () => {
+    const table = cli('session', dir).out.split('\n\n')[0];
+    expect(table.split('\n')[0]).toMatch(/^cell +snapshot +allocated /);
+    const files = [...table.matchAll(/ (cell\d\d\.pickle\.gz) /g)].map(m => m[1]);
+    expect(files).toEqual(['cell00', 'cell01', 'cell02', 'cell03', 'cell04', 'cell05'].map(f => `${f}.pickle.gz`));
+    const out = json('session', dir);
+    expect(out.cells.map((c: { snapshot_file: string }) => c.snapshot_file)).toEqual(files);
+    expect(json('leaks', dir).cells.map((c: { snapshot_file: string }) => c.snapshot_file)).toEqual(files);
   });
 });
 

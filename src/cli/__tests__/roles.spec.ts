@@ -45,12 +45,30 @@ describe('cuda-memdiff session --by role', () => {
     const r = cli('session', DIR, '--by', 'role');
     expect(r.code).toBe(0);
     expect(r.out).toMatch(
-      /^cell\s+index\s+allocated\s+parameter\s+buffer\s+gradient\s+optimizer_state\s+activation\s+output_cache\s+user\s+workspace\s+roles$/m
+      /^cell\s+snapshot\s+allocated\s+parameter\s+buffer\s+gradient\s+optimizer_state\s+activation\s+output_cache\s+user\s+workspace$/m
     );
     expect(r.out).toMatch(
-      /^\s+\[5\]\s+4\s+93\.8 MiB\s+5\.06 MiB\s+8\.50 KiB\s+5\.06 MiB\s+10\.1 MiB\s+8\.51 MiB\s+0 B\s+24\.5 KiB\s+65\.0 MiB$/m
+      /^\s+\[5\]\s+cell04\.pickle\.gz\s+93\.8 MiB\s+5\.06 MiB\s+8\.50 KiB\s+5\.06 MiB\s+10\.1 MiB\s+8\.51 MiB\s+0 B\s+24\.5 KiB\s+65\.0 MiB$/m
     );
     expect(r.out).not.toMatch(/traceback/);
+  });
+
+  it('adds the roles column only where a cell has something to say: not recorded, or partial', () => {
+    // Before: a last column headed "roles" that was empty on every row of a folder recorded whole.
+    const whole = cli('session', DIR, '--by', 'role').out;
+    expect(whole).toMatch(/^cell\s+snapshot\s+allocated\s.*\sworkspace$/m);
+    expect(whole.split('\n').every(line => line === line.trimEnd())).toBe(true);
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cuda-memdiff-roles-'));
+    fs.cpSync(DIR, dir, { recursive: true });
+    const manifest = JSON.parse(fs.readFileSync(path.join(dir, 'manifest.json'), 'utf-8'));
+    delete manifest.cells[0].roles;
+    manifest.cells[2].roles.partial = true;
+    fs.writeFileSync(path.join(dir, 'manifest.json'), JSON.stringify(manifest));
+    const mixed = cli('session', dir, '--by', 'role').out;
+    expect(mixed).toMatch(/^cell\s+snapshot\s+allocated\s.*\sworkspace\s+roles$/m);
+    expect(mixed).toMatch(/^\s+\[1\]\s+cell00\.pickle\.gz\s+0 B\s+not recorded$/m);
+    expect(mixed).toMatch(/^\s+\[3\]\s+cell02\.pickle\.gz\s.*\s+partial \(ran out of time: the rest is unknown\)$/m);
+    fs.rmSync(dir, { recursive: true, force: true });
   });
 
   it('says in one line when the folder has no roles', () => {
@@ -123,7 +141,7 @@ describe('a roles file that cannot be read', () => {
     expect(text.code).toBe(0);
     expect(text.out.split('\n')[0]).toMatch(/^Cell \[3\]'s per-block roles left out: /);
     expect(text.out.split('\n')[0]).toContain(message);
-    expect(text.out).toMatch(/^cell\s+index\s+verdict/m);
+    expect(text.out).toMatch(/^cell\s+snapshot\s+verdict/m);
     const json = cli('leaks', dir, '--json');
     expect(json.code).toBe(0);
     expect(json.err.trim().split('\n')).toEqual([expect.stringContaining("Cell [3]'s per-block roles left out")]);
