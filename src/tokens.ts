@@ -79,6 +79,10 @@ export interface ISnapshotStore {
   runsAtOom(record: CellRecord): (b: Block) => string | null;
   /** Each allocated block's role in a record's snapshot; null when the kernel sent none. */
   blockRolesOf(record: CellRecord): BlockRoles | null;
+  /** The kernel's answer about who held the blocks after a record, where it was asked then; else null. */
+  holdersOf(record: CellRecord): IHolderAnswer | null;
+  /** Keep the kernel's answer given when `record` was the latest (the newest few are kept). */
+  keepHolders(record: CellRecord, answer: IHolderAnswer): void;
 }
 
 /** What the extension keeps for one notebook. */

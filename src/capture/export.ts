@@ -3,7 +3,7 @@
  * sessionFolderFiles): each cell's snapshot with the OOM snapshots of the
  * same execution, its place and code in the notebook, its peak and kernel.
  */
-import { IExportCell } from '../engine';
+import { IExportCell, IHolderAnswer } from '../engine';
 import { CellRecord } from './store';
 
 /** The cells of the notebook, in order, as the export needs them. */
@@ -12,12 +12,21 @@ export interface INotebookCell {
   readonly source: string;
 }
 
-/** One exported cell per cell execution the store holds (OOM snapshots go with their execution). */
-export function exportCells(records: readonly CellRecord[], cells: readonly INotebookCell[]): IExportCell[] {
+/**
+ * One exported cell per cell execution the store holds (OOM snapshots go
+ * with their execution); `holdersOf` gives the kernel's answer about who held
+ * a record's blocks, where it was asked after that record (the store's).
+ */
+export function exportCells(
+  records: readonly CellRecord[],
+  cells: readonly INotebookCell[],
+  holdersOf: (record: CellRecord) => IHolderAnswer | null = () => null
+): IExportCell[] {
   return records
     .filter(r => r.reason === 'cell')
     .map(r => {
       const index = cells.findIndex(c => c.id === r.cellId);
+      const answer = holdersOf(r);
       return {
         index,
         executionCount: r.executionCount,
@@ -39,7 +48,8 @@ export function exportCells(records: readonly CellRecord[], cells: readonly INot
         devices: r.devices,
         peak: { bytes: r.peakBytes, exact: r.peakExact },
         kernelSession: r.kernelSession,
-        roles: r.roles
+        roles: r.roles,
+        holders: answer ? { holders: answer.holders, partial: answer.partial } : null
       };
     });
 }

@@ -11,6 +11,7 @@ import {
   cellCodeFolder,
   emptySnapshot,
   FrameTable,
+  IHolderAnswer,
   IOomEvent,
   IOomReport,
   IPeakAnatomy,
@@ -420,6 +421,31 @@ export class SnapshotStore implements IDisposable {
     return this._blockRoles.get(record) ?? null;
   }
 
+  /**
+   * The kernel's answer about who held the blocks after a record, where it
+   * was asked right after it (the leak finder asks after the latest cell);
+   * null where it was not. The export writes it beside the record.
+   */
+  holdersOf(record: CellRecord): IHolderAnswer | null {
+    return this._holders.get(record) ?? null;
+  }
+
+  /**
+   * Keep the kernel's answer given when `record` was the latest. An answer
+   * holds up to 20,000 blocks' holders, so only the newest
+   * SnapshotStore.MAX_HOLDER_ANSWERS are kept.
+   */
+  keepHolders(record: CellRecord, answer: IHolderAnswer): void {
+    this._holders.delete(record);
+    this._holders.set(record, answer);
+    for (const oldest of this._holders.keys()) {
+      if (this._holders.size <= SnapshotStore.MAX_HOLDER_ANSWERS) {
+        break;
+      }
+      this._holders.delete(oldest);
+    }
+  }
+
   /** The highest allocated peak the current kernel's allocator counters reported. */
   get sessionPeakBytes(): number {
     let peak = 0;
@@ -484,6 +510,7 @@ export class SnapshotStore implements IDisposable {
       return;
     }
     this._isDisposed = true;
+    this._holders.clear();
     Signal.clearData(this);
   }
 
@@ -500,6 +527,8 @@ export class SnapshotStore implements IDisposable {
   private readonly _ooms = new WeakMap<CellRecord, IOomReport | null>();
   private readonly _blockRuns = new WeakMap<CellRecord, unknown>();
   private readonly _blockRoles = new WeakMap<CellRecord, BlockRoles | null>();
+  // Insertion order is age: the oldest answer goes first.
+  private readonly _holders = new Map<CellRecord, IHolderAnswer>();
   private _emptySnapshot: Snapshot | null = null;
   // The cell code folders the records' frames name (see cellCodeFolders), and what was read for them.
   private readonly _cellCodeFolders = new Set<string>();
@@ -516,6 +545,9 @@ export class SnapshotStore implements IDisposable {
 export namespace SnapshotStore {
   /** Snapshots kept by default per notebook. */
   export const DEFAULT_MAX_RECORDS = DEFAULT_HELPER_SETTINGS.snapshots_kept;
+
+  /** Kernel answers about holders kept (each goes to the leak finder's worker with every ranking). */
+  export const MAX_HOLDER_ANSWERS = 8;
 
   export interface IOptions {
     maxRecords?: number;

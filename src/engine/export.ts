@@ -4,6 +4,7 @@
  * (docs/session-format.md) of one pickle per cell plus a manifest.
  */
 import { gzipSync } from 'fflate';
+import { holderAnswerJson, IBlockHolders } from './holders';
 import { Block, FrameTable, Snapshot } from './model';
 import { PyDict, PyValue } from './pickle';
 import { pickle } from './pickler';
@@ -135,6 +136,12 @@ export interface IExportCell {
   kernelSession?: number;
   /** The kernel's roles after the cell (bytes per role), written as the manifest's `roles` when known. */
   roles?: { bytes: Readonly<Record<string, number>>; partial: boolean } | null;
+  /**
+   * The kernel's answer about who held the blocks after the cell, where it
+   * was asked then (the leak finder asks after the latest cell): written as
+   * `cellNN.holders.json`, which `cuda-memdiff leaks` reads as the panel did.
+   */
+  holders?: { holders: IBlockHolders; partial: boolean } | null;
 }
 
 /** The allocator statistics of a cell; `peak`, the cell's own as the store holds it, stands for the devices' sum. */
@@ -170,9 +177,10 @@ function emptyDeviceStats() {
 
 /**
  * The files of a session folder: manifest.json and one gzip pickle per cell
- * (and per OOM snapshot). Each cell's `kernel_session` is written when known,
- * and a cell whose kernel differs from the cell before starts from an empty
- * device: the new process holds nothing of the old one's memory.
+ * (and per OOM snapshot, and a holders file per cell the kernel was asked
+ * about). Each cell's `kernel_session` is written when known, and a cell
+ * whose kernel differs from the cell before starts from an empty device:
+ * the new process holds nothing of the old one's memory.
  */
 export function sessionFolderFiles(
   cells: readonly IExportCell[],
@@ -200,6 +208,12 @@ export function sessionFolderFiles(
     untilUs = history ? history.untilUs : null;
     const name = `cell${String(k).padStart(2, '0')}.pickle.gz`;
     files.set(name, snapshotToPickle(cell.snapshot));
+    let holdersName: string | null = null;
+    if (cell.holders) {
+      holdersName = `cell${String(k).padStart(2, '0')}.holders.json`;
+      const answer = holderAnswerJson(cell.holders.holders, cell.holders.partial);
+      files.set(holdersName, new TextEncoder().encode(JSON.stringify(answer)));
+    }
     const oomFiles = cell.oomSnapshots.map(s => {
       const oomName = `oom${String(ooms++).padStart(2, '0')}.pickle.gz`;
       files.set(oomName, snapshotToPickle(s));
@@ -218,6 +232,7 @@ export function sessionFolderFiles(
       segments: cell.snapshot.segments.length,
       ...(cell.kernelSession !== undefined ? { kernel_session: cell.kernelSession } : {}),
       ...(cell.roles ? { roles: { bytes: cell.roles.bytes, partial: cell.roles.partial } } : {}),
+      ...(holdersName ? { holders_file: holdersName } : {}),
       ...(linked
         ? { history: { since_us: history.sinceUs, until_us: history.untilUs, complete: history.complete } }
         : {}),

@@ -120,6 +120,21 @@ export function parseHolderAnswer(value: unknown): IHolderAnswer {
 }
 
 /**
+ * An answer as the kernel sends it and `cellNN.holders.json` keeps it (the
+ * inverse of parseHolderAnswer): what the panel's export writes for a cell
+ * the kernel was asked about, so the CLI reads the holders the panel had.
+ */
+export function holderAnswerJson(holders: IBlockHolders, partial: boolean) {
+  return {
+    blocks: [...holders].map(([key, list]) => {
+      const [device, address] = key.split(':').map(Number);
+      return { device, address, holders: list.map(h => ({ ...h })) };
+    }),
+    partial
+  };
+}
+
+/**
  * A holder's reference with the fields the protocol gives, each of its type
  * (`count` a whole number, `displays` 1 to 3); null when it is not one. Every
  * type but `last-traceback` names what it is.

@@ -29,11 +29,8 @@ import {
   Snapshot
 } from '../engine';
 import { runTagText } from '../components/runNames';
-import type { IDiffPanel, IEngineWorker } from '../tokens';
+import type { IDiffPanel, IEngineWorker, ISnapshotStore } from '../tokens';
 import { EngineWorker } from '../worker/client';
-
-/** Kernel answers kept for rankings after them (a leak a later cell fixed is named by the answer before). */
-const MAX_KEPT_ANSWERS = 8;
 
 /** One ranked cell execution. */
 export interface ILeakEntry {
@@ -143,7 +140,7 @@ export class LeakFinderModel implements IDisposable {
     this._notebook = notebook;
     this._kernelSession = notebook.store.kernelSession;
     this._changed.emit();
-    const session = this._session(records);
+    const session = this._session(notebook.store, records);
     const ask = notebook.requestHolders;
     let queries: readonly BlockQuery[] = [];
     const findings = this._rank(run, session, undefined, ask ? Private.MAX_QUERIES : 0).then(result => {
@@ -205,7 +202,7 @@ export class LeakFinderModel implements IDisposable {
     queries = 0
   ): Promise<IRankLeaksResult> {
     // Answers an earlier run got right after its latest cell name what held memory a later cell freed.
-    const holdersAfter = session.records.map(r => this._answers.get(r) ?? null);
+    const holdersAfter = session.records.map(r => session.store.holdersOf(r)?.holders ?? null);
     const request = { key: session.key, executions: session.executions, holders, holdersAfter, queries };
     if (holders) {
       try {
@@ -274,7 +271,8 @@ export class LeakFinderModel implements IDisposable {
       if (run !== this._run) {
         return this._findings;
       }
-      this._keepAnswer(session.records[session.records.length - 1], answer.holders);
+      // Kept in the store: later rankings read it, and the export writes it beside the cell.
+      session.store.keepHolders(session.records[session.records.length - 1], answer);
       this._running = false;
       this._findings = this._entries(report, session, 'kernel', note);
     }
@@ -290,7 +288,7 @@ export class LeakFinderModel implements IDisposable {
   }
 
   /** What both rankings of a run share: executions, snapshots, cell positions. */
-  private _session(records: readonly CellRecord[]): Private.ISession {
+  private _session(store: ISnapshotStore, records: readonly CellRecord[]): Private.ISession {
     const cells = this._panel.notebook?.cells() ?? [];
     const cellIndex = records.map(r => cells.findIndex(c => c.id === r.cellId));
     // Named as the chart and the stack frames name runs: `[3]`, `[3] in kernel 2` once the session restarted.
@@ -321,7 +319,7 @@ export class LeakFinderModel implements IDisposable {
       };
     });
     const snapshots = records.map(r => r.snapshot);
-    return { key: this._run, records, executions, labels, snapshots, cellIndex, earlierRuns };
+    return { key: this._run, store, records, executions, labels, snapshots, cellIndex, earlierRuns };
   }
 
   private _entries(
@@ -368,26 +366,10 @@ export class LeakFinderModel implements IDisposable {
   /** The followed notebook's kernel session when the findings were asked for. */
   private _kernelSession: number | null = null;
   private _findings: ILeakFindings | null = null;
-  /**
-   * Keep an answer for later rankings; each goes to the worker with every
-   * ranking (up to 20,000 holders each), so only the newest few are kept.
-   */
-  private _keepAnswer(record: CellRecord, holders: IHolderAnswer['holders']): void {
-    this._answers.delete(record);
-    this._answers.set(record, holders);
-    for (const oldest of this._answers.keys()) {
-      if (this._answers.size <= MAX_KEPT_ANSWERS) {
-        break;
-      }
-      this._answers.delete(oldest);
-    }
-  }
 
   private _error: LeakFinderModel.Problem | null = null;
   private _running = false;
   private _run = 0;
-  /** The kernel's answer given when each record was the latest: the newest MAX_KEPT_ANSWERS of them. */
-  private readonly _answers = new Map<CellRecord, IHolderAnswer['holders']>();
   private readonly _changed = new Signal<this, void>(this);
 }
 
@@ -425,6 +407,8 @@ namespace Private {
   export interface ISession {
     /** The run it belongs to: the worker keeps its snapshots under this key. */
     readonly key: number;
+    /** The notebook's store: it keeps the kernel's answers for later rankings and the export. */
+    readonly store: ISnapshotStore;
     readonly records: readonly CellRecord[];
     readonly executions: readonly ILeakExecution[];
     /** How the findings name each execution (`Cell [3]`, `Cell [3] in kernel 2`), in the user's language. */

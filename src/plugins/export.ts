@@ -67,7 +67,8 @@ export const exportPlugin: JupyterFrontEndPlugin<void> = {
           id: c.id,
           source: c.sharedModel.getSource()
         }));
-        const exported = exportCells(store.records, cells);
+        // The kernel's answers about who held the blocks (the leak finder's), so `leaks` gives the panel's verdicts.
+        const exported = exportCells(store.records, cells, r => store.holdersOf(r));
         const folder = await freshPath(
           contents,
           PathExt.join(

@@ -1,6 +1,6 @@
 // The kernel's holders as the engine reads them: references validated as the protocol gives them, and
 // holder lists folded for people without losing what each reference says.
-import { foldNames, holderText, IHolder, parseHolderAnswer, summarizeHolderList } from '..';
+import { foldNames, holderAnswerJson, holderText, IHolder, parseHolderAnswer, summarizeHolderList } from '..';
 import { holderAdvice } from '../leaks/holderAdvice';
 
 const answer = (reference: unknown) => ({
@@ -37,6 +37,26 @@ describe('an address in a holders answer past 2^53 - 1', () => {
     expect(() => parseHolderAnswer(rounded)).toThrow(
       'holders: blocks[0] address is out of range: past 2^53 - 1, where numbers stop being exact'
     );
+  });
+});
+
+describe("an answer written back as the kernel sends it (the export's cellNN.holders.json)", () => {
+  it('reads back as the answer it was', () => {
+    const read = parseHolderAnswer({
+      blocks: [
+        { device: 0, address: 4096, holders: [{ kind: 'hook', path: 'acts[0]', via: 'forward hook on model.1' }] },
+        {
+          device: 1,
+          address: 2 ** 47,
+          holders: [{ kind: 'output-cache', path: 'Out[2]', reference: { type: 'output', name: 'Out[2]', count: 2 } }]
+        }
+      ],
+      partial: true,
+      elapsed_ms: 3
+    });
+    const again = parseHolderAnswer(JSON.parse(JSON.stringify(holderAnswerJson(read.holders, read.partial))));
+    expect([...again.holders]).toEqual([...read.holders]);
+    expect(again.partial).toBe(true);
   });
 });
 
