@@ -99,6 +99,7 @@ class CellCapture:
         extra = dict(self.facts)
         if self.replay is not None:
             extra["replay"] = self.replay.name
+            extra["recording"] = _recording(self.replay.manifest)
         return protocol.status_message(
             self.status,
             self.message,
@@ -433,6 +434,21 @@ class CellCapture:
                 self.frontends.status(protocol.status_message(protocol.HELPER_ERROR, message))
         except BaseException:
             pass
+
+
+def _recording(manifest):
+    """What a replayed recording's manifest says of itself, for people: the notebook it ran (``scenario``), the
+    GPU and how many; each None where the manifest does not say it plainly (the folder's name is ``replay``)."""
+
+    def text(value):
+        return value if isinstance(value, str) and 0 < len(value) <= protocol.MAX_RECORDING_TEXT else None
+
+    count = manifest.get("device_count")
+    return {
+        "scenario": text(manifest.get("scenario")),
+        "device": text(manifest.get("device")),
+        "device_count": count if type(count) is int and count >= 0 else None,
+    }
 
 
 def _describe(exc):

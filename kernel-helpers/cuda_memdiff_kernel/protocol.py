@@ -119,6 +119,10 @@ FRONTEND_CONSTANTS = (
 )
 
 
+# Longest text a replay's ``recording`` passes on from its manifest (a scenario or a GPU's name).
+MAX_RECORDING_TEXT = 200
+
+
 def status_message(status, message="", **extra):
     """A status message: waiting, ready, no CUDA, too old, off, or an error."""
     msg = {"v": PROTOCOL_VERSION, "type": "status", "status": status, "message": message}

@@ -198,6 +198,36 @@ class Tables:
         return sum(size for size, state in self.blocks.values() if state == 0)
 
 
+def test_a_replay_says_what_was_recorded_where_not_only_its_folder(shell, tmp_path, validate):
+    # Before: the frontend had only the folder's name (gpu_memory_demo--holders) to show people.
+    folder, manifest = replay_folder(tmp_path, "eval_without_no_grad--python")
+    assert install(shell, replay=ReplaySource(str(folder))) == protocol.READY
+    hello = attach(shell).messages[0]
+    validate(hello)
+    assert hello["replay"] == folder.name
+    assert hello["recording"] == {"scenario": "eval_without_no_grad", "device": "NVIDIA H200", "device_count": 1}
+
+
+@pytest.mark.parametrize(
+    "about, said",
+    [
+        ({}, (None, None, None)),
+        ({"scenario": 3, "device": ["H200"], "device_count": -1}, (None, None, None)),
+        ({"scenario": "x" * 5000, "device": "NVIDIA H200", "device_count": True}, (None, "NVIDIA H200", None)),
+    ],
+)
+def test_a_replay_says_only_what_its_manifest_says_plainly(shell, tmp_path, validate, about, said):
+    folder, manifest = replay_folder(tmp_path, "eval_without_no_grad--python")
+    for key in ("scenario", "device", "device_count"):
+        manifest.pop(key, None)
+    manifest.update(about)
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    assert install(shell, replay=ReplaySource(str(folder))) == protocol.READY
+    hello = attach(shell).messages[0]
+    validate(hello)
+    assert hello["recording"] == dict(zip(("scenario", "device", "device_count"), said))
+
+
 def test_replay_sends_each_cell_once_as_changes_and_leaves_no_trace(shell, tmp_path, validate):
     folder, manifest = replay_folder(tmp_path, "eval_without_no_grad--python")
     before_ns = set(shell.user_ns)

@@ -106,7 +106,10 @@ export class CellBadges implements IDisposable {
       oom: this._store.hadOom(record),
       currentKernelSession: this._store.kernelSession,
       thresholds: this.thresholds,
-      trans: this._trans
+      trans: this._trans,
+      // The helper speaks of the recording it replays now: a record of an earlier replay gets its folder only.
+      recording:
+        record.replay !== null && record.replay === this._store.helper.replay ? this._store.helper.recording : null
     });
     const description = [view.description, ...this._historyLines(record)].join('\n');
     node.textContent = view.text;

@@ -5,6 +5,8 @@
  */
 import { nullTranslator, TranslationBundle } from '@jupyterlab/translation';
 import { formatBytes } from '../engine';
+import { IRecordingAbout } from '../capture/protocol';
+import { recordingDetail, recordingName } from '../capture/status';
 import { CellRecord } from '../capture/store';
 import { roleLines } from './roles';
 
@@ -33,7 +35,14 @@ export interface IBadgeView {
 /** The badge of a record; `oom` when the cell's execution ran out of memory. */
 export function badgeView(
   record: CellRecord,
-  options: { oom: boolean; currentKernelSession: number; thresholds?: IBadgeThresholds; trans?: TranslationBundle }
+  options: {
+    oom: boolean;
+    currentKernelSession: number;
+    thresholds?: IBadgeThresholds;
+    trans?: TranslationBundle;
+    /** What the replayed recording says of itself, where the record is one of its cells. */
+    recording?: IRecordingAbout | null;
+  }
 ): IBadgeView {
   const t = options.thresholds ?? DEFAULT_THRESHOLDS;
   const trans = options.trans ?? nullTranslator.load('jupyterlab_cuda_memdiff');
@@ -91,7 +100,13 @@ export function badgeView(
     lines.unshift(trans.__('This cell ran out of GPU memory.'));
   }
   if (record.replay) {
-    lines.push(trans.__('Replayed from the recorded session %1.', record.replay));
+    lines.push(
+      trans.__(
+        'Replayed from %1. %2',
+        recordingName(options.recording, trans),
+        recordingDetail(options.recording, record.replay, trans)
+      )
+    );
   }
   const stale = record.kernelSession !== options.currentKernelSession;
   if (stale) {

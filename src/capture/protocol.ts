@@ -15,6 +15,16 @@ export type { CellNoteKind, HelperStatus, IHelperSettings };
 /** The message schema (kernel-helpers/cuda_memdiff_kernel/protocol.schema.json). */
 export const MESSAGE_SCHEMA: Record<string, unknown> = helper.schema;
 
+/**
+ * What a replayed recording's manifest says of itself, each null where it
+ * does not say it plainly: the notebook it ran (`scenario`) and its GPU.
+ */
+export interface IRecordingAbout {
+  scenario: string | null;
+  device: string | null;
+  device_count: number | null;
+}
+
 /** A status message from the helper; `run` tells one kernel process from the next. */
 export interface IStatusMessage {
   v: number;
@@ -28,7 +38,10 @@ export interface IStatusMessage {
   peaks?: 'passive' | 'per-cell';
   history?: 'helper' | 'user' | 'off' | null;
   torch?: string;
+  /** The folder of the recording a replay kernel serves. */
   replay?: string;
+  /** What the replayed recording's manifest says of itself (see IRecordingAbout). */
+  recording?: IRecordingAbout;
 }
 
 /** A word about one cell that has no snapshot. */

@@ -384,6 +384,7 @@ export class CaptureSession implements IDisposable {
           status: message.status,
           message: message.message,
           replay: message.replay ?? null,
+          recording: message.recording ?? null,
           peaks: message.peaks,
           history: message.history,
           installs: message.installs

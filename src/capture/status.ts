@@ -4,7 +4,37 @@
  */
 import { TranslationBundle } from '@jupyterlab/translation';
 import { Widget } from '@lumino/widgets';
+import { IRecordingAbout } from './protocol';
 import { IHelperState, SnapshotStore } from './store';
+
+/**
+ * A replayed recording as people read it: `a recorded session (NVIDIA
+ * H200)` (the GPU it was recorded on, as its manifest says), or `a recorded
+ * session` where it names none.
+ * The folder's name is for tooltips (recordingDetail): it is how the files
+ * are found, not what the session was.
+ */
+export function recordingName(recording: IRecordingAbout | null | undefined, trans: TranslationBundle): string {
+  const device = recording?.device;
+  if (!device) {
+    return trans.__('a recorded session');
+  }
+  const count = recording?.device_count ?? 1;
+  return count > 1
+    ? trans.__('a recorded session (%1 × %2)', count, device)
+    : trans.__('a recorded session (%1)', device);
+}
+
+/** Where a replayed recording comes from, for a tooltip: its notebook and its folder. */
+export function recordingDetail(
+  recording: IRecordingAbout | null | undefined,
+  folder: string,
+  trans: TranslationBundle
+): string {
+  return recording?.scenario
+    ? trans.__('Recording: %1 (folder %2)', recording.scenario, folder)
+    : trans.__('Recording: folder %1', folder);
+}
 
 /** What the status reads of a notebook's snapshots. */
 export type StatusSource = Pick<SnapshotStore, 'helper' | 'droppedCount' | 'changed'>;
@@ -66,7 +96,9 @@ export class CaptureStatus extends Widget {
       store.helper.peaks === 'per-cell'
         ? trans.__("Peak counters are reset before each cell, so max_memory_allocated() counts from the cell's start.")
         : '';
-    this.node.title = [message || text, peaks].filter(Boolean).join('\n');
+    const replay = store.helper.replay;
+    const recording = replay ? recordingDetail(store.helper.recording, replay, trans) : '';
+    this.node.title = [message || text, recording, peaks].filter(Boolean).join('\n');
     this.node.dataset.cudaMemdiffStatus = status;
     this.node.dataset.cudaMemdiffInstalls = String(store.helper.installs ?? 0);
     this.setHidden(!text);
@@ -90,7 +122,7 @@ namespace Private {
       'waiting-for-torch': trans.__('GPU memory: waiting for torch'),
       'waiting-for-cuda': trans.__('GPU memory: waiting for CUDA'),
       ready: helper.replay
-        ? trans.__('GPU memory: replaying a recorded session (%1)', helper.replay)
+        ? trans.__('GPU memory: replaying %1', recordingName(helper.recording, trans))
         : trans.__('GPU memory: capturing'),
       'no-cuda': trans.__('GPU memory: torch without CUDA'),
       'torch-too-old': trans.__('GPU memory: torch too old for allocation history'),

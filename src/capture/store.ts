@@ -29,7 +29,7 @@ import {
   Snapshot,
   totalBytes
 } from '../engine';
-import { CellNoteKind, DEFAULT_HELPER_SETTINGS, HelperStatus } from './protocol';
+import { CellNoteKind, DEFAULT_HELPER_SETTINGS, HelperStatus, IRecordingAbout } from './protocol';
 
 /** One snapshot the helper took, after a cell or at an out-of-memory error. */
 export interface CellRecord {
@@ -78,7 +78,10 @@ export interface CellRecord {
 export interface IHelperState {
   status: HelperStatus | 'starting' | 'not-python';
   message: string;
+  /** The folder of the recording a replay kernel serves; null for a live kernel. */
   replay: string | null;
+  /** What that recording says of itself (its notebook, its GPU), when the helper says. */
+  recording?: IRecordingAbout | null;
   /** 'passive' when the helper leaves torch's peak counters alone. */
   peaks?: 'passive' | 'per-cell';
   /** Who records allocation history: this helper, the user's own code, or nobody. */

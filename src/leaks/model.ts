@@ -9,7 +9,7 @@
 import { nullTranslator, TranslationBundle } from '@jupyterlab/translation';
 import { IDisposable } from '@lumino/disposable';
 import { ISignal, Signal } from '@lumino/signaling';
-import { BlockQuery } from '../capture/protocol';
+import { BlockQuery, IRecordingAbout } from '../capture/protocol';
 import { sourceHeadline } from '../components/cells';
 import { CellRecord } from '../capture/store';
 import {
@@ -79,9 +79,15 @@ export interface ILeakFindings {
 /** Why the holders are incomplete or only guessed: data, worded by the view. */
 export type HoldersNote =
   | { readonly kind: 'no-kernel' }
-  | { readonly kind: 'replay'; readonly session: string }
+  /** A replayed session (`session`: the recording's folder; `recording`: what it says of itself, if known). */
+  | { readonly kind: 'replay'; readonly session: string; readonly recording: IRecordingAbout | null }
   /** A replayed session whose recording kept the kernel's holders (partial: its search ran out of time then). */
-  | { readonly kind: 'recorded'; readonly session: string; readonly partial: boolean }
+  | {
+      readonly kind: 'recorded';
+      readonly session: string;
+      readonly recording: IRecordingAbout | null;
+      readonly partial: boolean;
+    }
   | { readonly kind: 'failed'; readonly reason: string }
   | { readonly kind: 'partial'; readonly elapsedMs: number };
 
@@ -247,16 +253,19 @@ export class LeakFinderModel implements IDisposable {
       return this._findings;
     }
     let note: HoldersNote | null;
+    // What the replayed recording says of itself (its GPU), where the helper speaks of the one answering.
+    const helper = session.store.helper;
+    const recording = (folder: string) => (helper.replay === folder ? (helper.recording ?? null) : null);
     if (!answer || answer.error || (answer.replay !== null && !answer.holders.size)) {
       note = answer?.replay
-        ? { kind: 'replay', session: answer.replay }
+        ? { kind: 'replay', session: answer.replay, recording: recording(answer.replay) }
         : { kind: 'failed', reason: String(failure ?? answer?.error) };
       this._running = false;
       this._findings = { ...this._findings!, holders: 'guessed', holdersNote: note };
     } else {
       note =
         answer.replay !== null
-          ? { kind: 'recorded', session: answer.replay, partial: answer.partial }
+          ? { kind: 'recorded', session: answer.replay, recording: recording(answer.replay), partial: answer.partial }
           : answer.partial
             ? { kind: 'partial', elapsedMs: Math.round(answer.elapsedMs) }
             : null;

@@ -5,6 +5,7 @@
  */
 import * as React from 'react';
 import { TranslationBundle } from '@jupyterlab/translation';
+import { recordingDetail, recordingName } from '../capture/status';
 import { CellCodeNames, formatBytes, FrameTable } from '../engine';
 import { useSignal } from '../components/signal';
 import { Section } from '../components/section';
@@ -38,18 +39,18 @@ export function holdersNoteText(note: HoldersNote, trans: TranslationBundle): st
       return trans.__('No kernel to ask: holders are guessed from the cells\u2019 sources.');
     case 'replay':
       return trans.__(
-        'Replayed session (%1): no live tensors to ask about, so holders are guessed from the cells\u2019 sources.',
-        note.session
+        'Replaying %1: no live tensors to ask about, so holders are guessed from the cells\u2019 sources.',
+        recordingName(note.recording, trans)
       );
     case 'recorded':
       return note.partial
         ? trans.__(
-            'Replayed session (%1): holders as the kernel named them when the session was recorded; its search ran out of time then, so they are partial.',
-            note.session
+            'Replaying %1: holders as the kernel named them when the session was recorded; its search ran out of time then, so they are partial.',
+            recordingName(note.recording, trans)
           )
         : trans.__(
-            'Replayed session (%1): holders as the kernel named them when the session was recorded.',
-            note.session
+            'Replaying %1: holders as the kernel named them when the session was recorded.',
+            recordingName(note.recording, trans)
           );
     case 'failed':
       return trans.__(
@@ -244,7 +245,16 @@ export function LeakView(props: ILeakViewProps): JSX.Element | null {
       ) : null}
       {findings ? (
         <>
-          <p className="jp-CudaMemdiffLeaks-status" role="status">
+          <p
+            className="jp-CudaMemdiffLeaks-status"
+            role="status"
+            title={
+              // Which recording, by its folder: where a person finds its files.
+              !model.running && findings.holdersNote && 'session' in findings.holdersNote
+                ? recordingDetail(findings.holdersNote.recording, findings.holdersNote.session, trans)
+                : undefined
+            }
+          >
             <InlineCode text={headline(findings, trans)} />{' '}
             {model.running
               ? trans.__('Asking the kernel who holds the memory\u2026')

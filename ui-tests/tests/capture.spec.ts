@@ -37,6 +37,11 @@ async function expectRecordedBadges(page: any) {
     await expect(badge).toHaveAttribute('data-cuda-memdiff-net-bytes', String(NETS[k]));
     await expect(badge).toHaveAttribute('data-cuda-memdiff-peak-bytes', String(PEAKS[k]));
   }
+  // The tooltip names the recording by the GPU it was recorded on, then its notebook and folder.
+  await expect(await badgeOf(page, CODE_CELLS[0])).toHaveAttribute(
+    'title',
+    /\nReplayed from a recorded session \(NVIDIA H200\)\. Recording: gpu_memory_demo \(folder gpu_memory_demo--holders\)(\n|$)/
+  );
 }
 
 test.describe('capture in a CPU kernel', () => {

@@ -44,7 +44,7 @@ test.describe('holders the kernel named', () => {
     await expect(page.locator('.jp-Cell.jp-mod-cudaMemdiffLeak')).toHaveAttribute('data-windowed-list-index', '1');
     const panel = page.locator(PANEL);
     await expect(panel.locator('.jp-CudaMemdiffLeaks-status')).toContainText(
-      'Replayed session (exception_kept--holders): holders as the kernel named them when the session was recorded.'
+      'Replaying a recorded session (NVIDIA H200): holders as the kernel named them when the session was recorded.'
     );
     const top = panel.locator('.jp-CudaMemdiffLeak.jp-mod-top');
     await expect(top).toHaveAttribute('data-verdict', 'leak');

@@ -53,8 +53,9 @@ test.describe('find leaking cell', () => {
     await expect(status).toContainText('Look at Cell [3] first.');
     // the replay kernel answers the holders request with what the kernel named when the demo was recorded
     await expect(status).toContainText(
-      'Replayed session (gpu_memory_demo--holders): holders as the kernel named them when the session was recorded.'
+      'Replaying a recorded session (NVIDIA H200): holders as the kernel named them when the session was recorded.'
     );
+    await expect(status).toHaveAttribute('title', 'Recording: gpu_memory_demo (folder gpu_memory_demo--holders)');
     const top = panel.locator('.jp-CudaMemdiffLeak.jp-mod-top');
     await expect(top).toHaveAttribute('data-verdict', 'leak');
     await expect(top).toContainText('autograd graph of preds');

@@ -34,7 +34,8 @@ test.describe('notebook toolbar', () => {
 
     const status = toolbar.locator(`[data-jp-item-name="${STATUS}"]`);
     await expect(status).toBeVisible();
-    await expect(status).toHaveText('GPU memory: replaying a recorded session (gpu_memory_demo--holders)');
+    // named by the GPU it was recorded on, not by the folder's name (gpu_memory_demo--holders), which the tooltip keeps
+    await expect(status).toHaveText('GPU memory: replaying a recorded session (NVIDIA H200)');
 
     // Open Panel: the panel comes into view and says there is nothing yet.
     await expect(page.locator(PANEL)).toBeHidden();
@@ -85,7 +86,10 @@ test.describe('notebook toolbar beside the open panel', () => {
     if (box) {
       expect(box.height).toBeLessThanOrEqual(toolbarBox!.height);
     }
-    await expect(status).toHaveAttribute('title', /replaying a recorded session \(gpu_memory_demo--holders\)/);
+    await expect(status).toHaveAttribute(
+      'title',
+      /replaying a recorded session \(NVIDIA H200\)\nRecording: gpu_memory_demo \(folder gpu_memory_demo--holders\)/
+    );
     // Cut short here: its text is wider than the room it has ...
     const widths = await status.evaluate(el => {
       const range = document.createRange();

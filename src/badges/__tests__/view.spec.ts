@@ -75,6 +75,20 @@ describe('badgeView', () => {
     expect(v.text.startsWith('OOM ')).toBe(true);
     expect(v.level).toBe('oom');
     expect(v.stale).toBe(true);
-    expect(v.description).toMatch(/ran out of GPU memory[\s\S]*recorded session demo[\s\S]*previous kernel session/);
+    expect(v.description).toMatch(
+      /ran out of GPU memory[\s\S]*Replayed from a recorded session\. Recording: folder demo\.?[\s\S]*previous kernel session/
+    );
+  });
+
+  it('names a replayed recording as it says it was made, its folder after', () => {
+    const recording = { scenario: 'gpu_memory_demo', device: 'NVIDIA H200', device_count: 1 };
+    const v = badgeView(record(0, { replay: 'gpu_memory_demo--holders' }), {
+      oom: false,
+      currentKernelSession: 0,
+      recording
+    });
+    expect(v.description).toMatch(
+      /^Replayed from a recorded session \(NVIDIA H200\)\. Recording: gpu_memory_demo \(folder gpu_memory_demo--holders\)$/m
+    );
   });
 });

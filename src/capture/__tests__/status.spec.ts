@@ -7,7 +7,7 @@ import { CaptureStatus } from '../status';
 const trans = nullTranslator.load('jupyterlab_cuda_memdiff');
 
 /** A status line showing what a helper said (a kernel may send any word: the type does not hold it back). */
-function statusOf(helper: { status: string; message?: string; replay?: string }): CaptureStatus {
+function statusOf(helper: { status: string; message?: string; replay?: string; recording?: unknown }): CaptureStatus {
   const store = new SnapshotStore();
   const status = new CaptureStatus(trans, store);
   store.setHelper({ message: '', replay: null, ...helper } as unknown as IHelperState);
@@ -17,9 +17,25 @@ function statusOf(helper: { status: string; message?: string; replay?: string })
 describe('CaptureStatus', () => {
   it('says what the helper found, and that a recorded session is replayed', () => {
     expect(statusOf({ status: 'waiting-for-cuda' }).node.textContent).toBe('GPU memory: waiting for CUDA');
-    expect(statusOf({ status: 'ready', replay: 'demo' }).node.textContent).toBe(
-      'GPU memory: replaying a recorded session (demo)'
+    // Said as the recording says it was made, not by its folder (before: "(gpu_memory_demo--holders)")
+    const replaying = statusOf({
+      status: 'ready',
+      replay: 'gpu_memory_demo--holders',
+      recording: { scenario: 'gpu_memory_demo', device: 'NVIDIA H200', device_count: 1 }
+    });
+    expect(replaying.node.textContent).toBe('GPU memory: replaying a recorded session (NVIDIA H200)');
+    // the folder, where the files are found, in the tooltip
+    expect(replaying.node.title).toBe(
+      'GPU memory: replaying a recorded session (NVIDIA H200)\nRecording: gpu_memory_demo (folder gpu_memory_demo--holders)'
     );
+    const twoGpus = { scenario: null, device: 'NVIDIA H200', device_count: 2 };
+    expect(statusOf({ status: 'ready', replay: 'split', recording: twoGpus }).node.textContent).toBe(
+      'GPU memory: replaying a recorded session (2 × NVIDIA H200)'
+    );
+    // an older helper sends the folder only
+    const older = statusOf({ status: 'ready', replay: 'demo' });
+    expect(older.node.textContent).toBe('GPU memory: replaying a recorded session');
+    expect(older.node.title).toMatch(/\nRecording: folder demo$/);
     const error = statusOf({ status: 'error', message: 'ImportError: no module named x' });
     expect(error.node.textContent).toBe('GPU memory: helper error');
     expect(error.node.title).toBe('ImportError: no module named x');

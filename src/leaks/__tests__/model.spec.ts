@@ -107,13 +107,31 @@ describe('LeakFinderModel', () => {
     );
     const a = (await replayed.leaks.run().refined)!;
     expect(a.holders).toBe('guessed');
-    expect(a.holdersNote).toEqual({ kind: 'replay', session: 'gpu_memory_demo--python' });
+    expect(a.holdersNote).toEqual({ kind: 'replay', session: 'gpu_memory_demo--python', recording: null });
     expect(a.top!.record.cellId).toBe('cell-2');
 
     const silent = finder(notebook(() => Promise.reject(new Error('the kernel did not answer within 30 s'))));
     const b = (await silent.leaks.run().refined)!;
     expect(b.holdersNote).toEqual({ kind: 'failed', reason: 'the kernel did not answer within 30 s' });
     expect(b.top!.record.cellId).toBe('cell-2');
+  });
+
+  it('names a replayed recording as its helper says it was made (its GPU), keeping the folder', async () => {
+    const recording = { scenario: 'gpu_memory_demo', device: 'NVIDIA H200', device_count: 1 };
+    const nb = notebook(() => Promise.resolve({ ...recordedAnswer(), replay: 'gpu_memory_demo--holders' }));
+    (nb.store as SnapshotStore).setHelper({
+      status: 'ready',
+      message: '',
+      replay: 'gpu_memory_demo--holders',
+      recording
+    });
+    const found = (await finder(nb).leaks.run().refined)!;
+    expect(found.holdersNote).toEqual({
+      kind: 'recorded',
+      session: 'gpu_memory_demo--holders',
+      recording,
+      partial: false
+    });
   });
 
   it('explains an empty ranking and drops findings when the panel follows another notebook', async () => {

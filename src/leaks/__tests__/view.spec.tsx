@@ -99,8 +99,14 @@ describe('LeakView on the out_cache session', () => {
     expect(holdersNoteText({ kind: 'failed', reason: 'timeout' }, trans)).toMatch(
       /^The kernel could not say who holds the memory \(timeout\)/
     );
-    expect(holdersNoteText({ kind: 'replay', session: 's' }, trans)).toMatch(
-      /^Replayed session \(s\): no live tensors/
+    expect(holdersNoteText({ kind: 'replay', session: 's', recording: null }, trans)).toMatch(
+      /^Replaying a recorded session: no live tensors/
+    );
+    const recording = { scenario: 'gpu_memory_demo', device: 'NVIDIA H200', device_count: 1 };
+    expect(
+      holdersNoteText({ kind: 'recorded', session: 'gpu_memory_demo--holders', recording, partial: false }, trans)
+    ).toBe(
+      'Replaying a recorded session (NVIDIA H200): holders as the kernel named them when the session was recorded.'
     );
     expect(problemText('no-cuda', trans)).toBe("This kernel's torch has no CUDA: there is no GPU memory to rank.");
     expect(problemText('no-snapshots', trans)).toBe('No GPU memory snapshots yet: run some cells first.');
