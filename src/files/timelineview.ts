@@ -10,6 +10,7 @@ import { frameText, nativeFramesText } from '../components/stack';
 import { CellCodeNames, formatBytes, formatCount, ITimelineSeries } from '../engine';
 import { binaryTicks, tickLabel } from '../panel/chart';
 import type { IMoment, IMomentDiff, MomentFrame } from '../worker/files';
+import { momentWords } from './words';
 
 /** The drawing's size in SVG units (it scales to the view's width). */
 export const TIMELINE_WIDTH = 800;
@@ -273,13 +274,9 @@ function place(line: SVGLineElement, x: number): void {
 function showMoment(node: HTMLElement, m: IMoment, cells: CellCodeNames, trans: TranslationBundle): void {
   node.textContent = '';
   const head = document.createElement('p');
-  head.textContent = trans.__(
-    'Moment %1: %2 of %3, then %4 allocated',
-    m.moment + 1,
-    m.action,
-    formatBytes(m.size),
-    formatBytes(m.allocatedBytes)
-  );
+  const words = momentWords(m, trans);
+  head.textContent = words.text;
+  head.title = words.title;
   node.appendChild(head);
   node.appendChild(stackList(m.frames, cells, trans));
 }

@@ -3,7 +3,8 @@
  * widget so that a spec reads it as a person does.
  */
 import { TranslationBundle } from '@jupyterlab/translation';
-import { DeviceTotals, formatCount } from '../engine';
+import { DeviceTotals, formatBytes, formatCount } from '../engine';
+import type { IMoment } from '../worker/files';
 
 /**
  * `40,500 allocated blocks, 3,681 trace entries`: the blocks the totals table
@@ -23,4 +24,27 @@ export function fileStatusText(
     formatCount(traceEntries),
     trans._n('trace entry', 'trace entries', traceEntries)
   );
+}
+
+/**
+ * A moment of the file's timeline in words: `Moment 1718: 40 B freed (68.3
+ * MiB allocated in all)`, and torch's name for the trace action
+ * (`free_completed`), where a PyTorch user looks for it, for the tooltip.
+ * An action without words here is said as torch names it.
+ */
+export function momentWords(
+  m: Pick<IMoment, 'moment' | 'action' | 'size' | 'allocatedBytes'>,
+  trans: TranslationBundle
+): { text: string; title: string } {
+  const size = formatBytes(m.size);
+  const what =
+    m.action === 'alloc'
+      ? trans.__('%1 allocated', size)
+      : m.action === 'free_completed'
+        ? trans.__('%1 freed', size)
+        : trans.__('%1 of %2', m.action, size);
+  return {
+    text: trans.__('Moment %1: %2 (%3 allocated in all)', m.moment + 1, what, formatBytes(m.allocatedBytes)),
+    title: trans.__("torch's trace action: %1", m.action)
+  };
 }

@@ -18,6 +18,7 @@ import {
   SnapshotDiff
 } from '../engine';
 import type { DiffGrouping } from './model';
+import { blockStateWords } from './words';
 import { frameText, ICellLocation, StackView } from '../components/stack';
 
 /** Sites rendered at once; the rest are counted (the list stays fast at any size). */
@@ -95,16 +96,19 @@ function BlockTable(props: { blocks: readonly Block[]; born: boolean; trans: Tra
           </tr>
         </thead>
         <tbody>
-          {shown.map(b => (
-            <tr key={`${b.device}:${b.address}`}>
-              <td>
-                cuda:{b.device} 0x{b.address.toString(16)}
-              </td>
-              <td>{formatBytes(b.size)}</td>
-              <td>{formatBytes(b.requestedSize)}</td>
-              <td>{b.state}</td>
-            </tr>
-          ))}
+          {shown.map(b => {
+            const state = blockStateWords(b.state, trans);
+            return (
+              <tr key={`${b.device}:${b.address}`}>
+                <td>
+                  cuda:{b.device} 0x{b.address.toString(16)}
+                </td>
+                <td>{formatBytes(b.size)}</td>
+                <td>{formatBytes(b.requestedSize)}</td>
+                <td title={state.title}>{state.text}</td>
+              </tr>
+            );
+          })}
         </tbody>
         {blocks.length > shown.length ? (
           <tfoot>

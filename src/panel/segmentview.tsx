@@ -21,6 +21,7 @@ import {
   visibleStack
 } from '../engine';
 import { largestGroups, rolesPresent, segmentMapLayout } from './segments';
+import { blockStateWords } from './words';
 import {
   cellFrameLabel,
   copiesText,
@@ -114,7 +115,7 @@ const HOVER_FRAMES = 6;
 
 /** Hover text of a block: size, state and its stack (filtered, innermost first), cells named as the notebook shows them. */
 function blockTitle(snapshot: Snapshot, block: Block, cells: CellCodeNames, trans: TranslationBundle): string {
-  const lines = [`${formatBytes(block.size)} ${block.state}`];
+  const lines = [trans.__('%1, %2', formatBytes(block.size), blockStateWords(block.state, trans).text)];
   const entries = visibleStack(snapshot.frames, block.stack);
   for (const entry of entries.slice(0, HOVER_FRAMES)) {
     if (entry.kind === 'native') {
@@ -334,7 +335,14 @@ export function SegmentMap(props: ISegmentMapProps): JSX.Element {
       {layout.hiddenRows > 0 ? <p>{trans.__('and %1 more segments', layout.hiddenRows)}</p> : null}
       {block ? (
         <div className="jp-CudaMemdiffSegments-detail">
-          <p>{trans.__('Block %1 at 0x%2 (%3)', formatBytes(block.size), block.address.toString(16), block.state)}</p>
+          <p title={blockStateWords(block.state, trans).title}>
+            {trans.__(
+              'Block %1 at 0x%2 (%3)',
+              formatBytes(block.size),
+              block.address.toString(16),
+              blockStateWords(block.state, trans).text
+            )}
+          </p>
           <StackView
             frames={snapshot.frames}
             stack={block.stack}

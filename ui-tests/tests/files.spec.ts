@@ -75,7 +75,10 @@ test.describe('snapshot file timeline', () => {
     const box = (await chart.boundingBox())!;
     await page.mouse.move(box.x + box.width * (0.5 / 2454), box.y + box.height / 2);
     const hover = view.locator('.jp-CudaMemdiffTimeline-hover');
-    await expect(hover).toContainText('Moment 1: alloc of 6.75 KiB, then 7.00 KiB allocated');
+    // in words; torch's name for the trace action where a PyTorch user looks for it, the tooltip
+    const moment = hover.locator('p').first();
+    await expect(moment).toHaveText('Moment 1: 6.75 KiB allocated (7.00 KiB allocated in all)');
+    await expect(moment).toHaveAttribute('title', "torch's trace action: alloc");
     // A cell's place counts every cell, the heading too, as the status bar does.
     await expect(hover.locator('li').first()).toHaveText(
       /^\S+ \(\/tmp\/ipykernel_644\/1078466348\.py:4; same code as Cell 2\/6, run by another process\)$/

@@ -155,7 +155,9 @@ test.describe('a narrow panel', () => {
     }
     await expect.poll(() => isInsideVisiblePanel(page, state)).toBe(true);
     expect(await isUncovered(state)).toBe(true);
-    await expect(table.getByRole('row').nth(1).getByRole('cell').last()).toHaveText('active_allocated');
+    const stateCell = table.getByRole('row').nth(1).getByRole('cell').last();
+    await expect(stateCell).toHaveText('allocated');
+    await expect(stateCell).toHaveAttribute('title', "torch's block state: active_allocated");
     expect(await content.evaluate(el => el.scrollLeft)).toBe(0);
     await page.screenshot({ path: test.info().outputPath('narrow-blocks.png') });
   });

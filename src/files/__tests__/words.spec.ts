@@ -1,7 +1,7 @@
 // The file view's line about a file once read, as a person sees it.
 import { nullTranslator } from '@jupyterlab/translation';
 import { DeviceTotals } from '../../engine';
-import { fileStatusText } from '../words';
+import { fileStatusText, momentWords } from '../words';
 
 const trans = nullTranslator.load('jupyterlab_cuda_memdiff');
 
@@ -20,5 +20,26 @@ describe('the file view status', () => {
 
   it('says one of each in the singular', () => {
     expect(fileStatusText([totals(1)], 1, trans)).toBe('1 allocated block, 1 trace entry');
+  });
+});
+
+describe('a moment of the file timeline', () => {
+  const moment = { moment: 1717, size: 40, allocatedBytes: 71618560, frames: [] };
+
+  it('says what happened in words, torch\'s action in the tooltip (before: "free_completed of 40 B")', () => {
+    expect(momentWords({ ...moment, action: 'free_completed' }, trans)).toEqual({
+      text: 'Moment 1718: 40 B freed (68.3 MiB allocated in all)',
+      title: "torch's trace action: free_completed"
+    });
+    expect(momentWords({ ...moment, moment: 0, action: 'alloc', size: 6912, allocatedBytes: 7168 }, trans)).toEqual({
+      text: 'Moment 1: 6.75 KiB allocated (7.00 KiB allocated in all)',
+      title: "torch's trace action: alloc"
+    });
+  });
+
+  it('gives an action it has no words for as torch names it', () => {
+    expect(momentWords({ ...moment, action: 'segment_map' }, trans).text).toBe(
+      'Moment 1718: segment_map of 40 B (68.3 MiB allocated in all)'
+    );
   });
 });

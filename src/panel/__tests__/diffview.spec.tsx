@@ -69,7 +69,11 @@ describe('DiffView on a real H200 diff', () => {
     expect(frame.textContent).toContain('cells with identical source');
     fireEvent.click(link);
     expect(onReveal).toHaveBeenCalledWith({ cell: expect.objectContaining({ id: 'cell-2' }), line: 3 });
-    expect(within(rows[0] as HTMLElement).getByRole('table', { name: 'Blocks born' })).toBeTruthy();
+    const table = within(rows[0] as HTMLElement).getByRole('table', { name: 'Blocks born' });
+    // a block's state in words; torch's own term (before: the cell's text) where a PyTorch user looks, its tooltip
+    const state = within(table).getAllByRole('row')[1].lastElementChild!;
+    expect(state.textContent).toBe('allocated');
+    expect(state.getAttribute('title')).toBe("torch's block state: active_allocated");
   });
 
   it('reports the show-all-frames switch', () => {

@@ -45,7 +45,8 @@ describe('SegmentMap', () => {
     const block = container.querySelector(`rect.${cellColours.get('Cell [3]')}`) as SVGRectElement;
     // hovering shows the block's stack, the cell named as the notebook shows it (not an ipykernel path)
     const title = block.querySelector('title')!.textContent!;
-    expect(title).toMatch(/^\d.* active_allocated\n  Cell \[3\], line 3: preds\.append\(model\(b\)\)/m);
+    expect(title).toMatch(/^\d[\d.]* [KMG]?i?B, allocated\n  Cell \[3\], line 3: preds\.append\(model\(b\)\)/m);
+    expect(title).not.toMatch(/active_allocated/);
     expect(title).not.toMatch(/ipykernel_/);
     fireEvent.click(block);
     fireEvent.click(screen.getByRole('button', { name: 'Cell [3], line 3' }));
