@@ -12,6 +12,7 @@ returns plain data and keeps no reference to anything it visited.
 """
 
 import bisect
+import re
 import time
 import warnings
 
@@ -35,7 +36,23 @@ from .walk import (  # noqa: F401
 )
 
 DEFAULT_BUDGET_S = 2.0
-MAX_HOLDERS = 4  # holders reported per block
+# Holders listed per block, by group: the paths of one group differ only in their last index (preds[0] ... preds[7],
+# each the same kind of holder), so a weight that eight graphs saved lists all eight, as the batches each list theirs;
+# a block that kept more than these lists says so (``"more": true``).
+MAX_HOLDERS = 4  # groups of holders listed per block
+MAX_SIBLINGS = 64  # paths listed per group
+# Helpers before ``more`` listed 4 holders at most and did not say whether they found more: a row that lists that
+# many says ``more`` (true or false), so a reader tells a complete list from an older helper's that stopped there.
+SAYS_MORE_FROM = 4
+
+_LAST_INDEX = re.compile(r"^(.*)\[\d+\]([^\[\]]*)$")
+
+
+def _group(holder):
+    """What a holder has in common with its siblings: kind, hook, reference type, and its path up to its last index."""
+    m = _LAST_INDEX.match(holder["path"])
+    stem = (m.group(1), m.group(2)) if m else (holder["path"], None)
+    return holder["kind"], holder.get("via"), (holder.get("reference") or {}).get("type"), stem
 
 
 class _BlockIndex:
@@ -66,6 +83,8 @@ class _Walk(ObjectWalk):
         super().__init__(torch, budget_s)
         self.index = _BlockIndex(blocks)
         self.found = {}
+        self.groups = {}  # per block: paths listed per group
+        self.more = set()  # blocks with holders found beyond those listed
 
     def record(self, tensor, kind, path, via=None):
         try:
@@ -81,7 +100,8 @@ class _Walk(ObjectWalk):
         block = self.index.find(device, address)
         if block is None:
             return
-        holders = self.found.setdefault((block["device"], block["address"]), [])
+        where = (block["device"], block["address"])
+        holders = self.found.setdefault(where, [])
         # A buffer is a parameter in the holders' words (the leak finder's reasons).
         holder = {"kind": PARAMETER if kind == BUFFER else kind, "path": path}
         if isinstance(via, Reference):
@@ -89,8 +109,16 @@ class _Walk(ObjectWalk):
             via = via.hook
         if via:
             holder["via"] = via
-        if len(holders) < MAX_HOLDERS and holder not in holders:
-            holders.append(holder)
+        if holder in holders:
+            return
+        groups = self.groups.setdefault(where, {})
+        group = _group(holder)
+        listed = groups.get(group)
+        if listed is None and len(groups) >= MAX_HOLDERS or listed is not None and listed >= MAX_SIBLINGS:
+            self.more.add(where)
+            return
+        groups[group] = (listed or 0) + 1
+        holders.append(holder)
 
 
 def _orphans(walk, blocks):
@@ -113,7 +141,8 @@ def _orphans(walk, blocks):
 def find_holders(shell, blocks, budget_s=DEFAULT_BUDGET_S):
     """Holders of ``blocks`` (dicts with device, address, size): a JSON-safe answer.
 
-    ``{"blocks": [{"device", "address", "holders": [{"kind", "path"}]}], "partial", "elapsed_ms"}``;
+    ``{"blocks": [{"device", "address", "holders": [{"kind", "path"}], "more"}], "partial", "elapsed_ms"}``
+    (``more``, on a row that lists SAYS_MORE_FROM holders or more: whether it found more than it lists);
     a block only a tensor nothing visible references lies in gets an
     ``unreachable`` holder, and one no Python tensor lies in (a library
     workspace, the allocator's own use) a ``native`` one, when the search was
@@ -138,7 +167,11 @@ def find_holders(shell, blocks, budget_s=DEFAULT_BUDGET_S):
     for b in blocks:
         holders = walk.found.get((b["device"], b["address"]))
         if holders:
-            answer.append({"device": b["device"], "address": b["address"], "holders": holders})
+            row = {"device": b["device"], "address": b["address"], "holders": holders}
+            more = (b["device"], b["address"]) in walk.more
+            if more or len(holders) >= SAYS_MORE_FROM:
+                row["more"] = more
+            answer.append(row)
         elif not partial:
             answer.append({"device": b["device"], "address": b["address"], "holders": [{"kind": NATIVE, "path": ""}]})
     return {"blocks": answer, "partial": partial, "elapsed_ms": round((time.perf_counter() - started) * 1000, 3)}

@@ -483,3 +483,36 @@ def test_every_saved_tensor_of_the_demo_is_found_through_a_graph(shell):
         b for b in blocks if not any(h["kind"] in ("graph", "variable") for h in found[(b["device"], b["address"])])
     ]
     assert not missing and len(blocks) > 100
+
+
+def test_a_block_lists_every_graph_that_saved_it_as_it_lists_the_others(shell, validate):
+    # Before: model.2.weight, saved by each of the eight graphs of preds, listed preds[0] to preds[2] (four holders
+    # at most), and the finder said "autograd graph of preds[0:3]" where other blocks said preds[0:8].
+    nb = json.loads((ROOT / "demo" / "gpu_memory_demo.ipynb").read_text())
+    code = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
+    for source in code[:3]:
+        shell.run_cell(source, store_history=True)
+    weight = shell.user_ns["model"][2].weight
+    answer, found = holders_of(shell, [block_of(weight)])
+    graphs = [h["path"] for h in found[key(weight)] if h["kind"] == "graph"]
+    assert graphs == [f"preds[{k}]" for k in range(8)]
+    assert answer["blocks"][0]["more"] is False
+    # CPU storages stand in as device -1, which no CUDA answer has: as device 0, the row is what the schema reads
+    rows = [{**row, "device": 0} for row in answer["blocks"]]
+    validate({"v": protocol.PROTOCOL_VERSION, "type": "holders", "id": 1, **answer, "blocks": rows})
+
+
+def test_a_block_says_when_it_lists_fewer_holders_than_it_found(shell):
+    shell.run_cell("import torch\nw = torch.ones(4)\nmany = [w] * 100\na, b, c, d = w, w, w, w\nfew = [w] * 2")
+    w = shell.user_ns["w"]
+    answer, found = holders_of(shell, [block_of(w)])
+    listed = found[key(w)]
+    row = answer["blocks"][0]
+    # at most MAX_HOLDERS groups of holders, each with at most MAX_SIBLINGS paths; the rest is said, not listed
+    groups = {h["path"].split("[")[0] for h in listed}
+    assert len(groups) == holders.MAX_HOLDERS
+    assert max(sum(h["path"].startswith(g + "[") for h in listed) for g in groups) <= holders.MAX_SIBLINGS
+    assert row["more"] is True
+    shell.run_cell("del many, a, b, c, d, few")
+    answer, found = holders_of(shell, [block_of(w)])
+    assert [h["path"] for h in found[key(w)]] == ["w"] and "more" not in answer["blocks"][0]

@@ -95,8 +95,17 @@ const HIDDEN_TEXT: Partial<Record<HiddenReference | 'none', string>> = {
   none: 'a reference no variable shows'
 };
 
-/** A holder in English: `autograd graph of preds[0:8]`, `acts (forward hook on model.1)`. */
+/**
+ * A holder in English: `autograd graph of preds[0:8]`, `acts (forward hook on
+ * model.1)`; `... and more` where the kernel listed only some of a block's
+ * holders (`and maybe more` where an older helper may have stopped listing).
+ */
 export function holderText(holder: IHolder): string {
+  const text = holderPhrase(holder);
+  return holder.cut === 'more' ? `${text} and more` : holder.cut === 'cap' ? `${text} and maybe more` : text;
+}
+
+function holderPhrase(holder: IHolder): string {
   switch (holder.kind) {
     case 'graph':
       return `autograd graph of ${holder.path}`;

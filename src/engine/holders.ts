@@ -40,7 +40,23 @@ export interface IHolder {
   readonly via?: string;
   /** Where the path starts at something no variable shows (an output, a kept exception, a closure). */
   readonly reference?: IHolderReference;
+  /**
+   * Set on the last holder the kernel listed for a block it found more
+   * holders of (`more`: it said so), or may have (`cap`: a helper from
+   * before it said so listed OLDER_HELPER_HOLDERS and stopped): the words
+   * then say `and more` / `and maybe more`.
+   */
+  readonly cut?: HolderCut;
 }
+
+/** Why a block's list of holders may be incomplete (see IHolder.cut). */
+export type HolderCut = 'more' | 'cap';
+
+/**
+ * Holders a helper listed per block before rows said `more`: a row of that
+ * many without `more` may have been cut (holders.py SAYS_MORE_FROM).
+ */
+export const OLDER_HELPER_HOLDERS = 4;
 
 /** Holders of live blocks, keyed by `device:address`. */
 export type IBlockHolders = ReadonlyMap<string, readonly IHolder[]>;
@@ -79,7 +95,7 @@ export function parseHolderAnswer(value: unknown): IHolderAnswer {
     throw new SnapshotError("holders: no 'blocks' list");
   }
   const holders = new Map<string, IHolder[]>();
-  answer.blocks.forEach((b: { device?: unknown; address?: unknown; holders?: unknown }, i: number) => {
+  answer.blocks.forEach((b: { device?: unknown; address?: unknown; holders?: unknown; more?: unknown }, i: number) => {
     if (!Number.isInteger(b?.device) || !Number.isInteger(b?.address) || !Array.isArray(b?.holders)) {
       throw new SnapshotError(`holders: blocks[${i}] needs an integer device and address and a holders list`);
     }
@@ -88,6 +104,9 @@ export function parseHolderAnswer(value: unknown): IHolderAnswer {
       if (Math.abs(b[field] as number) > MAX_EXACT) {
         throw new SnapshotError(`holders: blocks[${i}] ${field} is out of range: ${PAST_EXACT}`);
       }
+    }
+    if (b.more !== undefined && typeof b.more !== 'boolean') {
+      throw new SnapshotError(`holders: blocks[${i}] more must be true or false`);
     }
     const list = (b.holders as { kind?: unknown; path?: unknown; via?: unknown; reference?: unknown }[]).map(
       (h, j): IHolder => {
@@ -108,6 +127,12 @@ export function parseHolderAnswer(value: unknown): IHolderAnswer {
         };
       }
     );
+    // The kernel lists a block's holders up to a limit: where it found more, or an older helper may have, say so.
+    const cut: HolderCut | null =
+      b.more === true ? 'more' : b.more === undefined && list.length === OLDER_HELPER_HOLDERS ? 'cap' : null;
+    if (cut) {
+      list[list.length - 1] = { ...list[list.length - 1], cut };
+    }
     holders.set(holderKey(b.device as number, b.address as number), list);
   });
   return {
@@ -128,7 +153,15 @@ export function holderAnswerJson(holders: IBlockHolders, partial: boolean) {
   return {
     blocks: [...holders].map(([key, list]) => {
       const [device, address] = key.split(':').map(Number);
-      return { device, address, holders: list.map(h => ({ ...h })) };
+      const cut = list[list.length - 1]?.cut;
+      // `more` as the kernel said it; a list an older helper may have cut is written as it wrote it, without.
+      const more = cut === 'more' ? true : !cut && list.length >= OLDER_HELPER_HOLDERS ? false : undefined;
+      return {
+        device,
+        address,
+        holders: list.map(({ cut: _, ...h }) => h),
+        ...(more === undefined ? {} : { more })
+      };
     }),
     partial
   };
@@ -256,9 +289,15 @@ export function summarizeHolderList(holders: readonly IHolder[]): IHolder[] {
       return [...new Map(group.map(h => [h.path, h])).values()]; // each entry of the history is its own name
     }
     return foldNames(group, h => h.path).map(({ label, items }) =>
-      items.length === 1 ? items[0] : { ...items[0], path: label, ...foldedReference(items) }
+      items.length === 1 ? items[0] : { ...items[0], path: label, ...foldedReference(items), ...foldedCut(items) }
     );
   });
+}
+
+/** Whether holders folded into one were cut: `more` where the kernel said so of one, else `cap` where it may have. */
+function foldedCut(items: readonly IHolder[]): { cut?: HolderCut } {
+  const cuts = items.map(h => h.cut);
+  return cuts.includes('more') ? { cut: 'more' } : cuts.includes('cap') ? { cut: 'cap' } : {};
 }
 
 /**

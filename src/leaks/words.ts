@@ -31,8 +31,20 @@ export function originWords(origin: BlockOrigin, trans: TranslationBundle): stri
   }
 }
 
-/** A holder as a phrase. */
+/**
+ * A holder as a phrase; `... and more` where the kernel listed only some of
+ * a block's holders (`and maybe more` where an older helper may have stopped).
+ */
 export function holderWords(holder: IHolder, trans: TranslationBundle): string {
+  const words = holderPhrase(holder, trans);
+  return holder.cut === 'more'
+    ? trans.__('%1 and more', words)
+    : holder.cut === 'cap'
+      ? trans.__('%1 and maybe more', words)
+      : words;
+}
+
+function holderPhrase(holder: IHolder, trans: TranslationBundle): string {
   switch (holder.kind) {
     case 'graph':
       return trans.__('autograd graph of %1', holder.path);

@@ -60,6 +60,43 @@ describe("an answer written back as the kernel sends it (the export's cellNN.hol
   });
 });
 
+describe('a block whose holders the kernel did not all list', () => {
+  const graph = (k: number) => ({ kind: 'graph', path: `preds[${k}]` });
+  const row = (holders: object[], more?: boolean) => ({
+    blocks: [{ device: 0, address: 4096, holders, ...(more === undefined ? {} : { more }) }],
+    partial: false,
+    elapsed_ms: 1
+  });
+  const weight = [{ kind: 'parameter', path: 'model.2.weight' }, graph(0), graph(1), graph(2)];
+
+  it('says so: "and more" where the kernel said it, "and maybe more" where an older one stopped at 4', () => {
+    // Before: the demo's weights read "autograd graph of preds[0:3]" beside blocks held by preds[0:8].
+    const older = summarizeHolderList(parseHolderAnswer(row(weight)).holders.get('0:4096')!);
+    expect(older.map(holderText)).toEqual(['model.2.weight', 'autograd graph of preds[0:3] and maybe more']);
+    const cut = summarizeHolderList(parseHolderAnswer(row(weight, true)).holders.get('0:4096')!);
+    expect(cut.map(holderText)).toEqual(['model.2.weight', 'autograd graph of preds[0:3] and more']);
+    // a list the kernel says is whole, or one shorter than an older kernel's limit, is said as it is
+    expect(summarizeHolderList(parseHolderAnswer(row(weight, false)).holders.get('0:4096')!).map(holderText)).toEqual([
+      'model.2.weight',
+      'autograd graph of preds[0:3]'
+    ]);
+    const short = parseHolderAnswer(row(weight.slice(0, 3))).holders.get('0:4096')!;
+    expect(summarizeHolderList(short).map(holderText)).toEqual(['model.2.weight', 'autograd graph of preds[0:2]']);
+  });
+
+  it('is written back as it was read', () => {
+    for (const more of [undefined, true, false]) {
+      const read = parseHolderAnswer(row(weight, more));
+      const again = parseHolderAnswer(JSON.parse(JSON.stringify(holderAnswerJson(read.holders, read.partial))));
+      expect([...again.holders]).toEqual([...read.holders]);
+    }
+  });
+
+  it('refuses a `more` that is not true or false', () => {
+    expect(() => parseHolderAnswer(row(weight, 'yes' as unknown as boolean))).toThrow(/blocks\[0\] more/);
+  });
+});
+
 describe('holders folded for people', () => {
   const hidden = (path: string, type: string, name: string, place?: string): IHolder =>
     ({ kind: 'hidden', path, reference: { type, name, ...(place ? { place } : {}) } }) as IHolder;

@@ -83,6 +83,12 @@ describe('LeakFinderModel', () => {
     expect(asked[0].length).toBe(recordedAnswer().holders.size);
     expect(asked[0][0][2]).toBeGreaterThanOrEqual(asked[0][asked[0].length - 1][2]);
     expect(final.entries.map(e => e.verdict.verdict)).toEqual(['leak', 'retained', 'retained', 'retained']);
+    // the weights, saved by every graph of preds: the recording's helper listed 4 holders a block at most, so the
+    // three graphs it named are said to be maybe not all (before: "preds[0:3]" beside everyone else's preds[0:8])
+    const weights = final.entries.find(e => e.record.cellId === 'cell-0')!.verdict;
+    expect(weights.findings.find(f => f.code === 'kernel-holders-clear')).toMatchObject({
+      holders: expect.arrayContaining([{ kind: 'graph', path: 'preds[0:3]', cut: 'cap' }])
+    });
   });
 
   it('reads each run as it ran: the fix of the leaking cell changes nothing in what its earlier run left', async () => {

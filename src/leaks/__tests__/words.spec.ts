@@ -29,7 +29,11 @@ describe('words for holders nobody sees', () => {
     [
       { kind: 'unreachable', path: 'a (8192, 1024) float32 tensor' },
       "a (8192, 1024) float32 tensor the kernel's search did not reach (found through the garbage collector)"
-    ]
+    ],
+    // a block whose holders the kernel did not all list (the demo's weights, saved by every graph of preds)
+    [{ kind: 'graph', path: 'preds[0:3]', cut: 'cap' }, 'autograd graph of preds[0:3] and maybe more'],
+    [{ kind: 'graph', path: 'preds[0:64]', cut: 'more' }, 'autograd graph of preds[0:64] and more'],
+    [{ kind: 'parameter', path: 'model.2.weight', cut: 'more' }, 'model.2.weight and more']
   ])('names %j as the CLI does', (holder, words) => {
     expect(holderWords(holder, trans)).toBe(words);
     expect(holderText(holder)).toBe(words);
