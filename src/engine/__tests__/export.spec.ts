@@ -156,7 +156,7 @@ describe('an export of a session whose peak counters were not reset per cell', (
     expect(cells[4].peak.bytes).toBe(mark);
     expect('exact' in cells[2].peak).toBe(false);
     const text = run();
-    expect(text).toMatch(/^ +\[5\] +4 .* ≤481 MiB /m);
+    expect(text).toMatch(/^ +\[5\] +cell04\.pickle\.gz .* ≤481 MiB /m);
     expect(text).toMatch(
       /Cell \[5\] peak 4\d\d MiB \(torch's peak counter, not reset for the cell, says at most 481 MiB\)/
     );
