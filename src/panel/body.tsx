@@ -9,7 +9,7 @@ import * as React from 'react';
 import { TranslationBundle } from '@jupyterlab/translation';
 import { closeIcon } from '@jupyterlab/ui-components';
 import { CellRecord } from '../capture/store';
-import { formatBytes, totalBytes } from '../engine';
+import { formatBytes, runTag, totalBytes } from '../engine';
 import { IChartInput } from './chart';
 import { SessionChart } from './chartview';
 import { DiffView } from './diffview';
