@@ -120,7 +120,7 @@ test.describe('find leaking cell', () => {
     await expect(top.locator('.jp-CudaMemdiffLeak-earlier')).toHaveText('an earlier run: the cell shows [6] now');
     await expect(top.locator('.jp-CudaMemdiffLeak-earlier')).toBeVisible();
     await page.screenshot({ path: test.info().outputPath('leaks-earlier-run.png') });
-    });
+  });
 
   test('outlines the leaking cell while it is the active, focused cell, in the light and dark themes', async ({
     page
