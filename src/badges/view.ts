@@ -64,11 +64,15 @@ export function badgeView(
     : trans.__('%1 · peak %2', formatBytes(net, true), peak);
   const lines = [
     trans.__(
-      'GPU memory left by this cell: %1 allocated, %2 reserved; peak %3; %4 allocated after it.',
+      'GPU memory left by this cell: %1 allocated, %2 reserved; %3 allocated after it.',
       formatBytes(net, true),
       formatBytes(record.reservedNetBytes, true),
-      peak,
       formatBytes(record.allocatedBytes)
+    ),
+    // The peak is the device's total, not the cell's own rise: a harmless cell after a big one shows a big peak.
+    trans.__(
+      "Peak %1: all memory allocated at the cell's highest moment, what earlier cells keep included (torch.cuda.max_memory_allocated()).",
+      peak
     )
   ];
   lines.push(...roleLines(record));

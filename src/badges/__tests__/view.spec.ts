@@ -44,6 +44,16 @@ describe('badgeView', () => {
     expect(v.stale).toBe(false);
   });
 
+  it("says the peak is the device's total at the cell's highest moment, not the cell's own rise", () => {
+    // A cell that adds 1 MiB after a cell that keeps 5 GiB peaks at 5 GiB: the tooltip must not read as its own.
+    const v = badgeView(record(2 ** 20), { oom: false, currentKernelSession: 0 });
+    expect(v.text).toBe('+1.00 MiB · peak 5.00 GiB');
+    expect(v.description.split('\n').slice(0, 2)).toEqual([
+      'GPU memory left by this cell: +1.00 MiB allocated, +2.00 GiB reserved; 3.00 GiB allocated after it.',
+      "Peak 5.00 GiB: all memory allocated at the cell's highest moment, what earlier cells keep included (torch.cuda.max_memory_allocated())."
+    ]);
+  });
+
   it('says when the peak is only a bound, because the peak counter was left alone', () => {
     const v = badgeView(record(GiB, { peakExact: false }), { oom: false, currentKernelSession: 0 });
     expect(v.text).toBe('+1.00 GiB · peak ≤ 5.00 GiB');
