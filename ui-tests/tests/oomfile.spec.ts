@@ -40,8 +40,12 @@ test('an OOM dump opens on its post-mortem', async ({ page, tmpPath }) => {
   await expect(oom.locator('dl')).toHaveText(
     "Requested60.0 GiBFree on the device39.3 GiBFree in PyTorch's segments0 BLargest free block0 B"
   );
-  // the file's frame is the first cell's code, not run in this kernel: named by its place, as the status bar does
-  await expect(oom.locator('[data-cuda-memdiff-holders="site"] tr')).toHaveText(['100 GiBCell 1/3, line 3']);
+  // The file's frame is the first cell's code, run by the process that wrote the dump, not by this notebook's
+  // kernel: it keeps its file name and says which cell it resembles, by place, as the status bar names cells.
+  // (\s: a size keeps its unit on its line with a no-break space.)
+  await expect(oom.locator('[data-cuda-memdiff-holders="site"] tr')).toHaveText([
+    /^100\sGiB<module>\s\(\/tmp\/ipykernel_\d+\/\d+\.py:3;\ssame\scode\sas\sCell\s1\/3,\srun\sby\sanother\sprocess\)$/
+  ]);
 
   // Its timeline says only what it draws: this dump marks no cell boundary, so no dashed line is named.
   const timeline = view.locator('.jp-CudaMemdiffTimeline');
