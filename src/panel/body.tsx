@@ -231,6 +231,8 @@ function ChartBody(props: { model: DiffPanelModel; trans: TranslationBundle }): 
   // the badges only bound a cell's peak (the helper leaves the counters alone).
   const store = model.notebook?.store;
   const sessionPeak = store?.sessionPeakBytes ?? 0;
+  // After a restart the counter is the new kernel's: the chart's earlier steps may stand higher than it.
+  const peakKernel = records.length ? model.runOf(records[records.length - 1]).kernel : null;
   const peakTitle =
     store?.helper.peaks === 'per-cell'
       ? trans.__("The highest of the cells' peaks (the peak counters are reset before each cell).")
@@ -255,7 +257,9 @@ function ChartBody(props: { model: DiffPanelModel; trans: TranslationBundle }): 
       ) : null}
       {sessionPeak > 0 ? (
         <p className="jp-CudaMemdiffPanel-sessionPeak" title={peakTitle}>
-          {trans.__('Session peak: %1 allocated', formatBytes(sessionPeak))}
+          {peakKernel === null
+            ? trans.__('Session peak: %1 allocated', formatBytes(sessionPeak))
+            : trans.__('Peak in kernel %1: %2 allocated', peakKernel, formatBytes(sessionPeak))}
         </p>
       ) : null}
       <SessionChart

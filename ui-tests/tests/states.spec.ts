@@ -34,6 +34,8 @@ test('a kernel restart is marked on the chart and told apart in the pickers', as
   await expect(marker).toHaveCount(1);
   await expect.poll(() => isInsideVisiblePanel(page, marker)).toBe(true);
   await expect(panel.locator('.jp-CudaMemdiffChart-legend')).toContainText('kernel restart');
+  // torch's peak counter is the new kernel's, lower than the steps drawn before the restart: said so
+  await expect(panel.locator('.jp-CudaMemdiffPanel-sessionPeak')).toHaveText('Peak in kernel 2: 128 MiB allocated');
   await page.mouse.move(0, 0);
   expect(await panel.locator('[data-cuda-memdiff-section="chart"]').screenshot()).toMatchSnapshot('chart-restart.png');
   // the same cell before and after the restart reads differently in the pickers
