@@ -486,6 +486,7 @@ def manifest_mutants(manifest, files, rng):
     variant("oom-missing", "either", lambda m: m["cells"][0].update(oom_snapshots=["nowhere.pickle.gz"]))
     variant("holders-missing", "either", lambda m: m["cells"][0].update(holders_file="nowhere.json"))
     variant("holders-is-pickle", "either", lambda m: m["cells"][0].update(holders_file=files[0]))
+    variant("roles-file-missing", "either", lambda m: m["cells"][0].update(roles_file="nowhere.json"))
     variant("pickle-is-manifest", "refuse", lambda m: m["cells"][0].update(snapshot_file="manifest.json"))
     fields = {
         "snapshot_file": [None, 5, "", "../x.pickle", "/etc/passwd", ["a"]],
@@ -496,8 +497,8 @@ def manifest_mutants(manifest, files, rng):
         "label": [5, ["step"], {}],
         "oom_snapshots": ["oom00.pickle.gz", [5], [None], {"0": "x"}],
         "holders_file": [5, "../x.json", ["a"]],
-        "roles_file": [5, "../x.json", "nowhere.json"],
-        "roles": ["x", [1], {"parameter": "x"}, {"parameter": -5}],
+        "roles_file": [5, "../x.json", ""],
+        "roles": ["x", [1], {"parameter": 5}, {"bytes": {"parameter": -5}}, {"bytes": {"weights": 1}}],
         "kernel_session": ["1", 1.5, [], NAN],
         "history": ["x", {"since_us": "x", "until_us": 1, "complete": True}, {}],
         "before": ["x", 5, {"allocated": "x"}, {"allocated": -1}, {"per_device": "x"}, {"per_device": [5]}],
@@ -514,7 +515,7 @@ def manifest_mutants(manifest, files, rng):
     for field, values in fields.items():
         for value in values:
             k = rng.randrange(len(cells))
-            expect = "either" if field in ("error", "roles", "roles_file") else "refuse"
+            expect = "either" if field == "error" else "refuse"
             variant(f"{field}={_short(value)}", expect, lambda m, f=field, v=value, k=k: m["cells"][k].update({f: v}))
     variant("cell-not-object", "refuse", lambda m: m["cells"].__setitem__(0, rng.choice(["cell", 5, None, [1]])))
     top = {"device_count": ["x", -1, HUGE, NAN], "code_names_by_execution_count": ["x", [1], {"1": 5}]}

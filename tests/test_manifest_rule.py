@@ -47,6 +47,10 @@ def _device(field, value):
     return change
 
 
+def _roles(**summary):
+    return _cell("roles", {"bytes": {"parameter": 4096}, "partial": False, "elapsed_ms": 0.5, **summary})
+
+
 def _drop(field):
     def change(m):
         del m["cells"][2][field]
@@ -143,6 +147,51 @@ REFUSED = [
     ("a label of 4", _cell("label", 4), "cells[2] label must be text, not 4"),
     ("an error list", _cell("error", ["x"]), "cells[2] error must be the error's text or null, not a list"),
     ("a kernel of text", _cell("kernel_session", "one"), 'cells[2] kernel_session must be an integer, not "one"'),
+    ("roles of text", _cell("roles", "x"), 'cells[2] roles must be an object, not "x"'),
+    ("roles without bytes", _cell("roles", {"partial": False}), "cells[2] roles has no bytes"),
+    ("roles of null bytes", _roles(bytes=None), "cells[2] roles has no bytes"),
+    ("bytes in a list", _roles(bytes=[4096]), "cells[2] roles bytes must be an object, not a list"),
+    ("an unknown role", _roles(bytes={"weights": 1}), 'cells[2] roles bytes must name only roles, not "weights"'),
+    # JavaScript lists an object's integer keys first: the replay takes them in that order too.
+    (
+        "an integer role after an unknown one",
+        _roles(bytes={"weights": 1, "7": 2}),
+        'cells[2] roles bytes must name only roles, not "7"',
+    ),
+    (
+        "a role of the wrong case",
+        _roles(bytes={"user": 1, "Parameter": 2}),
+        'cells[2] roles bytes must name only roles, not "Parameter"',
+    ),
+    (
+        "negative role bytes",
+        _roles(bytes={"parameter": -1}),
+        "cells[2] roles bytes parameter must be a whole number of bytes, not -1",
+    ),
+    (
+        "role bytes of text",
+        _roles(bytes={"gradient": 0, "user": "5"}),
+        'cells[2] roles bytes user must be a whole number of bytes, not "5"',
+    ),
+    (
+        "role bytes of null",
+        _roles(bytes={"activation": None}),
+        "cells[2] roles bytes activation must be a whole number of bytes, not null",
+    ),
+    ("a partial of text", _roles(partial="no"), 'cells[2] roles partial must be true or false, not "no"'),
+    ("an elapsed time of text", _roles(elapsed_ms="1ms"), 'cells[2] roles elapsed_ms must be a number, not "1ms"'),
+    (
+        "a roles file above",
+        _cell("roles_file", "../cell02.roles.json"),
+        'cells[2] roles_file must be a name inside the folder, not "../cell02.roles.json"',
+    ),
+    (
+        "an absolute roles file",
+        _cell("roles_file", "/etc/passwd"),
+        'cells[2] roles_file must be a name inside the folder, not "/etc/passwd"',
+    ),
+    ("a roles file of 5", _cell("roles_file", 5), "cells[2] roles_file must be a name inside the folder, not 5"),
+    ("an empty roles file", _cell("roles_file", ""), 'cells[2] roles_file must be a name inside the folder, not ""'),
     ("a history of text", _cell("history", "x"), 'cells[2] history must be an object, not "x"'),
     ("an empty history", _cell("history", {}), "cells[2] history has no since_us"),
     (
@@ -252,7 +301,18 @@ def _engine_reads(paths):
 TAKEN = {
     "lines": lambda m: m["cells"][2].update(source=["x = 1\n", "y = 2"]),
     "nulls": lambda m: m["cells"][2].update(
-        error=None, holders_file=None, history=None, before=None, kernel_session=None, label=None, oom_snapshots=None
+        error=None,
+        holders_file=None,
+        history=None,
+        before=None,
+        kernel_session=None,
+        label=None,
+        oom_snapshots=None,
+        roles=None,
+        roles_file=None,
+    ),
+    "roles": lambda m: m["cells"][2].update(
+        roles={"bytes": {"user": 0, "parameter": 4096.0}, "reused": True, "partial": None}, roles_file="r.json"
     ),
     "absent": lambda m: [m["cells"][2].pop(k) for k in ("index", "execution_count", "source", "error", "before")],
     "empty label": lambda m: m["cells"][2].update(label=""),
@@ -282,4 +342,6 @@ def test_the_manifests_both_take_read_the_same(tmp_path):
     absent = taken["absent"]["cells"][2]
     assert (absent["index"], absent["execution_count"], absent["source"], "error" in absent) == (2, None, "", False)
     assert "label" not in taken["empty label"]["cells"][2]
+    assert "roles" not in taken["nulls"]["cells"][2] and "roles_file" not in taken["nulls"]["cells"][2]
+    assert taken["roles"]["cells"][2]["roles"] == {"bytes": {"user": 0, "parameter": 4096}, "reused": True}
     assert taken["bytes"]["cells"][0]["source"].startswith("\ufffd")

@@ -12,6 +12,8 @@ import json
 import math
 import os
 
+from .protocol import ROLES
+
 try:  # an injected helper has no folder: the build serves the table's text as a module (scripts/embed-helper.js)
     from ._manifest_fields import TEXT as _TEXT
 except ImportError:
@@ -88,6 +90,7 @@ def _kind(kind, value):
         "lines": lambda v: isinstance(v, str),
         "list": lambda v: isinstance(v, list),
         "object": lambda v: isinstance(v, dict),
+        "role": lambda v: isinstance(v, str) and v in ROLES,
     }[kind](value)
     return ok, value
 
@@ -100,9 +103,29 @@ def _read(value, rule, where, position, seen):
     value = read
     if rule["kind"] == "list":
         value[:] = [_read(item, rule["items"], f"{where}[{k}]", k, seen) for k, item in enumerate(value)]
-    elif rule["kind"] == "object":
+    elif rule["kind"] == "object" and "shape" in rule:
         _read_fields(value, FIELDS["shapes"][rule["shape"]], where, position, seen)
+    elif rule["kind"] == "object":
+        _read_entries(value, rule, where, position, seen)
     return value
+
+
+def _read_entries(obj, rule, where, position, seen):
+    """An object of any keys (a cell's bytes per role): each key by ``keys``, each value by ``each``."""
+    for key in _js_order(obj):
+        if "keys" in rule:
+            _read(key, rule["keys"], where, position, seen)
+        obj[key] = _read(obj[key], rule["each"], f"{where} {key}", position, seen)
+
+
+def _js_order(obj):
+    """The keys in the order the engine's Object.entries lists them (array indices ascending, then the rest as
+    written), so that of two bad keys both readers refuse the same one."""
+
+    def is_index(key):
+        return key.isascii() and key.isdigit() and (key == "0" or key[0] != "0") and int(key) < 2**32 - 1
+
+    return sorted((k for k in obj if is_index(k)), key=int) + [k for k in obj if not is_index(k)]
 
 
 def _read_fields(obj, shape, where, position, seen):

@@ -8,11 +8,12 @@
  */
 import { SnapshotError } from './errors';
 import { MANIFEST_FIELDS } from './manifest.generated';
+import { ROLES } from './protocol.generated';
 
 /** The vocabulary of manifest_fields.json (its `$comment` says what each key means). */
 export namespace ManifestFields {
   /** What kind of value a field takes. */
-  export type Kind = 'name' | 'text' | 'integer' | 'whole' | 'number' | 'flag' | 'lines' | 'list' | 'object';
+  export type Kind = 'name' | 'text' | 'integer' | 'whole' | 'number' | 'flag' | 'lines' | 'list' | 'object' | 'role';
 
   /** How one field (or one item of a list) is read. */
   export interface IRule {
@@ -20,6 +21,8 @@ export namespace ManifestFields {
     readonly words?: string;
     readonly items?: IRule;
     readonly shape?: string;
+    readonly keys?: IRule;
+    readonly each?: IRule;
     readonly required?: boolean;
     readonly nullable?: boolean;
     readonly emptyIsAbsent?: boolean;
@@ -83,6 +86,14 @@ export function readManifest(text: string): unknown {
   }
 }
 
+/**
+ * A part of a manifest that a kernel message carries too (a cell's `roles`,
+ * the table's shape `roles`), read by its shape; refusals start with `where`.
+ */
+export function readManifestPart(value: unknown, shape: string, where: string): unknown {
+  return Private.read(value, { kind: 'object', shape }, where, 0, new Map());
+}
+
 /** A value from the file as a refusal quotes it, in the same words the helper's `quoted_value` gives. */
 export function quotedValue(value: unknown): string {
   const { values } = FIELDS;
@@ -123,7 +134,8 @@ namespace Private {
     flag: v => typeof v === 'boolean',
     lines: v => typeof v === 'string' || (Array.isArray(v) && v.every(line => typeof line === 'string')),
     list: v => Array.isArray(v),
-    object: v => typeof v === 'object' && v !== null && !Array.isArray(v)
+    object: v => typeof v === 'object' && v !== null && !Array.isArray(v),
+    role: v => typeof v === 'string' && (ROLES as readonly string[]).includes(v)
   };
 
   /** `value` read by `rule` at `where` (its place in its list: `position`). */
@@ -143,10 +155,23 @@ namespace Private {
     if (rule.kind === 'list') {
       const list = value as unknown[];
       list.forEach((item, k) => (list[k] = read(item, rule.items!, `${where}[${k}]`, k, seen)));
+    } else if (rule.kind === 'object' && rule.shape !== undefined) {
+      readFields(value as Fields, FIELDS.shapes[rule.shape], where, position, seen);
     } else if (rule.kind === 'object') {
-      readFields(value as Fields, FIELDS.shapes[rule.shape!], where, position, seen);
+      readEntries(value as Fields, rule, where, position, seen);
     }
     return value;
+  }
+
+  /** An object of any keys (a cell's bytes per role): each key by `keys`, each value by `each`. */
+  function readEntries(object: Fields, rule: ManifestFields.IRule, where: string, position: number, seen: Seen): void {
+    // Object.keys lists array indices first, ascending: the order manifest.py takes them in too.
+    for (const key of Object.keys(object)) {
+      if (rule.keys !== undefined) {
+        read(key, rule.keys, where, position, seen);
+      }
+      object[key] = read(object[key], rule.each!, `${where} ${key}`, position, seen);
+    }
   }
 
   function readFields(

@@ -76,22 +76,30 @@ describe('session folders the fuzzer broke', () => {
   });
 
   it('names the folder whose manifest holds a bad roles summary', () => {
-    // Before: "cuda-memdiff: manifest.json cells[1] roles is not an object".
+    // Before: "cuda-memdiff: manifest.json cells[1] roles is not an object"; now the manifest's rule's words.
     const folder = mutant(OOM, 'roles', 'manifest.json', m => (m.cells[1].roles = 'x'));
-    expectRefused(cli('session', folder), path.join(folder, 'manifest.json'), /cells\[1\] roles is not an object$/);
+    expectRefused(
+      cli('session', folder),
+      path.join(folder, 'manifest.json'),
+      /cells\[1\] roles must be an object, not "x"$/
+    );
   });
 
   it('names the entry of the file, not of the cells read, when a cell before it was left out', () => {
     // Before: with cell00.pickle.gz unreadable, cells[2]'s bad roles were refused as "cells[1] roles ...".
     const folder = mutant(OOM, 'roles-after-left-out', 'manifest.json', m => (m.cells[2].roles = 'x'));
     fs.writeFileSync(path.join(folder, 'cell00.pickle.gz'), 'x');
-    expectRefused(cli('session', folder), path.join(folder, 'manifest.json'), /cells\[2\] roles is not an object$/);
+    expectRefused(
+      cli('session', folder),
+      path.join(folder, 'manifest.json'),
+      /cells\[2\] roles must be an object, not "x"$/
+    );
     // diff --by role read one cell's roles, and called every cell it read cells[0].
     const [before, after] = ['cell02.pickle.gz', 'cell01.pickle.gz'].map(f => path.join(folder, f));
     expectRefused(
       cli('diff', before, after, '--by', 'role'),
       path.join(folder, 'manifest.json'),
-      /cells\[2\] roles is not an object$/
+      /cells\[2\] roles must be an object, not "x"$/
     );
   });
 

@@ -35,6 +35,21 @@ describe('the manifest rule', () => {
     expect(() => readManifest('{"cells": [')).toThrow(/^manifest\.json is not valid JSON \(/);
   });
 
+  it("reads a cell's roles by role, and its roles file as a name inside the folder", () => {
+    const roles = { bytes: { parameter: 4096, user: 2.0 }, partial: false, elapsed_ms: 0.8 };
+    expect(cellRead({ snapshot_file: 'a', roles, roles_file: 'cell00.roles.json' }).roles).toEqual(roles);
+    expect(() => cellRead({ snapshot_file: 'a', roles: { bytes: { weights: 1, 7: 2 } } })).toThrow(
+      // Integer keys come first in JavaScript's objects: manifest.py takes keys in the same order.
+      'manifest.json cells[0] roles bytes must name only roles, not "7"'
+    );
+    expect(() => cellRead({ snapshot_file: 'a', roles: { bytes: {}, partial: 'no' } })).toThrow(
+      'manifest.json cells[0] roles partial must be true or false, not "no"'
+    );
+    expect(() => cellRead({ snapshot_file: 'a', roles_file: '../x' })).toThrow(
+      'manifest.json cells[0] roles_file must be a name inside the folder, not "../x"'
+    );
+  });
+
   it('refuses a per_device chain deeper than the stack in one line', () => {
     const n = 100_000;
     const after = '{"per_device": ['.repeat(n) + '{}' + ']}'.repeat(n);
