@@ -381,7 +381,7 @@ class CellCapture:
             replay=self.replay.name,
         )
         block_roles = None
-        if isinstance(recorded.get("roles"), dict):  # the recording's roles stand in for the live pass
+        if "roles" in recorded:  # the recording's roles (the manifest's rule read them) stand in for the live pass
             fields["roles"] = recorded["roles"]
             block_roles = self.replay.block_roles(recorded)
         raw = self.replay.snapshot(recorded["snapshot_file"])

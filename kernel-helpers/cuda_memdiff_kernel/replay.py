@@ -23,7 +23,7 @@ import zlib
 
 from . import protocol
 from .compact import NotExact, check_exact
-from .manifest import ManifestError, inside_folder, read_manifest
+from .manifest import ManifestError, read_manifest
 
 REPLAY_ENV = "CUDA_MEMDIFF_REPLAY"
 
@@ -173,10 +173,14 @@ class ReplaySource:
         """The recorded cell's role per block ({(device, address): role index}) from its ``roles_file``.
 
         None when the cell has no roles file or it cannot be read: the cell's
-        snapshot and bytes per role still go, without per-block roles.
+        snapshot and bytes per role still go, without per-block roles. The
+        manifest's rule has checked the name; the file's columns are judged
+        by the engine alone (parseBlockRoles), which reads them in a session
+        folder: here a block the file gives no role sends none, and the panel
+        checks the runs that arrive.
         """
         name = cell.get("roles_file")
-        if not inside_folder(name):
+        if name is None:
             return None
         try:
             with open(os.path.join(self.folder, name), encoding="utf-8") as f:

@@ -597,12 +597,9 @@ export function run(argv: string[], warn: (line: string) => void = () => undefin
       leftOut(session);
       const reports = reportCells(session, filter);
       const cells = sessionCells(session.sourceCells);
-      // Bytes per role only: no roles file is read, so a bad one cannot stop the report.
-      const roles = inFolder(
-        sessionDir(args),
-        () => sessionRoles(session.manifest, null, undefined, session.positions),
-        'a file inside'
-      );
+      // Bytes per role only (the manifest's rule has checked them): no roles file is read, so a bad one cannot
+      // stop the report.
+      const roles = sessionRoles(session.manifest, null);
       if (args.byRole && roles.every(r => r === null)) {
         throw new SnapshotError(
           `${sessionDir(args)}: no cell has recorded roles (record it with cuda_memdiff_kernel.recorder)`
@@ -639,8 +636,7 @@ export function run(argv: string[], warn: (line: string) => void = () => undefin
           sessionRoles(
             session.manifest,
             name => readBytes(path.join(dir, name), args.limits),
-            file => badRoles.push(file),
-            session.positions
+            file => badRoles.push(file)
           ),
         'a file inside'
       );

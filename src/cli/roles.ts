@@ -121,11 +121,9 @@ export function rolesBeside(file: string, manifests: ManifestsBeside, limits: ID
   }
   const k = manifest.cells.findIndex(c => c.snapshot_file === path.basename(file));
   const read = (name: string) => readBytes(path.join(dir, name), limits);
-  // "manifest.json cells[2] roles ..." names no folder: the files given may lie far from the working one.
+  // "cell02.roles.json: cannot be read ..." names no folder: the files given may lie far from the working one.
   const roles =
-    k < 0
-      ? null
-      : inFolder(dir, () => sessionRoles({ cells: [manifest.cells[k]] }, read, undefined, [k])[0], 'a file inside');
+    k < 0 ? null : inFolder(dir, () => sessionRoles({ cells: [manifest.cells[k]] }, read)[0], 'a file inside');
   if (!roles?.blocks) {
     throw new SnapshotError(why);
   }

@@ -11,8 +11,8 @@ import { clip, SnapshotError } from './errors';
 import { IFrameFilterOptions } from './frames';
 import { Block, Snapshot } from './model';
 import { ROLES as KERNEL_ROLES, ROLE_CODES } from './protocol.generated';
-import { insideFolder } from './manifest';
-import { ISessionManifest, IUnreadableFile } from './session';
+import { readManifestPart } from './manifest';
+import { ISessionCell, ISessionManifest, IUnreadableFile } from './session';
 
 /** A role name, one of `ROLES` (a string: recorded files may name roles of other versions). */
 export type Role = string;
@@ -84,25 +84,21 @@ export function sessionRoles(
   readFile: ((name: string) => Uint8Array) | null,
   leftOut: (file: IUnreadableFile) => void = file => {
     throw new SnapshotError(file.message);
-  },
-  // Each cell's place in the file's list (a session's `positions`): with a cell left out, the i-th cell of
-  // `manifest.cells` is not the file's cells[i], and the line must name the entry a person edits.
-  positions: readonly number[] | null = null
+  }
 ): (ICellRoles | null)[] {
-  return manifest.cells.map((cell, i) => {
-    const { roles, roles_file: file } = cell as { roles?: unknown; roles_file?: unknown };
-    const where = `manifest.json cells[${positions?.[i] ?? i}]`;
+  // The manifest's rule (manifest.ts) has checked both fields, as the replay kernel's has.
+  return manifest.cells.map(({ index, roles, roles_file: file }) => {
     if (roles === undefined) {
       return null;
     }
-    const summary = parseRoleSummary(roles, `${where} roles`);
+    const summary = Private.summary(roles);
     if (file === undefined || readFile === null) {
       return { ...summary, blocks: null };
     }
+    // A roles file's columns are checked here only (parseBlockRoles), not by the manifest's rule: the replay
+    // kernel judges none, it sends the roles of the blocks it can read one for (replay.py block_roles) and the
+    // panel checks the runs that arrive (parseBlockRuns).
     const blocks = (): BlockRoles => {
-      if (typeof file !== 'string' || !file || !insideFolder(file)) {
-        throw new SnapshotError(`${where} roles_file must be a name inside the folder`);
-      }
       let raw: unknown;
       try {
         raw = JSON.parse(new TextDecoder().decode(readFile(file)));
@@ -122,7 +118,7 @@ export function sessionRoles(
       if (!(reason instanceof SnapshotError)) {
         throw reason;
       }
-      leftOut({ index: cell.index, file: String(file), message: reason.message, part: 'roles' });
+      leftOut({ index, file, message: reason.message, part: 'roles' });
       return { ...summary, blocks: null };
     }
   });
@@ -138,26 +134,12 @@ export function emptyRoleBytes(): RoleBytes {
   return Object.fromEntries(ROLES.map(role => [role, 0]));
 }
 
-/** Validate a roles summary (the wire's `roles`, a manifest cell's `roles`); `where` names it in errors. */
+/**
+ * Validate the wire's roles summary by the rule a manifest cell's `roles`
+ * has (manifest_fields.json, shape `roles`); `where` names it in errors.
+ */
 export function parseRoleSummary(raw: unknown, where: string): IRoleSummary {
-  if (typeof raw !== 'object' || raw === null) {
-    throw new SnapshotError(`${where} is not an object`);
-  }
-  const { bytes, partial } = raw as { bytes?: unknown; partial?: unknown };
-  if (typeof bytes !== 'object' || bytes === null) {
-    throw new SnapshotError(`${where} has no bytes per role`);
-  }
-  const out: Record<Role, number> = { ...emptyRoleBytes() };
-  for (const [role, value] of Object.entries(bytes)) {
-    if (!ROLES.includes(role)) {
-      throw new SnapshotError(`${where} names an unknown role '${clip(role)}' (known: ${ROLES.join(', ')})`);
-    }
-    if (!Number.isInteger(value) || (value as number) < 0) {
-      throw new SnapshotError(`${where} bytes of '${clip(role)}' must be a count`);
-    }
-    out[role] = value as number;
-  }
-  return { bytes: out, partial: partial === true };
+  return Private.summary(readManifestPart(raw, 'roles', where) as ISessionCell.IRoles);
 }
 
 /** Validate a `cellNN.roles.json` (columns device, address, role); `where` names it in errors. */
@@ -305,6 +287,11 @@ namespace Private {
   export const RUNS = new RegExp(`^(?:[1-9][0-9]*)?${LETTERS}(?:(?:[1-9][0-9]*)?${LETTERS})*$|^$`);
   /** One run: its count (empty for one block) and its letter. */
   export const RUN = new RegExp(`([0-9]*)(${LETTERS})`, 'g');
+
+  /** A summary the manifest's rule has read, every role present. */
+  export function summary({ bytes, partial }: ISessionCell.IRoles): IRoleSummary {
+    return { bytes: { ...emptyRoleBytes(), ...bytes }, partial: partial === true };
+  }
 
   export function key(device: number, address: number): string {
     return `${device}:${address}`;

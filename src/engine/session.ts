@@ -54,6 +54,10 @@ export interface ISessionCell {
   oom_snapshots?: string[];
   /** The kernel's holders of the live blocks after the cell (`recorder --holders`). */
   holders_file?: string;
+  /** Bytes alive after the cell by role (docs/session-format.md, Roles). */
+  roles?: ISessionCell.IRoles;
+  /** The role of each live block after the cell (`cellNN.roles.json`). */
+  roles_file?: string;
   /**
    * The kernel session the cell ran in: a different value than the cell
    * before means the kernel restarted (or changed) in between. Absent: the
@@ -69,6 +73,17 @@ export interface ISessionCell {
   history?: { since_us: number | null; until_us: number | null; complete: boolean };
   before?: IAllocatorStats;
   after?: IAllocatorStats;
+}
+
+/** The types of a session cell's fields. */
+export namespace ISessionCell {
+  /** What the kernel's role pass found after the cell: bytes per role, and whether it ran out of time. */
+  export interface IRoles {
+    bytes: Record<string, number>;
+    partial?: boolean;
+    elapsed_ms?: number;
+    reused?: boolean;
+  }
 }
 
 /** The manifest of a session folder (fields the engine reads; others are kept as they are). */

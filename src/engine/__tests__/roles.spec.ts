@@ -115,11 +115,15 @@ describe('an exported session', () => {
 
 describe('bad roles input', () => {
   it('names the role or field at fault in one line', () => {
-    expect(() => parseRoleSummary({ bytes: { weights: 1 } }, 'cells[0] roles')).toThrow(
-      "cells[0] roles names an unknown role 'weights'"
+    // The wire's summary is read by the rule of a manifest cell's roles (manifest_fields.json), in its words.
+    expect(() => parseRoleSummary({ bytes: { weights: 1 } }, 'roles')).toThrow(
+      'roles bytes must name only roles, not "weights"'
     );
-    expect(() => parseRoleSummary({ bytes: { parameter: -1 } }, 'x')).toThrow("x bytes of 'parameter' must be a count");
-    expect(() => parseRoleSummary(null, 'x')).toThrow('x is not an object');
+    expect(() => parseRoleSummary({ bytes: { parameter: -1 } }, 'roles')).toThrow(
+      'roles bytes parameter must be a whole number of bytes, not -1'
+    );
+    expect(() => parseRoleSummary(null, 'roles')).toThrow('roles must be an object, not null');
+    expect(() => parseRoleSummary({ partial: false }, 'roles')).toThrow('roles has no bytes');
     expect(() => parseBlockRoles({ device: [0], address: [1, 2], role: ['user'] }, 'f.json')).toThrow(
       'f.json columns differ in length'
     );
@@ -138,15 +142,9 @@ describe('bad roles input', () => {
     expect(() => parseBlockRoles({ device: [0], address: [1], role: [deep] }, 'f.json')).toThrow(
       'f.json names an unknown role a list'
     );
-    expect(() => parseRoleSummary({ bytes: { ['x'.repeat(1000)]: 1 } }, 'x')).toThrow(
-      `x names an unknown role '${'x'.repeat(80)}…(1,000 characters)'`
+    expect(() => parseRoleSummary({ bytes: { ['x'.repeat(1000)]: 1 } }, 'roles')).toThrow(
+      `roles bytes must name only roles, not "${'x'.repeat(40)}"…`
     );
-    const manifest = {
-      cells: [
-        { index: 0, execution_count: 1, source: '', snapshot_file: 'a', roles: { bytes: {} }, roles_file: '../x' }
-      ]
-    };
-    expect(() => sessionRoles(manifest, read)).toThrow('cells[0] roles_file must be a name inside the folder');
   });
 
   it('leaves a roles file that cannot be read out of its cell, keeping its bytes, and reads none without readFile', () => {
