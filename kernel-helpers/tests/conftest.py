@@ -10,6 +10,18 @@ LIVE = ROOT / "test-data" / "live"  # sessions recorded live on an H200 (recorde
 SCHEMA = ROOT / "kernel-helpers" / "cuda_memdiff_kernel" / "protocol.schema.json"
 
 
+def read_as_recorded(manifest_path):
+    """A recorder's manifest.json, read by the manifest's one rule (manifest_fields.json, which the engine reads by
+    too). The recorder writes each field as the rule reads it: a manifest refused, or one the rule reads otherwise
+    (a default filled in, lines joined, a null dropped), fails."""
+    from cuda_memdiff_kernel.manifest import read_manifest
+
+    data = pathlib.Path(manifest_path).read_bytes()
+    manifest = read_manifest(data)
+    assert manifest == json.loads(data), f"{manifest_path}: the rule reads it otherwise than it is written"
+    return manifest
+
+
 def names_holder(path, expected):
     """A holder path that is the expected one or leads through it (``preds[2]``, ``err.__traceback__: ...``)."""
     return path == expected or path.startswith((f"{expected}[", f"{expected}:", f"{expected}."))

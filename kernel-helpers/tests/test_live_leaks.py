@@ -13,7 +13,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT, names_holder
+from conftest import ROOT, names_holder, read_as_recorded
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
@@ -34,8 +34,7 @@ def test_recorder_names_the_holder(notebook, tmp_path):
         check=True,
         cwd=ROOT / "kernel-helpers",
     )
-    with open(os.path.join(out, "manifest.json"), encoding="utf-8") as f:
-        manifest = json.load(f)
+    manifest = read_as_recorded(os.path.join(out, "manifest.json"))
     expected = manifest["expected"]
     top = manifest["cells"][expected["top_leak_cell"]]
     with open(os.path.join(out, top["holders_file"]), encoding="utf-8") as f:
