@@ -30,6 +30,11 @@ export interface ICellSource {
    * Absent where the run ran the cell as it reads now.
    */
   readonly sourceAsRun?: string;
+  /**
+   * True for a run of a cell no longer in the notebook (see deletedRuns):
+   * `source` is then the code that run ran, and there is no cell to go to.
+   */
+  readonly deleted?: boolean;
   readonly executionCount?: number | null;
   /**
    * The kernel (numbered from 1) of the run that gave `executionCount`, where the session spans several; see
@@ -158,6 +163,11 @@ export function cellCodeFolder(filename: string): string | null {
   return IPYKERNEL_FOLDER.exec(filename)?.[1] ?? null;
 }
 
+/** The code a cell's run ran, which its frames' lines count in: `sourceAsRun` where it was edited since, else `source`. */
+export function codeAsRun(cell: ICellSource): string {
+  return cell.sourceAsRun ?? cell.source;
+}
+
 /** True when a frame filename names a notebook cell. */
 export function isCellFilename(filename: string): boolean {
   return parseCellFilename(filename) !== null;
@@ -165,9 +175,10 @@ export function isCellFilename(filename: string): boolean {
 
 /**
  * Looks cells up by the code names their frames carry: the code of each cell
- * as it reads now, and the code cells ran before they were edited
- * (`edited`, each with its `sourceAsRun`; see editedRuns), so a frame of an
- * earlier run still finds its cell.
+ * as it reads now, and the code the notebook no longer reads (`earlier`: code
+ * cells ran before they were edited, each with its `sourceAsRun`, see
+ * editedRuns; runs of cells deleted since, see deletedRuns), so a frame of an
+ * earlier run still finds its cell, or says its cell is gone.
  *
  * ipykernel names a cell's code by the hash of its source, so the same
  * source has the same name in every process but for the folder
@@ -181,7 +192,7 @@ export function isCellFilename(filename: string): boolean {
 export class CellCodeNames {
   constructor(
     cells: readonly ICellSource[],
-    edited: readonly ICellSource[] = [],
+    earlier: readonly ICellSource[] = [],
     private readonly _folders: ReadonlySet<string> | null = null
   ) {
     for (const cell of cells) {
@@ -190,10 +201,8 @@ export class CellCodeNames {
         this._byCount.set(cell.executionCount, cell);
       }
     }
-    for (const cell of edited) {
-      if (cell.sourceAsRun !== undefined) {
-        this._add(murmur2(cell.sourceAsRun), cell);
-      }
+    for (const cell of earlier) {
+      this._add(murmur2(codeAsRun(cell)), cell);
     }
   }
 

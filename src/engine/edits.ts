@@ -6,7 +6,7 @@
  * cell was edited since the run, the line as the run ran it, and where that
  * code is in the cell now.
  */
-import { ICellSource } from './cells';
+import { codeAsRun, ICellSource } from './cells';
 
 /** Beyond this many line pairs a cell's old and new middles are not aligned line by line, only by unique lines. */
 const MAX_ALIGNED_PAIRS = 1_000_000;
@@ -19,9 +19,14 @@ export interface ICellLine {
   readonly line: number | null;
   /** True when the cell's text changed since the run: `line` may name other code now. */
   readonly edited: boolean;
+  /** True when the cell is no longer in the notebook (see deletedRuns): there is no line now. */
+  readonly deleted: boolean;
   /** The line as the run ran it, without surrounding blanks; '' when unknown. */
   readonly textAsRun: string;
-  /** Where that code is in the cell now (`line` itself when not edited); null where the edit changed or removed it. */
+  /**
+   * Where that code is in the cell now (`line` itself when not edited); null where the edit changed or
+   * removed it, or the cell was deleted.
+   */
   readonly lineNow: number | null;
 }
 
@@ -37,14 +42,16 @@ export function cellLine(cell: ICellSource, line: number | null): ICellLine {
   }
   let found = lines.get(line);
   if (!found) {
-    const asRun = cell.sourceAsRun ?? cell.source;
+    const asRun = codeAsRun(cell);
+    const deleted = cell.deleted === true;
     const edited = cell.sourceAsRun !== undefined && cell.sourceAsRun !== cell.source;
     found = {
       cell,
       line,
       edited,
+      deleted,
       textAsRun: line === null ? '' : (asRun.split('\n')[line - 1]?.trim() ?? ''),
-      lineNow: line === null ? null : edited ? lineNow(asRun, cell.source, line) : line
+      lineNow: line === null || deleted ? null : edited ? lineNow(asRun, cell.source, line) : line
     };
     lines.set(line, found);
   }

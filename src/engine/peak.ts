@@ -6,7 +6,7 @@
  * device), and the blocks alive then are what made it.
  */
 import { cellOfRun } from './births';
-import { CellCodeNames, ICellSource, murmur2 } from './cells';
+import { CellCodeNames, codeAsRun, ICellSource, murmur2 } from './cells';
 import { diffSnapshots, SnapshotDiff } from './diff';
 import { allocationSite, IFrameFilterOptions } from './frames';
 import { historyBetween, isFree } from './history';
@@ -276,9 +276,10 @@ export function cellSites(
     const own = match?.ambiguous && runOf ? cellOfRun(match.cells, runOf(b)) : undefined;
     const cell = own ?? match?.cells[0] ?? null;
     // Copies whose run is unknown are one site of their own, apart from the blocks a known run of them made; a
-    // cell's line before an edit is other code than the same line now: a site of its own.
+    // cell's line before an edit is other code than the same line now, and each code a deleted cell ran other
+    // code than the rest: a site of its own.
     const copies = match?.ambiguous && !own;
-    const code = cell?.sourceAsRun === undefined ? '' : `:${murmur2(cell.sourceAsRun)}`;
+    const code = cell && (cell.sourceAsRun !== undefined || cell.deleted) ? `:${murmur2(codeAsRun(cell))}` : '';
     const key = `${cell ? `${copies ? 'copies' : 'cell'}:${cell.id}${code}` : (frame?.filename ?? '')}:${frame?.line ?? ''}`;
     let g = groups.get(key);
     if (!g) {

@@ -83,37 +83,84 @@ export function cellsAsRun(
  * since), once per cell and code: the cell (its `source` as it reads now)
  * with that code as `sourceAsRun`, named by its latest run of that code in
  * kernel session `kernelSession`, else its latest run of it at all (as
- * cellsAsRun names cells). Runs of a cell no longer in `cells`, and runs that
- * do not say their code, are left out. `runs` come in execution order.
+ * cellsAsRun names cells). Runs of a cell no longer in `cells` (see
+ * deletedRuns), and runs that do not say their code, are left out. `runs`
+ * come in execution order.
  */
 export function editedRuns(
   cells: readonly ICellSource[],
   runs: readonly ICellRun[],
   kernelSession: number | null
 ): ICellSource[] {
-  const kernels = kernelNumbers(runs.map(r => r.kernelSession));
   const byId = new Map(cells.map(c => [c.id, c]));
-  // Keyed by cell and code: one entry per code a cell ran.
-  const latest = new Private.LatestRuns<string>(kernelSession);
-  const keys: { cell: ICellSource; source: string; key: string }[] = [];
-  runs.forEach((r, k) => {
-    const cell = r.cellId === null ? undefined : byId.get(r.cellId);
-    if (!cell || r.source === null || r.source === undefined || r.source === cell.source) {
-      return;
-    }
-    const key = `${cell.id}\u0000${r.source}`;
-    if (!latest.has(key)) {
-      keys.push({ cell, source: r.source, key });
-    }
-    latest.add(key, r, k);
-  });
-  return keys.map(({ cell, source, key }) => {
-    const k = latest.pick(key)!;
-    return { ...cell, sourceAsRun: source, executionCount: runs[k].executionCount, kernel: kernels[k] };
-  });
+  return Private.runsByCode(runs, kernelSession, (cellId, source) => {
+    const cell = byId.get(cellId);
+    return cell !== undefined && source !== cell.source;
+  }).map(({ cellId, source, executionCount, kernel }) => ({
+    ...byId.get(cellId)!,
+    sourceAsRun: source,
+    executionCount,
+    kernel
+  }));
+}
+
+/**
+ * The code cells no longer in `cells` ran (they were deleted since), once
+ * per cell and code: a cell marked `deleted` whose `source` is that code,
+ * named by its latest run of it as editedRuns names runs, so a frame of it
+ * says which run of which gone cell made it. Runs that do not say their code
+ * are left out: nothing tells their frames apart. `runs` come in execution order.
+ */
+export function deletedRuns(
+  cells: readonly ICellSource[],
+  runs: readonly ICellRun[],
+  kernelSession: number | null
+): ICellSource[] {
+  const ids = new Set(cells.map(c => c.id));
+  return Private.runsByCode(runs, kernelSession, cellId => !ids.has(cellId)).map(
+    ({ cellId, source, executionCount, kernel }) => ({ id: cellId, source, executionCount, kernel, deleted: true })
+  );
 }
 
 namespace Private {
+  /** A cell's code as its latest run of it names it (see runsByCode). */
+  export interface IRunOfCode {
+    readonly cellId: string;
+    readonly source: string;
+    readonly executionCount: number | null;
+    readonly kernel: number | null;
+  }
+
+  /**
+   * Once per cell and code that `keep` lets through, in order of first run:
+   * its latest run in kernel session `kernelSession`, else its latest at all.
+   * Runs without a cell or without their code are skipped.
+   */
+  export function runsByCode(
+    runs: readonly ICellRun[],
+    kernelSession: number | null,
+    keep: (cellId: string, source: string) => boolean
+  ): IRunOfCode[] {
+    const kernels = kernelNumbers(runs.map(r => r.kernelSession));
+    // Keyed by cell and code: one entry per code a cell ran.
+    const latest = new LatestRuns<string>(kernelSession);
+    const keys: { cellId: string; source: string; key: string }[] = [];
+    runs.forEach((r, k) => {
+      if (r.cellId === null || r.source === null || r.source === undefined || !keep(r.cellId, r.source)) {
+        return;
+      }
+      const key = `${r.cellId}\u0000${r.source}`;
+      if (!latest.has(key)) {
+        keys.push({ cellId: r.cellId, source: r.source, key });
+      }
+      latest.add(key, r, k);
+    });
+    return keys.map(({ cellId, source, key }) => {
+      const k = latest.pick(key)!;
+      return { cellId, source, executionCount: runs[k].executionCount, kernel: kernels[k] };
+    });
+  }
+
   /** The latest run per key, in one kernel session and in all. */
   export class LatestRuns<K> {
     constructor(private readonly _kernelSession: number | null) {}

@@ -1,9 +1,20 @@
 /**
  * @jest-environment node
  */
-// A frame's line after its cell was edited: the facts (edited, the line as run, where that code is now) that
-// let the panel keep an earlier run's frame a link and say what the user lands on.
-import { Block, CellCodeNames, cellLine, cellSites, cellsAsRun, editedRuns, FrameTable, lineNow, murmur2 } from '..';
+// A frame's line after its cell was edited or deleted: the facts (edited, deleted, the line as run, where that
+// code is now) that let the panel keep an earlier run's frame a link, or say its cell is gone.
+import {
+  Block,
+  CellCodeNames,
+  cellLine,
+  cellSites,
+  cellsAsRun,
+  deletedRuns,
+  editedRuns,
+  FrameTable,
+  lineNow,
+  murmur2
+} from '..';
 
 const LEAKY = 'preds = []\nfor b in batches:\n    preds.append(model(b))';
 // The usual fix: the loop under no_grad, a comment above it.
@@ -142,6 +153,97 @@ describe('a frame of an edited cell', () => {
     expect(named.sort()).toEqual([
       [2, 3, true],
       [3, 3, false]
+    ]);
+  });
+});
+
+describe('a frame of a deleted cell', () => {
+  const runs = [
+    { cellId: 'model', executionCount: 1, kernelSession: 1, source: 'model = make()' },
+    { cellId: 'preds', executionCount: 2, kernelSession: 1, source: LEAKY }
+  ];
+  // The user deleted the leaking cell after its run.
+  const cells = [{ id: 'model', source: 'model = make()' }];
+  const namesOf = (all: typeof runs, kernel = 1) =>
+    new CellCodeNames(cellsAsRun(cells, all, kernel), [
+      ...editedRuns(cells, all, kernel),
+      ...deletedRuns(cells, all, kernel)
+    ]);
+
+  it('finds the run, marked deleted, with the line as it ran and no line to go to', () => {
+    const match = namesOf(runs).lookup(`/tmp/ipykernel_41/${murmur2(LEAKY)}.py`)!;
+    expect(match.cells.map(c => [c.id, c.executionCount, c.deleted])).toEqual([['preds', 2, true]]);
+    expect(match.ambiguous).toBe(false);
+    expect(cellLine(match.cells[0], 3)).toMatchObject({
+      line: 3,
+      deleted: true,
+      edited: false,
+      textAsRun: 'preds.append(model(b))',
+      lineNow: null
+    });
+    // a cell still in the notebook is not deleted
+    const model = namesOf(runs).lookup(`/tmp/ipykernel_41/${murmur2('model = make()')}.py`)!;
+    expect(cellLine(model.cells[0], 1)).toMatchObject({ deleted: false, lineNow: 1 });
+  });
+
+  it('names each code the cell ran by its own run, in the kernel of the snapshot', () => {
+    const edited = [...runs, { cellId: 'preds', executionCount: 3, kernelSession: 1, source: FIXED }];
+    expect(deletedRuns(cells, edited, 1).map(c => [c.executionCount, c.source, c.kernel])).toEqual([
+      [2, LEAKY, null],
+      [3, FIXED, null]
+    ]);
+    // kernel 2 ran the leaky code again as [1]: each kernel's frames name its own run, with its kernel
+    const restarted = [...edited, { cellId: 'preds', executionCount: 1, kernelSession: 2, source: LEAKY }];
+    expect(deletedRuns(cells, restarted, 1).map(c => [c.executionCount, c.kernel])).toEqual([
+      [2, 1],
+      [3, 1]
+    ]);
+    expect(deletedRuns(cells, restarted, 2).map(c => [c.executionCount, c.kernel])).toEqual([
+      [1, 2],
+      [3, 1]
+    ]);
+  });
+
+  it('leaves out cells still in the notebook, runs without a cell, and runs that do not say their code', () => {
+    const unknown = [
+      ...runs,
+      { cellId: null, executionCount: 3, kernelSession: 1, source: 'x = 1' },
+      { cellId: 'gone', executionCount: 4, kernelSession: 1, source: null },
+      { cellId: 'gone', executionCount: 5, kernelSession: 1 }
+    ];
+    expect(deletedRuns(cells, unknown, 1).map(c => c.id)).toEqual(['preds']);
+    expect(deletedRuns([...cells, { id: 'preds', source: FIXED }], runs, 1)).toEqual([]);
+  });
+
+  it('is one of the copies where a cell of the notebook has the same code', () => {
+    const withCopy = [...cells, { id: 'copy', source: LEAKY }];
+    const names = new CellCodeNames(cellsAsRun(withCopy, runs, 1), deletedRuns(withCopy, runs, 1));
+    const match = names.lookup(`/tmp/ipykernel_41/${murmur2(LEAKY)}.py`)!;
+    expect(match.cells.map(c => [c.id, c.deleted ?? false])).toEqual([
+      ['copy', false],
+      ['preds', true]
+    ]);
+    expect(match.ambiguous).toBe(true);
+  });
+
+  it("keeps each code a deleted cell ran a site of its own in a snapshot's sites", () => {
+    const frames = new FrameTable();
+    const block = (address: number, code: string): Block => ({
+      device: 0,
+      address,
+      size: 1024,
+      requestedSize: 1024,
+      state: 'active_allocated',
+      stack: frames.internStack([frames.internFrame('<module>', `/tmp/ipykernel_41/${murmur2(code)}.py`, 3)]),
+      segment: 0
+    });
+    const edited = [...runs, { cellId: 'preds', executionCount: 3, kernelSession: 1, source: FIXED }];
+    const sites = cellSites([block(0, LEAKY), block(1024, FIXED)], frames, namesOf(edited));
+    expect(
+      sites.map(s => [s.cell?.executionCount, s.cell?.deleted, cellLine(s.cell!, s.line).textAsRun]).sort()
+    ).toEqual([
+      [2, true, 'preds.append(model(b))'],
+      [3, true, 'with torch.no_grad():']
     ]);
   });
 });
