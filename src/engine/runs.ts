@@ -122,6 +122,19 @@ export function deletedRuns(
   );
 }
 
+/**
+ * The code runs ran that the notebook's cells no longer read, as
+ * CellCodeNames takes it (`earlier`): each edited cell's earlier code (see
+ * editedRuns), then each deleted cell's (see deletedRuns).
+ */
+export function earlierRuns(
+  cells: readonly ICellSource[],
+  runs: readonly ICellRun[],
+  kernelSession: number | null
+): ICellSource[] {
+  return [...editedRuns(cells, runs, kernelSession), ...deletedRuns(cells, runs, kernelSession)];
+}
+
 namespace Private {
   /** A cell's code as its latest run of it names it (see runsByCode). */
   export interface IRunOfCode {

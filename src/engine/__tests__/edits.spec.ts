@@ -10,6 +10,7 @@ import {
   cellSites,
   cellsAsRun,
   deletedRuns,
+  earlierRuns,
   editedRuns,
   FrameTable,
   lineNow,
@@ -165,10 +166,7 @@ describe('a frame of a deleted cell', () => {
   // The user deleted the leaking cell after its run.
   const cells = [{ id: 'model', source: 'model = make()' }];
   const namesOf = (all: typeof runs, kernel = 1) =>
-    new CellCodeNames(cellsAsRun(cells, all, kernel), [
-      ...editedRuns(cells, all, kernel),
-      ...deletedRuns(cells, all, kernel)
-    ]);
+    new CellCodeNames(cellsAsRun(cells, all, kernel), earlierRuns(cells, all, kernel));
 
   it('finds the run, marked deleted, with the line as it ran and no line to go to', () => {
     const match = namesOf(runs).lookup(`/tmp/ipykernel_41/${murmur2(LEAKY)}.py`)!;
