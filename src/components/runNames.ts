@@ -27,3 +27,11 @@ export function cellTagText(cell: ICellSource, trans: TranslationBundle = UNTRAN
     ? cellTag(cell)
     : runTagText({ executionCount: count, kernel: cell.kernel ?? null }, trans);
 }
+
+/**
+ * A cell named by its tag (see cellTagText): `Cell [3]`, or `A deleted cell
+ * [3]` for a run of a cell no longer in the notebook (see deletedRuns).
+ */
+export function cellNameText(tag: string, deleted: boolean, trans: TranslationBundle = UNTRANSLATED): string {
+  return deleted ? trans.__('A deleted cell %1', tag) : trans.__('Cell %1', tag);
+}

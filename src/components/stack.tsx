@@ -3,7 +3,9 @@
  * read `Cell [5], line 3` followed by that source line, and open the cell when
  * clicked; a frame of a run the cell was edited after reads `Cell [5], line 3
  * (since edited)`, shows the line as it ran, and opens the cell where that
- * code is now. Every string from a snapshot is rendered as text, never as markup.
+ * code is now. A frame of a run of a cell deleted since reads `A deleted cell
+ * [5], line 3` with the line as it ran, and is no link: there is no cell to
+ * open. Every string from a snapshot is rendered as text, never as markup.
  */
 import * as React from 'react';
 import { nullTranslator, TranslationBundle } from '@jupyterlab/translation';
@@ -17,7 +19,7 @@ import {
   IFrameFilterOptions,
   visibleStack
 } from '../engine';
-import { cellTagText } from './runNames';
+import { cellNameText, cellTagText } from './runNames';
 
 /** Where a frame points in the notebook. */
 export interface ICellLocation {
@@ -28,16 +30,21 @@ export interface ICellLocation {
 
 /** The words of a frame inside a notebook cell (see cellFrameLabel). */
 export interface ICellFrameWords {
-  /** `Cell [5]` (see cellTag). */
+  /** `Cell [5]` (see cellTag), or `A deleted cell [5]`. */
   readonly cellLabel: string;
-  /** `Cell [5], line 3`, or `Cell [5], line 3 (since edited)` where the cell changed after the run. */
+  /**
+   * `Cell [5], line 3`, `Cell [5], line 3 (since edited)` where the cell changed after the run, or `A deleted
+   * cell [5], line 3` where it is no longer in the notebook.
+   */
   readonly label: string;
   /** The line as the run ran it. */
   readonly sourceLine: string;
-  /** What a click on the frame does, and for an edited cell what the line was. */
+  /** What a click on the frame does, and for an edited or deleted cell what the line was. */
   readonly title: string;
   /** Where a click puts the cursor: the code's line in the cell now, null for the cell alone. */
   readonly lineNow: number | null;
+  /** True where the cell was deleted: there is nothing to go to, so the frame is no link. */
+  readonly deleted: boolean;
 }
 
 /** The words of a frame inside a notebook cell, from the engine's facts (cellLine). */
@@ -48,17 +55,35 @@ export function cellFrameLabel(
 ): ICellFrameWords {
   const tag = cellTagText(cell, trans);
   const facts = cellLine(cell, line);
+  if (facts.deleted) {
+    return {
+      cellLabel: cellNameText(tag, true, trans),
+      label: trans.__('A deleted cell %1, line %2', tag, line ?? '?'),
+      sourceLine: facts.textAsRun,
+      title:
+        line === null
+          ? trans.__('The cell was deleted after this run: there is no cell to go to.')
+          : trans.__(
+              'The cell was deleted after this run: there is no cell to go to. Its line %1 read: %2',
+              line,
+              facts.textAsRun
+            ),
+      lineNow: null,
+      deleted: true
+    };
+  }
   if (!facts.edited) {
     return {
-      cellLabel: trans.__('Cell %1', tag),
+      cellLabel: cellNameText(tag, false, trans),
       label: trans.__('Cell %1, line %2', tag, line ?? '?'),
       sourceLine: facts.textAsRun,
       title: trans.__('Go to this line of the cell'),
-      lineNow: facts.lineNow
+      lineNow: facts.lineNow,
+      deleted: false
     };
   }
   return {
-    cellLabel: trans.__('Cell %1', tag),
+    cellLabel: cellNameText(tag, false, trans),
     label: trans.__('Cell %1, line %2 (since edited)', tag, line ?? '?'),
     sourceLine: facts.textAsRun,
     title:
@@ -74,7 +99,8 @@ export function cellFrameLabel(
             facts.textAsRun,
             facts.lineNow
           ),
-    lineNow: facts.lineNow
+    lineNow: facts.lineNow,
+    deleted: false
   };
 }
 
@@ -178,18 +204,29 @@ export function StackView(props: IStackViewProps): JSX.Element {
           return (
             <li key={i} className="jp-CudaMemdiffStack-cell">
               {match.cells.map((cell, k) => {
-                const { label, sourceLine, title, lineNow } = cellFrameLabel(cell, frame.line, trans);
+                const { label, sourceLine, title, lineNow, deleted } = cellFrameLabel(cell, frame.line, trans);
                 return (
                   <span key={cell.id}>
                     {k > 0 ? ` ${trans.__('or')} ` : ''}
-                    <button
-                      className="jp-CudaMemdiffStack-link"
-                      data-cuda-memdiff-cell-id={cell.id}
-                      title={title}
-                      onClick={() => onReveal({ cell, line: lineNow })}
-                    >
-                      {label}
-                    </button>
+                    {deleted ? (
+                      // No cell to go to: words with the line in the title, not a link that does nothing.
+                      <span
+                        className="jp-CudaMemdiffStack-deleted"
+                        data-cuda-memdiff-deleted-cell-id={cell.id}
+                        title={title}
+                      >
+                        {label}
+                      </span>
+                    ) : (
+                      <button
+                        className="jp-CudaMemdiffStack-link"
+                        data-cuda-memdiff-cell-id={cell.id}
+                        title={title}
+                        onClick={() => onReveal({ cell, line: lineNow })}
+                      >
+                        {label}
+                      </button>
+                    )}
                     {k === match.cells.length - 1 ? (
                       <code className="jp-CudaMemdiffStack-source">{sourceLine}</code>
                     ) : null}

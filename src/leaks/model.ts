@@ -28,7 +28,7 @@ import {
   sessionBuffers,
   Snapshot
 } from '../engine';
-import { runTagText } from '../components/runNames';
+import { cellNameText, runTagText } from '../components/runNames';
 import type { IDiffPanel, IEngineWorker, ISnapshotStore } from '../tokens';
 import { EngineWorker } from '../worker/client';
 
@@ -304,9 +304,7 @@ export class LeakFinderModel implements IDisposable {
     const all = this._panel.records;
     const names = runNames(all);
     const runs = records.map(r => runTagText(names[all.indexOf(r)], this._trans));
-    const labels = runs.map((run, k) =>
-      cellIndex[k] >= 0 ? this._trans.__('Cell %1', run) : this._trans.__('A deleted cell %1', run)
-    );
+    const labels = runs.map((run, k) => cellNameText(run, cellIndex[k] < 0, this._trans));
     const executions = records.map((r, k) => ({
       cellId: r.cellId ?? `execution ${k}`,
       executionCount: r.executionCount,

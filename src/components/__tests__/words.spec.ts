@@ -51,6 +51,14 @@ describe('a site in words', () => {
     );
   });
 
+  it('name a run of a deleted cell as deleted, as the peak and OOM lists and the badges put it', () => {
+    const gone = { ...cell, executionCount: 4, kernel: 2, deleted: true };
+    expect(siteText({ ...site, cell: gone }, trans)).toBe('A deleted cell [4] in kernel 2, line 7');
+    expect(siteText({ ...site, cell: gone, function: 'train_step' }, trans)).toBe(
+      'train_step (A deleted cell [4] in kernel 2, line 7)'
+    );
+  });
+
   it('name a site outside the notebook by file and line, and one without a Python stack as such', () => {
     const outside = { ...site, cell: null, filename: '/opt/lib/model.py', line: 12 };
     expect(siteText(outside, trans)).toBe('model.py:12');

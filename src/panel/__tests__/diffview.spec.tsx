@@ -254,6 +254,80 @@ describe('A frame of a run the cell was edited after', () => {
   });
 });
 
+describe('A frame of a run of a deleted cell', () => {
+  const LEAKY = 'preds = []\nfor b in batches:\n    preds.append(model(b))';
+  const leakyFile = `/tmp/ipykernel_7/${murmur2(LEAKY)}.py`;
+  // The notebook after the user deleted the leaking cell: only the model's cell is left.
+  const notebook = [{ id: 'model', source: 'model = make()', executionCount: 1 }];
+  const gone = { id: 'preds', source: LEAKY, executionCount: 3, deleted: true };
+
+  function renderFrame(deleted: typeof gone & { kernel?: number }) {
+    const frames = new FrameTable();
+    const stack = frames.internStack([frames.internFrame('<module>', leakyFile, 3)]);
+    const onReveal = jest.fn();
+    const { container } = render(
+      <StackView
+        frames={frames}
+        stack={stack}
+        filter={{}}
+        cells={new CellCodeNames(notebook, [deleted])}
+        trans={trans}
+        onReveal={onReveal}
+      />
+    );
+    return { container, onReveal };
+  }
+
+  it('says the cell was deleted, shows the line as it ran, and is no link', () => {
+    const { container, onReveal } = renderFrame(gone);
+    const frame = container.querySelector('.jp-CudaMemdiffStack-cell')!;
+    expect(frame.textContent).toBe('A deleted cell [3], line 3preds.append(model(b))');
+    expect(container.querySelector('.jp-CudaMemdiffStack-source')!.textContent).toBe('preds.append(model(b))');
+    // not a link that does nothing: no button, no link, and a click asks for no cell
+    expect(screen.queryByRole('button')).toBeNull();
+    expect(screen.queryByRole('link')).toBeNull();
+    const label = screen.getByText('A deleted cell [3], line 3');
+    expect(label.getAttribute('title')).toBe(
+      'The cell was deleted after this run: there is no cell to go to. Its line 3 read: preds.append(model(b))'
+    );
+    fireEvent.click(label);
+    expect(onReveal).not.toHaveBeenCalled();
+  });
+
+  it("names the run's kernel as the run names do once the session restarted", () => {
+    renderFrame({ ...gone, kernel: 1 });
+    expect(screen.getByText('A deleted cell [3] in kernel 1, line 3')).toBeTruthy();
+  });
+
+  it('names its site in the diff, not its file', () => {
+    const frames = new FrameTable();
+    const block = {
+      address: 0,
+      size: 512,
+      state: 'active_allocated',
+      frames: [{ name: '<module>', filename: leakyFile, line: 3 }]
+    };
+    const before = normalizeSnapshot({ segments: [{ address: 0, total_size: 2048, blocks: [] }] }, frames);
+    const after = normalizeSnapshot({ segments: [{ address: 0, total_size: 2048, blocks: [block] }] }, frames);
+    const diff = diffSnapshots(before, after);
+    const { container } = render(
+      <DiffView
+        diff={diff}
+        groups={groupBySite(diff)}
+        showAllFrames={false}
+        onShowAllFrames={() => undefined}
+        cells={new CellCodeNames(notebook, [gone])}
+        trans={trans}
+        onReveal={() => undefined}
+        caption="After cell [3]"
+      />
+    );
+    const labels = Array.from(container.querySelectorAll('.jp-CudaMemdiffSite-label')).map(l => l.textContent);
+    expect(labels).toEqual(['A deleted cell [3], line 3']);
+    expect(container.textContent).not.toContain(leakyFile);
+  });
+});
+
 describe("DiffView of two runs' snapshots", () => {
   it('says so above the figures, with what tells, and says nothing of one run', () => {
     const { diff, cells } = recordedDiff();
