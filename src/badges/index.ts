@@ -11,7 +11,7 @@ import { Signal } from '@lumino/signaling';
 import { CellNoteKind } from '../capture/protocol';
 import { SnapshotStore } from '../capture/store';
 import { codeCellSources } from '../components/cells';
-import { CellCodeNames, cellsAsRun, editedRuns } from '../engine';
+import { CellCodeNames, cellsAsRun, earlierRuns } from '../engine';
 import { oomLines, peakLine } from './history';
 import { badgeView, DEFAULT_THRESHOLDS, IBadgeThresholds } from './view';
 
@@ -139,7 +139,8 @@ export class CellBadges implements IDisposable {
   /**
    * The cells as the frames of a snapshot from `kernelSession` name them, by
    * their runs in that kernel, as the panel names them (see cellsAsRun, and
-   * editedRuns for the code cells ran before an edit). One map per kernel
+   * earlierRuns for the code cells ran before an edit or before they were
+   * deleted). One map per kernel
    * and update of all badges (hashing every cell's source), not one per badge.
    */
   private _namesFor(kernelSession: number): CellCodeNames {
@@ -150,7 +151,7 @@ export class CellBadges implements IDisposable {
       // Only code of the notebook's own kernels names its cells (see SnapshotStore.cellCodeFolders).
       names = new CellCodeNames(
         cellsAsRun(cells, runs, kernelSession),
-        editedRuns(cells, runs, kernelSession),
+        earlierRuns(cells, runs, kernelSession),
         new Set(this._store.cellCodeFolders)
       );
       this._cellNames.set(kernelSession, names);

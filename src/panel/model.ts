@@ -15,7 +15,7 @@ import {
   CellCodeNames,
   cellsAsRun,
   diffSnapshots,
-  editedRuns,
+  earlierRuns,
   emptySnapshot,
   FrameTable,
   groupByRole,
@@ -418,8 +418,8 @@ export class DiffPanelModel implements IDisposable {
     const kernel = kernelSession !== undefined ? kernelSession : (records[records.length - 1]?.kernelSession ?? null);
     const now = this._notebook?.cells() ?? [];
     const cells = cellsAsRun(now, records, kernel);
-    // The code cells ran before they were edited: their earlier runs' frames still name them.
-    const edited = editedRuns(now, records, kernel);
+    // The code cells ran before they were edited, or before they were deleted: their runs' frames still say which.
+    const earlier = earlierRuns(now, records, kernel);
     // Only code of the notebook's own kernels names its cells: a file from another process does not.
     const folders = this._notebook?.store.cellCodeFolders ?? new Set<string>();
     const cached = this._cellNames.get(kernel);
@@ -427,13 +427,13 @@ export class DiffPanelModel implements IDisposable {
       cached !== undefined &&
       cached.folders === folders.size &&
       Private.sameCells(cached.cells, cells) &&
-      Private.sameCells(cached.edited, edited)
+      Private.sameCells(cached.earlier, earlier)
     ) {
       return cached.names;
     }
     // One map per kernel the views name cells for (a restart adds one; another notebook starts afresh).
-    const names = new CellCodeNames(cells, edited, new Set(folders));
-    this._cellNames.set(kernel, { cells, edited, names, folders: folders.size });
+    const names = new CellCodeNames(cells, earlier, new Set(folders));
+    this._cellNames.set(kernel, { cells, earlier, names, folders: folders.size });
     return names;
   }
 
@@ -505,7 +505,7 @@ export class DiffPanelModel implements IDisposable {
   // The folders only grow: their number tells whether a kernel added one.
   private readonly _cellNames = new Map<
     number | null,
-    { cells: ICellSource[]; edited: ICellSource[]; names: CellCodeNames; folders: number }
+    { cells: ICellSource[]; earlier: ICellSource[]; names: CellCodeNames; folders: number }
   >();
   private _runNames: { key: readonly [number, CellRecord?, CellRecord?]; names: IRunName[] } | null = null;
   private readonly _trans: TranslationBundle;
@@ -578,6 +578,7 @@ namespace Private {
           c.id === b[i].id &&
           c.source === b[i].source &&
           c.sourceAsRun === b[i].sourceAsRun &&
+          c.deleted === b[i].deleted &&
           c.executionCount === b[i].executionCount &&
           c.kernel === b[i].kernel &&
           // A cell that has not run is named by its place, which moves when any cell is added, moved or deleted.

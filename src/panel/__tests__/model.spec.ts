@@ -425,8 +425,8 @@ describe('DiffPanelModel after a cell is edited', () => {
       .cellNames()
       .lookup(frame.filename)
       ?.cells.map(cell => {
-        const { edited, textAsRun, lineNow } = cellLine(cell, frame.line);
-        return { id: cell.id, tag: cellTag(cell), line: frame.line, edited, textAsRun, lineNow };
+        const { edited, deleted, textAsRun, lineNow } = cellLine(cell, frame.line);
+        return { id: cell.id, tag: cellTag(cell), line: frame.line, edited, deleted, textAsRun, lineNow };
       });
   }
 
@@ -436,7 +436,7 @@ describe('DiffPanelModel after a cell is edited', () => {
     const notebook = demoNotebook(now);
     model.setNotebook(notebook);
     model.select(model.records[2]);
-    const asRun = { id: 'cell-2', tag: '[3]', line: 3, textAsRun: 'preds.append(model(b))' };
+    const asRun = { id: 'cell-2', tag: '[3]', line: 3, deleted: false, textAsRun: 'preds.append(model(b))' };
     expect(topSite(model)).toEqual([{ ...asRun, edited: false, lineNow: 3 }]);
 
     // The user fixes the cell: the frame of run [3] still names it, edited, its code now on line 5.
@@ -497,15 +497,43 @@ describe('DiffPanelModel after a cell is edited', () => {
     expect(redraws).toBe(0);
   });
 
-  it('names no cell for a run whose cell was deleted, nor for frames of a helper that did not say its code', () => {
-    const now = [...sources];
-    now[2] = FIXED;
+  it('names a run of a deleted cell by that run, as deleted, with the line as it ran and nowhere to go', () => {
+    const kept = new Set(sources.map((_, k) => `cell-${k}`));
+    const notebook = demoNotebook(sources);
     const model = new DiffPanelModel();
-    model.setNotebook(demoNotebook(now.slice(0, 2)));
+    model.setNotebook({
+      ...notebook,
+      cells: () => sources.map((source, k) => ({ id: `cell-${k}`, source })).filter(c => kept.has(c.id))
+    });
+    model.select(model.records[2]);
+    const names = model.cellNames();
+    const asRun = { id: 'cell-2', tag: '[3]', line: 3, edited: false, textAsRun: 'preds.append(model(b))' };
+    expect(topSite(model)).toEqual([{ ...asRun, deleted: false, lineNow: 3 }]);
+
+    // The user deletes the leaking cell: its run's frame names that run, deleted, in the panel's words.
+    kept.delete('cell-2');
+    expect(model.cellNames()).not.toBe(names);
+    expect(topSite(model)).toEqual([{ ...asRun, deleted: true, lineNow: null }]);
+    const trans = nullTranslator.load('jupyterlab_cuda_memdiff');
+    const frame = model.diff!.frames.frame(model.groups[0].frameId);
+    expect(frameText(frame, model.cellNames(), trans)).toBe('A deleted cell [3], line 3');
+
+    // Undo brings the cell back: the frame leads to it again.
+    kept.add('cell-2');
+    expect(topSite(model)).toEqual([{ ...asRun, deleted: false, lineNow: 3 }]);
+  });
+
+  it('names no cell for frames of a helper that did not say its code', () => {
+    const model = new DiffPanelModel();
+    // the records of an older helper carry no code: an edited or deleted cell's earlier frames stay unnamed
+    const older = notebookWith(3);
+    model.setNotebook(older);
+    model.select(model.records[2]);
+    // [3] and [5] ran the same code: both cells have it
+    expect(topSite(model)?.map(c => c.id)).toEqual(['cell-2', 'cell-4']);
+    model.setNotebook({ ...older, cells: () => older.cells().filter(c => c.id !== 'cell-2' && c.id !== 'cell-4') });
     model.select(model.records[2]);
     expect(topSite(model)).toBeUndefined();
-    // the records of an older helper carry no code: an edited cell's earlier frames stay unnamed, as before
-    const older = notebookWith(3);
     const edited = manifest.cells.map((c: { source: string }) => c.source);
     edited[2] = FIXED;
     edited[4] = FIXED;
