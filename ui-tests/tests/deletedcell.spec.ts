@@ -12,6 +12,7 @@ import {
   openReplayedDemo,
   PANEL,
   runReplayedDemo,
+  showLeakingRun,
   wheelUntilInside
 } from './demo';
 
@@ -28,12 +29,7 @@ test('a frame of a deleted cell says so, with its line as it ran, and is no link
   await openReplayedDemo(page, tmpPath);
   await runReplayedDemo(page);
   const panel = await openPanel(page);
-  await panel
-    .getByRole('listbox', { name: 'Cells' })
-    .getByRole('option', { name: /^\[3\] preds = \[\]/ })
-    .click();
-  const site = panel.locator('[data-cuda-memdiff-site]').first();
-  await expect(site.locator('.jp-CudaMemdiffSite-label')).toHaveText('Cell [3], line 3');
+  const site = await showLeakingRun(panel);
 
   // The user deletes the leaking cell as one does, in command mode: D, D.
   await page.notebook.selectCells(PREDS_CELL);

@@ -61,6 +61,21 @@ export async function openPanel(page: IJupyterLabPageFixture) {
   return panel;
 }
 
+/**
+ * Show the diff of the demo's run [3], the leaking cell's, from the panel's
+ * list of cells; resolves to its top allocation site, checked to read as the
+ * cell's line before the test changes the notebook.
+ */
+export async function showLeakingRun(panel: Locator): Promise<Locator> {
+  await panel
+    .getByRole('listbox', { name: 'Cells' })
+    .getByRole('option', { name: /^\[3\] preds = \[\]/ })
+    .click();
+  const site = panel.locator('[data-cuda-memdiff-site]').first();
+  await expect(site.locator('.jp-CudaMemdiffSite-label')).toHaveText('Cell [3], line 3');
+  return site;
+}
+
 /** Run Find Leaking Cell from the command and wait for its ranking. */
 export async function findLeakingCell(page: IJupyterLabPageFixture): Promise<void> {
   await page.evaluate(() => window.jupyterapp.commands.execute('cuda-memdiff:find-leaking-cell'));

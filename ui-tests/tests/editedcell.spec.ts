@@ -6,7 +6,15 @@
  */
 import { expect, test } from '@jupyterlab/galata';
 import type { Locator } from '@playwright/test';
-import { isInsideVisiblePanel, openPanel, openReplayedDemo, PANEL, runReplayedDemo, wheelUntilInside } from './demo';
+import {
+  isInsideVisiblePanel,
+  openPanel,
+  openReplayedDemo,
+  PANEL,
+  runReplayedDemo,
+  showLeakingRun,
+  wheelUntilInside
+} from './demo';
 
 test.use({ viewport: { width: 1280, height: 720 } });
 
@@ -55,13 +63,7 @@ test('a frame of the run before an edit stays a link, says so, and lands where i
   test.setTimeout(300000);
   await openReplayedDemo(page, tmpPath);
   await runReplayedDemo(page);
-  const panel = await openPanel(page);
-  await panel
-    .getByRole('listbox', { name: 'Cells' })
-    .getByRole('option', { name: /^\[3\] preds = \[\]/ })
-    .click();
-  const site = panel.locator('[data-cuda-memdiff-site]').first();
-  await expect(site.locator('.jp-CudaMemdiffSite-label')).toHaveText('Cell [3], line 3');
+  const site = await showLeakingRun(await openPanel(page));
 
   // The user fixes the cell as one pastes it in, and runs it again (the recording has no run of the new code:
   // the kernel says so, and run [3] stays the one shown).

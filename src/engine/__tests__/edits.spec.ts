@@ -22,6 +22,19 @@ const LEAKY = 'preds = []\nfor b in batches:\n    preds.append(model(b))';
 const FIXED =
   '# evaluation only\npreds = []\nwith torch.no_grad():\n    for b in batches:\n        preds.append(model(b))';
 
+/** A block of 1 KiB that line 3 of a cell with code `code` allocated. */
+function cellBlock(frames: FrameTable, address: number, code: string): Block {
+  return {
+    device: 0,
+    address,
+    size: 1024,
+    requestedSize: 1024,
+    state: 'active_allocated',
+    stack: frames.internStack([frames.internFrame('<module>', `/tmp/ipykernel_41/${murmur2(code)}.py`, 3)]),
+    segment: 0
+  };
+}
+
 describe('lineNow', () => {
   it('follows a line that an edit moved, re-indented or not', () => {
     expect(lineNow(LEAKY, FIXED, 3)).toBe(5);
@@ -139,15 +152,7 @@ describe('a frame of an edited cell', () => {
   it("keeps a line of the code before the edit apart from the same line now, in a snapshot's sites", () => {
     const cells = [{ id: 'preds', source: FIXED }];
     const frames = new FrameTable();
-    const block = (address: number, code: string): Block => ({
-      device: 0,
-      address,
-      size: 1024,
-      requestedSize: 1024,
-      state: 'active_allocated',
-      stack: frames.internStack([frames.internFrame('<module>', `/tmp/ipykernel_41/${murmur2(code)}.py`, 3)]),
-      segment: 0
-    });
+    const block = (address: number, code: string) => cellBlock(frames, address, code);
     const names = new CellCodeNames(cellsAsRun(cells, runs, 1), editedRuns(cells, runs, 1));
     const sites = cellSites([block(0, LEAKY), block(1024, FIXED)], frames, names);
     const named = sites.map(s => [s.cell?.executionCount, s.line, cellLine(s.cell!, s.line).edited]);
@@ -226,15 +231,7 @@ describe('a frame of a deleted cell', () => {
 
   it("keeps each code a deleted cell ran a site of its own in a snapshot's sites", () => {
     const frames = new FrameTable();
-    const block = (address: number, code: string): Block => ({
-      device: 0,
-      address,
-      size: 1024,
-      requestedSize: 1024,
-      state: 'active_allocated',
-      stack: frames.internStack([frames.internFrame('<module>', `/tmp/ipykernel_41/${murmur2(code)}.py`, 3)]),
-      segment: 0
-    });
+    const block = (address: number, code: string) => cellBlock(frames, address, code);
     const edited = [...runs, { cellId: 'preds', executionCount: 3, kernelSession: 1, source: FIXED }];
     const sites = cellSites([block(0, LEAKY), block(1024, FIXED)], frames, namesOf(edited));
     expect(
