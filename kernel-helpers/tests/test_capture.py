@@ -254,6 +254,24 @@ def test_replay_sends_each_cell_once_as_changes_and_leaves_no_trace(shell, tmp_p
     assert shell.user_ns["Out"] == {}
 
 
+def test_a_replayed_export_with_roles_sends_messages_the_frontend_takes(shell, tmp_path, validate):
+    # The panel's export writes a cell's roles as {bytes, partial}: no pass ran, so no elapsed_ms. The replay
+    # sends them as recorded; a message the frontend's schema refused would be asked for again, and again.
+    folder, manifest = replay_folder(tmp_path, "eval_without_no_grad--python")
+    for cell in manifest["cells"]:
+        cell["roles"] = {"bytes": {"activation": cell["after"]["allocated"]}, "partial": False}
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    install(shell, replay=ReplaySource(str(folder)))
+    comm = attach(shell)
+    for k, cell in enumerate(manifest["cells"]):
+        shell.run_cell(cell["source"], store_history=True, cell_id=f"cell-{k}")
+    snaps = comm.of_type("snapshot")
+    assert len(snaps) == len(manifest["cells"])
+    for msg, cell in zip(snaps, manifest["cells"]):
+        validate(msg)
+        assert msg["roles"]["bytes"] == {"activation": cell["after"]["allocated"]}
+
+
 def test_each_snapshot_names_the_code_its_frames_were_compiled_from(shell, tmp_path, validate):
     # The frontend links an earlier run's frames to its cell by this code once the cell is edited. A replayed
     # run's frames are the recording's: its code is the recorded one (served for a source equal but for

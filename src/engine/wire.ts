@@ -94,7 +94,8 @@ export interface IWireSnapshot {
   roles?: {
     bytes: Record<string, number>;
     partial: boolean;
-    elapsed_ms: number;
+    /** How long the live pass took; absent where a replayed export's roles are sent (no pass ran). */
+    elapsed_ms?: number;
     reused?: boolean;
     /** Each allocated block's role, as letter runs in device and address order (engine/roles.ts parseBlockRuns). */
     blocks?: { count: number; runs: string };
