@@ -22,6 +22,7 @@ import { LeakView } from '../leaks/view';
 import { useSignal } from '../components/signal';
 import { ICellLocation } from '../components/stack';
 import { sourceHeadline } from '../components/cells';
+import { cellNameText } from '../components/runNames';
 
 /** Props of the panel body. */
 export interface IPanelBodyProps {
@@ -38,16 +39,32 @@ export interface IPanelBodyProps {
  * A record as the pickers and the chart name it: `[3] first line`, and
  * `[3] in kernel 2: first line` after a restart (the colon keeps the
  * kernel's number apart from the code). The line is the run's: a cell
- * edited since reads otherwise now.
+ * edited since reads otherwise now, and a run of a cell deleted since reads
+ * `[3] (deleted): first line`.
  */
-function recordLabel(record: CellRecord, model: DiffPanelModel): string {
-  const cell = model.notebook?.cells().find(c => c.id === record.cellId);
-  const tag = model.runTag(record);
-  const source = cell ? sourceHeadline(record.source ?? cell.source) : '';
-  if (!source) {
-    return tag;
-  }
-  return model.runOf(record).kernel === null ? `${tag} ${source}` : `${tag}: ${source}`;
+function recordLabel(record: CellRecord, model: DiffPanelModel, trans: TranslationBundle): string {
+  const { tag, source, deleted } = recordParts(record, model);
+  const named = deleted ? trans.__('%1 (deleted)', tag) : tag;
+  return joinSource(named, source, deleted || model.runOf(record).kernel !== null);
+}
+
+/** `[3] first line`, or `[3] in kernel 2: first line` where a colon keeps the tag apart from the code. */
+function joinSource(tag: string, source: string, colon: boolean): string {
+  return !source ? tag : colon ? `${tag}: ${source}` : `${tag} ${source}`;
+}
+
+/**
+ * A run's tag, the first line of the code it ran, and whether its cell is
+ * gone from the followed notebook (deleted after it ran: still named by the
+ * code its record keeps).
+ */
+function recordParts(record: CellRecord, model: DiffPanelModel): { tag: string; source: string; deleted: boolean } {
+  const notebook = model.notebook;
+  const cell = notebook?.cells().find(c => c.id === record.cellId);
+  const deleted = !!notebook && !cell && record.cellId !== null;
+  const code = record.source ?? cell?.source;
+  const source = cell || deleted ? sourceHeadline(code ?? '') : '';
+  return { tag: model.runTag(record), source, deleted };
 }
 
 function refLabel(ref: SnapshotRef, model: DiffPanelModel, trans: TranslationBundle): string {
@@ -56,8 +73,12 @@ function refLabel(ref: SnapshotRef, model: DiffPanelModel, trans: TranslationBun
       return trans.__('an empty device');
     case 'file':
       return trans.__('file %1', model.fileLabel(ref.file));
-    default:
-      return trans.__('Cell %1', recordLabel(ref.record, model));
+    default: {
+      // `Cell [3] preds = []`; `A deleted cell [3]: preds = []`
+      const { tag, source, deleted } = recordParts(ref.record, model);
+      const colon = deleted || model.runOf(ref.record).kernel !== null;
+      return joinSource(cellNameText(tag, deleted, trans), source, colon);
+    }
   }
 }
 
@@ -67,7 +88,7 @@ function choices(model: DiffPanelModel, trans: TranslationBundle): { key: string
     { key: 'empty', ref: { kind: 'empty' }, label: trans.__('Empty device') }
   ];
   model.records.forEach((record, i) =>
-    out.push({ key: `r${i}`, ref: { kind: 'record', record }, label: recordLabel(record, model) })
+    out.push({ key: `r${i}`, ref: { kind: 'record', record }, label: recordLabel(record, model, trans) })
   );
   model.files.forEach((file, i) =>
     out.push({ key: `f${i}`, ref: { kind: 'file', file }, label: trans.__('file %1', model.fileLabel(file)) })
@@ -208,19 +229,22 @@ function ChartBody(props: { model: DiffPanelModel; trans: TranslationBundle }): 
   const { model, trans } = props;
   const records = model.records;
   const device = model.device;
+  // Made anew when a cell is added, edited or deleted: the labels then change (a deleted cell's run says so).
+  const cellNames = model.cellNames();
   const inputs: IChartInput[] = React.useMemo(
     () =>
       records.map(r => ({
         allocatedBytes: totalBytes(r.snapshot, 'allocatedBytes', device),
         reservedBytes: totalBytes(r.snapshot, 'reservedBytes', device),
         oom: model.notebook?.store.hadOom(r) ?? false,
-        label: recordLabel(r, model),
+        label: recordLabel(r, model, trans),
         tick: runTag(r.executionCount),
         kernelSession: r.kernelSession,
         // The kernel's roles are summed over devices: stacked only when the chart shows them all.
         roles: device === null ? (r.roles?.bytes ?? null) : null
       })),
-    [records, model, device]
+    // eslint-disable-next-line react-hooks/exhaustive-deps -- cellNames stands for the notebook's cells, which recordLabel reads
+    [records, model, device, trans, cellNames]
   );
   const devices = model.devices;
   // The chart highlights what the diff below shows, picked on the chart or in the pickers; the earlier

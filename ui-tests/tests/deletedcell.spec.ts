@@ -41,6 +41,14 @@ test('a frame of a deleted cell says so, with its line as it ran, and is no link
     .toBe(NOTEBOOK_CELLS - 1);
   expect(await page.notebook.getCellTextInput(PREDS_CELL)).not.toContain('preds.append');
 
+  // The diff says what it compares by the code the run ran, and so does the chart's step.
+  await expect(panel.locator('.jp-CudaMemdiffDiff-caption').first()).toHaveText(
+    /^A deleted cell \[3\]: preds = \[\], against Cell \[2\] batches/
+  );
+  await expect(
+    panel.getByRole('listbox', { name: 'Cells' }).getByRole('option', { name: /^\[3\] \(deleted\): preds = \[\]/ })
+  ).toHaveCount(1);
+
   // Run [3]'s site and frame name the deleted cell, never its file.
   await expect(site.locator('.jp-CudaMemdiffSite-label')).toHaveText('A deleted cell [3], line 3');
   await site.locator('.jp-CudaMemdiffSite-head').click();
