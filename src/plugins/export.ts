@@ -98,8 +98,9 @@ export const exportPlugin: JupyterFrontEndPlugin<void> = {
           return;
         }
         const dir = tracker.currentWidget ? PathExt.dirname(tracker.currentWidget.context.path) : '';
-        const path = await freshPath(contents, PathExt.join(dir, shown.name), '.pickle.gz');
-        await save(path, snapshotToPickle(shown.snapshot));
+        // Plain, as torch's _dump_snapshot writes it: torch.cuda._memory_viz reads no gzip.
+        const path = await freshPath(contents, PathExt.join(dir, shown.name), '.pickle');
+        await save(path, snapshotToPickle(shown.snapshot, false));
         Notification.success(trans.__('Snapshot saved to %1', path), { autoClose: 5000 });
         return path;
       }
