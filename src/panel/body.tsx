@@ -43,9 +43,8 @@ export interface IPanelBodyProps {
  * `[3] (deleted): first line`.
  */
 function recordLabel(record: CellRecord, model: DiffPanelModel, trans: TranslationBundle): string {
-  const { tag, source, deleted } = recordParts(record, model);
-  const named = deleted ? trans.__('%1 (deleted)', tag) : tag;
-  return joinSource(named, source, deleted || model.runOf(record).kernel !== null);
+  const { tag, source, deleted, colon } = recordParts(record, model);
+  return joinSource(deleted ? trans.__('%1 (deleted)', tag) : tag, source, colon);
 }
 
 /** `[3] first line`, or `[3] in kernel 2: first line` where a colon keeps the tag apart from the code. */
@@ -54,17 +53,22 @@ function joinSource(tag: string, source: string, colon: boolean): string {
 }
 
 /**
- * A run's tag, the first line of the code it ran, and whether its cell is
- * gone from the followed notebook (deleted after it ran: still named by the
- * code its record keeps).
+ * A run's tag, the first line of the code it ran, whether its cell is gone
+ * from the followed notebook (deleted after it ran: still named by the code
+ * its record keeps), and whether a colon keeps the tag apart from the code
+ * (a kernel's number, or `(deleted)`, ends the tag).
  */
-function recordParts(record: CellRecord, model: DiffPanelModel): { tag: string; source: string; deleted: boolean } {
+function recordParts(
+  record: CellRecord,
+  model: DiffPanelModel
+): { tag: string; source: string; deleted: boolean; colon: boolean } {
   const notebook = model.notebook;
   const cell = notebook?.cells().find(c => c.id === record.cellId);
   const deleted = !!notebook && !cell && record.cellId !== null;
   const code = record.source ?? cell?.source;
   const source = cell || deleted ? sourceHeadline(code ?? '') : '';
-  return { tag: model.runTag(record), source, deleted };
+  const colon = deleted || model.runOf(record).kernel !== null;
+  return { tag: model.runTag(record), source, deleted, colon };
 }
 
 function refLabel(ref: SnapshotRef, model: DiffPanelModel, trans: TranslationBundle): string {
@@ -75,8 +79,7 @@ function refLabel(ref: SnapshotRef, model: DiffPanelModel, trans: TranslationBun
       return trans.__('file %1', model.fileLabel(ref.file));
     default: {
       // `Cell [3] preds = []`; `A deleted cell [3]: preds = []`
-      const { tag, source, deleted } = recordParts(ref.record, model);
-      const colon = deleted || model.runOf(ref.record).kernel !== null;
+      const { tag, source, deleted, colon } = recordParts(ref.record, model);
       return joinSource(cellNameText(tag, deleted, trans), source, colon);
     }
   }
