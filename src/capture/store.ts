@@ -331,7 +331,8 @@ export class SnapshotStore implements IDisposable {
   runsAtPeak(record: CellRecord): (b: Block) => string | null {
     const start = this.startOf(record);
     // A peak's blocks its history allocated have no segment (see IPeakAnatomy.alive).
-    return b => (b.segment < 0 ? record.cellId : this._runOf(b, start));
+    const runOf = this._runsAt(start);
+    return b => (b.segment < 0 ? record.cellId : runOf(b));
   }
 
   /** As `runsAtPeak`, for the blocks alive at the out-of-memory error of a record's run (`oomOf`). */
@@ -340,24 +341,41 @@ export class SnapshotStore implements IDisposable {
     const atOom = oom ? this._oomRecordOf(record) : undefined;
     const born = new Set(oom?.diff.born ?? []);
     const start = atOom ? this.startOf(atOom) : null;
-    return b => (born.has(b) ? (atOom?.cellId ?? null) : this._runOf(b, start));
+    const runOf = this._runsAt(start);
+    return b => (born.has(b) ? (atOom?.cellId ?? null) : runOf(b));
   }
 
-  /** The cell whose run allocated `b`, a block alive in the snapshot of cell record `at`; null when unknown. */
-  private _runOf(b: Block, at: CellRecord | null): string | null {
+  /**
+   * For blocks alive in the snapshot of cell record `at`: the cell whose run
+   * allocated each one; null when unknown. The records are compared on the
+   * first block asked about (most sites need no run), and `at` is found
+   * among them once, not once a block.
+   */
+  private _runsAt(at: CellRecord | null): (b: Block) => string | null {
     if (!at) {
-      return null;
+      return () => null;
     }
+    let found: { runs: readonly CellRecord[]; births: BlockBirths; position: number } | null = null;
+    return b => {
+      if (!found) {
+        const { runs, births } = this._blockBirths();
+        found = { runs, births, position: runs.indexOf(at) };
+      }
+      const run = found.births.runOf(b, found.position);
+      // With older records dropped, what the first kept one holds may be theirs: it is not named by guess.
+      return run === null || (run === 0 && this._dropped > 0) ? null : found.runs[run].cellId;
+    };
+  }
+
+  /** Which run allocated each block, over the cell records: made when first asked after a record came. */
+  private _blockBirths(): { runs: readonly CellRecord[]; births: BlockBirths } {
     if (!this._births) {
       const runs = this.cellRuns;
       const snapshots = runs.map(r => r.snapshot);
       const births = new BlockBirths(retentionByExecution(snapshots, kernelPositions(runs.map(r => r.kernelSession))));
       this._births = { runs, births };
     }
-    const { runs, births } = this._births;
-    const run = births.runOf(b, runs.indexOf(at));
-    // With older records dropped, what the first kept one holds may be theirs: it is not named by guess.
-    return run === null || (run === 0 && this._dropped > 0) ? null : runs[run].cellId;
+    return this._births;
   }
 
   /**
@@ -537,7 +555,7 @@ export class SnapshotStore implements IDisposable {
   private readonly _cellCodeFolders = new Set<string>();
   private readonly _foldersRead = new WeakSet<CellRecord>();
   private readonly _stacksRead = new Set<number>();
-  // Which run allocated each block, over the cell records (see _runOf); recomputed after a record is added.
+  // Which run allocated each block, over the cell records (see _runsAt); recomputed after a record is added.
   private _births: { runs: readonly CellRecord[]; births: BlockBirths } | null = null;
   private _helper: IHelperState = { status: 'starting', message: '', replay: null };
   private _changed = new Signal<this, void>(this);
