@@ -15,12 +15,20 @@ for tool in python3 node npm; do
 done
 
 # fingerprint PATH...: one hash of the named files and of every file under the
-# named folders (caches and the generated helper bundle left out).
+# named folders (caches and the files the build generates left out: they would
+# change the fingerprint of the step that writes them).
 fingerprint() {
   python3 - "$@" <<'EOF'
 import hashlib, os, sys
 
-SKIP = {"__pycache__", ".pytest_cache", ".ipynb_checkpoints", "helper.generated.json", "protocol.generated.ts"}
+SKIP = {
+    "__pycache__",
+    ".pytest_cache",
+    ".ipynb_checkpoints",
+    "helper.generated.json",
+    "protocol.generated.ts",
+    "manifest.generated.ts",
+}
 total = hashlib.sha256()
 
 def add(path):
