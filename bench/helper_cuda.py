@@ -193,11 +193,9 @@ def capture_case(n, depth, keep, traces, profile, phases=False):
     )
     added.clear()
     if phases:
-        steps = phase_ms(replace_300_with_temporaries, log, frontends, bare)
-        print(
-            "    steps (median of 15, 300 replaced and temporaries): "
-            + ", ".join(f"{k} {v:.2f} ms" for k, v in steps.items())
-        )
+        for label, cell in (("300 replaced", replace_300), ("300 replaced and temporaries", replace_300_with_temporaries)):
+            steps = phase_ms(cell, log, frontends, bare)
+            print(f"    steps (median of 15, {label}): " + ", ".join(f"{k} {v:.2f} ms" for k, v in steps.items()))
     if profile:
         prof = cProfile.Profile()
         prof.enable()
