@@ -19,6 +19,7 @@ import {
 } from '../engine';
 import type { DiffGrouping } from './model';
 import { blockStateWords } from './words';
+import { keepFiguresWhole } from '../components/nobreak';
 import { frameText, ICellLocation, StackView } from '../components/stack';
 
 /** Sites rendered at once; the rest are counted (the list stays fast at any size). */
@@ -222,13 +223,15 @@ export function DiffView(props: IDiffViewProps): JSX.Element {
         </p>
       ) : null}
       <p className="jp-CudaMemdiffDiff-summary" role="status">
-        {trans.__(
-          'Born %1 in %2 blocks, freed %3 in %4 blocks, net %5',
-          formatBytes(diff.bornBytes),
-          diff.born.length,
-          formatBytes(diff.freedBytes),
-          diff.freed.length,
-          formatBytes(diff.netBytes, true)
+        {keepFiguresWhole(
+          trans.__(
+            'Born %1 in %2 blocks, freed %3 in %4 blocks, net %5',
+            formatBytes(diff.bornBytes),
+            diff.born.length,
+            formatBytes(diff.freedBytes),
+            diff.freed.length,
+            formatBytes(diff.netBytes, true)
+          )
         )}
       </p>
       <label className="jp-CudaMemdiffDiff-switch">

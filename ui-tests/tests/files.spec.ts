@@ -264,6 +264,8 @@ test.describe('snapshot files dropped on the panel', () => {
     const manifest = JSON.parse(fs.readFileSync(path.join(DROP_REC, 'manifest.json'), 'utf-8'));
     const allocated = (k: number): number => manifest.cells[k].after.allocated;
     const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MiB`;
+    // In a pattern: the panel keeps a figure and its unit together with a no-break space.
+    const mibs = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)}\\sMiB`;
     for (const name of ['cell01.pickle.gz', 'cell02.pickle.gz']) {
       await page.contents.uploadFile(path.join(DROP_REC, name), `${tmpPath}/${name}`);
     }
@@ -286,7 +288,7 @@ test.describe('snapshot files dropped on the panel', () => {
     // The later file, against an empty device: what the recording says cell 2 left allocated.
     const status = panel.getByRole('status');
     await expect(status).toHaveText(
-      new RegExp(`^Born ${mib(allocated(2))} in \\d+ blocks, .*net \\+${mib(allocated(2))}$`),
+      new RegExp(`^Born\\s${mibs(allocated(2))}\\sin\\s\\d+\\sblocks,\\s.*net\\s\\+${mibs(allocated(2))}$`),
       {
         timeout: 60000
       }
@@ -314,7 +316,7 @@ test.describe('snapshot files dropped on the panel', () => {
     const alert = panel.getByRole('alert');
     await expect(alert).toHaveText(/^Cannot read notes\.pickle: not a snapshot[^\n]*$/);
     await expect(alert).toBeVisible();
-    await expect(status).toHaveText(new RegExp(`net \\+${mib(allocated(2) - allocated(1))}$`));
+    await expect(status).toHaveText(new RegExp(`net\\s\\+${mibs(allocated(2) - allocated(1))}$`));
     await expect(panel.locator('.jp-CudaMemdiffFiles li')).toHaveCount(2);
 
     // Dropped files close as opened ones do; with none left, the panel says what it will show.
@@ -440,7 +442,7 @@ test.describe('snapshot files dropped on the panel', () => {
     await expect(panel.locator('[data-cuda-memdiff-side="after"]')).toHaveValue('f1', { timeout: 60000 });
     await panel.locator('[data-cuda-memdiff-side="before"]').selectOption('f0');
     const status = panel.getByRole('status');
-    await expect(status).toHaveText(/^Born 481 MiB in 38 blocks, freed 100 GiB in 5 blocks/);
+    await expect(status).toHaveText(/^Born\s481\sMiB\sin\s38\sblocks,\sfreed\s100\sGiB\sin\s5\sblocks/);
     // The note comes before the figures it qualifies, and can be read where it is.
     const note = panel.locator('.jp-CudaMemdiffDiff-runs');
     await expect(note).toHaveText(
@@ -458,7 +460,7 @@ test.describe('snapshot files dropped on the panel', () => {
     expect(noteBox!.x + noteBox!.width).toBeLessThanOrEqual(panelBox!.x + panelBox!.width);
     // Against an empty device there is one run: the note goes.
     await panel.locator('[data-cuda-memdiff-side="before"]').selectOption('empty');
-    await expect(status).toHaveText(/^Born 481 MiB in 38 blocks, freed 0 B in 0 blocks/);
+    await expect(status).toHaveText(/^Born\s481\sMiB\sin\s38\sblocks,\sfreed\s0\sB\sin\s0\sblocks/);
     await expect(note).toHaveCount(0);
   });
 
@@ -492,7 +494,7 @@ test.describe('snapshot files dropped on the panel', () => {
     test.setTimeout(120000);
     const FILES_PLUGIN = 'jupyterlab-cuda-memdiff:files';
     const manifest = JSON.parse(fs.readFileSync(path.join(DROP_REC, 'manifest.json'), 'utf-8'));
-    const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MiB`;
+    const mibs = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)}\\sMiB`;
     await page.contents.uploadFile(path.join(DROP_REC, 'cell02.pickle.gz'), `${tmpPath}/cell02.pickle.gz`);
     // The lab page as a server with the plugin in disabledExtensions serves it.
     await page.route('**/*', async (route: any) => {
@@ -528,7 +530,7 @@ test.describe('snapshot files dropped on the panel', () => {
     await dropOnPanel(page, [`${tmpPath}/cell02.pickle.gz`]);
     const allocated = manifest.cells[2].after.allocated;
     await expect(panel.getByRole('status')).toHaveText(
-      new RegExp(`^Born ${mib(allocated)} in \\d+ blocks, .*net \\+${mib(allocated)}$`),
+      new RegExp(`^Born\\s${mibs(allocated)}\\sin\\s\\d+\\sblocks,\\s.*net\\s\\+${mibs(allocated)}$`),
       { timeout: 60000 }
     );
     await expect(panel.getByRole('status')).toBeInViewport();

@@ -66,7 +66,7 @@ test.describe('allocation history', () => {
       .getByRole('option', { name: /^\[3\] del buf/ })
       .click();
     await expect(page.locator(PANEL).getByRole('status')).toHaveText(
-      /^Born 288 MiB in 9 blocks, freed 288 MiB in 9 blocks, net \+?0 B$/
+      /^Born\s288\sMiB\sin\s9\sblocks,\sfreed\s288\sMiB\sin\s9\sblocks,\snet\s\+?0\sB$/
     );
   });
 });

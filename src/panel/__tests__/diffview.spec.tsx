@@ -50,8 +50,9 @@ describe('DiffView on a real H200 diff', () => {
         caption="After cell [3], against cell [2]"
       />
     );
+    // Each figure stays with its unit and its word, so a narrow panel never prints "0" above "B".
     expect(screen.getByRole('status').textContent).toBe(
-      'Born 321 MiB in 26 blocks, freed 0 B in 0 blocks, net +321 MiB'
+      'Born\u00a0321\u00a0MiB in\u00a026 blocks, freed\u00a00\u00a0B in\u00a00 blocks, net +321\u00a0MiB'
     );
     const rows = container.querySelectorAll('[data-cuda-memdiff-site]');
     expect(rows[0].getAttribute('data-cuda-memdiff-site')).toMatch(/ipykernel_447\/3447429980\.py:3$/);
