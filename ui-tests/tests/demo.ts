@@ -219,6 +219,24 @@ export async function openSnapshotFile(page: IJupyterLabPageFixture, file: strin
 }
 
 /**
+ * Drop server files on the panel as a person does from their desktop: a drop
+ * event carrying File objects (the page fetches their bytes; none is opened
+ * from the server).
+ */
+export async function dropOnPanel(page: IJupyterLabPageFixture, files: string[]): Promise<void> {
+  await page.evaluate(async (paths: string[]) => {
+    const base = window.jupyterapp.serviceManager.serverSettings.baseUrl;
+    const transfer = new DataTransfer();
+    for (const p of paths) {
+      const response = await fetch(`${base}files/${p}`, { cache: 'no-store' });
+      transfer.items.add(new File([await response.blob()], p.split('/').pop()!));
+    }
+    const target = document.querySelector('#cuda-memdiff-panel .jp-CudaMemdiffPanel-content')!;
+    target.dispatchEvent(new DragEvent('drop', { dataTransfer: transfer, bubbles: true, cancelable: true }));
+  }, files);
+}
+
+/**
  * Whether nothing lies over the element where it shows: the topmost element
  * at its corners and centre is the element itself or inside it (a sticky
  * heading over it, or another panel, would be hit instead).

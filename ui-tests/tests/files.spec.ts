@@ -3,7 +3,15 @@ import { execFileSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import { gunzipSync } from 'zlib';
-import { contrastOf, isInsidePanelBox, isUncovered, openReplayedDemo, runReplayedDemo, setTheme } from './demo';
+import {
+  contrastOf,
+  dropOnPanel,
+  isInsidePanelBox,
+  isUncovered,
+  openReplayedDemo,
+  runReplayedDemo,
+  setTheme
+} from './demo';
 
 // The timeline of a snapshot file that carries trace entries, as the user sees
 // it: the drawn line ends at the height of what the recording says the last
@@ -244,20 +252,6 @@ test.describe('opening a large snapshot file', () => {
 test.describe('snapshot files dropped on the panel', () => {
   const DROP_REC = path.join(ROOT, 'test-data', 'recordings', 'eval_without_no_grad--python');
   const PANEL = '#cuda-memdiff-panel';
-
-  /** Drop server files on the panel as a person does from their desktop: a drop event carrying File objects. */
-  async function dropOnPanel(page: any, files: string[]): Promise<void> {
-    await page.evaluate(async (paths: string[]) => {
-      const base = window.jupyterapp.serviceManager.serverSettings.baseUrl;
-      const transfer = new DataTransfer();
-      for (const p of paths) {
-        const response = await fetch(`${base}files/${p}`, { cache: 'no-store' });
-        transfer.items.add(new File([await response.blob()], p.split('/').pop()!));
-      }
-      const target = document.querySelector('#cuda-memdiff-panel .jp-CudaMemdiffPanel-content')!;
-      target.dispatchEvent(new DragEvent('drop', { dataTransfer: transfer, bubbles: true, cancelable: true }));
-    }, files);
-  }
 
   test('show the diff the recording holds, name a broken file in one line, and close', async ({ page, tmpPath }) => {
     test.setTimeout(120000);
