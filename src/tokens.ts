@@ -18,6 +18,7 @@ import type {
   IPeakAnatomy,
   Snapshot
 } from './engine';
+import type { IFileOom } from './worker/files';
 import type { EngineOp, EnginePayload, EngineProgress, EngineResult } from './worker/handlers';
 
 /** The npm package name, the prefix of every plugin id. */
@@ -125,9 +126,10 @@ export interface IFollowedNotebook {
 export interface IDiffPanel {
   /**
    * Show a snapshot file in the panel, parsed in the engine worker (its
-   * server path, when it has one, tells files of the same name apart).
+   * server path, when it has one, tells files of the same name apart), on
+   * its out-of-memory post-mortem where the worker found one.
    */
-  addFile(name: string, snapshot: Snapshot, path?: string): void;
+  addFile(name: string, snapshot: Snapshot, path?: string, oom?: IFileOom | null): void;
   /** Say in the panel that a file dropped there could not be read, and why (one line); all else stays. */
   fileUnreadable(name: string, reason: string): void;
   /** Files the user dropped on the panel (the panel plugin opens them through the engine worker). */

@@ -18,7 +18,7 @@ import { unreadableReason } from '../components/unreadable';
 import { fetchInWorker, handToPanel, nextFileId } from './open';
 import { fileRequest } from './request';
 import { fileStatusText } from './words';
-import { oomSection } from './oomview';
+import { oomSection } from '../components/oomview';
 import { renderTimeline, TIMELINE_WIDTH } from './timelineview';
 
 /**

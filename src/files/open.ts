@@ -52,9 +52,9 @@ export function fetchInWorker(
 
 /**
  * Give a parsed file to the diff panel, one step a task: the blocks decoded
- * into objects; the panel shown (the shell's layout); the file added, which
- * the panel renders in slices. False when `alive` says the opening was
- * abandoned (its view closed) between steps.
+ * into objects; the panel shown (the shell's layout); the file added with
+ * its post-mortem, which the panel renders in slices. False when `alive`
+ * says the opening was abandoned (its view closed) between steps.
  */
 export async function handToPanel(
   panel: IDiffPanel,
@@ -73,7 +73,7 @@ export async function handToPanel(
   if (!alive()) {
     return false;
   }
-  panel.addFile(name, snapshot, path ?? undefined);
+  panel.addFile(name, snapshot, path ?? undefined, opened.oom);
   return true;
 }
 

@@ -15,6 +15,7 @@ import { SessionChart } from './chartview';
 import { DiffView } from './diffview';
 import { DiffPanelModel, IComparison, PanelSection, SnapshotRef } from './model';
 import { MomentSection } from './moment';
+import { FileOomBody } from './fileoom';
 import { Section } from '../components/section';
 import { SegmentMap } from './segmentview';
 import { LeakFinderModel } from '../leaks/model';
@@ -187,7 +188,7 @@ function EmptyState(props: { trans: TranslationBundle }): JSX.Element {
 /** Which sections are open. */
 type Expanded = Record<PanelSection, boolean>;
 
-const ALL_OPEN: Expanded = { leaks: true, chart: true, diff: true, segments: true };
+const ALL_OPEN: Expanded = { leaks: true, chart: true, fileOom: true, diff: true, segments: true };
 
 /**
  * Scroll `container` so that `target` starts at its top (only the container
@@ -345,6 +346,7 @@ export function PanelBody(props: IPanelBodyProps): JSX.Element {
   const refs = React.useRef({
     leaks: React.createRef<HTMLElement>(),
     chart: React.createRef<HTMLElement>(),
+    fileOom: React.createRef<HTMLElement>(),
     diff: React.createRef<HTMLElement>(),
     segments: React.createRef<HTMLElement>()
   }).current;
@@ -428,6 +430,20 @@ export function PanelBody(props: IPanelBodyProps): JSX.Element {
                 resetKey={records}
               >
                 <ChartBody model={model} trans={trans} />
+              </Section>
+            ) : null}
+            {pair.after.kind === 'file' && pair.after.file.oom ? (
+              // Above the diff of the file it explains: what a person opens an OOM dump for, first.
+              <Section
+                ref={refs.fileOom}
+                name="fileOom"
+                title={trans.__('Out of memory in file %1', model.fileLabel(pair.after.file))}
+                expanded={expanded.fileOom}
+                onToggle={toggle('fileOom')}
+                trans={trans}
+                resetKey={pair.after.file}
+              >
+                <FileOomBody oom={pair.after.file.oom} cells={model.cellNamesFor(pair.after)} trans={trans} />
               </Section>
             ) : null}
             <Section

@@ -31,6 +31,7 @@ import {
   SnapshotDiff
 } from '../engine';
 import { runTagText } from '../components/runNames';
+import type { IFileOom } from '../worker/files';
 
 // The followed notebook is part of the public contract; re-exported for the panel's users.
 export type { IFollowedNotebook };
@@ -43,10 +44,12 @@ export interface ISnapshotFile {
   readonly path: string | null;
   /** Its blocks and segments, parsed once in the engine worker, in a frame table of their own (no bytes, no trace). */
   readonly snapshot: Snapshot;
+  /** The post-mortem of the out-of-memory error its trace records, read by the engine worker; null without one. */
+  readonly oom: IFileOom | null;
 }
 
 /** A part of the panel an action can bring into view. */
-export type PanelSection = 'leaks' | 'chart' | 'diff' | 'segments';
+export type PanelSection = 'leaks' | 'chart' | 'fileOom' | 'diff' | 'segments';
 
 /** One side of a comparison: nothing, a notebook cell's snapshot, or a file. */
 export type SnapshotRef =
@@ -147,11 +150,11 @@ export class DiffPanelModel implements IDisposable {
   /**
    * Show a snapshot file against an empty device: files opened earlier may be
    * unrelated, so the user picks what to compare it with. Opening a path
-   * already open replaces that file. The snapshot comes parsed from the
-   * engine worker (opened or dropped alike); the panel never parses bytes.
+   * already open replaces that file. The snapshot and its post-mortem come
+   * from the engine worker (opened or dropped alike); the panel never parses bytes.
    */
-  addFile(name: string, snapshot: Snapshot, path: string | null = null): ISnapshotFile {
-    const file: ISnapshotFile = { name, path, snapshot };
+  addFile(name: string, snapshot: Snapshot, path: string | null = null, oom: IFileOom | null = null): ISnapshotFile {
+    const file: ISnapshotFile = { name, path, snapshot, oom };
     const same = path === null ? undefined : this._files.find(f => f.path === path);
     this._files = same ? this._files.map(f => (f === same ? file : f)) : [...this._files, file];
     this._fileError = null;
@@ -218,6 +221,14 @@ export class DiffPanelModel implements IDisposable {
   /** Emitted when an action asks the views to bring a section into view. */
   get revealRequested(): ISignal<this, PanelSection> {
     return this._revealRequested;
+  }
+
+  /**
+   * The section a file opens on: its out-of-memory post-mortem where it has
+   * one (what a person opens an OOM dump for), else its diff.
+   */
+  openingSection(file: ISnapshotFile): PanelSection {
+    return file.oom ? 'fileOom' : 'diff';
   }
 
   /** Ask the views to open a section and scroll it into view. */

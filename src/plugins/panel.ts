@@ -169,13 +169,13 @@ export const panelPlugin: JupyterFrontEndPlugin<IDiffPanel> = {
     });
 
     const diffPanel: IDiffPanel = {
-      addFile: (name, snapshot, path) => {
+      addFile: (name, snapshot, path, oom) => {
         // Not urgent, so a transition: React renders the file's diff and
         // segment map in slices that give the page a turn every few
         // milliseconds, instead of in one task as long as the whole render.
         React.startTransition(() => {
-          panel.model.addFile(name, snapshot, path ?? null);
-          panel.model.reveal('diff');
+          const file = panel.model.addFile(name, snapshot, path ?? null, oom ?? null);
+          panel.model.reveal(panel.model.openingSection(file));
         });
       },
       fileUnreadable: (name, reason) => panel.model.fileUnreadable(name, reason),

@@ -1,7 +1,17 @@
-import { expect, test } from '@jupyterlab/galata';
+import { expect, IJupyterLabPageFixture, test } from '@jupyterlab/galata';
 import * as fs from 'fs';
 import * as path from 'path';
-import { contrastOf, openSnapshotFile, setTheme } from './demo';
+import {
+  contrastOf,
+  dropOnPanel,
+  isInsidePanelBox,
+  isInsideVisiblePanel,
+  openPanel,
+  openSnapshotFile,
+  PANEL,
+  panelSection,
+  setTheme
+} from './demo';
 
 // A snapshot file written at an out-of-memory error (the H200 recording's
 // OOM snapshot: 5 x 20 GiB held, 60 GiB asked for), opened as a person opens
@@ -10,7 +20,8 @@ import { contrastOf, openSnapshotFile, setTheme } from './demo';
 // allocated it.
 const REC = path.join(__dirname, '..', '..', 'test-data', 'recordings', 'oom--python');
 
-test('an OOM dump opens on its post-mortem', async ({ page, tmpPath }) => {
+/** Open a notebook of the recording's cells (not run): the holders' frames are named by them. */
+async function openRecordedNotebook(page: IJupyterLabPageFixture, tmpPath: string): Promise<void> {
   const manifest = JSON.parse(fs.readFileSync(path.join(REC, 'manifest.json'), 'utf-8'));
   const notebook = {
     cells: manifest.cells.map((c: { source: string }) => ({
@@ -26,6 +37,13 @@ test('an OOM dump opens on its post-mortem', async ({ page, tmpPath }) => {
   };
   await page.contents.uploadContent(JSON.stringify(notebook), 'text', `${tmpPath}/oom.ipynb`);
   await page.notebook.openByPath(`${tmpPath}/oom.ipynb`);
+}
+
+/** The holder row both views show: the first cell's code, run by the process that wrote the dump. */
+const HOLDER = /^100\sGiB<module>\s\(\/tmp\/ipykernel_\d+\/\d+\.py:3;\ssame\scode\sas\sCell\s1\/3,\srun\sby\sanother\sprocess\)$/;
+
+test('an OOM dump opens on its post-mortem', async ({ page, tmpPath }) => {
+  await openRecordedNotebook(page, tmpPath);
   await openSnapshotFile(page, path.join(REC, 'oom00.pickle.gz'), tmpPath);
 
   const view = page.locator('.jp-CudaMemdiffFile', { has: page.locator('h2', { hasText: 'oom00.pickle.gz' }) });
@@ -43,9 +61,7 @@ test('an OOM dump opens on its post-mortem', async ({ page, tmpPath }) => {
   // The file's frame is the first cell's code, run by the process that wrote the dump, not by this notebook's
   // kernel: it keeps its file name and says which cell it resembles, by place, as the status bar names cells.
   // (\s: a size keeps its unit on its line with a no-break space.)
-  await expect(oom.locator('[data-cuda-memdiff-holders="site"] tr')).toHaveText([
-    /^100\sGiB<module>\s\(\/tmp\/ipykernel_\d+\/\d+\.py:3;\ssame\scode\sas\sCell\s1\/3,\srun\sby\sanother\sprocess\)$/
-  ]);
+  await expect(oom.locator('[data-cuda-memdiff-holders="site"] tr')).toHaveText([HOLDER]);
 
   // Its timeline says only what it draws: this dump marks no cell boundary, so no dashed line is named.
   const timeline = view.locator('.jp-CudaMemdiffTimeline');
@@ -80,4 +96,45 @@ test('an OOM dump opens on its post-mortem', async ({ page, tmpPath }) => {
     expect(checked, theme).toBeGreaterThan(5);
   }
   await timeline.screenshot({ path: test.info().outputPath('oom-timeline-dark.png') });
+});
+
+// The same dump dropped on the panel, as a new user first tried it: the
+// panel opens on the same post-mortem, in sight without scrolling, above the
+// diff it compares; a file that cannot be read then is named in one line and
+// the post-mortem stays.
+test('an OOM dump dropped on the panel opens on its post-mortem', async ({ page, tmpPath }) => {
+  test.setTimeout(120000);
+  await openRecordedNotebook(page, tmpPath);
+  await page.contents.uploadFile(path.join(REC, 'oom00.pickle.gz'), `${tmpPath}/oom00.pickle.gz`);
+  await page.contents.uploadContent('not a pickle', 'text', `${tmpPath}/notes.pickle`);
+  const panel = await openPanel(page);
+  await dropOnPanel(page, [`${tmpPath}/oom00.pickle.gz`]);
+
+  const summary = panel.getByText('It asked for 60.0 GiB on cuda:0; the device had 39.3 GiB free.');
+  await expect(summary).toBeVisible({ timeout: 60000 });
+  await expect(panel.getByRole('heading', { name: 'Out of memory in file oom00.pickle.gz' })).toBeVisible();
+  const facts = panel.locator('.jp-CudaMemdiffMoment-facts');
+  await expect(facts).toHaveText(
+    "Requested60.0 GiBFree on the device39.3 GiBFree in PyTorch's segments0 BLargest free block0 B"
+  );
+  const holders = panel.locator('[data-cuda-memdiff-holders="site"] tr');
+  await expect(holders).toHaveText([HOLDER]);
+  await page.screenshot({ path: test.info().outputPath('dropped-oom.png') });
+  // Where a person looks: inside the part of the panel that shows, with no scrolling, and before the diff.
+  for (const seen of [summary, facts, holders.first()]) {
+    await expect.poll(() => isInsideVisiblePanel(page, seen)).toBe(true);
+  }
+  const diffHeading = panelSection(page, 'diff').getByRole('heading');
+  expect((await summary.boundingBox())!.y).toBeLessThan((await diffHeading.boundingBox())!.y);
+  const { violations, checked } = await contrastOf(page, [`${PANEL} [data-cuda-memdiff-section="fileOom"]`]);
+  expect(violations).toEqual([]);
+  expect(checked).toBeGreaterThan(5);
+
+  // Bad input: one line that says why, and the post-mortem is still there.
+  await dropOnPanel(page, [`${tmpPath}/notes.pickle`]);
+  const error = panel.locator('.jp-CudaMemdiffPanel-error');
+  await expect(error).toContainText('Cannot read notes.pickle: ');
+  expect(await isInsidePanelBox(page, error)).toBe(true);
+  await expect(summary).toBeVisible();
+  await expect(holders).toHaveText([HOLDER]);
 });

@@ -105,13 +105,17 @@ test.describe('revealing a section', () => {
     for (const [k, file] of files.entries()) {
       await openSnapshotFile(page, file, tmpPath);
       await expect(panel.locator('[data-cuda-memdiff-side="after"]')).toHaveValue(`f${k}`);
-      await expect.poll(() => topInPanel(page, diff.locator(HEAD)), path.basename(file)).toBe(0);
+      // An OOM dump opens on its post-mortem, just above its diff; another file on its diff.
+      const opening = k === 0 ? panelSection(page, 'fileOom') : diff;
+      await expect.poll(() => topInPanel(page, opening.locator(HEAD)), path.basename(file)).toBe(0);
       // The chart is wholly above the panel's top: none of it (lines, legend) shows under its sticky heading.
       const contentBox = (await content.boundingBox())!;
       const chartBox = (await chart.boundingBox())!;
       expect(chartBox.y + chartBox.height, path.basename(file)).toBeLessThanOrEqual(contentBox.y + 1);
-      expect(await isUncovered(diff.locator(HEAD))).toBe(true);
-      expect(await isUncovered(diff.locator('.jp-CudaMemdiffCompare label').first())).toBe(true);
+      expect(await isUncovered(opening.locator(HEAD))).toBe(true);
+      const picker = diff.locator('.jp-CudaMemdiffCompare label').first();
+      await picker.scrollIntoViewIfNeeded();
+      expect(await isUncovered(picker)).toBe(true);
       await page.screenshot({ path: test.info().outputPath(`wide-${k}.png`) });
     }
   });

@@ -1,36 +1,46 @@
 /**
- * A snapshot file's out-of-memory post-mortem, first in its view: the
- * request against the free memory, fragmentation, and what filled the
- * device, in the words of the panel's OOM view (oomFacts).
+ * A snapshot file's out-of-memory post-mortem: the request against the free
+ * memory, fragmentation, and what filled the device, in the words of the
+ * panel's OOM view (oomFacts). The one drawing of it, whichever way the file
+ * came: first in the file's view, and in the panel above the diff that shows
+ * the file (opened or dropped alike).
  */
 import { TranslationBundle } from '@jupyterlab/translation';
-import { oomFacts } from '../components/oomwords';
-import { keepFiguresWhole } from '../components/nobreak';
-import { frameText } from '../components/stack';
+import { oomFacts } from './oomwords';
+import { keepFiguresWhole } from './nobreak';
+import { frameText } from './stack';
 import { CellCodeNames, formatBytes } from '../engine';
 import type { IFileOom } from '../worker/files';
 
-/** The post-mortem's section; holders' frames are named by `cells` as the panel names them. */
+/** The post-mortem's section, under its heading; holders' frames are named by `cells` as the panel names them. */
 export function oomSection(oom: IFileOom, cells: CellCodeNames, trans: TranslationBundle): HTMLElement {
   const section = document.createElement('section');
   section.className = 'jp-CudaMemdiffFile-oom';
   const heading = document.createElement('h3');
   heading.textContent = trans.__('Out of memory on cuda:%1', oom.device);
   section.appendChild(heading);
+  section.append(...oomDetails(oom, cells, trans));
+  return section;
+}
+
+/** What the post-mortem says, without a heading (the panel's section gives it one). */
+export function oomDetails(oom: IFileOom, cells: CellCodeNames, trans: TranslationBundle): HTMLElement[] {
+  const details: HTMLElement[] = [];
   const words = oomFacts(oom, trans);
-  section.appendChild(paragraph(words.summary, 'jp-CudaMemdiffMoment-summary')).setAttribute('role', 'alert');
+  details.push(paragraph(words.summary, 'jp-CudaMemdiffMoment-summary'));
+  details[0].setAttribute('role', 'alert');
   const facts = document.createElement('dl');
   facts.className = 'jp-CudaMemdiffMoment-facts';
   for (const [label, value] of words.facts) {
     facts.appendChild(document.createElement('dt')).textContent = label;
     facts.appendChild(document.createElement('dd')).textContent = value;
   }
-  section.appendChild(facts);
+  details.push(facts);
   if (words.advice) {
-    section.appendChild(paragraph(words.advice, 'jp-CudaMemdiffMoment-advice'));
+    details.push(paragraph(words.advice, 'jp-CudaMemdiffMoment-advice'));
   }
   if (!oom.atError) {
-    section.appendChild(
+    details.push(
       paragraph(
         trans.__(
           "This file was written after the error (its trace goes on): the segments' free space and the holders are from then."
@@ -54,9 +64,9 @@ export function oomSection(oom: IFileOom, cells: CellCodeNames, trans: Translati
         h.site ? frameText(h.site, cells, trans) : trans.__('no Python stack')
       );
     }
-    section.appendChild(table);
+    details.push(table);
   }
-  return section;
+  return details;
 }
 
 function paragraph(text: string, className: string): HTMLParagraphElement {
