@@ -40,7 +40,8 @@ async function openRecordedNotebook(page: IJupyterLabPageFixture, tmpPath: strin
 }
 
 /** The holder row both views show: the first cell's code, run by the process that wrote the dump. */
-const HOLDER = /^100\sGiB<module>\s\(\/tmp\/ipykernel_\d+\/\d+\.py:3;\ssame\scode\sas\sCell\s1\/3,\srun\sby\sanother\sprocess\)$/;
+const HOLDER =
+  /^100\sGiB<module>\s\(\/tmp\/ipykernel_\d+\/\d+\.py:3;\ssame\scode\sas\sCell\s1\/3,\srun\sby\sanother\sprocess\)$/;
 
 test('an OOM dump opens on its post-mortem', async ({ page, tmpPath }) => {
   await openRecordedNotebook(page, tmpPath);
