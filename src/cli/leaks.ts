@@ -5,6 +5,7 @@
 import {
   adviceText,
   allocationSite,
+  bytesFreedByFixes,
   findingText,
   formatBytes,
   holderText,
@@ -76,6 +77,7 @@ export function leaksJson(report: LeakReport, session: ISession, options: IFrame
       holders: v.holders.map(holderText),
       fixes: v.fixes.map(snakeCase),
       advice: v.fixes.map(adviceText),
+      parts: v.parts,
       ...leftOutJson(session, v.execution, v.evidence),
       evidence: v.evidence.map(e => ({
         site: siteJson(session.frames, allocationSite(session.frames, e.stack, options)),
@@ -245,7 +247,10 @@ export function leaksText(report: LeakReport, session: ISession, options: IFrame
   if (top.holders.length) {
     lines.push(`  held by: ${top.holders.map(holderText).join(', ')}`);
   }
-  top.fixes.forEach(a => lines.push(`  fix: ${adviceText(a)}`));
+  const freed = bytesFreedByFixes(top);
+  top.fixes.forEach((a, i) =>
+    lines.push(`  fix${freed ? freesText(freed[i], top.leakedBytes) : ''}: ${adviceText(a)}`)
+  );
   const sites = evidenceBySite(top, session, options);
   const blocks = sites.reduce((n, e) => n + e.blocks, 0);
   lines.push(`  leaked: ${formatBytes(top.leakedBytes)} in ${blocksText(blocks)}, allocated at:`);
@@ -261,6 +266,16 @@ export function leaksText(report: LeakReport, session: ISession, options: IFrame
     lines.push(`    ${formatBytes(bytes)} in ${blocksText(count)} from ${moreSitesText(rest.length)}`);
   }
   return [...lines, ...noStacks].join('\n');
+}
+
+/** How much of a leak one fix frees, where the fixes free different parts: ` (frees 256 MiB of the 288 MiB)`. */
+function freesText(bytes: number, leaked: number): string {
+  if (!bytes) {
+    return '';
+  }
+  return bytes < leaked
+    ? ` (frees ${formatBytes(bytes)} of the ${formatBytes(leaked)})`
+    : ` (frees all ${formatBytes(leaked)})`;
 }
 
 /**

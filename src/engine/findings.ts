@@ -19,7 +19,7 @@ export type LeakFinding =
   | { readonly code: 'growth'; readonly bytes: number; readonly from: number; readonly to: number }
   /** An earlier run of code that grew when it ran again as `later`, adding `grewBytes`; `bytes` is what this run left at the sites that grew. */
   | { readonly code: 'same-code-grew'; readonly bytes: number; readonly later: number; readonly grewBytes: number }
-  /** Forward-pass activations kept outside `torch.no_grad()` with no backward pass, through these names. */
+  /** A forward pass's outputs and the autograd graph they keep, outside `torch.no_grad()` with no backward pass, through these names. */
   | { readonly code: 'graph'; readonly bytes: number; readonly names: readonly string[] }
   /** Memory made by the cell's displayed last expression, kept by the output cache under these names (`Out[n]`, and `_` etc. when the kernel named them). */
   | {
@@ -137,7 +137,7 @@ export function findingText(finding: LeakFinding, label: (execution: number) => 
       return `runs the same code as ${label(finding.later)}, which added ${formatBytes(finding.grewBytes)} on top of what this run left`;
     case 'graph':
       return (
-        `keeps ${formatBytes(finding.bytes)} of forward-pass activations outside torch.no_grad() with no backward pass: an autograd graph` +
+        `keeps ${formatBytes(finding.bytes)} from a forward pass outside torch.no_grad() with no backward pass: outputs and the autograd graph they keep` +
         (finding.names.length ? `, held through ${code(finding.names)}` : '')
       );
     case 'output-cache':
@@ -249,6 +249,11 @@ export type LeakAdvice =
   | { readonly code: 'find-referrers'; readonly tensors: readonly string[] }
   /** No rule found a specific cause, but the kernel named what keeps the memory (`recent[8:16]`): clear that. */
   | { readonly code: 'clear-holder'; readonly holders: readonly string[] }
+  /**
+   * These names keep tensors of the leak themselves (the outputs in `preds`),
+   * which the other fixes (`torch.no_grad()`) do not free: `del` them once used.
+   */
+  | { readonly code: 'release-kept'; readonly names: readonly string[] }
   /** No rule found a specific cause: find what keeps each run's tensors. */
   | { readonly code: 'find-holder' }
   /** Leaked gradients: let `zero_grad` free them. */
@@ -333,6 +338,8 @@ export function adviceText(advice: LeakAdvice): string {
       return `find what refers to ${advice.tensors.join(', ')}, which the kernel could not name: \`gc.get_referrers(t)\` (\`t\`: that tensor, found in \`gc.get_objects()\` by its shape), then drop that reference`;
     case 'clear-holder':
       return `clear or \`del\` what keeps it (${code(advice.holders)}) once its values are used, or keep \`.item()\` / \`.detach()\` values there`;
+    case 'release-kept':
+      return `\`del ${advice.names.join(', ')}\` once you are done with the tensors it keeps (or keep \`.cpu()\` copies): the other fixes leave them on the GPU`;
     case 'find-holder':
       return 'find what keeps each run\u2019s tensors (a list, a dict, a hook) and clear it, or keep `.item()` / `.detach()` values';
     case 'zero-grad':

@@ -6,12 +6,20 @@
 import * as React from 'react';
 import { TranslationBundle } from '@jupyterlab/translation';
 import { recordingDetail, recordingName } from '../capture/status';
-import { CellCodeNames, formatBytes, FrameTable } from '../engine';
+import { bytesFreedByFixes, CellCodeNames, formatBytes, FrameTable } from '../engine';
 import { useSignal } from '../components/signal';
 import { Section } from '../components/section';
 import { ICellLocation, StackView } from '../components/stack';
 import { HoldersNote, ILeakEntry, ILeakFindings, LeakFinderModel } from './model';
-import { adviceWords, earlierRunWords, findingWords, holderWords, lookFirstWords, noStacksWords } from './words';
+import {
+  adviceWords,
+  earlierRunWords,
+  findingWords,
+  freesWords,
+  holderWords,
+  lookFirstWords,
+  noStacksWords
+} from './words';
 
 /** Props of LeakView. */
 export interface ILeakViewProps {
@@ -114,6 +122,7 @@ function Entry(props: ILeakViewProps & { entry: ILeakEntry; top: boolean; findin
   const label = (k: number) => props.findings.labels[k] ?? String(k);
   const bytes = v.verdict === 'leak' || v.verdict === 'fixed' ? v.leakedBytes : v.retainedBytes;
   const evidence = v.evidence[0];
+  const freed = bytesFreedByFixes(v);
   return (
     <li
       className={`jp-CudaMemdiffLeak${top ? ' jp-mod-top' : ''}`}
@@ -160,7 +169,13 @@ function Entry(props: ILeakViewProps & { entry: ILeakEntry; top: boolean; findin
         <ul className="jp-CudaMemdiffLeak-advice" aria-label={trans.__('What to do')}>
           {v.fixes.map((a, i) => (
             <li key={i}>
-              <InlineCode text={adviceWords(a, trans)} />
+              <InlineCode
+                text={
+                  freed && freed[i]
+                    ? freesWords(freed[i], v.leakedBytes, adviceWords(a, trans), trans)
+                    : adviceWords(a, trans)
+                }
+              />
             </li>
           ))}
         </ul>

@@ -105,12 +105,12 @@ export function findingWords(
     case 'graph':
       return finding.names.length
         ? trans.__(
-            'Keeps %1 of forward-pass activations outside torch.no_grad() with no backward pass: an autograd graph, held through %2.',
+            'Keeps %1 from a forward pass outside torch.no_grad() with no backward pass: outputs and the autograd graph they keep, held through %2.',
             formatBytes(finding.bytes),
             names(finding.names)
           )
         : trans.__(
-            'Keeps %1 of forward-pass activations outside torch.no_grad() with no backward pass: an autograd graph.',
+            'Keeps %1 from a forward pass outside torch.no_grad() with no backward pass: outputs and the autograd graph they keep.',
             formatBytes(finding.bytes)
           );
     case 'output-cache':
@@ -278,6 +278,11 @@ export function adviceWords(advice: LeakAdvice, trans: TranslationBundle): strin
         'Clear or `del` what keeps it (%1) once its values are used, or keep `.item()` / `.detach()` values there.',
         names(advice.holders)
       );
+    case 'release-kept':
+      return trans.__(
+        '`del %1` once you are done with the tensors it keeps (or keep `.cpu()` copies): the other fixes leave them on the GPU.',
+        advice.names.join(', ')
+      );
     case 'find-holder':
       return trans.__(
         'Find what keeps each run\u2019s tensors (a list, a dict, a hook) and clear it, or keep `.item()` / `.detach()` values.'
@@ -295,6 +300,16 @@ export function adviceWords(advice: LeakAdvice, trans: TranslationBundle): strin
         'Set Allocation history to `all` (Settings Editor, CUDA Memory) and run the cells again to see the line that allocates it.'
       );
   }
+}
+
+/**
+ * A fix with how much of the leak it frees, where the fixes free different
+ * parts (`torch.no_grad()` frees the graph, not the outputs a list keeps).
+ */
+export function freesWords(bytes: number, leaked: number, advice: string, trans: TranslationBundle): string {
+  return bytes < leaked
+    ? trans.__('Frees %1 of the %2: %3', formatBytes(bytes), formatBytes(leaked), advice)
+    : trans.__('Frees all %1: %2', formatBytes(leaked), advice);
 }
 
 /** What to do about memory a `hidden` holder keeps. */

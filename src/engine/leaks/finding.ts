@@ -9,7 +9,9 @@ import { holderKey, HolderKind, IHolder, summarizeHolderList } from '../holders'
 import { Block } from '../model';
 import { IExecutionRetention } from '../retention';
 import { BlockOrigin } from '../findings';
+import { Role } from '../roles';
 import { codeOf, Context, total } from './context';
+import { leakParts } from './parts';
 import {
   Confidence,
   confidenceForSize,
@@ -56,6 +58,8 @@ export class Finding {
   advice = new Map<string, LeakAdvice>();
   holders: IHolder[] = [];
   evidence: Block[] = [];
+  /** The kernel's role of each evidence block it gave one, by `holderKey` (roles.ts). */
+  roles = new Map<string, Role>();
   /** Set when live holders show the leak's live memory has owners meant to keep it. */
   cleared: LeakFinding | null = null;
   /** Set when another cell freed all the leaked memory (see fixed.ts). */
@@ -219,6 +223,11 @@ export class Finding {
     if (verdict === 'leak' && stackless > 0) {
       fixes.push({ code: 'record-stacks' });
     }
+    const byRole = new Map<Role | null, number>();
+    for (const b of blocks) {
+      const role = this.roles.get(holderKey(b.device, b.address)) ?? null;
+      byRole.set(role, (byRole.get(role) ?? 0) + b.size);
+    }
     return {
       execution: r.execution,
       cellId: this.execution.cellId,
@@ -235,6 +244,7 @@ export class Finding {
       causes: leaked ? [...this.causes] : [],
       findings,
       fixes,
+      parts: leakParts(byRole, fixes),
       holders: summarizeHolderList(this.holders),
       evidence
     };

@@ -4,3 +4,4 @@ export * from './find';
 export * from './transfer';
 export * from './op';
 export { LIBRARY_WORKSPACE_BYTES } from './context';
+export { bytesFreedByFixes } from './parts';

@@ -1,12 +1,15 @@
 /**
  * What the leaked memory is for, from the kernel's roles: each leak gets a
  * reason per role its evidence holds (`activation`: tensors saved for
- * backward by a live autograd graph) and the advice that role calls for.
+ * backward by a live autograd graph) and the advice that role calls for;
+ * the finding keeps each block's role, which splits the leak into parts.
  */
 import { LeakAdvice } from '../findings';
+import { holderKey, HolderKind } from '../holders';
 import { Block } from '../model';
 import { BlockRoles, Role, ROLES } from '../roles';
 import { Finding } from './finding';
+import { frees } from './parts';
 
 /** The advice each role of leaked memory calls for; roles without one add none. */
 const ADVICE: Partial<Record<Role, (f: Finding) => LeakAdvice>> = {
@@ -40,12 +43,15 @@ export function explainRoles(f: Finding, rolesOf: (block: Block) => BlockRoles |
     if (roles) {
       const role = roles.roleOf(b);
       bytes.set(role, (bytes.get(role) ?? 0) + b.size);
+      if (role !== 'unknown') {
+        f.roles.set(holderKey(b.device, b.address), role);
+      }
     }
   }
   const held = ROLES.filter(r => r !== 'unknown' && bytes.has(r)).sort((a, b) => bytes.get(b)! - bytes.get(a)!);
   for (const role of held) {
     f.findings.push({ code: 'leak-role', role, bytes: bytes.get(role)! });
-    const advice = ADVICE[role]?.(f);
+    const advice = ADVICE[role]?.(f) ?? Private.releaseKept(f, role);
     if (advice && !Private.advised(f, role)) {
       f.advice.set(JSON.stringify(advice), advice);
     }
@@ -61,6 +67,27 @@ namespace Private {
     output_cache: ['silence-output', 'clear-output-history'],
     traceback: ['clear-traceback', 'drop-exception']
   };
+
+  // Holders whose names a user can `del`.
+  const NAMED: readonly HolderKind[] = ['variable', 'parameter'];
+
+  /**
+   * Tensors your code keeps, where every fix given so far frees only other
+   * roles (`torch.no_grad()` frees a graph, not the outputs `preds` keeps):
+   * `del` what keeps them, by the kernel's names, else the names the source
+   * stored the graph in. Null where a fix frees them already, or none was given
+   * (the finder then says to clear what keeps the leak).
+   */
+  export function releaseKept(f: Finding, role: Role): LeakAdvice | null {
+    const given = [...f.advice.values()];
+    if (role !== 'user' || !given.length || given.some(a => frees(a, role))) {
+      return null;
+    }
+    const held = f.holders.filter(h => NAMED.includes(h.kind)).map(h => h.path.replace(/\[.*$/, ''));
+    const stored = f.findings.flatMap(x => (x.code === 'graph' ? x.names : []));
+    const names = [...new Set(held.length ? held : stored)];
+    return names.length ? { code: 'release-kept', names } : { code: 'find-holder' };
+  }
 
   /** Whether the finding already advised what the role calls for. */
   export function advised(f: Finding, role: Role): boolean {

@@ -4,6 +4,7 @@
  */
 import { IHolder } from '../holders';
 import { LeakAdvice, LeakFinding } from '../findings';
+import { Role } from '../roles';
 
 /** One execution of a cell, in the order of the snapshots. */
 export interface ILeakExecution {
@@ -69,6 +70,15 @@ export interface ILeakEvidence {
   readonly executions: readonly number[];
 }
 
+/** One part of a leak: memory of one role, and the fixes that free all of it. */
+export interface ILeakPart {
+  readonly bytes: number;
+  /** What the memory is for by the kernel's roles (`activation`: saved for backward); null where none was recorded. */
+  readonly role: Role | null;
+  /** Positions in the verdict's `fixes` of the fixes that free this part; empty for a `fixed` leak. */
+  readonly fixes: readonly number[];
+}
+
 /** The finder's judgement of one execution. */
 export interface IExecutionVerdict {
   readonly execution: number;
@@ -109,6 +119,12 @@ export interface IExecutionVerdict {
   readonly findings: readonly LeakFinding[];
   /** What to do about a leak, as data; empty unless `leak`. Views word them. */
   readonly fixes: readonly LeakAdvice[];
+  /**
+   * The leaked bytes split by what frees them (parts.ts), largest first: they
+   * add up to `leakedBytes`; empty unless `leak` or `fixed`. A fix to the
+   * forward pass frees only what autograd saved, not the outputs you keep.
+   */
+  readonly parts: readonly ILeakPart[];
   /** Holders named for its live blocks (by the kernel, or guessed from the source), runs of indices folded. */
   readonly holders: readonly IHolder[];
   readonly evidence: readonly ILeakEvidence[];

@@ -1,0 +1,81 @@
+/**
+ * @jest-environment node
+ */
+// A leak split by what frees it, on the demo recorded on an H200 with the kernel's holders and roles: the
+// finder's headline total must not stand over a fix that frees only part of it, unsaid.
+import * as fs from 'fs';
+import * as path from 'path';
+import { adviceText, bytesFreedByFixes, diffSnapshots, findLeaks, sessionExecutions, sessionRoles } from '..';
+import { LIVE, readBytes, sessionOf } from './data';
+
+function demoReport(name = 'gpu_memory_demo--holders') {
+  const demo = sessionOf(name, LIVE);
+  const roles = sessionRoles(demo.manifest, f => readBytes(path.join(LIVE, name, f)));
+  return {
+    demo,
+    report: findLeaks(demo.snapshots, sessionExecutions(demo.manifest), {
+      holders: demo.holders[demo.holders.length - 1]!,
+      holdersAfter: demo.holders,
+      roles: roles.map(r => r?.blocks ?? null)
+    })
+  };
+}
+
+/**
+ * Ground truth from the recording's files, not the finder: the blocks the cell made that are still alive
+ * after it, by the role its roles file gives them, library workspace (never a leak) left out.
+ */
+function bornByRole(name: string, execution: number): Map<string, number> {
+  const folder = path.join(LIVE, name);
+  const demo = sessionOf(name, LIVE);
+  const file = JSON.parse(fs.readFileSync(path.join(folder, demo.manifest.cells[execution].roles_file!), 'utf-8'));
+  const roleAt = new Map<number, string>(file.address.map((a: number, i: number) => [a, file.role[i]]));
+  const born = diffSnapshots(demo.snapshots[execution - 1], demo.snapshots[execution]).born;
+  const bytes = new Map<string, number>();
+  for (const b of born) {
+    const role = roleAt.get(b.address)!;
+    if (role !== 'workspace') {
+      bytes.set(role, (bytes.get(role) ?? 0) + b.size);
+    }
+  }
+  return bytes;
+}
+
+describe('a leak split into parts by what frees them (gpu_memory_demo)', () => {
+  const { demo, report } = demoReport();
+  const top = report.executions[report.topLeak!];
+  const expected = JSON.parse(
+    fs.readFileSync(path.join(LIVE, 'gpu_memory_demo--holders', 'manifest.json'), 'utf-8')
+  ).expected;
+
+  it('gives each part its bytes and role, adding up to the leak', () => {
+    expect(demo.manifest.cells[top.execution].index).toBe(expected.top_leak_cell);
+    // What autograd saved, and the outputs `preds` keeps, as the recording's roles file says them.
+    const truth = bornByRole('gpu_memory_demo--holders', top.execution);
+    expect(top.parts.map(p => [p.role, p.bytes])).toEqual([...truth].sort((a, b) => b[1] - a[1]));
+    expect(top.parts.map(p => p.role)).toEqual(['activation', 'user']);
+    expect(top.parts.reduce((n, p) => n + p.bytes, 0)).toBe(top.leakedBytes);
+  });
+
+  it('says no_grad frees only the saved tensors, and `del preds` all of it', () => {
+    const [saved, kept] = top.parts;
+    const noGrad = top.fixes.findIndex(a => a.code === 'no-grad');
+    const release = top.fixes.findIndex(a => a.code === 'release-kept');
+    expect(top.fixes[release]).toEqual({ code: 'release-kept', names: [expected.holder] });
+    expect(saved.fixes).toEqual(expect.arrayContaining([noGrad, release]));
+    expect(kept.fixes).toEqual([release]);
+    const freed = bytesFreedByFixes(top)!;
+    expect(freed[noGrad]).toBe(saved.bytes);
+    expect(freed[noGrad]).toBeLessThan(top.leakedBytes);
+    expect(freed[release]).toBe(top.leakedBytes);
+    expect(adviceText(top.fixes[release])).toMatch(/^`del preds` once you are done with the tensors it keeps/);
+  });
+
+  it('needs no "frees" where every fix frees all of a leak (a kept exception frees its graph too)', () => {
+    const { report: kept } = demoReport('exception_kept--holders');
+    const v = kept.executions[kept.topLeak!];
+    expect(v.parts.map(p => p.role).sort()).toEqual(['activation', 'traceback']);
+    v.parts.forEach(p => expect(p.fixes).toEqual(v.fixes.map((_, i) => i)));
+    expect(bytesFreedByFixes(v)).toBeNull();
+  });
+});

@@ -1,0 +1,51 @@
+/**
+ * A leak's parts: its bytes by what the memory is for, each with the fixes
+ * that free it. A fix to the forward pass (`torch.no_grad()`, `.detach()`)
+ * frees only what autograd saved for backward, never the outputs a list
+ * keeps; dropping the reference that keeps the memory frees all it reaches.
+ * Views say how much each fix frees, so no headline promises more than the
+ * fix below it recovers.
+ */
+import { LeakAdvice } from '../findings';
+import { Role } from '../roles';
+import { IExecutionVerdict, ILeakPart } from './types';
+
+// Fixes that free memory of these roles only; every other fix drops a reference and frees all the leak.
+const FREES_ONLY: Partial<Record<LeakAdvice['code'], readonly Role[]>> = {
+  'no-grad': ['activation'],
+  'no-grad-or-detach': ['activation'],
+  'detach-hidden': ['activation'],
+  'zero-grad': ['gradient'],
+  'drop-optimizer': ['optimizer_state'],
+  // It shows the line; it frees nothing.
+  'record-stacks': []
+};
+
+/**
+ * Whether `advice` frees memory of `role`; memory of no recorded role (null)
+ * is taken to be freed by every fix that frees memory: nothing says otherwise.
+ */
+export function frees(advice: LeakAdvice, role: Role | null): boolean {
+  const only = FREES_ONLY[advice.code];
+  if (!only) {
+    return true;
+  }
+  return role === null ? only.length > 0 : only.includes(role);
+}
+
+/** The parts of a leak from its bytes per role (null: none recorded), largest first, each with its fixes. */
+export function leakParts(bytesByRole: ReadonlyMap<Role | null, number>, fixes: readonly LeakAdvice[]): ILeakPart[] {
+  return [...bytesByRole]
+    .filter(([, bytes]) => bytes > 0)
+    .sort((a, b) => b[1] - a[1])
+    .map(([role, bytes]) => ({ bytes, role, fixes: fixes.flatMap((a, i) => (frees(a, role) ? [i] : [])) }));
+}
+
+/**
+ * Per fix of a verdict, the bytes of its leak the fix frees; null where each
+ * fix that frees memory frees all of it, so the views need not say.
+ */
+export function bytesFreedByFixes(v: Pick<IExecutionVerdict, 'fixes' | 'parts' | 'leakedBytes'>): number[] | null {
+  const freed = v.fixes.map((_, i) => v.parts.reduce((n, p) => n + (p.fixes.includes(i) ? p.bytes : 0), 0));
+  return freed.some(n => n > 0 && n < v.leakedBytes) ? freed : null;
+}
