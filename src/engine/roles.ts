@@ -281,6 +281,44 @@ export function groupByRole(
   return groups.sort((x, y) => Math.abs(y.netBytes) - Math.abs(x.netBytes) || y.bornBytes - x.bornBytes);
 }
 
+/** Blocks alive on both sides of a diff whose role changed, by old and new role. */
+export interface IRoleMove {
+  readonly from: Role;
+  readonly to: Role;
+  readonly bytes: number;
+  readonly count: number;
+}
+
+/**
+ * The blocks a diff keeps that changed role (a list's tensors that an autograd
+ * graph then saved: `user` to `activation`), largest first. A cell's change in
+ * bytes per role counts them; the diff by role, which sees only blocks born
+ * and freed, does not: they are the difference between the two.
+ */
+export function roleMoves(
+  diff: SnapshotDiff,
+  after: Snapshot,
+  rolesBefore: BlockRoles,
+  rolesAfter: BlockRoles
+): IRoleMove[] {
+  const born = new Set(diff.born);
+  const moves = new Map<string, { from: Role; to: Role; bytes: number; count: number }>();
+  for (const b of after.blocks) {
+    if (born.has(b) || !rolesBefore.has(b) || !rolesAfter.has(b)) {
+      continue;
+    }
+    const from = rolesBefore.roleOf(b);
+    const to = rolesAfter.roleOf(b);
+    if (from !== to) {
+      const move = moves.get(`${from}\u0000${to}`) ?? { from, to, bytes: 0, count: 0 };
+      move.bytes += b.size;
+      move.count++;
+      moves.set(`${from}\u0000${to}`, move);
+    }
+  }
+  return [...moves.values()].sort((a, b) => b.bytes - a.bytes);
+}
+
 namespace Private {
   const LETTERS = `[${ROLE_CODES}]`;
   /** Whole runs strings: optional counts, each before a role letter. */

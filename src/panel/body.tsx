@@ -319,6 +319,7 @@ function DiffBody(props: IPanelBodyProps & { pair: IComparison }): JSX.Element {
         grouping={model.canGroupByRole ? model.grouping : 'site'}
         onGrouping={model.canGroupByRole ? v => (model.grouping = v) : undefined}
         roleGroups={model.grouping === 'role' && model.canGroupByRole ? model.roleGroups : null}
+        roleMoves={model.grouping === 'role' && model.canGroupByRole ? model.roleMoves : null}
         differentRuns={model.differentRuns}
         cells={model.cellNamesFor(pair.after, pair.before)}
         trans={trans}

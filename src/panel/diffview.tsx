@@ -12,6 +12,7 @@ import {
   formatBytes,
   FrameTable,
   IRoleGroup,
+  IRoleMove,
   IRunMismatch,
   roleLabel,
   RunEvidence,
@@ -43,6 +44,8 @@ export interface IDiffViewProps {
   onGrouping?: (value: DiffGrouping) => void;
   /** The diff by role; null when a compared snapshot has no per-block roles. */
   roleGroups?: readonly IRoleGroup[] | null;
+  /** Blocks kept on both sides that changed role, which the groups by role leave out (engine `roleMoves`). */
+  roleMoves?: readonly IRoleMove[] | null;
   /** Why the compared snapshots look like two runs' (said above the figures); null or absent when not. */
   differentRuns?: IRunMismatch | null;
 }
@@ -210,6 +213,20 @@ function RoleRow(props: IDiffViewProps & { role: IRoleGroup }): JSX.Element {
   );
 }
 
+/**
+ * Why the roles above differ from a cell's change by role (its badge): blocks
+ * allocated before that changed role are in the one, not in the other.
+ */
+export function roleMovesText(moves: readonly IRoleMove[], trans: TranslationBundle): string {
+  const each = moves.map(m =>
+    trans.__('%1 from %2 to %3', formatBytes(m.bytes), trans.__(roleLabel(m.from)), trans.__(roleLabel(m.to)))
+  );
+  return trans.__(
+    'Blocks allocated earlier changed role (%1): the roles above count only blocks born and freed, while the change by role in the badge counts these too.',
+    each.join(', ')
+  );
+}
+
 /** The diff of two snapshots. */
 export function DiffView(props: IDiffViewProps): JSX.Element {
   const { diff, groups, trans } = props;
@@ -283,6 +300,9 @@ export function DiffView(props: IDiffViewProps): JSX.Element {
       ) : (
         <SiteList {...props} sites={groups} label={trans.__('Allocation sites')} />
       )}
+      {byRole && props.roleGroups && props.roleMoves?.length ? (
+        <p className="jp-CudaMemdiffDiff-note jp-CudaMemdiffDiff-roleMoves">{roleMovesText(props.roleMoves, trans)}</p>
+      ) : null}
     </section>
   );
 }

@@ -22,9 +22,11 @@ import {
   groupBySite,
   ICellSource,
   IRoleGroup,
+  IRoleMove,
   IRunMismatch,
   IRunName,
   reframe,
+  roleMoves,
   runMismatch,
   runNames,
   Snapshot,
@@ -418,6 +420,23 @@ export class DiffPanelModel implements IDisposable {
   }
 
   /**
+   * Blocks both compared snapshots hold that changed role: what a cell's
+   * change by role (its badge) counts and the diff by role cannot; null
+   * when a side has no per-block roles.
+   */
+  get roleMoves(): readonly IRoleMove[] | null {
+    if (this._roleMoves === undefined) {
+      const pair = this.comparison;
+      const diff = this.diff;
+      const before = pair ? this.rolesOf(pair.before) : null;
+      const after = pair ? this.rolesOf(pair.after) : null;
+      this._roleMoves =
+        pair && diff && before && after ? roleMoves(diff, this.snapshotOf(pair.after), before, after) : null;
+    }
+    return this._roleMoves;
+  }
+
+  /**
    * Maps frame filenames to this notebook's cells, each named by its run in
    * kernel session `kernelSession` (see cellsAsRun; by default the latest
    * record's, the kernel running now). The same object is returned while
@@ -499,6 +518,7 @@ export class DiffPanelModel implements IDisposable {
     this._differentRuns = undefined;
     this._groups = null;
     this._roleGroups = undefined;
+    this._roleMoves = undefined;
   }
 
   private _isDisposed = false;
@@ -526,6 +546,7 @@ export class DiffPanelModel implements IDisposable {
   private _groups: AllocationSite[] | null = null;
   private _grouping: DiffGrouping = 'site';
   private _roleGroups: readonly IRoleGroup[] | null | undefined = undefined;
+  private _roleMoves: readonly IRoleMove[] | null | undefined = undefined;
   private _changed = new Signal<this, void>(this);
   private _revealRequested = new Signal<this, PanelSection>(this);
 }
