@@ -63,7 +63,20 @@ test.describe('find leaking cell', () => {
     await expect(top).toContainText(
       'Confirmed by the kernel: 256 MiB held only by autograd graph of preds[0:8]; 32.0 MiB held by preds[0:8].'
     );
-    await expect(top.getByLabel('What to do')).toContainText('Evaluate under torch.no_grad()');
+    // The headline is the whole leak; each fix says how much of it it frees: torch.no_grad() frees what the
+    // graph saved, not the outputs `preds` keeps, which only dropping `preds` frees (with the graph).
+    await expect(top.locator('.jp-CudaMemdiffLeak-verdict')).toHaveText('Leak');
+    await expect(top.locator('.jp-CudaMemdiffLeak-bytes')).toHaveText('288 MiB');
+    const advice = top.getByLabel('What to do').locator(':scope > li');
+    await expect(advice).toHaveText([
+      'Frees 256 MiB of the 288 MiB: Evaluate under torch.no_grad() (or torch.inference_mode()), or keep .detach()ed outputs.',
+      'Frees all 288 MiB: del preds once you are done with the tensors it keeps (or keep .cpu() copies): the other fixes leave them on the GPU.'
+    ]);
+    await expect(advice.nth(0).locator('code').first()).toHaveText('torch.no_grad()');
+    await advice.last().scrollIntoViewIfNeeded();
+    await expect(advice.last()).toBeInViewport();
+    await expect(top).toContainText('256 MiB of it is tensors saved for backward by a live autograd graph.');
+    await expect(top).toContainText('32.0 MiB of it is tensors your code keeps');
     // the model's weights and the inputs stay, as they should
     await expect(panel.locator('.jp-CudaMemdiffLeak[data-verdict="retained"]')).toHaveCount(3);
     await expect(panel.locator('.jp-CudaMemdiffLeak[data-verdict="leak"]')).toHaveCount(1);

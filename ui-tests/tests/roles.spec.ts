@@ -158,6 +158,8 @@ test.describe('memory by role', () => {
     // the one line that made them: the eval pass's line 2 (the recording's cell 5)
     await expect(sites.locator('.jp-CudaMemdiffSite-label')).toHaveText(/(Cell \[5\], line 2|ipython-input-5-\w+>:2)/);
     expect(await isInsideVisiblePanel(page, head.locator('.jp-CudaMemdiffSite-net'))).toBe(true);
+    // the badge said +8.51 MiB activation: the rest is `x`, made before and saved by this graph
+    await expect(diff.locator('.jp-CudaMemdiffDiff-roleMoves')).toContainText('(512 KiB from user to activation)');
     await page.mouse.move(0, 0);
     expect(await diff.screenshot()).toMatchSnapshot('diff-by-role.png');
 
@@ -231,6 +233,17 @@ test.describe('memory by role in the demo', () => {
     // the chart stacks the session by role, inside the part of the panel the user sees
     await openPanel(page);
     const chart = panelSection(page, 'chart').locator('.jp-CudaMemdiffChart');
+    // the same cell's diff by role: born blocks say +256 MiB activation and +32.0 MiB user, and a note says
+    // why the badge said +288 MiB activation: `batches`, allocated by the cell before, were saved for backward
+    await chart.locator('.jp-CudaMemdiffChart-band').nth(2).click();
+    const diff = panelSection(page, 'diff');
+    await diff.getByRole('radio', { name: 'role, then site' }).check();
+    const note = diff.locator('.jp-CudaMemdiffDiff-roleMoves');
+    await expect(note).toHaveText(
+      'Blocks allocated earlier changed role (32.0 MiB from user to activation): the roles above count only blocks born and freed, while the change by role in the badge counts these too.'
+    );
+    await note.scrollIntoViewIfNeeded();
+    expect(await isInsideVisiblePanel(page, note)).toBe(true);
     const toggle = chart.getByRole('button', { name: 'by role' });
     await toggle.scrollIntoViewIfNeeded();
     expect(await isInsideVisiblePanel(page, toggle)).toBe(true);
