@@ -227,6 +227,24 @@ describe('cuda-memdiff leaks', () => {
     expect(finding.bytes + finding.named.bytes).toBe(json('leaks', dir).cells[2].leaked_bytes);
   });
 
+  it("says how much of the demo's leak each fix frees, as the panel does, from the engine's parts", () => {
+    // "Leak 288 MiB" with one fix, torch.no_grad(), which frees the 256 MiB autograd saved, not the 32 MiB
+    // of outputs `preds` keeps: a user who applied it saw 32 MiB stay.
+    const dir = path.join(ROOT, 'test-data', 'live', 'gpu_memory_demo--holders');
+    const cell = json('leaks', dir).cells[2];
+    const parts: { bytes: number; role: string; fixes: number[] }[] = cell.parts;
+    expect(parts.reduce((n, p) => n + p.bytes, 0)).toBe(cell.leaked_bytes);
+    const noGrad = cell.fixes.findIndex((f: { code: string }) => f.code === 'no-grad');
+    const freed = (i: number) => parts.reduce((n, p) => n + (p.fixes.includes(i) ? p.bytes : 0), 0);
+    const text = cli('leaks', dir).out;
+    expect(text).toContain(
+      `  fix (frees ${formatBytes(freed(noGrad))} of the ${formatBytes(cell.leaked_bytes)}): evaluate under \`torch.no_grad()\``
+    );
+    expect(text).toContain(
+      `  fix (frees all ${formatBytes(cell.leaked_bytes)}): \`del preds\` once you are done with the tensors it keeps`
+    );
+  });
+
   it.each(fs.readdirSync(REC).filter(d => fs.existsSync(path.join(REC, d, 'manifest.json'))))(
     '%s: verdicts and top_leak match the manifest',
     dir => {
