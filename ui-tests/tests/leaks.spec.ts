@@ -77,6 +77,8 @@ test.describe('find leaking cell', () => {
     await expect(advice.last()).toBeInViewport();
     await expect(top).toContainText('256 MiB of it is tensors saved for backward by a live autograd graph.');
     await expect(top).toContainText('32.0 MiB of it is tensors your code keeps');
+    await page.mouse.move(0, 0);
+    await top.screenshot({ path: test.info().outputPath('leaks-parts.png') });
     // the model's weights and the inputs stay, as they should
     await expect(panel.locator('.jp-CudaMemdiffLeak[data-verdict="retained"]')).toHaveCount(3);
     await expect(panel.locator('.jp-CudaMemdiffLeak[data-verdict="leak"]')).toHaveCount(1);
