@@ -38,7 +38,9 @@ def main():
         # Same snapshots, sources that run anywhere.
         for k, cell in enumerate(manifest["cells"]):
             cell["source"] = f"step_{k} = {k}"
-            for name in [cell["snapshot_file"], *cell.get("oom_snapshots", [])]:
+            # With its per-block roles, which the helper sends as a live kernel does.
+            roles = [cell["roles_file"]] if cell.get("roles_file") else []
+            for name in [cell["snapshot_file"], *cell.get("oom_snapshots", []), *roles]:
                 shutil.copy(src / name, pathlib.Path(tmp) / name)
         (pathlib.Path(tmp) / "manifest.json").write_text(json.dumps(manifest))
         shell = InteractiveShell.instance()

@@ -109,7 +109,8 @@ export class CellBadges implements IDisposable {
       trans: this._trans,
       // The helper speaks of the recording it replays now: a record of an earlier replay gets its folder only.
       recording:
-        record.replay !== null && record.replay === this._store.helper.replay ? this._store.helper.recording : null
+        record.replay !== null && record.replay === this._store.helper.replay ? this._store.helper.recording : null,
+      roleMoves: this._store.roleMovesOf(record)
     });
     const description = [view.description, ...this._historyLines(record)].join('\n');
     node.textContent = view.text;

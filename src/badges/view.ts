@@ -4,7 +4,7 @@
  * tested without a DOM.
  */
 import { nullTranslator, TranslationBundle } from '@jupyterlab/translation';
-import { formatBytes } from '../engine';
+import { formatBytes, IRoleMove } from '../engine';
 import { IRecordingAbout } from '../capture/protocol';
 import { recordingDetail, recordingName } from '../capture/status';
 import { CellRecord } from '../capture/store';
@@ -42,6 +42,8 @@ export function badgeView(
     trans?: TranslationBundle;
     /** What the replayed recording says of itself, where the record is one of its cells. */
     recording?: IRecordingAbout | null;
+    /** Blocks allocated earlier that changed role during the cell (the store's roleMovesOf). */
+    roleMoves?: readonly IRoleMove[] | null;
   }
 ): IBadgeView {
   const t = options.thresholds ?? DEFAULT_THRESHOLDS;
@@ -75,7 +77,7 @@ export function badgeView(
       peak
     )
   ];
-  lines.push(...roleLines(record));
+  lines.push(...roleLines(record, options.roleMoves ?? null));
   if (!record.peakExact) {
     lines.push(
       trans.__(

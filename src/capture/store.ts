@@ -9,12 +9,14 @@ import {
   BlockBirths,
   BlockRoles,
   cellCodeFolder,
+  diffSnapshots,
   emptySnapshot,
   FrameTable,
   IHolderAnswer,
   IOomEvent,
   IOomReport,
   IPeakAnatomy,
+  IRoleMove,
   IRoleSummary,
   IWireBefore,
   IWireDeviceStats,
@@ -25,6 +27,7 @@ import {
   peakAnatomy,
   retentionByExecution,
   roleChange,
+  roleMoves,
   RoleBytes,
   Snapshot,
   totalBytes
@@ -443,6 +446,31 @@ export class SnapshotStore implements IDisposable {
   }
 
   /**
+   * Blocks the cell's previous record (of its kernel session) held already
+   * that changed role during the cell (a list's tensors an autograd graph
+   * then saved): its change by role counts them, the diff by role cannot;
+   * null where either side has no per-block roles.
+   */
+  roleMovesOf(record: CellRecord): readonly IRoleMove[] | null {
+    if (!this._roleMoves.has(record)) {
+      let previous: CellRecord | null = null;
+      for (let k = this._records.indexOf(record) - 1; k >= 0 && !previous; k--) {
+        const r = this._records[k];
+        previous = r.kernelSession === record.kernelSession && r.reason === 'cell' ? r : null;
+      }
+      const before = previous ? this.blockRolesOf(previous) : null;
+      const after = this.blockRolesOf(record);
+      this._roleMoves.set(
+        record,
+        previous && before && after
+          ? roleMoves(diffSnapshots(previous.snapshot, record.snapshot), record.snapshot, before, after)
+          : null
+      );
+    }
+    return this._roleMoves.get(record)!;
+  }
+
+  /**
    * The kernel's answer about who held the blocks after a record, where it
    * was asked right after it (the leak finder asks after the latest cell);
    * null where it was not. The export writes it beside the record.
@@ -548,6 +576,7 @@ export class SnapshotStore implements IDisposable {
   private readonly _ooms = new WeakMap<CellRecord, IOomReport | null>();
   private readonly _blockRuns = new WeakMap<CellRecord, unknown>();
   private readonly _blockRoles = new WeakMap<CellRecord, BlockRoles | null>();
+  private readonly _roleMoves = new WeakMap<CellRecord, readonly IRoleMove[] | null>();
   // Insertion order is age: the oldest answer goes first.
   private readonly _holders = new Map<CellRecord, IHolderAnswer>();
   private _emptySnapshot: Snapshot | null = null;

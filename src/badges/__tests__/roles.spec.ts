@@ -1,7 +1,8 @@
 // The badge tooltip's roles: from the H200 recording of a training notebook, through the store.
 import * as fs from 'fs';
 import * as path from 'path';
-import { readSnapshot } from '../../engine';
+import { diffSnapshots, formatBytes, readSnapshot } from '../../engine';
+import { replayedStore } from '../../capture/__tests__/replay';
 import { SnapshotStore } from '../../capture/store';
 import { badgeView } from '../view';
 import { roleLines } from '../roles';
@@ -73,5 +74,21 @@ describe('roles in the badge tooltip', () => {
     const bad = replay([1], () => ({ bytes: { weights: 1 } }));
     expect(bad.records).toHaveLength(1);
     expect(bad.records[0].roles).toBeNull();
+  });
+});
+
+describe('roles in the badge tooltip of the demo, as the helper sends them', () => {
+  it('say which blocks allocated earlier changed role, which the diff by role leaves out', () => {
+    // The kernel helper's real messages replaying the demo recorded on an H200: the badge said +288 MiB
+    // activation and the diff by role +256 MiB activation, +32.0 MiB user, and nothing on screen said why.
+    const store = replayedStore('gpu_memory_demo--holders', 'live');
+    const [, batches, preds] = store.records;
+    const moved = diffSnapshots(store.records[0].snapshot, batches.snapshot).born;
+    const line = `Of it, blocks allocated earlier changed role: ${formatBytes(moved.reduce((n, b) => n + b.size, 0))} from user to activation (the diff by role counts only blocks born and freed).`;
+    const view = badgeView(preds, { oom: false, currentKernelSession: 0, roleMoves: store.roleMovesOf(preds) });
+    expect(view.description).toContain(`By role: +288 MiB activation, +33.0 MiB workspace.\n${line}`);
+    // a cell whose blocks kept their roles says nothing of it
+    expect(store.roleMovesOf(batches)).toEqual([]);
+    expect(roleLines(batches, store.roleMovesOf(batches)).join('\n')).not.toContain('changed role');
   });
 });

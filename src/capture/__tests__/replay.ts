@@ -47,7 +47,8 @@ function addMessages(store: SnapshotStore, messages: readonly IWireSnapshot[], r
       error: m.error,
       source: m.cell_id === null ? null : (recorded[Number(m.cell_id.replace('cell-', ''))] ?? null),
       replay: m.replay ?? null,
-      oom: m.oom
+      oom: m.oom,
+      roles: m.roles
     });
   }
 }
