@@ -193,7 +193,8 @@ def capture_case(n, depth, keep, traces, profile, phases=False):
     )
     added.clear()
     if phases:
-        for label, cell in (("300 replaced", replace_300), ("300 replaced and temporaries", replace_300_with_temporaries)):
+        phased = (("300 replaced", replace_300), ("300 replaced and temporaries", replace_300_with_temporaries))
+        for label, cell in phased:
             steps = phase_ms(cell, log, frontends, bare)
             print(f"    steps (median of 15, {label}): " + ", ".join(f"{k} {v:.2f} ms" for k, v in steps.items()))
     if profile:
