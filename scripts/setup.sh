@@ -72,7 +72,9 @@ else
   echo "$inputs" >"$stamp"
   changed=true
 fi
-[ -d .venv/share/jupyter/kernels/bash ] || python -m bash_kernel.install --sys-prefix >/dev/null
+# The browser tests' Bash kernel (a kernel that is not Python) is theirs alone, in ui-tests/jupyter-path; one
+# that an earlier setup put in .venv would be offered, even preselected, for a new notebook in the demo.
+rm -rf .venv/share/jupyter/kernels/bash
 
 # npm ci empties node_modules first, so the stamp inside it goes with it.
 stamp=node_modules/.setup-package-lock

@@ -12,7 +12,7 @@ const PORT = Number(process.env.UI_TESTS_PORT || 8888);
 // Extra kernel specs for the tests (a kernel replaying a recorded H200 session).
 const JUPYTER_PATH = [
   path.resolve(__dirname, '../demo/jupyter-path'),
-  // a kernel replaying 40,000-block snapshots, for the interrupt test
+  // the tests' own kernels: replays of recorded sessions (40,000 blocks, an OOM, ...), and Bash (not Python)
   path.resolve(__dirname, 'jupyter-path'),
   process.env.JUPYTER_PATH
 ]
