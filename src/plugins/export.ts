@@ -7,10 +7,10 @@ import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application'
 import { ICommandPalette, Notification } from '@jupyterlab/apputils';
 import { PathExt } from '@jupyterlab/coreutils';
 import { INotebookTracker } from '@jupyterlab/notebook';
-import { Contents } from '@jupyterlab/services';
 import { ITranslator, nullTranslator } from '@jupyterlab/translation';
 import { exportCells } from '../capture/export';
 import { sessionFolderFiles, snapshotToPickle } from '../engine';
+import { freePath } from '../files/freeName';
 import { CommandIDs, ICaptureRegistry, IDiffPanel, PACKAGE_NAME } from '../tokens';
 
 /** Base64 of bytes, in chunks small enough for String.fromCharCode. */
@@ -20,18 +20,6 @@ function toBase64(bytes: Uint8Array): string {
     binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
   }
   return btoa(binary);
-}
-
-/** A path that does not exist yet: `base`, then `base-2`, `base-3`... */
-async function freshPath(contents: Contents.IManager, base: string, extension = ''): Promise<string> {
-  for (let n = 1; ; n++) {
-    const candidate = `${base}${n === 1 ? '' : `-${n}`}${extension}`;
-    try {
-      await contents.get(candidate, { content: false });
-    } catch {
-      return candidate;
-    }
-  }
 }
 
 export const exportPlugin: JupyterFrontEndPlugin<void> = {
@@ -69,7 +57,7 @@ export const exportPlugin: JupyterFrontEndPlugin<void> = {
         }));
         // The kernel's answers about who held the blocks (the leak finder's), so `leaks` gives the panel's verdicts.
         const exported = exportCells(store.records, cells, r => store.holdersOf(r));
-        const folder = await freshPath(
+        const folder = await freePath(
           contents,
           PathExt.join(
             PathExt.dirname(notebook.context.path),
@@ -99,7 +87,7 @@ export const exportPlugin: JupyterFrontEndPlugin<void> = {
         }
         const dir = tracker.currentWidget ? PathExt.dirname(tracker.currentWidget.context.path) : '';
         // Plain, as torch's _dump_snapshot writes it: torch.cuda._memory_viz reads no gzip.
-        const path = await freshPath(contents, PathExt.join(dir, shown.name), '.pickle');
+        const path = await freePath(contents, PathExt.join(dir, shown.name), '.pickle');
         await save(path, snapshotToPickle(shown.snapshot, false));
         Notification.success(trans.__('Snapshot saved to %1', path), { autoClose: 5000 });
         return path;

@@ -129,6 +129,14 @@ test.describe('export', () => {
     test.setTimeout(180000);
     await openReplayedDemo(page, tmpPath);
     await runReplayedDemo(page);
+    // Looking for a free name must not ask for paths that are not there: each such request is a red 404
+    // in the browser console and a warning in the server log.
+    const missing: string[] = [];
+    page.on('response', response => {
+      if (response.status() === 404 && response.url().includes('/api/contents/')) {
+        missing.push(response.url());
+      }
+    });
     const exported = await page.evaluate(async () => {
       const folder = (await window.jupyterapp.commands.execute('cuda-memdiff:export-session')) as string;
       const listing = await window.jupyterapp.serviceManager.contents.get(folder);
@@ -177,5 +185,13 @@ test.describe('export', () => {
     expect(saved.path).toBe(`${tmpPath}/replay_demo-cell4.pickle`);
     expect(saved.head).toBe(0x80);
     expect(saved.size).toBeGreaterThan(1000);
+
+    // Again: the names taken now get the next free suffix.
+    const again = await page.evaluate(async () => [
+      (await window.jupyterapp.commands.execute('cuda-memdiff:export-session')) as string,
+      (await window.jupyterapp.commands.execute('cuda-memdiff:save-snapshot')) as string
+    ]);
+    expect(again).toEqual([`${tmpPath}/replay_demo-cuda-memdiff-session-2`, `${tmpPath}/replay_demo-cell4-2.pickle`]);
+    expect(missing).toEqual([]);
   });
 });
