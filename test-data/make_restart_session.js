@@ -17,7 +17,10 @@
  * Nothing is made up: every snapshot is one the H200 wrote, and each folder
  * is written by the same code as the command "Export CUDA Memory Session"
  * (sessionFolderFiles), with each cell's kernel session numbered as the
- * frontend's store numbers it (0, then 1 after the restart).
+ * frontend's store numbers it (0, then 1 after the restart). The committed
+ * folders were written before the export numbered kernels 1, 2 in order (and
+ * named the peaks max_*): they stand for older exports, which readers still
+ * take as kernels 1 and 2.
  *
  * Run: npm run build:cli && node test-data/make_restart_session.js
  */

@@ -8,6 +8,7 @@ import { holderAnswerJson, IBlockHolders } from './holders';
 import { Block, FrameTable, Snapshot } from './model';
 import { PyDict, PyValue } from './pickle';
 import { pickle } from './pickler';
+import { kernelsInOrder } from './retention';
 import { IWireDeviceStats } from './wire';
 
 const SMALL_SEGMENT_BYTES = 2 * 2 ** 20;
@@ -178,9 +179,10 @@ function emptyDeviceStats() {
 /**
  * The files of a session folder: manifest.json and one gzip pickle per cell
  * (and per OOM snapshot, and a holders file per cell the kernel was asked
- * about). Each cell's `kernel_session` is written when known, and a cell
- * whose kernel differs from the cell before starts from an empty device:
- * the new process holds nothing of the old one's memory.
+ * about). Each cell's `kernel_session` is written when known, numbered 1,
+ * 2, ... in order as the views name kernels (not the store's own count), and
+ * a cell whose kernel differs from the cell before starts from an empty
+ * device: the new process holds nothing of the old one's memory.
  */
 export function sessionFolderFiles(
   cells: readonly IExportCell[],
@@ -191,6 +193,7 @@ export function sessionFolderFiles(
   let kernel: number | undefined;
   let ooms = 0;
   let untilUs: number | null | undefined; // where the cell before's history ended (undefined: no cell before)
+  const kernels = kernelsInOrder(cells.map(cell => cell.kernelSession));
   const manifestCells = cells.map((cell, k) => {
     if (cell.kernelSession !== undefined) {
       if (kernel !== undefined && cell.kernelSession !== kernel) {
@@ -230,7 +233,7 @@ export function sessionFolderFiles(
       oom_snapshots: oomFiles,
       blocks: cell.snapshot.blocks.length,
       segments: cell.snapshot.segments.length,
-      ...(cell.kernelSession !== undefined ? { kernel_session: cell.kernelSession } : {}),
+      ...(cell.kernelSession !== undefined ? { kernel_session: kernels[k] } : {}),
       ...(cell.roles ? { roles: { bytes: cell.roles.bytes, partial: cell.roles.partial } } : {}),
       ...(holdersName ? { holders_file: holdersName } : {}),
       ...(linked

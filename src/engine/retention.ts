@@ -67,6 +67,16 @@ export function kernelPositions(ids: readonly (number | null | undefined)[]): nu
 }
 
 /**
+ * Each execution's kernel numbered 1, 2, ... in the order the kernels ran,
+ * as the views name them (`kernel 2`) and the export writes `kernel_session`:
+ * the frontend's own ids count every restart and kernel change, so only
+ * their changes mean anything (see kernelPositions).
+ */
+export function kernelsInOrder(ids: readonly (number | null | undefined)[]): number[] {
+  return kernelPositions(ids).map(position => position + 1);
+}
+
+/**
  * Retention per execution for snapshots taken after consecutive executions
  * (all sharing one FrameTable); the first of each kernel is compared with an
  * empty device. `kernels` gives each execution's kernel position

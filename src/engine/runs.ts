@@ -7,7 +7,7 @@
  * (components/runNames.ts) and the CLI in its own words (cli/runNames.ts).
  */
 import { ICellSource } from './cells';
-import { kernelPositions } from './retention';
+import { kernelsInOrder } from './retention';
 
 /** A cell's run as its name needs it. */
 export interface ICellRun {
@@ -29,12 +29,12 @@ export interface IRunName {
 
 /**
  * Each run's kernel numbered from 1 in the order the kernels ran (see
- * kernelPositions), or null for every run when they all ran in one kernel.
+ * kernelsInOrder), or null for every run when they all ran in one kernel.
  */
 export function kernelNumbers(ids: readonly (number | null | undefined)[]): (number | null)[] {
-  const positions = kernelPositions(ids);
-  const several = positions.some(p => p > 0);
-  return positions.map(p => (several ? p + 1 : null));
+  const numbers = kernelsInOrder(ids);
+  const several = numbers.some(n => n > 1);
+  return numbers.map(n => (several ? n : null));
 }
 
 /** Each run's count and kernel (see IRunName): the kernel is null for every run of a one-kernel session. */

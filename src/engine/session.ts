@@ -14,7 +14,7 @@ import { ILeakExecution } from './leaks';
 import { Block, FrameTable, Snapshot, totalBytes } from './model';
 import { IOomReport, oomFromHistory, oomReport } from './oom';
 import { cellSites, explainPeak, ICellSite, IPeakAnatomy, PeakContradiction } from './peak';
-import { kernelPositions, retentionByExecution } from './retention';
+import { kernelPositions, kernelsInOrder, retentionByExecution } from './retention';
 import { DEFAULT_DECODE_LIMITS, IDecodeLimits } from './budget';
 import { emptySnapshot, readSnapshot } from './snapshot';
 import { readManifest } from './manifest';
@@ -221,19 +221,15 @@ function checkExecutionOrder(manifest: ISessionManifest): void {
 }
 
 /**
- * Each cell's kernel session, filled in where the manifest has none: the
- * kernel of the cell before (cells before the first that has one: that
- * cell's; none at all: 0, so a folder written before the field existed is
- * one kernel). The same reading as `kernelPositions`.
+ * Each cell's kernel, numbered 1, 2, ... in the order the kernels ran
+ * (kernelsInOrder), whatever numbers the manifest holds: older exports wrote
+ * the frontend's own count (0 or higher, with gaps). A cell without one is
+ * in the kernel of the cell before (cells before the first that has one: that
+ * cell's; none at all: kernel 1, so a folder written before the field
+ * existed is one kernel).
  */
 export function kernelSessionsOf(manifest: ISessionManifest): number[] {
-  let current = manifest.cells.find(cell => typeof cell.kernel_session === 'number')?.kernel_session ?? 0;
-  return manifest.cells.map(cell => {
-    if (typeof cell.kernel_session === 'number') {
-      current = cell.kernel_session;
-    }
-    return current;
-  });
+  return kernelsInOrder(manifest.cells.map(cell => cell.kernel_session));
 }
 
 /**

@@ -1,6 +1,17 @@
 import { expect, test } from '@jupyterlab/galata';
 import * as path from 'path';
-import { clickNotebookToolbarItem, openReplayedDemo, PANEL, runReplayedDemo, screenshotOf } from './demo';
+import { execFileSync } from 'child_process';
+import {
+  clickNotebookToolbarItem,
+  CODE_CELLS,
+  openPanel,
+  openReplayedDemo,
+  PANEL,
+  panelSection,
+  restartKernel,
+  runReplayedDemo,
+  screenshotOf
+} from './demo';
 
 // The demo notebook replayed from its H200 recording: the panel must show the
 // diff of the cell that keeps autograd graphs alive, and its stack must lead
@@ -193,5 +204,37 @@ test.describe('export', () => {
     ]);
     expect(again).toEqual([`${tmpPath}/replay_demo-cuda-memdiff-session-2`, `${tmpPath}/replay_demo-cell4-2.pickle`]);
     expect(missing).toEqual([]);
+  });
+
+  test('numbers the kernels 1 and 2 across a restart, as the CLI names them', async ({ page, tmpPath }) => {
+    test.setTimeout(240000);
+    await openReplayedDemo(page, tmpPath);
+    await runReplayedDemo(page);
+    await restartKernel(page);
+    await expect(page.locator('.jp-CudaMemdiffStatus')).toContainText('replaying a recorded session', {
+      timeout: 60000
+    });
+    await page.notebook.runCell(CODE_CELLS[0]);
+    // Kernel 2's run is in the session once the chart shows it beside kernel 1's four.
+    await openPanel(page);
+    await expect(panelSection(page, 'chart').getByRole('listbox', { name: 'Cells' }).getByRole('option')).toHaveCount(
+      CODE_CELLS.length + 1,
+      { timeout: 60000 }
+    );
+    const { folder, root } = await page.evaluate(async () => ({
+      folder: (await window.jupyterapp.commands.execute('cuda-memdiff:export-session')) as string,
+      root: JSON.parse(document.getElementById('jupyter-config-data')!.textContent!).serverRoot as string
+    }));
+    const dir = path.join(root, folder);
+    const manifest = JSON.parse(require('fs').readFileSync(path.join(dir, 'manifest.json'), 'utf-8'));
+    expect(manifest.cells.map((c: any) => c.kernel_session)).toEqual([1, 1, 1, 1, 2]);
+    // The CLI's --json says what its table says: kernel 2 after the restart.
+    const cli = (...args: string[]) =>
+      execFileSync(process.execPath, [path.resolve(__dirname, '../../bin/cuda-memdiff.js'), ...args, dir], {
+        encoding: 'utf-8'
+      });
+    const session = JSON.parse(cli('session', '--json'));
+    expect(session.cells.map((c: any) => c.kernel_session)).toEqual([1, 1, 1, 1, 2]);
+    expect(cli('session')).toMatch(/kernel restarted: kernel 2 starts from an empty device/);
   });
 });

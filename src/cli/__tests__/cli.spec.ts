@@ -788,7 +788,7 @@ describe('an export made across a kernel restart', () => {
     expect(marker).toBe(2 + 6);
     expect(lines[marker + 1]).toMatch(/^\s+\[1\]\s+cell06\.pickle\.gz\s+128 MiB\s+\+128 MiB/);
     const out = json('session', dir);
-    expect(out.cells.map((c: { kernel_session: number }) => c.kernel_session)).toEqual([0, 0, 0, 0, 0, 0, 1, 1]);
+    expect(out.cells.map((c: { kernel_session: number }) => c.kernel_session)).toEqual([1, 1, 1, 1, 1, 1, 2, 2]);
     expect(out.cells.map((c: { after_restart: boolean }) => c.after_restart)).toEqual([
       false,
       false,
@@ -807,8 +807,8 @@ describe('an export made across a kernel restart', () => {
     expect(out.top_leak).toBe(4);
     const leaks = out.cells.filter((c: { verdict: string }) => c.verdict === 'leak');
     expect(leaks.map((c: { index: number; kernel_session: number }) => [c.index, c.kernel_session])).toEqual([
-      [2, 0],
-      [4, 0]
+      [2, 1],
+      [4, 1]
     ]);
     expect(leaks.every((c: { ended_by_restart: boolean }) => c.ended_by_restart)).toBe(true);
     const r = cli('leaks', dir);
@@ -833,7 +833,23 @@ describe('the demo exported across a restart (two real kernels)', () => {
     expect(r.out).toMatch(/Look at Cell \[3\] first \(kernel 1 of 2, medium confidence\)/);
     const out = json('leaks', dir);
     expect(out.top_leak).toBe(2);
-    expect(out.cells.map((c: { kernel_session: number }) => c.kernel_session)).toEqual([0, 0, 0, 0, 1, 1]);
+    expect(out.cells.map((c: { kernel_session: number }) => c.kernel_session)).toEqual([1, 1, 1, 1, 2, 2]);
+  });
+
+  it("numbers an older export's kernels 1 and 2 too, as its text does, whatever numbers the file holds", () => {
+    // Exports made before kernels were numbered in order hold the frontend's own count (0 then 1, or 1 then 4).
+    const older = fs.mkdtempSync(path.join(os.tmpdir(), 'cuda-memdiff-older-'));
+    fs.cpSync(dir, older, { recursive: true });
+    const manifestPath = path.join(older, 'manifest.json');
+    const manifest = JSON.parse(fs.readFileSync(manifestPath, 'utf-8'));
+    manifest.cells.forEach((c: { kernel_session: number }, k: number) => (c.kernel_session = k < 4 ? 1 : 4));
+    fs.writeFileSync(manifestPath, JSON.stringify(manifest));
+    const kernels = (command: string) =>
+      json(command, older).cells.map((c: { kernel_session: number }) => c.kernel_session);
+    expect(kernels('session')).toEqual([1, 1, 1, 1, 2, 2]);
+    expect(kernels('leaks')).toEqual([1, 1, 1, 1, 2, 2]);
+    expect(cli('session', older).out).toMatch(/kernel restarted: kernel 2 starts from an empty device/);
+    fs.rmSync(older, { recursive: true, force: true });
   });
 
   it('session starts kernel 2 from an empty device', () => {

@@ -12,6 +12,7 @@ import {
   ISession,
   kernelPositions,
   kernelSessionsOf,
+  kernelsInOrder,
   loadSession,
   parseManifest,
   reportCells,
@@ -57,10 +58,15 @@ function exportAcross(kernels: IKernelRun[]): ISession {
   return loadSession(new TextDecoder().decode(files.get('manifest.json')), f => files.get(f)!);
 }
 
-/** The cells and allocations of a committed export, to compare with one built here. */
+/**
+ * The cells and allocations of a committed export, to compare with one built here. The committed folders
+ * are older exports (the store's 0, then 1, as `kernel_session`): kernels are compared in order.
+ */
 function cellFigures(cells: readonly { [key: string]: unknown }[]) {
-  return cells.map(c => ({
+  const kernels = kernelsInOrder(cells.map(c => c.kernel_session as number | undefined));
+  return cells.map((c, k) => ({
     ...c,
+    kernel_session: kernels[k],
     cell_id: null,
     before: (c.before as { allocated: number }).allocated,
     after: (c.after as { allocated: number }).allocated
@@ -73,10 +79,11 @@ const DEMO_AGAIN = 'live/gpu_memory_demo--holders';
 const EVAL = 'recordings/eval_without_no_grad--python';
 
 describe('the demo exported across a restart: two real kernels', () => {
-  // Kernel 1 ran the demo; after the restart, kernel 2 (another process) ran its first two cells.
+  // Kernel 1 ran the demo; after the restart, kernel 2 (another process) ran its first two cells. The
+  // store's own numbers (1, then 4: it counts every kernel change and restart) are not what the export writes.
   const session = exportAcross([
-    { folder: DEMO, cells: [0, 1, 2, 3], kernelSession: 0 },
-    { folder: DEMO_AGAIN, cells: [0, 1], kernelSession: 1 }
+    { folder: DEMO, cells: [0, 1, 2, 3], kernelSession: 1 },
+    { folder: DEMO_AGAIN, cells: [0, 1], kernelSession: 4 }
   ]);
   const manifest = session.manifest;
 
@@ -89,8 +96,8 @@ describe('the demo exported across a restart: two real kernels', () => {
     );
   });
 
-  it('records each cell\u2019s kernel session; the first cell after the restart starts from an empty device', () => {
-    expect(manifest.cells.map(c => c.kernel_session)).toEqual([0, 0, 0, 0, 1, 1]);
+  it('numbers each cell\u2019s kernel 1, 2 as the views do; the first cell after the restart starts from an empty device', () => {
+    expect(manifest.cells.map(c => c.kernel_session)).toEqual([1, 1, 1, 1, 2, 2]);
     expect(manifest.cells[3].after!.allocated).toBeGreaterThan(500 * MiB);
     // not the previous kernel's last figure
     expect(manifest.cells[4].before!.allocated).toBe(0);
@@ -102,7 +109,7 @@ describe('the demo exported across a restart: two real kernels', () => {
     expect(reports.map(r => r.afterRestart)).toEqual([false, false, false, false, true, false]);
     expect(reports[4]).toMatchObject({
       kernel: 1,
-      kernelSession: 1,
+      kernelSession: 2,
       netBytes: 134258688,
       bornBytes: 134258688,
       freedBytes: 0
@@ -165,7 +172,7 @@ describe('eval_without_no_grad exported across a restart, kernel 2\u2019s blocks
   const manifest = session.manifest;
 
   it('records each cell\u2019s kernel session, and the first cell after the restart starts from an empty device', () => {
-    expect(manifest.cells.map(c => c.kernel_session)).toEqual([0, 0, 0, 0, 0, 0, 1, 1]);
+    expect(manifest.cells.map(c => c.kernel_session)).toEqual([1, 1, 1, 1, 1, 1, 2, 2]);
     const before = manifest.cells.map(c => c.before!.allocated);
     expect(before[6]).toBe(0);
     // not the previous kernel's last figure
@@ -281,15 +288,16 @@ describe('a session folder without kernel sessions', () => {
     expect(report.topLeak).toBe(4);
   });
 
-  it('fills in missing kernel sessions the way kernelPositions reads them, and refuses one that is not an integer', () => {
+  it('numbers the kernels 1, 2... in order, fills in missing ones the way kernelPositions reads them, and refuses one that is not an integer', () => {
     const manifest = (ids: unknown[]) =>
       parseManifest(
         JSON.stringify({ cells: ids.map((id, i) => ({ snapshot_file: `cell${i}.pickle.gz`, kernel_session: id })) })
       );
     const ids = [undefined, 2, 2, undefined, 5];
-    expect(kernelSessionsOf(manifest(ids))).toEqual([2, 2, 2, 2, 5]);
+    // An older export wrote the frontend's own numbers (here 2, then 5): read as kernels 1 and 2.
+    expect(kernelSessionsOf(manifest(ids))).toEqual([1, 1, 1, 1, 2]);
     expect(kernelPositions(kernelSessionsOf(manifest(ids)))).toEqual(kernelPositions(ids as (number | undefined)[]));
-    expect(kernelSessionsOf(manifest([undefined, undefined]))).toEqual([0, 0]);
+    expect(kernelSessionsOf(manifest([undefined, undefined]))).toEqual([1, 1]);
     expect(() => manifest([0, 'one'])).toThrow(/cells\[1\] kernel_session must be an integer/);
   });
 
