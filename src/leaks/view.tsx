@@ -120,6 +120,8 @@ function Entry(props: ILeakViewProps & { entry: ILeakEntry; top: boolean; findin
   const { entry, trans, top } = props;
   const v = entry.verdict;
   const label = (k: number) => props.findings.labels[k] ?? String(k);
+  // In a replay the kernel's holders are the recording's: the sentences say so, not only the header.
+  const holdersRecorded = props.findings.holdersNote?.kind === 'recorded';
   const bytes = v.verdict === 'leak' || v.verdict === 'fixed' ? v.leakedBytes : v.retainedBytes;
   const evidence = v.evidence[0];
   const freed = bytesFreedByFixes(v);
@@ -150,7 +152,7 @@ function Entry(props: ILeakViewProps & { entry: ILeakEntry; top: boolean; findin
       <ul className="jp-CudaMemdiffLeak-reasons">
         {v.findings.map((f, i) => (
           <li key={i}>
-            <InlineCode text={findingWords(f, label, trans)} />
+            <InlineCode text={findingWords(f, label, trans, { holdersRecorded })} />
           </li>
         ))}
       </ul>

@@ -82,12 +82,24 @@ function holdersWords(holders: readonly IHolder[], trans: TranslationBundle): st
   return holders.map(h => holderWords(h, trans)).join(', ');
 }
 
+/** How to word a finding beyond its own data. */
+export interface IFindingWordsOptions {
+  /**
+   * Whether the kernel's holders are those it named when a replayed session
+   * was recorded: the kernel was not asked now, so cells run since (a `del`
+   * the recording never saw) may have changed what holds the memory.
+   */
+  readonly holdersRecorded?: boolean;
+}
+
 /** A finding as a sentence; `label` names an execution (`Cell [4]`). */
 export function findingWords(
   finding: LeakFinding,
   label: (execution: number) => string,
-  trans: TranslationBundle
+  trans: TranslationBundle,
+  options: IFindingWordsOptions = {}
 ): string {
+  const recorded = options.holdersRecorded ?? false;
   switch (finding.code) {
     case 'growth':
       return trans.__(
@@ -142,32 +154,49 @@ export function findingWords(
       ]
         .map(part => `; ${part}`)
         .join('');
-      return finding.confirmed
-        ? trans.__(
-            'Confirmed by the kernel: %1 held only by %2%3.',
-            formatBytes(finding.bytes),
-            holdersWords(finding.holders, trans),
-            rest
-          )
-        : trans.__(
-            'The kernel found %1 held only by %2%3.',
-            formatBytes(finding.bytes),
-            holdersWords(finding.holders, trans),
-            rest
-          );
+      const [bytes, holders] = [formatBytes(finding.bytes), holdersWords(finding.holders, trans)];
+      if (finding.confirmed) {
+        return recorded
+          ? trans.__(
+              'Confirmed by the kernel when the session was recorded: %1 held only by %2%3.',
+              bytes,
+              holders,
+              rest
+            )
+          : trans.__('Confirmed by the kernel: %1 held only by %2%3.', bytes, holders, rest);
+      }
+      return recorded
+        ? trans.__('When the session was recorded, the kernel found %1 held only by %2%3.', bytes, holders, rest)
+        : trans.__('The kernel found %1 held only by %2%3.', bytes, holders, rest);
     }
-    case 'kernel-holders-clear':
+    case 'kernel-holders-clear': {
+      const holders = holdersWords(finding.holders, trans);
       if (!finding.orphans) {
-        return finding.holders.length
-          ? trans.__('The kernel found every live block held by %1.', holdersWords(finding.holders, trans))
+        if (recorded) {
+          return holders
+            ? trans.__('When the session was recorded, the kernel found every live block held by %1.', holders)
+            : trans.__(
+                'When the session was recorded, the kernel found every live block held by nothing it could name.'
+              );
+        }
+        return holders
+          ? trans.__('The kernel found every live block held by %1.', holders)
           : trans.__('The kernel found every live block held by nothing it could name.');
       }
-      return trans._n(
-        "The kernel found its live blocks held by %2; %1 found only through the garbage collector: held from where the kernel's search does not go (an object it does not enter, a C extension, a reference cycle).",
-        "The kernel found its live blocks held by %2; %1 found only through the garbage collector: held from where the kernel's search does not go (an object it does not enter, a C extension, a reference cycle).",
-        finding.orphans,
-        holdersWords(finding.holders, trans) || trans.__('nothing it could name')
-      );
+      return recorded
+        ? trans._n(
+            "When the session was recorded, the kernel found its live blocks held by %2; %1 found only through the garbage collector: held from where the kernel's search does not go (an object it does not enter, a C extension, a reference cycle).",
+            "When the session was recorded, the kernel found its live blocks held by %2; %1 found only through the garbage collector: held from where the kernel's search does not go (an object it does not enter, a C extension, a reference cycle).",
+            finding.orphans,
+            holders || trans.__('nothing it could name')
+          )
+        : trans._n(
+            "The kernel found its live blocks held by %2; %1 found only through the garbage collector: held from where the kernel's search does not go (an object it does not enter, a C extension, a reference cycle).",
+            "The kernel found its live blocks held by %2; %1 found only through the garbage collector: held from where the kernel's search does not go (an object it does not enter, a C extension, a reference cycle).",
+            finding.orphans,
+            holders || trans.__('nothing it could name')
+          );
+    }
     case 'fixed':
       return trans.__('Fixed: the %1 it leaked was freed by %2.', formatBytes(finding.bytes), label(finding.by));
     case 'workspace':

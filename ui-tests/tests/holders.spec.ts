@@ -52,7 +52,7 @@ test.describe('holders the kernel named', () => {
     // What a person reads first: who holds it, then the fix that frees all of it.
     const reasons = top.locator('.jp-CudaMemdiffLeak-reasons > li');
     await expect(reasons.first()).toHaveText(
-      /^The kernel found 256 MiB held only by err\.__traceback__: train_step\(\) local h.*local x/
+      /^When the session was recorded, the kernel found 256 MiB held only by err\.__traceback__: train_step\(\) local h.*local x/
     );
     const fixes = top.getByLabel('What to do').locator(':scope > li');
     await expect(fixes.first()).toHaveText(/^del err: a kept exception keeps its traceback/);

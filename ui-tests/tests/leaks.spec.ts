@@ -59,9 +59,10 @@ test.describe('find leaking cell', () => {
     const top = panel.locator('.jp-CudaMemdiffLeak.jp-mod-top');
     await expect(top).toHaveAttribute('data-verdict', 'leak');
     await expect(top).toContainText('autograd graph of preds');
-    // The kernel's line accounts for all 288 MiB the leak is: the graph's 256 MiB and the outputs `preds` holds.
+    // The kernel's line accounts for all 288 MiB the leak is: the graph's 256 MiB and the outputs `preds` holds,
+    // as the kernel named them when the session was recorded (a replay asks no live kernel).
     await expect(top).toContainText(
-      'Confirmed by the kernel: 256 MiB held only by autograd graph of preds[0:8]; 32.0 MiB held by preds[0:8].'
+      'Confirmed by the kernel when the session was recorded: 256 MiB held only by autograd graph of preds[0:8]; 32.0 MiB held by preds[0:8].'
     );
     // The headline is the whole leak; each fix says how much of it it frees: torch.no_grad() frees what the
     // graph saved, not the outputs `preds` keeps, which only dropping `preds` frees (with the graph).
@@ -135,6 +136,28 @@ test.describe('find leaking cell', () => {
     await expect(top.locator('.jp-CudaMemdiffLeak-earlier')).toHaveText('an earlier run: the cell shows [6] now');
     await expect(top.locator('.jp-CudaMemdiffLeak-earlier')).toBeVisible();
     await page.screenshot({ path: test.info().outputPath('leaks-earlier-run.png') });
+  });
+
+  test('after a `del preds` the recording never saw, does not say the kernel confirms the holders now', async ({
+    page
+  }) => {
+    test.setTimeout(180000);
+    await runReplayedDemo(page);
+    // The user follows the advice; the replay answers that this cell is not in the recording.
+    await page.notebook.addCell('code', 'del preds');
+    const added = (await page.notebook.getCellCount()) - 1;
+    await page.notebook.runCell(added);
+    await expect((await page.notebook.getCellLocator(added))!.locator(':scope > .jp-CudaMemdiffBadge')).toHaveText(
+      'not in the recording'
+    );
+    await page.evaluate(id => window.jupyterapp.commands.execute(id), COMMAND);
+
+    const top = page.locator(`${PANEL} .jp-CudaMemdiffLeak.jp-mod-top`);
+    await expect(top).toContainText(
+      'Confirmed by the kernel when the session was recorded: 256 MiB held only by autograd graph of preds[0:8]'
+    );
+    await expect(top).not.toContainText('Confirmed by the kernel:');
+    await expect(top).toBeInViewport();
   });
 
   test('outlines the leaking cell while it is the active, focused cell, in the light and dark themes', async ({

@@ -1,7 +1,7 @@
 // The panel's words for the holders and fixes the kernel's answer brings: each code one sentence for
 // the translator, with the same names the CLI gives (src/engine/findings.ts).
 import { nullTranslator } from '@jupyterlab/translation';
-import { adviceText, findingText, holderText, IHolder, LeakAdvice } from '../../engine';
+import { adviceText, findingText, holderText, IHolder, LeakAdvice, LeakFinding } from '../../engine';
 import { adviceWords, findingWords, holderWords } from '../words';
 
 const trans = nullTranslator.load('jupyterlab_cuda_memdiff');
@@ -155,6 +155,37 @@ describe('words for holders nobody sees', () => {
     expect(findingWords({ ...finding, confirmed: false, named: undefined, unseen: 2 ** 20 }, String, trans)).toBe(
       'The kernel found 256 MiB held only by autograd graph of preds[0:8]; 1.00 MiB it did not see.'
     );
+  });
+
+  it('says the holders of a replayed session are what the kernel named when it was recorded, not now', () => {
+    // The replayed demo after a `del preds` the recording never saw: the kernel was not asked again.
+    const finding = {
+      code: 'kernel-holders-leak' as const,
+      bytes: 256 * 2 ** 20,
+      holders: [{ kind: 'graph' as const, path: 'preds[0:8]' }],
+      confirmed: true,
+      named: { bytes: 32 * 2 ** 20, holders: [{ kind: 'variable' as const, path: 'preds[0:8]' }] }
+    };
+    const recorded = (f: LeakFinding) => findingWords(f, String, trans, { holdersRecorded: true });
+    expect(recorded(finding)).toBe(
+      'Confirmed by the kernel when the session was recorded: 256 MiB held only by autograd graph of preds[0:8]; 32.0 MiB held by preds[0:8].'
+    );
+    expect(recorded({ ...finding, confirmed: false })).toBe(
+      'When the session was recorded, the kernel found 256 MiB held only by autograd graph of preds[0:8]; 32.0 MiB held by preds[0:8].'
+    );
+    const clear = { code: 'kernel-holders-clear' as const, holders: finding.named.holders, orphans: 0 };
+    expect(recorded(clear)).toBe(
+      'When the session was recorded, the kernel found every live block held by preds[0:8].'
+    );
+    expect(recorded({ ...clear, holders: [] })).toBe(
+      'When the session was recorded, the kernel found every live block held by nothing it could name.'
+    );
+    expect(recorded({ ...clear, orphans: 2 })).toMatch(
+      /^When the session was recorded, the kernel found its live blocks held by preds\[0:8\]; 2 found only through the garbage collector/
+    );
+    // A live session keeps its words.
+    expect(findingWords(finding, String, trans)).toMatch(/^Confirmed by the kernel: /);
+    expect(findingWords(clear, String, trans)).toBe('The kernel found every live block held by preds[0:8].');
   });
 
   it('says how orphans were found, not that C++ holds them', () => {
