@@ -3,7 +3,7 @@
  * written on the left, blocks at their offsets coloured by the cell that
  * allocated them (or, for a snapshot with no notebook cells in its stacks, by
  * allocation site), so free space inside segments (fragmentation) shows at a
- * glance. Where the kernel gave each block's role, the map can colour by
+ * glance. A cell keeps its colour in each snapshot of the session. Where the kernel gave each block's role, the map can colour by
  * role instead (the chart's role colours). A legend names each colour.
  * Hovering a block names it; clicking shows its stack.
  */
@@ -32,6 +32,7 @@ import {
   StackView
 } from '../components/stack';
 import { useWidth } from './width';
+import { GroupColours } from './colours';
 
 /** Width before the panel is measured, in pixels. */
 const DEFAULT_WIDTH = 320;
@@ -39,8 +40,6 @@ const DEFAULT_WIDTH = 320;
 const LABEL_WIDTH = 44;
 const ROW_HEIGHT = 9;
 const MAX_ROWS = 400;
-/** Groups with a colour of their own; the rest share the neutral "other" colour. */
-export const GROUP_COLOURS = 5;
 
 /** Props of SegmentMap. */
 export interface ISegmentMapProps {
@@ -48,6 +47,11 @@ export interface ISegmentMapProps {
   /** Each allocated block's role; null when the kernel gave none (the map then colours by code only). */
   roles?: BlockRoles | null;
   cells: CellCodeNames;
+  /**
+   * The colours cells (or sites) were given in the session, so a cell keeps
+   * its colour from one snapshot to the next; the map keeps its own when absent.
+   */
+  colours?: GroupColours;
   showAllFrames: boolean;
   trans: TranslationBundle;
   onReveal: (location: ICellLocation) => void;
@@ -149,6 +153,8 @@ export function SegmentMap(props: ISegmentMapProps): JSX.Element {
   const byRole = wantRoles && roles !== null;
   const root = React.useRef<HTMLDivElement>(null);
   const width = useWidth(root, DEFAULT_WIDTH);
+  const ownColours = React.useRef<GroupColours | null>(null);
+  const colours = props.colours ?? (ownColours.current ??= new GroupColours());
   const roleMap = React.useMemo(() => {
     if (!byRole) {
       return null;
@@ -197,14 +203,16 @@ export function SegmentMap(props: ISegmentMapProps): JSX.Element {
       }
       return group?.key ?? '';
     };
-    const top = largestGroups(snapshot, keyOf, GROUP_COLOURS);
+    // The largest groups get a colour, each the one it had in the session's other snapshots.
+    const top = largestGroups(snapshot, keyOf, colours.count);
+    const given = colours.colour(top);
     const colourOf = (key: string) => {
-      const k = top.indexOf(key);
-      return k < 0 ? 'jp-mod-other' : `jp-mod-group${k}`;
+      const k = given.get(key);
+      return k === undefined ? 'jp-mod-other' : `jp-mod-group${k}`;
     };
-    const legend = top.map((key, k) => ({ key, className: `jp-mod-group${k}`, label: labels.get(key) ?? key }));
+    const legend = top.map(key => ({ key, className: colourOf(key), label: labels.get(key) ?? key }));
     return { keyOf, colourOf, legend, byCell };
-  }, [snapshot, cells, showAllFrames, trans]);
+  }, [snapshot, cells, showAllFrames, trans, colours]);
   const { keyOf, byCell } = byCode;
   const codeLayout = React.useMemo(
     () =>

@@ -53,6 +53,39 @@ describe('SegmentMap', () => {
     expect(onReveal).toHaveBeenCalledWith({ cell: expect.objectContaining({ id: 'cell-2' }), line: 3 });
   });
 
+  it('keeps each cell its colour when the map shows another snapshot of the session', () => {
+    const snapshotOf = (k: number) =>
+      readSnapshot(new Uint8Array(fs.readFileSync(path.join(REC, manifest.cells[k].snapshot_file))));
+    const cells = new CellCodeNames(
+      manifest.cells.map((c: any, i: number) => ({
+        id: `cell-${i}`,
+        source: c.source,
+        executionCount: c.execution_count
+      }))
+    );
+    const colours = () => {
+      const legend = screen.getByRole('list', { name: 'Colours of the segment map' });
+      const named = Array.from(legend.querySelectorAll('li')).map(
+        li => [li.textContent!, li.querySelector('span')!.className.split(' ').pop()!] as const
+      );
+      return new Map(named.filter(([text]) => /^Cell \[\d\]$/.test(text)));
+    };
+    const map = (k: number) => (
+      <SegmentMap snapshot={snapshotOf(k)} cells={cells} showAllFrames={false} trans={trans} onReveal={jest.fn()} />
+    );
+    // [4]'s map, then [2]'s, as the chart's arrow keys step back
+    const { rerender } = render(map(3));
+    const atFour = colours();
+    rerender(map(1));
+    const atTwo = colours();
+    expect([...atTwo.keys()]).toEqual(expect.arrayContaining(['Cell [1]', 'Cell [2]']));
+    expect(atTwo.get('Cell [1]')).toBe(atFour.get('Cell [1]'));
+    // the cells shown together keep colours apart
+    expect(new Set(atTwo.values()).size).toBe(atTwo.size);
+    rerender(map(3));
+    expect(colours()).toEqual(atFour);
+  });
+
   it('colours a snapshot with no notebook cells by allocation site', () => {
     const snapshot = readSnapshot(new Uint8Array(fs.readFileSync(path.join(REC, manifest.cells[2].snapshot_file))));
     const { container } = render(

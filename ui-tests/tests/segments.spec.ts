@@ -1,0 +1,77 @@
+/**
+ * The segment map as a new user follows it through the replayed demo at the
+ * panel's default width: stepping through the chart with the arrow keys, a
+ * cell's blocks keep one colour.
+ */
+import { expect, test } from '@jupyterlab/galata';
+import type { Locator } from '@playwright/test';
+import {
+  isInsideVisiblePanel,
+  openPanel,
+  openReplayedDemo,
+  panelSection,
+  runReplayedDemo,
+  setPanelWidth
+} from './demo';
+
+test.use({ viewport: { width: 1280, height: 720 } });
+
+/** The colour a person sees for each entry of the map's legend that names a cell, by its words. */
+async function cellColours(legend: Locator): Promise<Record<string, string>> {
+  const entries = await legend
+    .locator('li')
+    .evaluateAll(items =>
+      items.map(li => [li.textContent ?? '', getComputedStyle(li.querySelector('span')!).backgroundColor])
+    );
+  return Object.fromEntries(entries.filter(([text]) => /^Cell \[\d\]$/.test(text)));
+}
+
+test.describe('the segment map at the default width', () => {
+  test.beforeEach(async ({ page, tmpPath }) => {
+    await openReplayedDemo(page, tmpPath);
+    await runReplayedDemo(page);
+    await openPanel(page);
+    await setPanelWidth(page, 250);
+  });
+
+  test('a cell keeps its colour as the arrow keys step through the chart', async ({ page }) => {
+    test.setTimeout(180000);
+    const cells = panelSection(page, 'chart').getByRole('listbox', { name: 'Cells' });
+    const segments = panelSection(page, 'segments');
+    const legend = segments.getByRole('list', { name: 'Colours of the segment map' });
+    const map = segments.locator('svg');
+
+    // [4]'s map: the model's weights (Cell [1]), the batches (Cell [2]) and the kept predictions (Cell [3])
+    const last = cells.getByRole('option', { name: /^\[4\]/ });
+    await last.click();
+    await expect(last).toHaveAttribute('aria-selected', 'true');
+    await expect(legend).toContainText('Cell [3]');
+    const atFour = await cellColours(legend);
+    expect(Object.keys(atFour)).toEqual(expect.arrayContaining(['Cell [1]', 'Cell [3]']));
+    // the cells shown together are told apart
+    expect(new Set(Object.values(atFour)).size).toBe(Object.keys(atFour).length);
+
+    // two steps back, as a person does from the keyboard: [2]'s map has no Cell [3]
+    await page.keyboard.press('ArrowLeft');
+    await page.keyboard.press('ArrowLeft');
+    await expect(cells.getByRole('option', { name: /^\[2\]/ })).toHaveAttribute('aria-selected', 'true');
+    await expect(legend).not.toContainText('Cell [3]');
+    const atTwo = await cellColours(legend);
+    expect(Object.keys(atTwo)).toEqual(expect.arrayContaining(['Cell [1]', 'Cell [2]']));
+    expect(new Set(Object.values(atTwo)).size).toBe(Object.keys(atTwo).length);
+    for (const cell of Object.keys(atTwo).filter(c => c in atFour)) {
+      expect(atTwo[cell], `${cell} at [2] and at [4]`).toBe(atFour[cell]);
+    }
+    // and the map draws Cell [1]'s blocks in its legend's colour
+    const fills = await map
+      .locator('.jp-CudaMemdiffSegments-block')
+      .evaluateAll(els => els.map(e => getComputedStyle(e).fill));
+    expect(fills).toContain(atTwo['Cell [1]']);
+
+    // back to [4] by the keyboard: the same colours again
+    await page.keyboard.press('End');
+    await expect(last).toHaveAttribute('aria-selected', 'true');
+    await expect(legend).toContainText('Cell [3]');
+    expect(await cellColours(legend)).toEqual(atFour);
+  });
+});
