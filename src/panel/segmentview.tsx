@@ -153,8 +153,8 @@ export function SegmentMap(props: ISegmentMapProps): JSX.Element {
   const byRole = wantRoles && roles !== null;
   const root = React.useRef<HTMLDivElement>(null);
   const width = useWidth(root, DEFAULT_WIDTH);
-  const ownColours = React.useRef<GroupColours | null>(null);
-  const colours = props.colours ?? (ownColours.current ??= new GroupColours());
+  // Without the session's colours, the map keeps its own for as long as it is shown.
+  const colours = React.useMemo(() => props.colours ?? new GroupColours(), [props.colours]);
   const roleMap = React.useMemo(() => {
     if (!byRole) {
       return null;
