@@ -16,6 +16,7 @@ import {
   CellCodeNames,
   formatBytes,
   isCellFilename,
+  Role,
   roleLabel,
   Snapshot,
   visibleStack
@@ -117,9 +118,23 @@ function allocatingSite(
 /** Frames a block's hover text lists before "…". */
 const HOVER_FRAMES = 6;
 
-/** Hover text of a block: size, state and its stack (filtered, innermost first), cells named as the notebook shows them. */
-function blockTitle(snapshot: Snapshot, block: Block, cells: CellCodeNames, trans: TranslationBundle): string {
-  const lines = [trans.__('%1, %2', formatBytes(block.size), blockStateWords(block.state, trans).text)];
+/**
+ * Hover text of a block: size, its role where the map is coloured by role
+ * (what the colour means), state, and its stack (filtered, innermost
+ * first), cells named as the notebook shows them.
+ */
+function blockTitle(
+  snapshot: Snapshot,
+  block: Block,
+  role: Role | null,
+  cells: CellCodeNames,
+  trans: TranslationBundle
+): string {
+  const size = formatBytes(block.size);
+  const state = blockStateWords(block.state, trans).text;
+  const lines = [
+    role ? trans.__('%1 %2, %3', size, trans.__(roleLabel(role)), state) : trans.__('%1, %2', size, state)
+  ];
   const entries = visibleStack(snapshot.frames, block.stack);
   for (const entry of entries.slice(0, HOVER_FRAMES)) {
     if (entry.kind === 'native') {
@@ -333,7 +348,13 @@ export function SegmentMap(props: ISegmentMapProps): JSX.Element {
                 <title>
                   {item.count > 1
                     ? trans.__('%1 small blocks', item.count)
-                    : blockTitle(snapshot, snapshot.blocks[item.block], cells, trans)}
+                    : blockTitle(
+                        snapshot,
+                        snapshot.blocks[item.block],
+                        byRole ? roles!.roleOf(snapshot.blocks[item.block]) : null,
+                        cells,
+                        trans
+                      )}
                 </title>
               </rect>
             ))}

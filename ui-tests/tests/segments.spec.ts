@@ -1,7 +1,8 @@
 /**
  * The segment map as a new user follows it through the replayed demo at the
  * panel's default width: stepping through the chart with the arrow keys, a
- * cell's blocks keep one colour.
+ * cell's blocks keep one colour, and coloured by role, hovering a block
+ * names its role.
  */
 import { expect, test } from '@jupyterlab/galata';
 import type { Locator } from '@playwright/test';
@@ -73,5 +74,21 @@ test.describe('the segment map at the default width', () => {
     await expect(last).toHaveAttribute('aria-selected', 'true');
     await expect(legend).toContainText('Cell [3]');
     expect(await cellColours(legend)).toEqual(atFour);
+  });
+
+  test('coloured by role, hovering a block names its role', async ({ page }) => {
+    test.setTimeout(180000);
+    const segments = panelSection(page, 'segments');
+    const colour = segments.getByRole('button', { name: 'colour by role' });
+    await colour.scrollIntoViewIfNeeded();
+    await colour.click();
+    await expect(colour).toHaveAttribute('aria-pressed', 'true');
+    // [4]'s map: the kept predictions of Cell [3] are activations (their graphs are saved for backward)
+    const activation = segments.locator('.jp-CudaMemdiffSegments-block.jp-mod-activation').first();
+    await activation.scrollIntoViewIfNeeded();
+    expect(await isInsideVisiblePanel(page, activation)).toBe(true);
+    await expect(activation.locator('title')).toHaveText(/^\d[\d.]* [KMG]?i?B activation, allocated\n {2}Cell \[3\]/);
+    const workspace = segments.locator('.jp-CudaMemdiffSegments-block.jp-mod-workspace').first();
+    await expect(workspace.locator('title')).toHaveText(/^\d[\d.]* [KMG]?i?B workspace, allocated\n/);
   });
 });

@@ -115,6 +115,16 @@ describe('SegmentMap by role', () => {
     const activation = container.querySelectorAll('rect.jp-CudaMemdiffSegments-role.jp-mod-activation');
     expect(activation.length).toBeGreaterThan(0);
     expect(container.querySelector('svg')!.getAttribute('aria-label')).toMatch(/blocks coloured by role$/);
+    // hovering a block names its role, what its colour means
+    expect(activation[0].querySelector('title')!.textContent).toMatch(
+      /^\d[\d.]* [KMG]?i?B activation, allocated\n {2}/
+    );
+    const optimizer = container.querySelector('rect.jp-CudaMemdiffSegments-role.jp-mod-optimizer_state')!;
+    expect(optimizer.querySelector('title')!.textContent).toMatch(/^\d[\d.]* [KMG]?i?B optimizer state, allocated\n/);
+    // coloured by code again, the hover says what it said
+    fireEvent.click(button);
+    const block = container.querySelector('rect.jp-CudaMemdiffSegments-block:not(.jp-mod-band)')!;
+    expect(block.querySelector('title')!.textContent).toMatch(/^\d[\d.]* [KMG]?i?B, allocated\n/);
   });
 
   it('offers no role colouring when the kernel gave no roles', () => {
