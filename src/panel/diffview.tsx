@@ -81,43 +81,60 @@ function siteText(frames: FrameTable, frameId: number, cells: CellCodeNames, tra
   return frameText(frames.frame(frameId), cells, trans);
 }
 
+/**
+ * The blocks of a site. In a narrow panel (its default 250 px) each block
+ * reads on two lines, its address across the row and its figures under it,
+ * so every column stays in sight (style/base.css). The roles are spelt out:
+ * that layout is no CSS table, and some browsers then drop a table's
+ * semantics.
+ */
 function BlockTable(props: { blocks: readonly Block[]; born: boolean; trans: TranslationBundle }): JSX.Element {
   const { blocks, born, trans } = props;
   const shown = blocks.slice(0, MAX_BLOCKS_SHOWN);
   const caption = born ? trans.__('Blocks born') : trans.__('Blocks freed');
-  // Wider than a narrow panel: the table scrolls sideways in a box of its own
-  // (focusable, so the keyboard scrolls it too), never the whole panel.
   return (
-    <div className="jp-CudaMemdiffBlocks-scroll" role="region" aria-label={caption} tabIndex={0}>
-      <table className="jp-CudaMemdiffBlocks">
+    <div className="jp-CudaMemdiffBlocks-box">
+      <table className="jp-CudaMemdiffBlocks" role="table">
         <caption>{caption}</caption>
-        <thead>
-          <tr>
-            <th scope="col">{trans.__('Address')}</th>
-            <th scope="col">{trans.__('Size')}</th>
-            <th scope="col">{trans.__('Requested')}</th>
-            <th scope="col">{trans.__('State')}</th>
+        <thead role="rowgroup">
+          <tr role="row">
+            <th scope="col" role="columnheader">
+              {trans.__('Address')}
+            </th>
+            <th scope="col" role="columnheader">
+              {trans.__('Size')}
+            </th>
+            <th scope="col" role="columnheader">
+              {trans.__('Requested')}
+            </th>
+            <th scope="col" role="columnheader">
+              {trans.__('State')}
+            </th>
           </tr>
         </thead>
-        <tbody>
+        <tbody role="rowgroup">
           {shown.map(b => {
             const state = blockStateWords(b.state, trans);
             return (
-              <tr key={`${b.device}:${b.address}`}>
-                <td>
+              <tr key={`${b.device}:${b.address}`} role="row">
+                <td role="cell">
                   cuda:{b.device} 0x{b.address.toString(16)}
                 </td>
-                <td>{formatBytes(b.size)}</td>
-                <td>{formatBytes(b.requestedSize)}</td>
-                <td title={state.title}>{state.text}</td>
+                <td role="cell">{formatBytes(b.size)}</td>
+                <td role="cell">{formatBytes(b.requestedSize)}</td>
+                <td role="cell" title={state.title}>
+                  {state.text}
+                </td>
               </tr>
             );
           })}
         </tbody>
         {blocks.length > shown.length ? (
-          <tfoot>
-            <tr>
-              <td colSpan={4}>{trans.__('and %1 more blocks', blocks.length - shown.length)}</td>
+          <tfoot role="rowgroup">
+            <tr role="row">
+              <td role="cell" colSpan={4}>
+                {trans.__('and %1 more blocks', blocks.length - shown.length)}
+              </td>
             </tr>
           </tfoot>
         ) : null}

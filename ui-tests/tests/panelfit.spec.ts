@@ -1,11 +1,12 @@
 /**
  * The panel's fit, as a person sees it: what an action reveals starts at the
  * top of the panel with no sticky heading over it, a narrow panel never
- * scrolls sideways as a whole (wide tables scroll in their own box), the
+ * scrolls sideways as a whole (the blocks table fits it), the
  * panel names cells as "Cell [N]" everywhere, and the peak of a cell is shown
  * only while the diff shows that cell.
  */
 import { expect, test } from '@jupyterlab/galata';
+import type { Locator } from '@playwright/test';
 import * as path from 'path';
 import {
   CODE_CELLS,
@@ -124,7 +125,7 @@ test.describe('revealing a section', () => {
 test.describe('a narrow panel', () => {
   test.use({ viewport: { width: 1280, height: 720 } });
 
-  test('never scrolls sideways as a whole; the blocks table scrolls in its own box', async ({ page, tmpPath }) => {
+  test('never scrolls sideways as a whole; the blocks table fits it', async ({ page, tmpPath }) => {
     test.setTimeout(180000);
     await openReplayedDemo(page, tmpPath);
     await runReplayedDemo(page);
@@ -146,22 +147,44 @@ test.describe('a narrow panel', () => {
     await content.evaluate(el => (el.scrollLeft = 1000));
     expect(await content.evaluate(el => el.scrollLeft)).toBe(0);
 
-    // The blocks table: its first columns in sight, the last reached by scrolling its own box, by keyboard.
-    const table = site.getByRole('region', { name: 'Blocks born' });
-    const address = table.getByRole('columnheader', { name: 'Address' });
-    const state = table.getByRole('columnheader', { name: 'State' });
-    await address.scrollIntoViewIfNeeded();
-    expect(await isInsideVisiblePanel(page, address)).toBe(true);
-    expect(await isInsideVisiblePanel(page, state)).toBe(false);
-    await table.focus();
-    for (let i = 0; i < 10; i++) {
-      await page.keyboard.press('ArrowRight');
+    // The blocks table fits the panel: every column in sight, none behind a sideways scroll.
+    const table = site.getByRole('table', { name: 'Blocks born' });
+    await table.scrollIntoViewIfNeeded();
+    const tableBox = (await table.boundingBox())!;
+    const panelBox = (await panel.boundingBox())!;
+    expect(tableBox.x + tableBox.width).toBeLessThanOrEqual(panelBox.x + panelBox.width);
+    for (const name of ['Address', 'Size', 'Requested', 'State']) {
+      const header = table.getByRole('columnheader', { name });
+      expect(await isInsideVisiblePanel(page, header), name).toBe(true);
+      expect(await isUncovered(header), name).toBe(true);
     }
-    await expect.poll(() => isInsideVisiblePanel(page, state)).toBe(true);
-    expect(await isUncovered(state)).toBe(true);
-    const stateCell = table.getByRole('row').nth(1).getByRole('cell').last();
+    // nothing between the table and the panel scrolls sideways to show it
+    const scrolled = await table.evaluate(el => {
+      const wider: string[] = [];
+      for (let e = el.parentElement; e && !e.classList.contains('jp-CudaMemdiffPanel-content'); e = e.parentElement) {
+        if (e.scrollWidth > e.clientWidth) {
+          wider.push(e.className);
+        }
+      }
+      return wider;
+    });
+    expect(scrolled).toEqual([]);
+    const row = table.getByRole('row').nth(1);
+    const stateCell = row.getByRole('cell').last();
     await expect(stateCell).toHaveText('allocated');
     await expect(stateCell).toHaveAttribute('title', "torch's block state: active_allocated");
+    expect(await isInsideVisiblePanel(page, stateCell)).toBe(true);
+    // each figure whole on its line: a size is not cut between its number and its unit
+    const size = row.getByRole('cell').nth(1);
+    await expect(size).toHaveText(/^\d[\d.]* [KMG]?i?B$/);
+    const lines = (cell: Locator) =>
+      cell.evaluate(el => {
+        const range = document.createRange();
+        range.selectNodeContents(el);
+        return new Set(Array.from(range.getClientRects()).map(r => Math.round(r.top))).size;
+      });
+    expect(await lines(size)).toBe(1);
+    expect(await lines(stateCell)).toBe(1);
     expect(await content.evaluate(el => el.scrollLeft)).toBe(0);
     await page.screenshot({ path: test.info().outputPath('narrow-blocks.png') });
   });
