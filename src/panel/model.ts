@@ -411,12 +411,10 @@ export class DiffPanelModel implements IDisposable {
    */
   get roleGroups(): readonly IRoleGroup[] | null {
     if (this._roleGroups === undefined) {
-      const pair = this.comparison;
-      const diff = this.diff;
-      const before = pair ? this.rolesOf(pair.before) : null;
-      const after = pair ? this.rolesOf(pair.after) : null;
-      this._roleGroups =
-        diff && before && after ? groupByRole(diff, before, after, { allFrames: this._showAllFrames }) : null;
+      const roles = this._comparedRoles();
+      this._roleGroups = roles
+        ? groupByRole(roles.diff, roles.before, roles.after, { allFrames: this._showAllFrames })
+        : null;
     }
     return this._roleGroups;
   }
@@ -428,14 +426,26 @@ export class DiffPanelModel implements IDisposable {
    */
   get roleMoves(): readonly IRoleMove[] | null {
     if (this._roleMoves === undefined) {
-      const pair = this.comparison;
-      const diff = this.diff;
-      const before = pair ? this.rolesOf(pair.before) : null;
-      const after = pair ? this.rolesOf(pair.after) : null;
-      this._roleMoves =
-        pair && diff && before && after ? roleMoves(diff, this.snapshotOf(pair.after), before, after) : null;
+      const roles = this._comparedRoles();
+      this._roleMoves = roles
+        ? roleMoves(roles.diff, this.snapshotOf(roles.pair.after), roles.before, roles.after)
+        : null;
     }
     return this._roleMoves;
+  }
+
+  /** The compared pair, its diff and both sides' per-block roles; null where a side has none. */
+  private _comparedRoles(): {
+    pair: IComparison;
+    diff: SnapshotDiff;
+    before: BlockRoles;
+    after: BlockRoles;
+  } | null {
+    const pair = this.comparison;
+    const diff = this.diff;
+    const before = pair ? this.rolesOf(pair.before) : null;
+    const after = pair ? this.rolesOf(pair.after) : null;
+    return pair && diff && before && after ? { pair, diff, before, after } : null;
   }
 
   /**
