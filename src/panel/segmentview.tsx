@@ -365,12 +365,21 @@ export function SegmentMap(props: ISegmentMapProps): JSX.Element {
       {block ? (
         <div className="jp-CudaMemdiffSegments-detail">
           <p title={blockStateWords(block.state, trans).title}>
-            {trans.__(
-              'Block %1 at 0x%2 (%3)',
-              formatBytes(block.size),
-              block.address.toString(16),
-              blockStateWords(block.state, trans).text
-            )}
+            {roles?.has(block)
+              ? // What the memory is for, where the kernel said: in either colouring, the role is what a person asks of a block.
+                trans.__(
+                  'Block %1 %2 at 0x%3 (%4)',
+                  formatBytes(block.size),
+                  trans.__(roleLabel(roles.roleOf(block))),
+                  block.address.toString(16),
+                  blockStateWords(block.state, trans).text
+                )
+              : trans.__(
+                  'Block %1 at 0x%2 (%3)',
+                  formatBytes(block.size),
+                  block.address.toString(16),
+                  blockStateWords(block.state, trans).text
+                )}
           </p>
           <StackView
             frames={snapshot.frames}

@@ -125,6 +125,16 @@ describe('SegmentMap by role', () => {
     fireEvent.click(button);
     const block = container.querySelector('rect.jp-CudaMemdiffSegments-block:not(.jp-mod-band)')!;
     expect(block.querySelector('title')!.textContent).toMatch(/^\d[\d.]* [KMG]?i?B, allocated\n/);
+    // a picked block's detail names its role in either colouring: what the memory is for
+    fireEvent.click(block);
+    expect(container.querySelector('.jp-CudaMemdiffSegments-detail p')!.textContent).toMatch(
+      /^Block \d[\d.]* [KMG]?i?B (parameter|gradient|optimizer state|activation|user|workspace) at 0x[0-9a-f]+ \(allocated\)$/
+    );
+    fireEvent.click(button);
+    fireEvent.click(container.querySelector('rect.jp-CudaMemdiffSegments-role.jp-mod-optimizer_state')!);
+    expect(container.querySelector('.jp-CudaMemdiffSegments-detail p')!.textContent).toMatch(
+      /^Block \d[\d.]* [KMG]?i?B optimizer state at 0x[0-9a-f]+ \(allocated\)$/
+    );
   });
 
   it('offers no role colouring when the kernel gave no roles', () => {
