@@ -76,6 +76,17 @@ export interface ILeakFindings {
   readonly noStacks: INoStacks | null;
 }
 
+/**
+ * Whether no cell of the ranked runs shows a count now, for two runs or
+ * more (outputs cleared, or the notebook reopened without them): then each
+ * entry would say "an earlier run" beside its name, and the view says it
+ * once above the list instead.
+ */
+export function countsCleared(entries: readonly ILeakEntry[]): boolean {
+  const inCells = entries.filter(e => e.cellIndex !== null);
+  return inCells.length > 1 && inCells.every(e => e.earlierRun !== null && e.earlierRun.prompt === null);
+}
+
 /** Why the holders are incomplete or only guessed: data, worded by the view. */
 export type HoldersNote =
   | { readonly kind: 'no-kernel' }

@@ -10,7 +10,7 @@ import { bytesFreedByFixes, CellCodeNames, formatBytes, FrameTable } from '../en
 import { useSignal } from '../components/signal';
 import { Section } from '../components/section';
 import { ICellLocation, StackView } from '../components/stack';
-import { HoldersNote, ILeakEntry, ILeakFindings, LeakFinderModel } from './model';
+import { countsCleared, HoldersNote, ILeakEntry, ILeakFindings, LeakFinderModel } from './model';
 import {
   adviceWords,
   earlierRunWords,
@@ -116,7 +116,9 @@ function verdictLabel(entry: ILeakEntry, trans: TranslationBundle): string {
   }
 }
 
-function Entry(props: ILeakViewProps & { entry: ILeakEntry; top: boolean; findings: ILeakFindings }): JSX.Element {
+function Entry(
+  props: ILeakViewProps & { entry: ILeakEntry; top: boolean; findings: ILeakFindings; countsCleared: boolean }
+): JSX.Element {
   const { entry, trans, top } = props;
   const v = entry.verdict;
   const label = (k: number) => props.findings.labels[k] ?? String(k);
@@ -140,7 +142,7 @@ function Entry(props: ILeakViewProps & { entry: ILeakEntry; top: boolean; findin
         >
           {entry.label}
         </button>
-        {entry.earlierRun ? (
+        {entry.earlierRun && !props.countsCleared ? (
           <span className="jp-CudaMemdiffLeak-earlier">{earlierRunWords(entry.earlierRun, trans)}</span>
         ) : null}
         <span className="jp-CudaMemdiffLeak-verdict">{verdictLabel(entry, trans)}</span>
@@ -230,6 +232,7 @@ export function LeakView(props: ILeakViewProps): JSX.Element | null {
     return null;
   }
   const shown = findings?.entries.filter(e => e.verdict.verdict !== 'ok') ?? [];
+  const cleared = countsCleared(shown);
   const fine = (findings?.entries.length ?? 0) - shown.length;
   return (
     <Section
@@ -279,6 +282,13 @@ export function LeakView(props: ILeakViewProps): JSX.Element | null {
                 ? holdersNoteText(findings.holdersNote, trans)
                 : null}
           </p>
+          {cleared ? (
+            <p className="jp-CudaMemdiffLeaks-fine">
+              {trans.__(
+                'No cell shows a count now (its outputs were cleared, or the notebook was opened without them): each entry names its run as the chart does; a click on it highlights its cell.'
+              )}
+            </p>
+          ) : null}
           <ol className="jp-CudaMemdiffLeaks-list">
             {shown.map(entry => (
               <Entry
@@ -287,6 +297,7 @@ export function LeakView(props: ILeakViewProps): JSX.Element | null {
                 entry={entry}
                 top={entry === findings.top}
                 findings={findings}
+                countsCleared={cleared}
               />
             ))}
           </ol>

@@ -138,6 +138,28 @@ test.describe('find leaking cell', () => {
     await page.screenshot({ path: test.info().outputPath('leaks-earlier-run.png') });
   });
 
+  test('after Clear Outputs of All Cells, says once that no cell shows a count, not beside every entry', async ({
+    page
+  }) => {
+    test.setTimeout(180000);
+    await runReplayedDemo(page);
+    // What a person does to tidy a notebook (and what reopening one saved without outputs looks like).
+    await page.evaluate(() => window.jupyterapp.commands.execute('notebook:clear-all-cell-outputs'));
+    const cell = (await page.notebook.getCellLocator(PREDS_CELL))!;
+    await expect(cell.locator('.jp-InputArea-prompt')).toHaveText('[ ]:');
+    await page.evaluate(id => window.jupyterapp.commands.execute(id), COMMAND);
+
+    const note = page.locator(`${PANEL} .jp-CudaMemdiffLeaks-fine`).first();
+    await expect(note).toHaveText(
+      'No cell shows a count now (its outputs were cleared, or the notebook was opened without them): each entry ' +
+        'names its run as the chart does; a click on it highlights its cell.'
+    );
+    await expect(note).toBeInViewport();
+    await expect(page.locator(`${PANEL} .jp-CudaMemdiffLeak`).first()).toBeVisible();
+    await expect(page.locator(`${PANEL} .jp-CudaMemdiffLeak-earlier`)).toHaveCount(0);
+    await expect(page.locator(LEAKING)).toHaveAttribute('data-windowed-list-index', String(PREDS_CELL));
+  });
+
   test('after a `del preds` the recording never saw, does not say the kernel confirms the holders now', async ({
     page
   }) => {

@@ -195,8 +195,9 @@ describe('LeakView naming a run its cell no longer shows', () => {
     const top = view.container.querySelector('.jp-CudaMemdiffLeak.jp-mod-top') as HTMLElement;
     const earlier = [...view.container.querySelectorAll('.jp-CudaMemdiffLeak-earlier')].map(e => e.textContent);
     const text = screen.getByRole('status').textContent!.replace(/ No kernel to ask.*$/, '');
+    const notes = [...view.container.querySelectorAll('.jp-CudaMemdiffLeaks-fine')].map(e => e.textContent);
     view.unmount();
-    return { text, top, earlier };
+    return { text, top, earlier, notes };
   }
 
   it('names it by its count where the prompt shows that run', async () => {
@@ -224,5 +225,18 @@ describe('LeakView naming a run its cell no longer shows', () => {
         'longer shows.'
     );
     expect(earlier).toEqual(['an earlier run: the cell shows no count now']);
+  });
+
+  it('says once, above the list, that no cell shows a count, where none does (cleared, or reopened)', async () => {
+    const { text, earlier, notes } = await headline([null, null, null, null]);
+    expect(text).toBe(
+      'Look at the highlighted cell first (preds = [], cell 5/10): its run [3] in kernel 2, which its prompt no ' +
+        'longer shows.'
+    );
+    expect(earlier).toEqual([]);
+    expect(notes[0]).toBe(
+      'No cell shows a count now (its outputs were cleared, or the notebook was opened without them): each entry ' +
+        'names its run as the chart does; a click on it highlights its cell.'
+    );
   });
 });
