@@ -8,11 +8,17 @@
 import { PathExt } from '@jupyterlab/coreutils';
 import type { Contents } from '@jupyterlab/services';
 
-/** The first of `base`, `base-2`, `base-3`... (each with `extension`) that `taken` does not hold. */
+/**
+ * The first of `base`, `base-2`, `base-3`... (each with `extension`) that
+ * `taken` does not hold, told apart without case: on a disk that ignores it
+ * (macOS, Windows) `Demo.pickle` is `demo.pickle`, and skipping a name costs
+ * nothing.
+ */
 export function freeName(taken: ReadonlySet<string>, base: string, extension = ''): string {
+  const names = new Set([...taken].map(name => name.toLowerCase()));
   for (let n = 1; ; n++) {
     const candidate = `${base}${n === 1 ? '' : `-${n}`}${extension}`;
-    if (!taken.has(candidate)) {
+    if (!names.has(candidate.toLowerCase())) {
       return candidate;
     }
   }

@@ -9,4 +9,8 @@ describe('freeName', () => {
     const taken = new Set(['demo-cell4.pickle', 'demo-cell4-2.pickle', 'demo-cell4-3']);
     expect(freeName(taken, 'demo-cell4', '.pickle')).toBe('demo-cell4-3.pickle');
   });
+
+  it('takes a name in another case as taken: a disk that ignores case would write over it', () => {
+    expect(freeName(new Set(['Demo-cell4.pickle']), 'demo-cell4', '.pickle')).toBe('demo-cell4-2.pickle');
+  });
 });
