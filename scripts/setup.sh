@@ -92,7 +92,9 @@ fi
 stamp=lib/.setup-build
 inputs="$(fingerprint src style schema kernel-helpers/cuda_memdiff_kernel scripts/embed-helper.js \
   package.json tsconfig.json tsconfig.node.json node_modules/.setup-package-lock)"
-outputs=(lib/index.js dist/node/cli/main.js src/capture/helper.generated.json jupyterlab_cuda_memdiff/labextension/package.json)
+# The generated files are outputs too: the fingerprint leaves them out, so one deleted alone is seen here.
+outputs=(lib/index.js dist/node/cli/main.js src/capture/helper.generated.json src/engine/protocol.generated.ts
+  src/engine/manifest.generated.ts jupyterlab_cuda_memdiff/labextension/package.json)
 built=true
 for output in "${outputs[@]}"; do
   [ -f "$output" ] || built=false
