@@ -239,7 +239,8 @@ export function roleMovesText(moves: readonly IRoleMove[], trans: TranslationBun
     trans.__('%1 from %2 to %3', formatBytes(m.bytes), trans.__(roleLabel(m.from)), trans.__(roleLabel(m.to)))
   );
   return trans.__(
-    'Blocks allocated earlier changed role (%1): the roles above count only blocks born and freed, while the change by role in the badge counts these too.',
+    // Any two snapshots, not only a cell's: the badge is the change in totals of a cell against the one before.
+    'Blocks allocated earlier changed role (%1): the roles above count only blocks born and freed, while the change in each role\u2019s total (a cell badge\u2019s figures) counts these too.',
     each.join(', ')
   );
 }

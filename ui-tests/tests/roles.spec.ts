@@ -244,7 +244,7 @@ test.describe('memory by role in the demo', () => {
     await diff.getByRole('radio', { name: 'role, then site' }).check();
     const note = diff.locator('.jp-CudaMemdiffDiff-roleMoves');
     await expect(note).toHaveText(
-      'Blocks allocated earlier changed role (32.0 MiB from user to activation): the roles above count only blocks born and freed, while the change by role in the badge counts these too.'
+      'Blocks allocated earlier changed role (32.0 MiB from user to activation): the roles above count only blocks born and freed, while the change in each role\u2019s total (a cell badge\u2019s figures) counts these too.'
     );
     await note.scrollIntoViewIfNeeded();
     expect(await isInsideVisiblePanel(page, note)).toBe(true);
