@@ -446,18 +446,14 @@ export class SnapshotStore implements IDisposable {
   }
 
   /**
-   * Blocks the cell's previous record (of its kernel session) held already
+   * Blocks the record the cell started from (startOf) held already
    * that changed role during the cell (a list's tensors an autograd graph
    * then saved): its change by role counts them, the diff by role cannot;
    * null where either side has no per-block roles.
    */
   roleMovesOf(record: CellRecord): readonly IRoleMove[] | null {
     if (!this._roleMoves.has(record)) {
-      let previous: CellRecord | null = null;
-      for (let k = this._records.indexOf(record) - 1; k >= 0 && !previous; k--) {
-        const r = this._records[k];
-        previous = r.kernelSession === record.kernelSession && r.reason === 'cell' ? r : null;
-      }
+      const previous = this.startOf(record);
       const before = previous ? this.blockRolesOf(previous) : null;
       const after = this.blockRolesOf(record);
       this._roleMoves.set(
