@@ -294,6 +294,26 @@ export function summarizeHolderList(holders: readonly IHolder[]): IHolder[] {
   });
 }
 
+// A dotted name Python can `del`: identifiers joined by dots.
+const DOTTED_NAME = /^[\p{L}_][\p{L}\p{N}_]*(?:\.[\p{L}_][\p{L}\p{N}_]*)*/u;
+
+/**
+ * What to `del` to drop a holder: the dotted name its path starts with, where
+ * the path ends there or goes on into an index (`preds[3]` → `preds`,
+ * `model.cache[4:8]` → `model.cache`, `model.weight_at_run2` as it is);
+ * the variable alone where the path goes on into a module's own numbering or
+ * a description (`model.0.weight` → `model`, `opt.param_groups (512, 512)` →
+ * `opt`), since `del` cannot take those; null where it starts with no name.
+ */
+export function deletableName(path: string): string | null {
+  const name = DOTTED_NAME.exec(path)?.[0];
+  if (!name) {
+    return null;
+  }
+  const next = path.charAt(name.length);
+  return next === '' || next === '[' ? name : name.split('.')[0];
+}
+
 /** Whether holders folded into one were cut: `more` where the kernel said so of one, else `cap` where it may have. */
 function foldedCut(items: readonly IHolder[]): { cut?: HolderCut } {
   const cuts = items.map(h => h.cut);

@@ -1,6 +1,14 @@
 // The kernel's holders as the engine reads them: references validated as the protocol gives them, and
 // holder lists folded for people without losing what each reference says.
-import { foldNames, holderAnswerJson, holderText, IHolder, parseHolderAnswer, summarizeHolderList } from '..';
+import {
+  deletableName,
+  foldNames,
+  holderAnswerJson,
+  holderText,
+  IHolder,
+  parseHolderAnswer,
+  summarizeHolderList
+} from '..';
 import { holderAdvice } from '../leaks/holderAdvice';
 
 const answer = (reference: unknown) => ({
@@ -182,5 +190,23 @@ describe('the fix for owners of hidden references', () => {
       ['cbs[0]', ['a[0]', 'a[2]']],
       ['cbs[1]', ['a[1]', 'a[3]']]
     ]);
+  });
+});
+
+describe('the name to `del` for a holder', () => {
+  it('is a dotted name Python takes, cut where the path goes on into an index, a module or words', () => {
+    const cases: [string, string | null][] = [
+      ['preds[3]', 'preds'],
+      ['model.cache[4:8]', 'model.cache'],
+      ['model.weight_at_run2', 'model.weight_at_run2'],
+      ['model.0.weight', 'model'],
+      ['heads[1].0.weight', 'heads'],
+      ['opt.param_groups (512, 512)', 'opt'],
+      ['on_end: closure variable ref', 'on_end'],
+      ['données[0]', 'données'],
+      ['[0]', null],
+      ['', null]
+    ];
+    expect(cases.map(([path]) => [path, deletableName(path)])).toEqual(cases);
   });
 });

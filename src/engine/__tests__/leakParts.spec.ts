@@ -5,7 +5,16 @@
 // finder's headline total must not stand over a fix that frees only part of it, unsaid.
 import * as fs from 'fs';
 import * as path from 'path';
-import { adviceText, bytesFreedByFixes, diffSnapshots, findLeaks, sessionExecutions, sessionRoles } from '..';
+import {
+  adviceText,
+  bytesFreedByFixes,
+  diffSnapshots,
+  findLeaks,
+  LeakAdvice,
+  sessionExecutions,
+  sessionRoles
+} from '..';
+import { fixesThatFree, leakParts } from '../leaks/parts';
 import { LIVE, readBytes, sessionOf } from './data';
 
 function demoReport(name = 'gpu_memory_demo--holders') {
@@ -77,5 +86,45 @@ describe('a leak split into parts by what frees them (gpu_memory_demo)', () => {
     expect(v.parts.map(p => p.role).sort()).toEqual(['activation', 'traceback']);
     v.parts.forEach(p => expect(p.fixes).toEqual(v.fixes.map((_, i) => i)));
     expect(bytesFreedByFixes(v)).toBeNull();
+  });
+});
+
+describe('what a fix is known to free, where roles are partly known', () => {
+  const MiB = 2 ** 20;
+  const noGrad: LeakAdvice = { code: 'no-grad' };
+  const release: LeakAdvice = { code: 'release-kept', names: ['preds'] };
+  const stacks: LeakAdvice = { code: 'record-stacks' };
+
+  it('leaves out a fix to the forward pass where every leaked byte is known to be something else', () => {
+    const kept = new Map<string | null, number>([['user', 32 * MiB]]);
+    expect(fixesThatFree(kept, [noGrad, release, stacks])).toEqual([release, stacks]);
+    // with a byte of no known role, the forward pass may have saved it: the fix stays
+    const partly = new Map<string | null, number>([
+      ['user', 32 * MiB],
+      [null, MiB]
+    ]);
+    expect(fixesThatFree(partly, [noGrad, release])).toEqual([noGrad, release]);
+  });
+
+  it('gives no figures where some of the leak has no known role', () => {
+    const fixes = [noGrad, release];
+    const known = leakParts(
+      new Map<string | null, number>([
+        ['activation', 256 * MiB],
+        ['user', 32 * MiB]
+      ]),
+      fixes
+    );
+    expect(bytesFreedByFixes({ fixes, parts: known, leakedBytes: 288 * MiB })).toEqual([256 * MiB, 288 * MiB]);
+    const partly = leakParts(
+      new Map<string | null, number>([
+        ['activation', 256 * MiB],
+        [null, 32 * MiB]
+      ]),
+      fixes
+    );
+    // only `del` is known to free the bytes of no known role; no_grad may or may not
+    expect(partly.map(p => p.fixes)).toEqual([[0, 1], [1]]);
+    expect(bytesFreedByFixes({ fixes, parts: partly, leakedBytes: 288 * MiB })).toBeNull();
   });
 });

@@ -79,6 +79,36 @@ describe('leak reasons by role', () => {
     expect(g.findings).toEqual([{ code: 'leak-role', role: 'activation', bytes: 4 * MiB }]);
   });
 
+  it('offer `del` for the tensors the user keeps whichever role is larger, by names `del` can take', () => {
+    // Outputs kept (user, 4 MiB) outweigh what their graph saved (activation, 2 MiB): the fix for the
+    // activations comes first in the loop by size, yet no_grad frees none of the kept outputs.
+    const f = leakingFinding([blocks[0], blocks[1]]);
+    f.holders.push(
+      { kind: 'variable', path: 'preds[3]' },
+      { kind: 'parameter', path: 'heads[1].0.weight' },
+      { kind: 'variable', path: 'on_end: closure variable ref' }
+    );
+    explainRoles(
+      f,
+      () =>
+        new BlockRoles([
+          [0, 0, 'user'],
+          [0, 4 * MiB, 'activation']
+        ])
+    );
+    expect(f.findings.map(x => x.code === 'leak-role' && x.role)).toEqual(['user', 'activation']);
+    expect([...f.advice.values()]).toEqual([
+      { code: 'no-grad-or-detach' },
+      { code: 'release-kept', names: ['preds', 'heads', 'on_end'] }
+    ]);
+  });
+
+  it('leave the kept tensors to the finder’s own fix where no other fix was given', () => {
+    const f = leakingFinding([blocks[0]]);
+    explainRoles(f, () => new BlockRoles([[0, 0, 'user']]));
+    expect([...f.advice.values()]).toEqual([]);
+  });
+
   it('add nothing to an execution that does not leak, or without roles', () => {
     const f = leakingFinding(blocks);
     f.causes.clear();

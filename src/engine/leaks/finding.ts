@@ -5,13 +5,13 @@
  * `ok` by what is still alive.
  */
 import { LeakAdvice, LeakFinding } from '../findings';
-import { holderKey, HolderKind, IHolder, summarizeHolderList } from '../holders';
+import { deletableName, holderKey, HolderKind, IHolder, summarizeHolderList } from '../holders';
 import { Block } from '../model';
 import { IExecutionRetention } from '../retention';
 import { BlockOrigin } from '../findings';
 import { Role } from '../roles';
 import { codeOf, Context, total } from './context';
-import { leakParts } from './parts';
+import { fixesThatFree, leakParts } from './parts';
 import {
   Confidence,
   confidenceForSize,
@@ -214,19 +214,18 @@ export class Finding {
         findings.push({ code: 'workspace', bytes: workspace });
       }
     }
-    const fixes: LeakAdvice[] =
-      verdict === 'leak'
-        ? this.advice.size
-          ? this._inCauseOrder([...this.advice], (own, [key]) => own.advice.includes(key)).map(([, a]) => a)
-          : this._holderFix()
-        : [];
-    if (verdict === 'leak' && stackless > 0) {
-      fixes.push({ code: 'record-stacks' });
-    }
     const byRole = new Map<Role | null, number>();
     for (const b of blocks) {
       const role = this.roles.get(holderKey(b.device, b.address)) ?? null;
       byRole.set(role, (byRole.get(role) ?? 0) + b.size);
+    }
+    const advised = fixesThatFree(
+      byRole,
+      this._inCauseOrder([...this.advice], (own, [key]) => own.advice.includes(key)).map(([, a]) => a)
+    );
+    const fixes: LeakAdvice[] = verdict === 'leak' ? (advised.length ? advised : this._holderFix()) : [];
+    if (verdict === 'leak' && stackless > 0) {
+      fixes.push({ code: 'record-stacks' });
     }
     return {
       execution: r.execution,
@@ -273,7 +272,14 @@ export class Finding {
    * general search.
    */
   private _holderFix(): LeakAdvice[] {
-    const kept = summarizeHolderList(this.holders.filter(h => CLEARABLE.includes(h.kind))).map(h => h.path);
+    // A module's parameter is dropped with what keeps the module: `model.0.weight` names `model`.
+    const kept = [
+      ...new Set(
+        summarizeHolderList(this.holders.filter(h => CLEARABLE.includes(h.kind))).map(h =>
+          h.kind === 'parameter' ? (deletableName(h.path) ?? h.path) : h.path
+        )
+      )
+    ];
     return kept.length ? [{ code: 'clear-holder', holders: kept }] : [{ code: 'find-holder' }];
   }
 

@@ -22,18 +22,36 @@ const FREES_ONLY: Partial<Record<LeakAdvice['code'], readonly Role[]>> = {
 };
 
 /**
- * Whether `advice` frees memory of `role`; memory of no recorded role (null)
- * is taken to be freed by every fix that frees memory: nothing says otherwise.
+ * Whether `advice` is known to free memory of `role`. Memory of no known role
+ * (null: none recorded, or the kernel could not tell) is known to be freed
+ * only by a fix that drops what references the leak.
  */
 export function frees(advice: LeakAdvice, role: Role | null): boolean {
   const only = FREES_ONLY[advice.code];
   if (!only) {
     return true;
   }
-  return role === null ? only.length > 0 : only.includes(role);
+  return role !== null && only.includes(role);
 }
 
-/** The parts of a leak from its bytes per role (null: none recorded), largest first, each with its fixes. */
+/**
+ * The fixes worth showing for a leak of these bytes per role: where the
+ * kernel named the role of every leaked byte, a fix that frees memory of
+ * other roles only (`torch.no_grad()` for a leak of kept outputs) is left
+ * out, since it would free none of this leak.
+ */
+export function fixesThatFree(
+  bytesByRole: ReadonlyMap<Role | null, number>,
+  fixes: readonly LeakAdvice[]
+): LeakAdvice[] {
+  const roles = [...bytesByRole].filter(([, bytes]) => bytes > 0).map(([role]) => role);
+  if (!roles.length || roles.includes(null)) {
+    return [...fixes];
+  }
+  return fixes.filter(a => !FREES_ONLY[a.code]?.length || roles.some(role => frees(a, role)));
+}
+
+/** The parts of a leak from its bytes per role (null: none known), largest first, each with its fixes. */
 export function leakParts(bytesByRole: ReadonlyMap<Role | null, number>, fixes: readonly LeakAdvice[]): ILeakPart[] {
   return [...bytesByRole]
     .filter(([, bytes]) => bytes > 0)
@@ -43,9 +61,13 @@ export function leakParts(bytesByRole: ReadonlyMap<Role | null, number>, fixes: 
 
 /**
  * Per fix of a verdict, the bytes of its leak the fix frees; null where each
- * fix that frees memory frees all of it, so the views need not say.
+ * fix that frees memory frees all of it, so the views need not say, or where
+ * some of the leak has no known role, so no figure could be sure.
  */
 export function bytesFreedByFixes(v: Pick<IExecutionVerdict, 'fixes' | 'parts' | 'leakedBytes'>): number[] | null {
+  if (v.parts.some(p => p.role === null)) {
+    return null;
+  }
   const freed = v.fixes.map((_, i) => v.parts.reduce((n, p) => n + (p.fixes.includes(i) ? p.bytes : 0), 0));
   return freed.some(n => n > 0 && n < v.leakedBytes) ? freed : null;
 }

@@ -5,7 +5,7 @@
  * the finding keeps each block's role, which splits the leak into parts.
  */
 import { LeakAdvice } from '../findings';
-import { holderKey, HolderKind } from '../holders';
+import { deletableName, holderKey, HolderKind } from '../holders';
 import { Block } from '../model';
 import { BlockRoles, Role, ROLES } from '../roles';
 import { Finding } from './finding';
@@ -51,10 +51,16 @@ export function explainRoles(f: Finding, rolesOf: (block: Block) => BlockRoles |
   const held = ROLES.filter(r => r !== 'unknown' && bytes.has(r)).sort((a, b) => bytes.get(b)! - bytes.get(a)!);
   for (const role of held) {
     f.findings.push({ code: 'leak-role', role, bytes: bytes.get(role)! });
-    const advice = ADVICE[role]?.(f) ?? Private.releaseKept(f, role);
+    const advice = ADVICE[role]?.(f);
     if (advice && !Private.advised(f, role)) {
       f.advice.set(JSON.stringify(advice), advice);
     }
+  }
+  // Whether the user's own tensors need a fix of their own depends on every other fix: decided last, whatever
+  // the roles' sizes.
+  const kept = held.includes('user') ? Private.releaseKept(f) : null;
+  if (kept) {
+    f.advice.set(JSON.stringify(kept), kept);
   }
 }
 
@@ -74,16 +80,17 @@ namespace Private {
   /**
    * Tensors your code keeps, where every fix given so far frees only other
    * roles (`torch.no_grad()` frees a graph, not the outputs `preds` keeps):
-   * `del` what keeps them, by the kernel's names, else the names the source
-   * stored the graph in. Null where a fix frees them already, or none was given
-   * (the finder then says to clear what keeps the leak).
+   * `del` what keeps them, by the names the kernel's holders give them
+   * (`deletableName`), else the names the source stored the graph in. Null
+   * where a fix frees them already, or none was given (the finder then says to
+   * clear what keeps the leak).
    */
-  export function releaseKept(f: Finding, role: Role): LeakAdvice | null {
+  export function releaseKept(f: Finding): LeakAdvice | null {
     const given = [...f.advice.values()];
-    if (role !== 'user' || !given.length || given.some(a => frees(a, role))) {
+    if (!given.length || given.some(a => frees(a, 'user'))) {
       return null;
     }
-    const held = f.holders.filter(h => NAMED.includes(h.kind)).map(h => h.path.replace(/\[.*$/, ''));
+    const held = f.holders.filter(h => NAMED.includes(h.kind)).flatMap(h => deletableName(h.path) ?? []);
     const stored = f.findings.flatMap(x => (x.code === 'graph' ? x.names : []));
     const names = [...new Set(held.length ? held : stored)];
     return names.length ? { code: 'release-kept', names } : { code: 'find-holder' };
