@@ -229,8 +229,16 @@ function checkExecutionOrder(manifest: ISessionManifest): void {
  * existed is one kernel).
  */
 export function kernelSessionsOf(manifest: ISessionManifest): number[] {
+  if (NUMBERED.has(manifest)) {
+    return manifest.cells.map(cell => cell.kernel_session!);
+  }
   return kernelsInOrder(manifest.cells.map(cell => cell.kernel_session));
 }
+
+// Manifests loadSession returned with cells left out, whose cells carry the kernel numbers read from the
+// whole manifest: numbered again over the cells kept, a kernel none of whose cells could be read would shift
+// the later ones down.
+const NUMBERED = new WeakSet<ISessionManifest>();
 
 /**
  * Load every cell's snapshot; `readFile` returns a file's bytes by its name
@@ -315,8 +323,12 @@ export function loadSession(
     const name = cell.holders_file;
     return name ? attempt(cell, 'holders', name, () => readHolders(name)) : null;
   });
+  const loaded = { ...manifest, cells };
+  if (kernels) {
+    NUMBERED.add(loaded);
+  }
   return {
-    manifest: { ...manifest, cells },
+    manifest: loaded,
     snapshots,
     frames,
     holders,

@@ -40,6 +40,12 @@ function recorded(folder: string): ISession {
 
 /** Export the kernels' cells as the panel's command does (sessionFolderFiles), and read the folder back. */
 function exportAcross(kernels: IKernelRun[]): ISession {
+  const files = exportFiles(kernels);
+  return loadSession(new TextDecoder().decode(files.get('manifest.json')), f => files.get(f)!);
+}
+
+/** The files of such an export, by name. */
+function exportFiles(kernels: IKernelRun[]): Map<string, Uint8Array> {
   const cells: IExportCell[] = kernels.flatMap(kernel => {
     const rec = recorded(kernel.folder);
     return kernel.cells.map(k => ({
@@ -54,8 +60,7 @@ function exportAcross(kernels: IKernelRun[]): ISession {
       ...(kernel.kernelSession === undefined ? {} : { kernelSession: kernel.kernelSession })
     }));
   });
-  const files = sessionFolderFiles(cells);
-  return loadSession(new TextDecoder().decode(files.get('manifest.json')), f => files.get(f)!);
+  return sessionFolderFiles(cells);
 }
 
 /**
@@ -94,6 +99,21 @@ describe('the demo exported across a restart: two real kernels', () => {
     expect(cellFigures(committed.cells)).toEqual(
       cellFigures(manifest.cells as unknown as { [key: string]: unknown }[])
     );
+  });
+
+  it('keeps kernel 2 its number where none of kernel 1\u2019s cells can be read', () => {
+    const files = exportFiles([
+      { folder: DEMO, cells: [0, 1, 2, 3], kernelSession: 1 },
+      { folder: DEMO_AGAIN, cells: [0, 1], kernelSession: 4 }
+    ]);
+    const text = new TextDecoder().decode(files.get('manifest.json'));
+    const lost = new Set(manifest.cells.slice(0, 4).map(c => c.snapshot_file));
+    const broken = loadSession(text, f => (lost.has(f) ? new Uint8Array([1, 2, 3]) : files.get(f)!));
+    expect(broken.unreadable.map(u => u.file)).toEqual([...lost]);
+    // Numbered again over the two cells kept, they read as kernel 1 before.
+    expect(reportCells(broken).map(r => r.kernelSession)).toEqual([2, 2]);
+    expect(sessionExecutions(broken.manifest).map(e => e.kernelSession)).toEqual([2, 2]);
+    expect(kernelPositions(kernelSessionsOf(broken.manifest))).toEqual([0, 0]);
   });
 
   it('numbers each cell\u2019s kernel 1, 2 as the views do; the first cell after the restart starts from an empty device', () => {
