@@ -91,6 +91,20 @@ function benchPair(label, beforeFile, afterFile) {
   report('diff + group by allocation site', groupMs);
   const d = engine.diffSnapshots(a, b);
   console.log(`  diff: born ${d.born.length}, freed ${d.freed.length}, kept ${d.keptCount}`);
+  // A badge's role moves (the store's roleMovesOf, on the main thread once a cell): every block given a
+  // role, one block in fifty another role after the cell than before it.
+  const roles = engine.ROLES;
+  const rolesOf = (s, shift) => s.blocks.map((x, i) => [x.device, x.address, roles[(i + (i % 50 ? 0 : shift)) % 4]]);
+  const entries = rolesOf(b, 1);
+  report(
+    "per-block roles of a cell's snapshot (BlockRoles)",
+    time(() => new engine.BlockRoles(entries), RUNS * 3)
+  );
+  const [rolesBefore, rolesAfter] = [new engine.BlockRoles(rolesOf(a, 0)), new engine.BlockRoles(entries)];
+  report(
+    "a badge's role moves (blocks kept that changed role)",
+    time(() => engine.roleMoves(d, b, rolesBefore, rolesAfter), RUNS * 3)
+  );
 }
 
 const CLI_MAIN = path.join(ROOT, 'dist', 'node', 'cli', 'main.js');
@@ -237,5 +251,5 @@ function main() {
 if (require.main === module) {
   main();
 } else {
-  module.exports = { benchMemory };
+  module.exports = { benchMemory, benchPair };
 }
