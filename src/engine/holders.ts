@@ -294,24 +294,34 @@ export function summarizeHolderList(holders: readonly IHolder[]): IHolder[] {
   });
 }
 
-// A dotted name Python can `del`: identifiers joined by dots.
-const DOTTED_NAME = /^[\p{L}_][\p{L}\p{N}_]*(?:\.[\p{L}_][\p{L}\p{N}_]*)*/u;
+// A Python name, then attributes (`.cache`) and a module's numbered children (`.0`, which Python writes `[0]`).
+const NAME = /^[\p{ID_Start}_][\p{ID_Continue}]*/u;
+const PART = /^\.(?:([\p{ID_Start}_][\p{ID_Continue}]*)|(\d+))(?=$|[.[])/u;
 
 /**
- * What to `del` to drop a holder: the dotted name its path starts with, where
- * the path ends there or goes on into an index (`preds[3]` → `preds`,
- * `model.cache[4:8]` → `model.cache`, `model.weight_at_run2` as it is);
- * the variable alone where the path goes on into a module's own numbering or
- * a description (`model.0.weight` → `model`, `opt.param_groups (512, 512)` →
- * `opt`), since `del` cannot take those; null where it starts with no name.
+ * What to `del` to drop a holder, in Python: the name and attributes its path
+ * starts with, up to an index or its end (`preds[3]` → `preds`,
+ * `model.cache[4:8]` → `model.cache`, `model.layers.0.cache` →
+ * `model.layers[0].cache`). A parameter is dropped with what keeps its
+ * module (`model.0.weight`, `model.fc.weight` → `model`: deleting the
+ * weight would break the model and free nothing the optimizer holds); a path
+ * that goes on into words names its variable alone (`opt.param_groups (512,
+ * 512)` → `opt`). Null where the path starts with no name.
  */
-export function deletableName(path: string): string | null {
-  const name = DOTTED_NAME.exec(path)?.[0];
+export function deletableName(holder: Pick<IHolder, 'kind' | 'path'>): string | null {
+  const { path } = holder;
+  const name = NAME.exec(path)?.[0];
   if (!name) {
     return null;
   }
-  const next = path.charAt(name.length);
-  return next === '' || next === '[' ? name : name.split('.')[0];
+  let expression = name;
+  let rest = path.slice(name.length);
+  for (let part = PART.exec(rest); part; part = PART.exec(rest)) {
+    expression += part[1] !== undefined ? `.${part[1]}` : `[${part[2]}]`;
+    rest = rest.slice(part[0].length);
+  }
+  const whole = rest === '' || rest.startsWith('[');
+  return holder.kind === 'parameter' || !whole ? name : expression;
 }
 
 /** Whether holders folded into one were cut: `more` where the kernel said so of one, else `cap` where it may have. */

@@ -194,19 +194,28 @@ describe('the fix for owners of hidden references', () => {
 });
 
 describe('the name to `del` for a holder', () => {
-  it('is a dotted name Python takes, cut where the path goes on into an index, a module or words', () => {
+  // Paths as kernel-helpers/cuda_memdiff_kernel/walk.py makes them.
+  it('is the Python for a variable and its attributes, up to an index', () => {
     const cases: [string, string | null][] = [
       ['preds[3]', 'preds'],
       ['model.cache[4:8]', 'model.cache'],
-      ['model.weight_at_run2', 'model.weight_at_run2'],
-      ['model.0.weight', 'model'],
-      ['heads[1].0.weight', 'heads'],
-      ['opt.param_groups (512, 512)', 'opt'],
-      ['on_end: closure variable ref', 'on_end'],
+      ['model.layers.0.cache[3]', 'model.layers[0].cache'],
       ['données[0]', 'données'],
+      ['मॉडल[0]', 'मॉडल'],
       ['[0]', null],
       ['', null]
     ];
-    expect(cases.map(([path]) => [path, deletableName(path)])).toEqual(cases);
+    expect(cases.map(([path]) => [path, deletableName({ kind: 'variable', path })])).toEqual(cases);
+  });
+
+  it('is the variable that keeps the module for a parameter or buffer, whatever the module path', () => {
+    const cases: [string, string][] = [
+      ['model.0.weight', 'model'],
+      ['model.fc.weight', 'model'],
+      ['model.weight_at_run2', 'model'],
+      ['heads[1].0.weight', 'heads'],
+      ['opt.param_groups (512, 512)', 'opt']
+    ];
+    expect(cases.map(([path]) => [path, deletableName({ kind: 'parameter', path })])).toEqual(cases);
   });
 });

@@ -97,7 +97,15 @@ describe('what a fix is known to free, where roles are partly known', () => {
 
   it('leaves out a fix to the forward pass where every leaked byte is known to be something else', () => {
     const kept = new Map<string | null, number>([['user', 32 * MiB]]);
-    expect(fixesThatFree(kept, [noGrad, release, stacks])).toEqual([release, stacks]);
+    // `del preds` then stands alone: not "the other fixes leave them on the GPU", as no other fix is shown
+    expect(fixesThatFree(kept, [noGrad, release, stacks])).toEqual([
+      { code: 'clear-holder', holders: ['preds'] },
+      stacks
+    ]);
+    expect(fixesThatFree(kept, [{ code: 'drop-exception', names: ['err'] }, release])).toEqual([
+      { code: 'drop-exception', names: ['err'] },
+      release
+    ]);
     // with a byte of no known role, the forward pass may have saved it: the fix stays
     const partly = new Map<string | null, number>([
       ['user', 32 * MiB],

@@ -83,10 +83,11 @@ describe('leak reasons by role', () => {
     // Outputs kept (user, 4 MiB) outweigh what their graph saved (activation, 2 MiB): the fix for the
     // activations comes first in the loop by size, yet no_grad frees none of the kept outputs.
     const f = leakingFinding([blocks[0], blocks[1]]);
+    // Holders as walk.py names them: a parameter's blocks have its role, never the user's.
     f.holders.push(
       { kind: 'variable', path: 'preds[3]' },
-      { kind: 'parameter', path: 'heads[1].0.weight' },
-      { kind: 'variable', path: 'on_end: closure variable ref' }
+      { kind: 'variable', path: 'model.layers.0.cache[1]' },
+      { kind: 'parameter', path: 'heads[1].0.weight' }
     );
     explainRoles(
       f,
@@ -99,7 +100,7 @@ describe('leak reasons by role', () => {
     expect(f.findings.map(x => x.code === 'leak-role' && x.role)).toEqual(['user', 'activation']);
     expect([...f.advice.values()]).toEqual([
       { code: 'no-grad-or-detach' },
-      { code: 'release-kept', names: ['preds', 'heads', 'on_end'] }
+      { code: 'release-kept', names: ['preds', 'model.layers[0].cache'] }
     ]);
   });
 

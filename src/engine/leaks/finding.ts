@@ -276,7 +276,7 @@ export class Finding {
     const kept = [
       ...new Set(
         summarizeHolderList(this.holders.filter(h => CLEARABLE.includes(h.kind))).map(h =>
-          h.kind === 'parameter' ? (deletableName(h.path) ?? h.path) : h.path
+          h.kind === 'parameter' ? (deletableName(h) ?? h.path) : h.path
         )
       )
     ];

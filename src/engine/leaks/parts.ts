@@ -38,7 +38,9 @@ export function frees(advice: LeakAdvice, role: Role | null): boolean {
  * The fixes worth showing for a leak of these bytes per role: where the
  * kernel named the role of every leaked byte, a fix that frees memory of
  * other roles only (`torch.no_grad()` for a leak of kept outputs) is left
- * out, since it would free none of this leak.
+ * out, since it would free none of this leak. `release-kept`, which says
+ * the other fixes leave the tensors on the GPU, then stands alone as the
+ * plain fix for what keeps them (`clear-holder`).
  */
 export function fixesThatFree(
   bytesByRole: ReadonlyMap<Role | null, number>,
@@ -48,7 +50,11 @@ export function fixesThatFree(
   if (!roles.length || roles.includes(null)) {
     return [...fixes];
   }
-  return fixes.filter(a => !FREES_ONLY[a.code]?.length || roles.some(role => frees(a, role)));
+  const kept = fixes.filter(a => !FREES_ONLY[a.code]?.length || roles.some(role => frees(a, role)));
+  const others = kept.filter(a => a.code !== 'release-kept' && a.code !== 'record-stacks');
+  return others.length
+    ? kept
+    : kept.map(a => (a.code === 'release-kept' ? { code: 'clear-holder', holders: a.names } : a));
 }
 
 /** The parts of a leak from its bytes per role (null: none known), largest first, each with its fixes. */

@@ -74,8 +74,8 @@ namespace Private {
     traceback: ['clear-traceback', 'drop-exception']
   };
 
-  // Holders whose names a user can `del`.
-  const NAMED: readonly HolderKind[] = ['variable', 'parameter'];
+  // Holders of the user's own tensors whose names a user can `del` (a parameter's blocks have its role).
+  const NAMED: readonly HolderKind[] = ['variable'];
 
   /**
    * Tensors your code keeps, where every fix given so far frees only other
@@ -90,7 +90,7 @@ namespace Private {
     if (!given.length || given.some(a => frees(a, 'user'))) {
       return null;
     }
-    const held = f.holders.filter(h => NAMED.includes(h.kind)).flatMap(h => deletableName(h.path) ?? []);
+    const held = f.holders.filter(h => NAMED.includes(h.kind)).flatMap(h => deletableName(h) ?? []);
     const stored = f.findings.flatMap(x => (x.code === 'graph' ? x.names : []));
     const names = [...new Set(held.length ? held : stored)];
     return names.length ? { code: 'release-kept', names } : { code: 'find-holder' };
