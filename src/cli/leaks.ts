@@ -176,7 +176,9 @@ const EVIDENCE_SITES_SHOWN = 3;
  */
 export function leaksText(report: LeakReport, session: ISession, options: IFrameFilterOptions): string {
   const cells = session.manifest.cells;
-  const kernels = report.executions.length ? report.executions[report.executions.length - 1].kernel + 1 : 1;
+  // The manifest's kernel numbers: a kernel none of whose cells could be read keeps its place.
+  const kernelOf = kernelSessionsOf(session.manifest);
+  const kernels = kernelOf.length ? kernelOf[kernelOf.length - 1] : 1;
   // The engine's findings worded here, with the labels the engine was given.
   const labels = executionLabels(session.manifest).map(printable);
   const reasons = (v: IExecutionVerdict) => v.findings.map(f => findingText(f, k => labels[k]));
@@ -221,7 +223,7 @@ export function leaksText(report: LeakReport, session: ISession, options: IFrame
             : (reasons(v)[0] ?? '');
       return [
         ...cellColumns(cells[k]),
-        ...(kernels > 1 ? [String(v.kernel + 1)] : []),
+        ...(kernels > 1 ? [String(kernelOf[v.execution])] : []),
         v.verdict,
         formatBytes(v.leftBytes),
         formatBytes(v.retainedBytes),
@@ -235,7 +237,7 @@ export function leaksText(report: LeakReport, session: ISession, options: IFrame
     return [table, '', ...(noStacks.length ? noStacks.slice(1) : ['No cell leaks.'])].join('\n');
   }
   const top = report.executions[report.topLeak];
-  const where = kernels > 1 ? `kernel ${top.kernel + 1} of ${kernels}, ` : '';
+  const where = kernels > 1 ? `kernel ${kernelOf[top.execution]} of ${kernels}, ` : '';
   const lines = [table, '', lookFirst(session, top, where)];
   // The leaked blocks are the top cell's own: of copies of its code, the frame names it.
   const cellNames = sessionCells(session.sourceCells);

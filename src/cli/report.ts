@@ -37,9 +37,9 @@ import {
 } from '../engine';
 import { IColumn, ITableNote, printable, renderTable } from './table';
 
-/** The line a table shows where the kernel restarted (`kernel` is the new kernel's position). */
+/** The line a table shows where the kernel restarted (`kernel` is the new kernel's number, kernelSessionsOf's). */
 export function restartNote(kernel: number): ITableNote {
-  return { note: `~~ kernel restarted: kernel ${kernel + 1} starts from an empty device ~~` };
+  return { note: `~~ kernel restarted: kernel ${kernel} starts from an empty device ~~` };
 }
 
 /**
@@ -507,10 +507,10 @@ export function sessionText(
   options: IFrameFilterOptions = {}
 ): string {
   const parts = [sessionTable(reports, entries, table, cells)];
-  const kernels = reports.some(r => r.kernel > 0);
+  const kernels = reports.some(r => r.kernelSession > 1);
   for (const r of reports) {
     const cell = printable(sessionCellName(r.index, r.executionCount, r.label));
-    const name = kernels ? `${cell} in kernel ${r.kernel + 1}` : cell;
+    const name = kernels ? `${cell} in kernel ${r.kernelSession}` : cell;
     if (r.oomReport && cells) {
       parts.push('', oomText(name, r.oomReport, table, cells, options, r.oomSites ?? undefined));
     }
@@ -557,7 +557,7 @@ function sessionTable(
   const rows: (string[] | ITableNote)[] = [];
   reports.forEach((r, k) => {
     if (r.afterRestart) {
-      rows.push(restartNote(r.kernel));
+      rows.push(restartNote(r.kernelSession));
     }
     rows.push([
       ...cellColumns(entries[k]),

@@ -50,7 +50,7 @@ export function sessionRolesText(
   const rows: (string[] | ITableNote)[] = [];
   reports.forEach((r, k) => {
     if (r.afterRestart) {
-      rows.push(restartNote(r.kernel));
+      rows.push(restartNote(r.kernelSession));
     }
     const cell = roles[k];
     rows.push([

@@ -4,7 +4,7 @@
  * this is the one place the CLI words it. The panel words the same data
  * through its translator (components/runNames.ts).
  */
-import { ISessionManifest, kernelNumbers, kernelSessionsOf, sessionCellName } from '../engine';
+import { ISessionManifest, kernelsNamed, kernelSessionsOf, sessionCellName } from '../engine';
 
 /** A run's name (`Cell [2]`, `step 4`) with its kernel where the session spans several: `Cell [2] in kernel 1`. */
 export function inKernel(name: string, kernel: number | null): string {
@@ -17,7 +17,7 @@ export function inKernel(name: string, kernel: number | null): string {
  * (the same cell and count then name several runs).
  */
 export function executionLabels(manifest: ISessionManifest): string[] {
-  const kernels = kernelNumbers(kernelSessionsOf(manifest));
+  const kernels = kernelsNamed(kernelSessionsOf(manifest));
   return manifest.cells.map((cell, k) =>
     inKernel(sessionCellName(cell.index, cell.execution_count, cell.label), kernels[k])
   );

@@ -32,7 +32,14 @@ export interface IRunName {
  * kernelsInOrder), or null for every run when they all ran in one kernel.
  */
 export function kernelNumbers(ids: readonly (number | null | undefined)[]): (number | null)[] {
-  const numbers = kernelsInOrder(ids);
+  return kernelsNamed(kernelsInOrder(ids));
+}
+
+/**
+ * Kernel numbers already in order (kernelSessionsOf's) as runs name them:
+ * null for every run where all ran in kernel 1.
+ */
+export function kernelsNamed(numbers: readonly number[]): (number | null)[] {
   const several = numbers.some(n => n > 1);
   return numbers.map(n => (several ? n : null));
 }

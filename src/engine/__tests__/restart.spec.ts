@@ -20,6 +20,7 @@ import {
   sessionExecutions,
   sessionFolderFiles
 } from '..';
+import { leaksText } from '../../cli/leaks';
 import { executionLabels } from '../../cli/runNames';
 import { readBytes, TEST_DATA, wording } from './data';
 
@@ -114,6 +115,12 @@ describe('the demo exported across a restart: two real kernels', () => {
     expect(reportCells(broken).map(r => r.kernelSession)).toEqual([2, 2]);
     expect(sessionExecutions(broken.manifest).map(e => e.kernelSession)).toEqual([2, 2]);
     expect(kernelPositions(kernelSessionsOf(broken.manifest))).toEqual([0, 0]);
+    // The CLI's words name the same kernel as its JSON.
+    expect(executionLabels(broken.manifest)).toEqual(['Cell [1] in kernel 2', 'Cell [2] in kernel 2']);
+    const report = findLeaks(broken.snapshots, sessionExecutions(broken.manifest));
+    const table = leaksText(report, broken, {}).split('\n');
+    expect(table[0]).toMatch(/\bkernel\b/);
+    expect(table.filter(line => /^\s*\[\d\]/.test(line)).map(line => line.split(/\s+/)[3])).toEqual(['2', '2']);
   });
 
   it('numbers each cell\u2019s kernel 1, 2 as the views do; the first cell after the restart starts from an empty device', () => {
