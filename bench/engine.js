@@ -91,20 +91,24 @@ function benchPair(label, beforeFile, afterFile) {
   report('diff + group by allocation site', groupMs);
   const d = engine.diffSnapshots(a, b);
   console.log(`  diff: born ${d.born.length}, freed ${d.freed.length}, kept ${d.keptCount}`);
-  // A badge's role moves (the store's roleMovesOf, on the main thread once a cell): every block given a
-  // role, one block in fifty another role after the cell than before it.
+  // A badge's role moves (the store's roleMovesOf, on the main thread once a cell: the cell's diff, then the
+  // blocks it kept that changed role): every block given a role by its address, one block in fifty of those
+  // the cell kept another role after it than before.
   const roles = engine.ROLES;
-  const rolesOf = (s, shift) => s.blocks.map((x, i) => [x.device, x.address, roles[(i + (i % 50 ? 0 : shift)) % 4]]);
+  const roleAt = (address, shift) => roles[(address / 512 + (address % 51200 ? 0 : shift)) % 4];
+  const rolesOf = (s, shift) => s.blocks.map(x => [x.device, x.address, roleAt(x.address, shift)]);
   const entries = rolesOf(b, 1);
   report(
     "per-block roles of a cell's snapshot (BlockRoles)",
     time(() => new engine.BlockRoles(entries), RUNS * 3)
   );
   const [rolesBefore, rolesAfter] = [new engine.BlockRoles(rolesOf(a, 0)), new engine.BlockRoles(entries)];
+  const moves = engine.roleMoves(d, b, rolesBefore, rolesAfter);
   report(
-    "a badge's role moves (blocks kept that changed role)",
-    time(() => engine.roleMoves(d, b, rolesBefore, rolesAfter), RUNS * 3)
+    "a badge's role moves (the diff, then kept blocks' roles)",
+    time(() => engine.roleMoves(engine.diffSnapshots(a, b), b, rolesBefore, rolesAfter), RUNS * 3)
   );
+  console.log(`  moves: ${moves.map(m => `${m.count} blocks ${m.from} to ${m.to}`).join(', ')}`);
 }
 
 const CLI_MAIN = path.join(ROOT, 'dist', 'node', 'cli', 'main.js');

@@ -134,6 +134,13 @@ describe('bad roles input', () => {
     expect(() => parseBlockRoles({ device: [0, 0], address: [1, 2 ** 53], role: ['user', 'user'] }, 'f.json')).toThrow(
       'f.json address[1] is out of range: past 2^53 - 1, where numbers stop being exact'
     );
+    // An address as text is refused: the protocol's addresses are numbers.
+    expect(() => parseBlockRoles({ device: [0], address: ['4096'], role: ['user'] }, 'f.json')).toThrow(
+      'f.json address[0] is not a whole number of 0 or more'
+    );
+    expect(() => parseBlockRoles({ device: [-1], address: [4096], role: ['user'] }, 'f.json')).toThrow(
+      'f.json device[0] is not a whole number of 0 or more'
+    );
     // A role nested 200,000 lists deep: String() of it overflowed the stack.
     let deep: unknown = 'user';
     for (let k = 0; k < 200_000; k++) {
