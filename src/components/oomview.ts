@@ -23,12 +23,20 @@ export function oomSection(oom: IFileOom, cells: CellCodeNames, trans: Translati
   return section;
 }
 
+// The post-mortems whose error was read out.
+const ANNOUNCED = new WeakSet<IFileOom>();
+
 /** What the post-mortem says, without a heading (the panel's section gives it one). */
 export function oomDetails(oom: IFileOom, cells: CellCodeNames, trans: TranslationBundle): HTMLElement[] {
   const details: HTMLElement[] = [];
   const words = oomFacts(oom, trans);
   details.push(paragraph(words.summary, 'jp-CudaMemdiffMoment-summary'));
-  details[0].setAttribute('role', 'alert');
+  // An alert is read out each time it is inserted: the error once a file, not again when the panel draws it
+  // after the file's view, or at a new cell name, or when its section is opened again.
+  if (!ANNOUNCED.has(oom)) {
+    ANNOUNCED.add(oom);
+    details[0].setAttribute('role', 'alert');
+  }
   const facts = document.createElement('dl');
   facts.className = 'jp-CudaMemdiffMoment-facts';
   for (const [label, value] of words.facts) {

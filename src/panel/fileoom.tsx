@@ -21,16 +21,9 @@ export interface IFileOomBodyProps {
 export function FileOomBody(props: IFileOomBodyProps): JSX.Element {
   const { oom, cells, trans } = props;
   const host = React.useRef<HTMLDivElement>(null);
-  const announced = React.useRef<IFileOom | null>(null);
   // Before paint: the section never shows empty when the panel scrolls to it.
   React.useLayoutEffect(() => {
-    const details = oomDetails(oom, cells, trans);
-    // An alert inserted again is read out again: the error is announced once a file, not at each new cell name.
-    if (announced.current === oom) {
-      details[0].removeAttribute('role');
-    }
-    announced.current = oom;
-    host.current?.replaceChildren(...details);
+    host.current?.replaceChildren(...oomDetails(oom, cells, trans));
   }, [oom, cells, trans]);
   return <div ref={host} className="jp-CudaMemdiffMoment" />;
 }

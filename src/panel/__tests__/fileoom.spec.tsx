@@ -1,5 +1,5 @@
 // A dropped OOM dump's post-mortem in the panel, on the real H200 recording: the error is announced to a
-// screen reader when the file comes, and not again when the notebook's cell names change under it.
+// screen reader when the file comes, not again when the notebook's cell names change or its section opens again.
 import { render, screen } from '@testing-library/react';
 import { nullTranslator } from '@jupyterlab/translation';
 import * as path from 'path';
@@ -22,6 +22,11 @@ describe("a file's out-of-memory section in the panel", () => {
     const names = (source: string) => new CellCodeNames([{ id: 'a', source, executionCount: 1 }]);
     const { rerender } = render(<FileOomBody oom={oom} cells={names('x = 1')} trans={trans} />);
     expect(screen.getByRole('alert').textContent).toMatch(/60\.0\sGiB/);
+    rerender(<FileOomBody oom={oom} cells={names('x = 2')} trans={trans} />);
+    expect(screen.queryByRole('alert')).toBeNull();
+    expect(screen.getByText(/60\.0\sGiB/, { selector: 'p' })).toBeTruthy();
+    // its section closed and opened again: drawn anew, not read out anew
+    rerender(<div />);
     rerender(<FileOomBody oom={oom} cells={names('x = 2')} trans={trans} />);
     expect(screen.queryByRole('alert')).toBeNull();
     expect(screen.getByText(/60\.0\sGiB/, { selector: 'p' })).toBeTruthy();
