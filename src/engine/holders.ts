@@ -302,11 +302,13 @@ const PART = /^\.(?:([\p{ID_Start}_][\p{ID_Continue}]*)|(\d+))(?=$|[.[])/u;
  * What to `del` to drop a holder, in Python: the name and attributes its path
  * starts with, up to an index or its end (`preds[3]` → `preds`,
  * `model.cache[4:8]` → `model.cache`, `model.layers.0.cache` →
- * `model.layers[0].cache`). A parameter is dropped with what keeps its
- * module (`model.0.weight`, `model.fc.weight` → `model`: deleting the
- * weight would break the model and free nothing the optimizer holds); a path
- * that goes on into words names its variable alone (`opt.param_groups (512,
- * 512)` → `opt`). Null where the path starts with no name.
+ * `model.layers[0].cache`); the variable alone where the path goes on into
+ * words (`opt.param_groups (512, 512)` → `opt`). A parameter or buffer is
+ * dropped with the module that holds it, never alone from a module that needs
+ * it: `model.head2.weight` → `model.head2`, `model.3.weight` → `model[3]`,
+ * `heads[1].0.weight` → `heads`; one registered on the variable's own module
+ * is its own attribute (`model.weight_at_run2`). Null where the path starts
+ * with no name.
  */
 export function deletableName(holder: Pick<IHolder, 'kind' | 'path'>): string | null {
   const { path } = holder;
@@ -314,14 +316,17 @@ export function deletableName(holder: Pick<IHolder, 'kind' | 'path'>): string | 
   if (!name) {
     return null;
   }
-  let expression = name;
+  const parts: string[] = [];
   let rest = path.slice(name.length);
   for (let part = PART.exec(rest); part; part = PART.exec(rest)) {
-    expression += part[1] !== undefined ? `.${part[1]}` : `[${part[2]}]`;
+    parts.push(part[1] !== undefined ? `.${part[1]}` : `[${part[2]}]`);
     rest = rest.slice(part[0].length);
   }
-  const whole = rest === '' || rest.startsWith('[');
-  return holder.kind === 'parameter' || !whole ? name : expression;
+  if (rest !== '' && !(rest.startsWith('[') && holder.kind !== 'parameter')) {
+    return name;
+  }
+  const kept = holder.kind === 'parameter' && parts.length > 1 ? parts.slice(0, -1) : parts;
+  return name + kept.join('');
 }
 
 /** Whether holders folded into one were cut: `more` where the kernel said so of one, else `cap` where it may have. */

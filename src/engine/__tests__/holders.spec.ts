@@ -208,11 +208,11 @@ describe('the name to `del` for a holder', () => {
     expect(cases.map(([path]) => [path, deletableName({ kind: 'variable', path })])).toEqual(cases);
   });
 
-  it('is the variable that keeps the module for a parameter or buffer, whatever the module path', () => {
+  it('is the module that holds a parameter or buffer, or the attribute registered on the variable itself', () => {
     const cases: [string, string][] = [
-      ['model.0.weight', 'model'],
-      ['model.fc.weight', 'model'],
-      ['model.weight_at_run2', 'model'],
+      ['model.head2.weight', 'model.head2'],
+      ['model.3.weight', 'model[3]'],
+      ['model.weight_at_run2', 'model.weight_at_run2'],
       ['heads[1].0.weight', 'heads'],
       ['opt.param_groups (512, 512)', 'opt']
     ];

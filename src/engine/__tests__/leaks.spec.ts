@@ -594,6 +594,16 @@ describe('the fix where no rule names one', () => {
     expect(adviceText(top.fixes[0])).toContain('`recent[8:16]`');
   });
 
+  it('names a buffer registered on the model per run as the attribute to `del`, not the model (buffer_per_rerun)', () => {
+    const session = sessionOf('buffer_per_rerun--holders', LIVE);
+    const report = findLeaks(session.snapshots, sessionExecutions(session.manifest), {
+      holders: session.holders[session.holders.length - 1]!
+    });
+    const top = report.executions[report.topLeak!];
+    expect(top.holders.map(h => [h.kind, h.path])).toEqual([['parameter', 'model.weight_at_run2']]);
+    expect(top.fixes).toEqual([{ code: 'clear-holder', holders: ['model.weight_at_run2'] }]);
+  });
+
   it('still asks to find the holder without the kernel’s answer', () => {
     const session = sessionOf('deque_recent_outputs--holders', LIVE);
     const report = findLeaks(session.snapshots, sessionExecutions(session.manifest));
