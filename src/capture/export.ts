@@ -3,7 +3,7 @@
  * sessionFolderFiles): each cell's snapshot with the OOM snapshots of the
  * same execution, its place and code in the notebook, its peak and kernel.
  */
-import { IExportCell, IHolderAnswer } from '../engine';
+import { BlockRoles, IExportCell, IHolderAnswer } from '../engine';
 import { CellRecord } from './store';
 
 /** The cells of the notebook, in order, as the export needs them. */
@@ -15,12 +15,14 @@ export interface INotebookCell {
 /**
  * One exported cell per cell execution the store holds (OOM snapshots go
  * with their execution); `holdersOf` gives the kernel's answer about who held
- * a record's blocks, where it was asked after that record (the store's).
+ * a record's blocks, where it was asked after that record, and `blockRolesOf`
+ * what each block was for (the store's).
  */
 export function exportCells(
   records: readonly CellRecord[],
   cells: readonly INotebookCell[],
-  holdersOf: (record: CellRecord) => IHolderAnswer | null = () => null
+  holdersOf: (record: CellRecord) => IHolderAnswer | null = () => null,
+  blockRolesOf: (record: CellRecord) => BlockRoles | null = () => null
 ): IExportCell[] {
   return records
     .filter(r => r.reason === 'cell')
@@ -49,6 +51,7 @@ export function exportCells(
         peak: { bytes: r.peakBytes, exact: r.peakExact },
         kernelSession: r.kernelSession,
         roles: r.roles,
+        blockRoles: blockRolesOf(r),
         holders: answer ? { holders: answer.holders, partial: answer.partial } : null
       };
     });

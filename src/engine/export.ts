@@ -9,6 +9,7 @@ import { Block, FrameTable, Snapshot } from './model';
 import { PyDict, PyValue } from './pickle';
 import { pickle } from './pickler';
 import { kernelsInOrder } from './retention';
+import { BlockRoles } from './roles';
 import { IWireDeviceStats } from './wire';
 
 const SMALL_SEGMENT_BYTES = 2 * 2 ** 20;
@@ -138,11 +139,27 @@ export interface IExportCell {
   /** The kernel's roles after the cell (bytes per role), written as the manifest's `roles` when known. */
   roles?: { bytes: Readonly<Record<string, number>>; partial: boolean } | null;
   /**
+   * What each block was for after the cell, where the kernel said it
+   * (the store's blockRolesOf): written as `cellNN.roles.json`, which the
+   * leak finder reads to split a leak by what frees it, as the panel did.
+   */
+  blockRoles?: BlockRoles | null;
+  /**
    * The kernel's answer about who held the blocks after the cell, where it
    * was asked then (the leak finder asks after the latest cell): written as
    * `cellNN.holders.json`, which `cuda-memdiff leaks` reads as the panel did.
    */
   holders?: { holders: IBlockHolders; partial: boolean } | null;
+}
+
+/** A roles file's columns (parseBlockRoles reads them): each block of the snapshot the kernel gave a role. */
+function blockRolesJson(snapshot: Snapshot, roles: BlockRoles) {
+  const named = snapshot.blocks.filter(b => roles.has(b));
+  return {
+    device: named.map(b => b.device),
+    address: named.map(b => b.address),
+    role: named.map(b => roles.roleOf(b))
+  };
 }
 
 /** The allocator statistics of a cell; `peak`, the cell's own as the store holds it, stands for the devices' sum. */
@@ -217,6 +234,11 @@ export function sessionFolderFiles(
       const answer = holderAnswerJson(cell.holders.holders, cell.holders.partial);
       files.set(holdersName, new TextEncoder().encode(JSON.stringify(answer)));
     }
+    let rolesName: string | null = null;
+    if (cell.roles && cell.blockRoles) {
+      rolesName = `cell${String(k).padStart(2, '0')}.roles.json`;
+      files.set(rolesName, new TextEncoder().encode(JSON.stringify(blockRolesJson(cell.snapshot, cell.blockRoles))));
+    }
     const oomFiles = cell.oomSnapshots.map(s => {
       const oomName = `oom${String(ooms++).padStart(2, '0')}.pickle.gz`;
       files.set(oomName, snapshotToPickle(s));
@@ -236,6 +258,7 @@ export function sessionFolderFiles(
       ...(cell.kernelSession !== undefined ? { kernel_session: kernels[k] } : {}),
       ...(cell.roles ? { roles: { bytes: cell.roles.bytes, partial: cell.roles.partial } } : {}),
       ...(holdersName ? { holders_file: holdersName } : {}),
+      ...(rolesName ? { roles_file: rolesName } : {}),
       ...(linked
         ? { history: { since_us: history.sinceUs, until_us: history.untilUs, complete: history.complete } }
         : {}),

@@ -56,7 +56,12 @@ export const exportPlugin: JupyterFrontEndPlugin<void> = {
           source: c.sharedModel.getSource()
         }));
         // The kernel's answers about who held the blocks (the leak finder's), so `leaks` gives the panel's verdicts.
-        const exported = exportCells(store.records, cells, r => store.holdersOf(r));
+        const exported = exportCells(
+          store.records,
+          cells,
+          r => store.holdersOf(r),
+          r => store.blockRolesOf(r)
+        );
         const folder = await freePath(
           contents,
           PathExt.join(

@@ -11,7 +11,9 @@ import {
   diffSnapshots,
   findLeaks,
   LeakAdvice,
+  loadSession,
   sessionExecutions,
+  sessionFolderFiles,
   sessionRoles
 } from '..';
 import { fixesThatFree, leakParts } from '../leaks/parts';
@@ -78,6 +80,34 @@ describe('a leak split into parts by what frees them (gpu_memory_demo)', () => {
     expect(freed[noGrad]).toBeLessThan(top.leakedBytes);
     expect(freed[release]).toBe(top.leakedBytes);
     expect(adviceText(top.fixes[release])).toMatch(/^`del preds` once you are done with the tensors it keeps/);
+  });
+
+  it('is the same read from the panel\u2019s export of the session, which carries each block\u2019s role', () => {
+    const roles = sessionRoles(demo.manifest, f => readBytes(path.join(LIVE, 'gpu_memory_demo--holders', f)));
+    const files = sessionFolderFiles(
+      demo.manifest.cells.map((c, k) => ({
+        index: c.index,
+        executionCount: c.execution_count,
+        source: c.source ?? '',
+        cellId: null,
+        error: null,
+        snapshot: demo.snapshots[k],
+        oomSnapshots: [],
+        devices: [],
+        roles: roles[k],
+        blockRoles: roles[k]?.blocks ?? null,
+        holders: demo.holders[k] ? { holders: demo.holders[k]!, partial: false } : null
+      }))
+    );
+    const exported = loadSession(new TextDecoder().decode(files.get('manifest.json')), f => files.get(f)!);
+    const again = findLeaks(exported.snapshots, sessionExecutions(exported.manifest), {
+      holders: exported.holders[exported.holders.length - 1]!,
+      holdersAfter: exported.holders,
+      roles: sessionRoles(exported.manifest, f => files.get(f)!).map(r => r?.blocks ?? null)
+    });
+    const v = again.executions[again.topLeak!];
+    expect([v.execution, v.fixes, v.parts]).toEqual([top.execution, top.fixes, top.parts]);
+    expect(bytesFreedByFixes(v)).toEqual(bytesFreedByFixes(top));
   });
 
   it('needs no "frees" where every fix frees all of a leak (a kept exception frees its graph too)', () => {

@@ -89,7 +89,7 @@ describe('a recorded training session', () => {
 });
 
 describe('an exported session', () => {
-  it('keeps each cell\u2019s roles in its manifest, for `cuda-memdiff session --json`', () => {
+  it('keeps each cell\u2019s roles in its manifest and each block\u2019s in a roles file, as recorded', () => {
     const { session, roles } = recorded();
     const files = sessionFolderFiles(
       session.manifest.cells.map((c, k) => ({
@@ -101,15 +101,22 @@ describe('an exported session', () => {
         snapshot: session.snapshots[k],
         oomSnapshots: [],
         devices: [],
-        roles: k === 0 ? null : roles[k]
+        roles: k === 0 ? null : roles[k],
+        blockRoles: roles[k]?.blocks ?? null
       }))
     );
     const manifest = JSON.parse(new TextDecoder().decode(files.get('manifest.json')!));
     const back = sessionRoles(manifest, name => files.get(name)!);
     expect(back[0]).toBeNull();
     expect(back.slice(1).map(r => r!.bytes)).toEqual(roles.slice(1).map(r => r!.bytes));
-    // bytes only: per-block roles never reach the frontend, so an export has no roles files
-    expect(back[4]!.blocks).toBeNull();
+    // each allocated block with the role the recording's roles file gave it
+    for (const k of [1, 4]) {
+      const blocks = session.snapshots[k].blocks.filter(b => b.state === 'active_allocated');
+      expect(blocks.length).toBeGreaterThan(0);
+      expect(blocks.map(b => back[k]!.blocks!.roleOf(b))).toEqual(blocks.map(b => roles[k]!.blocks!.roleOf(b)));
+      expect(manifest.cells[k].roles_file).toBe(`cell0${k}.roles.json`);
+    }
+    expect(files.has('cell00.roles.json')).toBe(false);
   });
 });
 
