@@ -136,7 +136,11 @@ export interface IDiffPanel {
   readonly filesDropped: ISignal<unknown, readonly File[]>;
   /** Show the panel. */
   reveal(): void;
-  /** The later snapshot of the panel's comparison, with a name for saving it. */
+  /**
+   * The later snapshot of the panel's comparison, with a name for saving it;
+   * null where it is a file's, which is on disk already with all it holds (the
+   * panel has its blocks, not its allocation history).
+   */
   shownSnapshot(): { name: string; snapshot: Snapshot } | null;
   /** The followed notebook's cells by the code names their frames carry: a file's views name frames as the panel does. */
   cellNames(): CellCodeNames;

@@ -83,7 +83,9 @@ export const exportPlugin: JupyterFrontEndPlugin<void> = {
 
     app.commands.addCommand(CommandIDs.saveSnapshot, {
       label: trans.__('Save CUDA Memory Snapshot as Pickle'),
-      caption: trans.__('Save the snapshot the panel shows, for torch.cuda._memory_viz and pytorch.org/memory_viz'),
+      caption: trans.__(
+        "Save the cell's snapshot the panel shows, for torch.cuda._memory_viz and pytorch.org/memory_viz (a file the panel shows is on disk already)"
+      ),
       isEnabled: () => panel.shownSnapshot() !== null,
       execute: async () => {
         const shown = panel.shownSnapshot();

@@ -184,15 +184,13 @@ export const panelPlugin: JupyterFrontEndPlugin<IDiffPanel> = {
       cellNames: () => panel.model.cellNames(),
       shownSnapshot: () => {
         const after = panel.model.comparison?.after;
-        if (!after) {
+        if (!after || after.kind === 'file') {
           return null;
         }
         const name =
-          after.kind === 'file'
-            ? after.file.name.replace(/(\.pickle|\.pkl)?(\.gz)?$/, '')
-            : after.kind === 'record'
-              ? `${(panel.model.notebook?.title ?? 'notebook').replace(/\.ipynb$/, '')}-cell${after.record.executionCount ?? ''}`
-              : 'empty';
+          after.kind === 'record'
+            ? `${(panel.model.notebook?.title ?? 'notebook').replace(/\.ipynb$/, '')}-cell${after.record.executionCount ?? ''}`
+            : 'empty';
         return { name, snapshot: panel.model.snapshotOf(after) };
       }
     };

@@ -163,13 +163,21 @@ test.describe('export', () => {
       };
     });
     expect(exported.folder).toBe(`${tmpPath}/replay_demo-cuda-memdiff-session`);
+    // Each cell's snapshot, and the role of each of its blocks (the leak finder's fixes read them).
     expect(exported.names).toEqual([
       'cell00.pickle.gz',
+      'cell00.roles.json',
       'cell01.pickle.gz',
+      'cell01.roles.json',
       'cell02.pickle.gz',
+      'cell02.roles.json',
       'cell03.pickle.gz',
+      'cell03.roles.json',
       'manifest.json'
     ]);
+    expect(exported.manifest.cells.map((c: any) => c.roles_file)).toEqual(
+      [0, 1, 2, 3].map(k => `cell0${k}.roles.json`)
+    );
     const recorded = JSON.parse(
       require('fs').readFileSync(
         path.resolve(__dirname, '../../test-data/live/gpu_memory_demo--holders/manifest.json'),

@@ -289,6 +289,9 @@ test.describe('snapshot files dropped on the panel', () => {
     );
     await expect(status).toBeInViewport();
     await expect(panel.locator('[data-cuda-memdiff-side="after"]')).toHaveValue('f1');
+    // A file the panel shows is on disk with all it holds: Save as Pickle would write its blocks without the
+    // history the panel never had (the palette greys it out).
+    expect(await page.evaluate(() => window.jupyterapp.commands.isEnabled('cuda-memdiff:save-snapshot'))).toBe(false);
     const sizes = ['cell01.pickle.gz', 'cell02.pickle.gz'].map(n => fs.statSync(path.join(DROP_REC, n)).size);
     expect(await page.evaluate(() => (window as any).__posted)).toEqual(
       sizes.map(size => ['openSnapshotFile', size, 1])
