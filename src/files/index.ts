@@ -12,7 +12,7 @@ import { ABCWidgetFactory, Base64ModelFactory, DocumentRegistry, DocumentWidget 
 import { Contents, ServerConnection } from '@jupyterlab/services';
 import { TranslationBundle } from '@jupyterlab/translation';
 import { Widget } from '@lumino/widgets';
-import { DeviceTotals, formatBytes } from '../engine';
+import { DeviceTotals, formatBytes, formatCount } from '../engine';
 import { IDiffPanel, IEngineWorker } from '../tokens';
 import { unreadableReason } from '../components/unreadable';
 import { fetchInWorker, handToPanel, nextFileId } from './open';
@@ -180,7 +180,7 @@ function totalsTable(totals: readonly DeviceTotals[], trans: TranslationBundle):
       formatBytes(t.reservedBytes),
       formatBytes(t.inactiveBytes),
       formatBytes(t.largestFreeBytes),
-      String(t.allocatedBlocks)
+      formatCount(t.allocatedBlocks)
     ]) {
       row.insertCell().textContent = value;
     }

@@ -205,7 +205,7 @@ export function renderTimeline(
     picked.push(moment);
     place(marks[picked.length - 1], g.x(moment + 1));
     if (picked.length === 1) {
-      result.textContent = trans.__('Moment %1 picked: click another moment to compare.', moment + 1);
+      result.textContent = trans.__('Moment %1 picked: click another moment to compare.', formatCount(moment + 1));
       return;
     }
     const [from, to] = picked[0] <= picked[1] ? picked : [picked[1], picked[0]];
@@ -325,7 +325,7 @@ export function showDiff(node: HTMLElement, d: IMomentDiff, cells: CellCodeNames
       formatBytes(s.netBytes, true),
       formatBytes(s.bornBytes),
       formatBytes(s.freedBytes),
-      String(s.count)
+      formatCount(s.count)
     ]) {
       row.insertCell().textContent = v;
     }
@@ -336,7 +336,7 @@ export function showDiff(node: HTMLElement, d: IMomentDiff, cells: CellCodeNames
   node.appendChild(table);
   if (d.siteCount > d.sites.length) {
     const more = document.createElement('p');
-    more.textContent = trans.__('%1 more allocation sites not shown', d.siteCount - d.sites.length);
+    more.textContent = trans.__('%1 more allocation sites not shown', formatCount(d.siteCount - d.sites.length));
     node.appendChild(more);
   }
 }

@@ -27,7 +27,7 @@ export function fileStatusText(
 }
 
 /**
- * A moment of the file's timeline in words: `Moment 1718: 40 B freed (68.3
+ * A moment of the file's timeline in words: `Moment 1,718: 40 B freed (68.3
  * MiB allocated in all)`, and torch's name for the trace action
  * (`free_completed`), where a PyTorch user looks for it, for the tooltip.
  * An action without words here is said as torch names it.
@@ -44,7 +44,12 @@ export function momentWords(
         ? trans.__('%1 freed', size)
         : trans.__('%1 of %2', m.action, size);
   return {
-    text: trans.__('Moment %1: %2 (%3 allocated in all)', m.moment + 1, what, formatBytes(m.allocatedBytes)),
+    text: trans.__(
+      'Moment %1: %2 (%3 allocated in all)',
+      formatCount(m.moment + 1),
+      what,
+      formatBytes(m.allocatedBytes)
+    ),
     title: trans.__("torch's trace action: %1", m.action)
   };
 }

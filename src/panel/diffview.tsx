@@ -10,6 +10,7 @@ import {
   Block,
   CellCodeNames,
   formatBytes,
+  formatCount,
   FrameTable,
   IRoleGroup,
   IRoleMove,
@@ -133,7 +134,7 @@ function BlockTable(props: { blocks: readonly Block[]; born: boolean; trans: Tra
           <tfoot role="rowgroup">
             <tr role="row">
               <td role="cell" colSpan={4}>
-                {trans.__('and %1 more blocks', blocks.length - shown.length)}
+                {trans.__('and %1 more blocks', formatCount(blocks.length - shown.length))}
               </td>
             </tr>
           </tfoot>
@@ -159,7 +160,7 @@ function SiteRow(props: IDiffViewProps & { group: AllocationSite }): JSX.Element
         <span className="jp-CudaMemdiffSite-net">{formatBytes(group.netBytes, true)}</span>
         <span className="jp-CudaMemdiffSite-label">{label}</span>
         <span className="jp-CudaMemdiffSite-count">
-          {trans.__('%1 born, %2 freed', group.bornCount, group.freedCount)}
+          {trans.__('%1 born, %2 freed', formatCount(group.bornCount), formatCount(group.freedCount))}
         </span>
       </button>
       {open ? (
@@ -196,7 +197,9 @@ function SiteList(props: IDiffViewProps & { sites: readonly AllocationSite[]; la
         ))}
       </ul>
       {sites.length > shown.length ? (
-        <p className="jp-CudaMemdiffDiff-more">{trans.__('and %1 more sites', sites.length - shown.length)}</p>
+        <p className="jp-CudaMemdiffDiff-more">
+          {trans.__('and %1 more sites', formatCount(sites.length - shown.length))}
+        </p>
       ) : null}
     </>
   );
@@ -262,9 +265,9 @@ export function DiffView(props: IDiffViewProps): JSX.Element {
           trans.__(
             'Born %1 in %2 blocks, freed %3 in %4 blocks, net %5',
             formatBytes(diff.bornBytes),
-            diff.born.length,
+            formatCount(diff.born.length),
             formatBytes(diff.freedBytes),
-            diff.freed.length,
+            formatCount(diff.freed.length),
             formatBytes(diff.netBytes, true)
           )
         )}

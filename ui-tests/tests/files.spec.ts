@@ -225,7 +225,7 @@ test.describe('opening a large snapshot file', () => {
       gib(after.reserved),
       /./,
       /./,
-      String(after.memory_stats['allocation.all.current'])
+      count(after.memory_stats['allocation.all.current'])
     ]);
     await expect(row).toBeInViewport();
     // The user saw the reading grow, then the parse, in that order.

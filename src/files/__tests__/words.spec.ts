@@ -28,7 +28,7 @@ describe('a moment of the file timeline', () => {
 
   it('says what happened in words, torch\'s action in the tooltip (before: "free_completed of 40 B")', () => {
     expect(momentWords({ ...moment, action: 'free_completed' }, trans)).toEqual({
-      text: 'Moment 1718: 40 B freed (68.3 MiB allocated in all)',
+      text: 'Moment 1,718: 40 B freed (68.3 MiB allocated in all)',
       title: "torch's trace action: free_completed"
     });
     expect(momentWords({ ...moment, moment: 0, action: 'alloc', size: 6912, allocatedBytes: 7168 }, trans)).toEqual({
@@ -39,7 +39,7 @@ describe('a moment of the file timeline', () => {
 
   it('gives an action it has no words for as torch names it', () => {
     expect(momentWords({ ...moment, action: 'segment_map' }, trans).text).toBe(
-      'Moment 1718: segment_map of 40 B (68.3 MiB allocated in all)'
+      'Moment 1,718: segment_map of 40 B (68.3 MiB allocated in all)'
     );
   });
 });
