@@ -14,6 +14,7 @@ import {
   findLeaks,
   FrameTable,
   groupByRole,
+  roleMoves,
   groupBySite,
   IDecodeLimits,
   IFrameFilterOptions,
@@ -572,13 +573,12 @@ export function run(argv: string[], warn: (line: string) => void = () => undefin
       const bySite = (sites: readonly AllocationSite[]) =>
         pair ? splitSitesByRun(sites, frames, pair.cells, pair.runOf) : [...sites];
       if (args.byRole) {
-        const roles = groupByRole(
-          diff,
-          rolesBeside(beforeFile, manifests, args.limits),
-          rolesBeside(afterFile, manifests, args.limits),
-          filter
-        ).map(byRun);
-        return noted(diffRolesJson(diff, roles, filter, cells), () => diffRolesText(diff, roles, cells));
+        const rolesBefore = rolesBeside(beforeFile, manifests, args.limits);
+        const rolesAfter = rolesBeside(afterFile, manifests, args.limits);
+        const roles = groupByRole(diff, rolesBefore, rolesAfter, filter).map(byRun);
+        // Blocks kept on both sides that changed role: in each role's total, not in the groups above.
+        const moves = roleMoves(diff, after, rolesBefore, rolesAfter);
+        return noted(diffRolesJson(diff, roles, filter, cells, moves), () => diffRolesText(diff, roles, cells, moves));
       }
       const groups = bySite(groupBySite(diff, filter));
       return noted(diffJson(diff, groups, filter, cells), () => diffText(diff, groups, filter, cells));

@@ -13,6 +13,7 @@ import {
   IDecodeLimits,
   IFrameFilterOptions,
   IRoleGroup,
+  IRoleMove,
   ISessionCell,
   ROLES,
   SnapshotDiff,
@@ -76,7 +77,8 @@ export function diffRolesJson(
   diff: SnapshotDiff,
   groups: readonly IRoleGroup[],
   options: IFrameFilterOptions,
-  cells?: CellCodeNames
+  cells?: CellCodeNames,
+  moves: readonly IRoleMove[] = []
 ) {
   return {
     born_bytes: diff.bornBytes,
@@ -89,22 +91,36 @@ export function diffRolesJson(
       net_bytes: g.netBytes,
       blocks: g.count,
       sites: g.sites.map(s => groupJson(diff.frames, s, options, cells))
-    }))
+    })),
+    role_moves: moves.map(m => ({ from: m.from, to: m.to, bytes: m.bytes, blocks: m.count }))
   };
 }
 
 /** `diff --by role` for people: diff's opening line, then a line per role, its top sites under it (named as diffText names them). */
-export function diffRolesText(diff: SnapshotDiff, groups: readonly IRoleGroup[], cells?: CellCodeNames): string {
+export function diffRolesText(
+  diff: SnapshotDiff,
+  groups: readonly IRoleGroup[],
+  cells?: CellCodeNames,
+  moves: readonly IRoleMove[] = []
+): string {
   const head = diffHeadText(diff);
+  // As the panel's note under its roles says it (diffview's roleMovesText).
+  const moved = moves.length
+    ? [
+        '',
+        `blocks allocated earlier changed role (${moves.map(m => `${formatBytes(m.bytes)} from ${m.from} to ${m.to}`).join(', ')}): ` +
+          "the roles above count only blocks born and freed; each role's total (session --by role) counts these too"
+      ]
+    : [];
   if (!groups.length) {
-    return `${head}\nno allocated block changed`;
+    return [`${head}\nno allocated block changed`, ...moved].join('\n');
   }
   const rows: string[][] = [];
   for (const g of groups) {
     rows.push(changeRow(g, g.role));
     g.sites.slice(0, 5).forEach(s => rows.push(changeRow(s, `  ${siteLabel(diff.frames, s.frameId, cells, s.run)}`)));
   }
-  return [head, '', renderTable(changeColumns('role / allocation site'), rows)].join('\n');
+  return [head, '', renderTable(changeColumns('role / allocation site'), rows), ...moved].join('\n');
 }
 
 /**

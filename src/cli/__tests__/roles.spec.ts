@@ -95,6 +95,26 @@ describe('cuda-memdiff diff --by role', () => {
     expect(text).toMatch(/^\+8\.01 MiB\s+8\.01 MiB\s+0 B\s+6\s+ Cell \[5\], line 2$/m);
   });
 
+  it('names the blocks kept that changed role, which each role\u2019s total counts and the groups do not', () => {
+    // The demo's batches, made by Cell [2], became activation when Cell [3]'s graph saved them: the badge's
+    // +288 MiB activation is the groups' +256 MiB and these 32 MiB.
+    const demo = path.join(ROOT, 'test-data', 'live', 'gpu_memory_demo--holders');
+    const [cell1, cell2] = ['cell01.pickle.gz', 'cell02.pickle.gz'].map(f => path.join(demo, f));
+    const out = JSON.parse(cli('diff', cell1, cell2, '--by', 'role', '--json').out);
+    expect(out.role_moves).toEqual([{ from: 'user', to: 'activation', bytes: 32 * 2 ** 20, blocks: 8 }]);
+    const manifest = JSON.parse(fs.readFileSync(path.join(demo, 'manifest.json'), 'utf-8'));
+    const [was, now] = [manifest.cells[1].roles.bytes, manifest.cells[2].roles.bytes];
+    const activation = out.roles.find((g: { role: string }) => g.role === 'activation');
+    expect(activation.net_bytes + out.role_moves[0].bytes).toBe(now.activation - was.activation);
+    expect(cli('diff', cell1, cell2, '--by', 'role').out).toMatch(
+      /\nblocks allocated earlier changed role \(32\.0 MiB from user to activation\): the roles above count only blocks born and freed; each role's total \(session --by role\) counts these too$/m
+    );
+    // none between the first two training steps: no note
+    const [step1, step2] = ['cell01.pickle.gz', 'cell02.pickle.gz'].map(f => path.join(DIR, f));
+    expect(JSON.parse(cli('diff', step1, step2, '--by', 'role', '--json').out).role_moves).toEqual([]);
+    expect(cli('diff', step1, step2, '--by', 'role').out).not.toMatch(/changed role/);
+  });
+
   it('opens with the same line as diff by site', () => {
     const bySite = cli('diff', before, after).out.split('\n')[0];
     expect(bySite).toBe('born 8.03 MiB in 7 blocks, freed 0 B in 0 blocks, net +8.03 MiB (41 blocks kept)');
