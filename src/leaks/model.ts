@@ -136,6 +136,11 @@ export class LeakFinderModel implements IDisposable {
     return this._running;
   }
 
+  /** Cells the notebook ran since the findings were asked for, which they do not rank; 0 without findings. */
+  get runsSince(): number {
+    return this._findings ? Private.runsSince(this._records(), this._ranked) : 0;
+  }
+
   /**
    * Rank the followed notebook's cells: `findings` resolves with the ranking
    * from the snapshots alone, `refined` once the kernel's holders are in
@@ -156,6 +161,8 @@ export class LeakFinderModel implements IDisposable {
     this._running = true;
     this._notebook = notebook;
     this._kernelSession = notebook.store.kernelSession;
+    this._ranked = new Set(records);
+    this._runsSince = 0;
     this._changed.emit();
     const session = this._session(notebook.store, records);
     const ask = notebook.requestHolders;
@@ -191,6 +198,7 @@ export class LeakFinderModel implements IDisposable {
   /** Forget the findings. */
   clear(): void {
     this._run++;
+    this._runsSince = 0;
     this._findings = null;
     this._error = null;
     this._running = false;
@@ -371,6 +379,10 @@ export class LeakFinderModel implements IDisposable {
     const moved = this._notebook !== notebook || notebook?.store.kernelSession !== this._kernelSession;
     if ((this._findings || this._running || this._error) && moved) {
       this.clear();
+    } else if (this.runsSince !== this._runsSince) {
+      // A cell ran after the findings were asked for: they stay, and the view says they leave it out.
+      this._runsSince = this.runsSince;
+      this._changed.emit();
     }
     this._notebook = notebook;
   }
@@ -383,6 +395,9 @@ export class LeakFinderModel implements IDisposable {
   private _notebook = null as IDiffPanel.IModel['notebook'];
   /** The followed notebook's kernel session when the findings were asked for. */
   private _kernelSession: number | null = null;
+  /** The records the findings rank, and how many cells ran since, as last said. */
+  private _ranked = new Set<CellRecord>();
+  private _runsSince = 0;
   private _findings: ILeakFindings | null = null;
 
   private _error: LeakFinderModel.Problem | null = null;
@@ -403,6 +418,11 @@ export namespace LeakFinderModel {
 }
 
 namespace Private {
+  /** Cells run (not OOM captures) among `records` that the findings did not rank. */
+  export function runsSince(records: readonly CellRecord[], ranked: ReadonlySet<CellRecord>): number {
+    return records.filter(r => r.reason === 'cell' && !ranked.has(r)).length;
+  }
+
   /** Why a notebook has no snapshots to rank. */
   export function problem(notebook: IDiffPanel.IModel['notebook']): LeakFinderModel.Problem {
     if (!notebook) {

@@ -282,6 +282,15 @@ export function LeakView(props: ILeakViewProps): JSX.Element | null {
                 ? holdersNoteText(findings.holdersNote, trans)
                 : null}
           </p>
+          {model.runsSince ? (
+            <p className="jp-CudaMemdiffLeaks-fine jp-CudaMemdiffLeaks-since">
+              {trans._n(
+                'A cell ran since these findings, which leave it out: run Find Leaking Cell again to rank it.',
+                '%1 cells ran since these findings, which leave them out: run Find Leaking Cell again to rank them.',
+                model.runsSince
+              )}
+            </p>
+          ) : null}
           {cleared ? (
             <p className="jp-CudaMemdiffLeaks-fine">
               {trans.__(

@@ -113,6 +113,32 @@ describe('LeakView on the out_cache session', () => {
   });
 });
 
+describe('LeakView after a cell ran since the findings', () => {
+  it('keeps them, says they leave the new runs out, and goes quiet once the finder runs again', async () => {
+    // The demo's first three cells ranked; then its fourth runs, as a person goes on with the notebook.
+    const demo = path.resolve(__dirname, '../../../test-data/live/gpu_memory_demo--holders');
+    const { manifest: recorded, store, addCell } = recordedStore(demo, 3);
+    const cells = () => recorded.cells.map((c, i) => ({ id: `cell-${i}`, source: c.source ?? '' }));
+    const panel = new DiffPanelModel();
+    panel.setNotebook({ title: 'gpu_memory_demo.ipynb', store, cells });
+    const leaks = new LeakFinderModel(panel);
+    const handlers = { onShowCell: jest.fn(), onReveal: jest.fn(), onShowDiff: jest.fn() };
+    const { container } = render(
+      <LeakView model={leaks} frames={store.frames} cells={new CellCodeNames(cells())} trans={trans} {...handlers} />
+    );
+    await React.act(async () => void (await leaks.run().findings));
+    const since = () => container.querySelector('.jp-CudaMemdiffLeaks-since')?.textContent ?? null;
+    expect(since()).toBeNull();
+    React.act(() => addCell(3));
+    expect(since()).toBe(
+      'A cell ran since these findings, which leave it out: run Find Leaking Cell again to rank it.'
+    );
+    expect(screen.getByRole('status').textContent).toMatch(/^Look at Cell \[3\] first\./);
+    await React.act(async () => void (await leaks.run().findings));
+    expect(since()).toBeNull();
+  });
+});
+
 describe('LeakView on a session recorded with allocation history off', () => {
   // eval_without_no_grad as history `off` records it: every block's stack empty, no trace.
   const dir = path.resolve(__dirname, '../../../test-data/recordings/eval_without_no_grad--python');
