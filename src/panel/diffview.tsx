@@ -22,6 +22,7 @@ import {
 import type { DiffGrouping } from './model';
 import { blockStateWords } from './words';
 import { keepFiguresWhole } from '../components/nobreak';
+import { SoftBreaks } from '../components/softbreaks';
 import { frameText, ICellLocation, StackView } from '../components/stack';
 
 /** Sites rendered at once; the rest are counted (the list stays fast at any size). */
@@ -158,7 +159,9 @@ function SiteRow(props: IDiffViewProps & { group: AllocationSite }): JSX.Element
     >
       <button className="jp-CudaMemdiffSite-head" aria-expanded={open} onClick={() => setOpen(!open)}>
         <span className="jp-CudaMemdiffSite-net">{formatBytes(group.netBytes, true)}</span>
-        <span className="jp-CudaMemdiffSite-label">{label}</span>
+        <span className="jp-CudaMemdiffSite-label">
+          <SoftBreaks text={label} />
+        </span>
         <span className="jp-CudaMemdiffSite-count">
           {trans.__('%1 born, %2 freed', formatCount(group.bornCount), formatCount(group.freedCount))}
         </span>
