@@ -113,19 +113,25 @@ describe('LeakView on the out_cache session', () => {
   });
 });
 
+/** A finder over `store`, followed as the notebook `title` with `cells`, drawn in a LeakView. */
+function renderFinder(title: string, store: SnapshotStore, cells: () => { id: string; source: string }[]) {
+  const panel = new DiffPanelModel();
+  panel.setNotebook({ title, store, cells });
+  const leaks = new LeakFinderModel(panel);
+  const handlers = { onShowCell: jest.fn(), onReveal: jest.fn(), onShowDiff: jest.fn() };
+  const view = render(
+    <LeakView model={leaks} frames={store.frames} cells={new CellCodeNames(cells())} trans={trans} {...handlers} />
+  );
+  return { leaks, ...view };
+}
+
 describe('LeakView after a cell ran since the findings', () => {
   it('keeps them, says they leave the new runs out, and goes quiet once the finder runs again', async () => {
     // The demo's first three cells ranked; then its fourth runs, as a person goes on with the notebook.
     const demo = path.resolve(__dirname, '../../../test-data/live/gpu_memory_demo--holders');
     const { manifest: recorded, store, addCell } = recordedStore(demo, 3);
     const cells = () => recorded.cells.map((c, i) => ({ id: `cell-${i}`, source: c.source ?? '' }));
-    const panel = new DiffPanelModel();
-    panel.setNotebook({ title: 'gpu_memory_demo.ipynb', store, cells });
-    const leaks = new LeakFinderModel(panel);
-    const handlers = { onShowCell: jest.fn(), onReveal: jest.fn(), onShowDiff: jest.fn() };
-    const { container } = render(
-      <LeakView model={leaks} frames={store.frames} cells={new CellCodeNames(cells())} trans={trans} {...handlers} />
-    );
+    const { leaks, container } = renderFinder('gpu_memory_demo.ipynb', store, cells);
     await React.act(async () => void (await leaks.run().findings));
     const since = () => container.querySelector('.jp-CudaMemdiffLeaks-since')?.textContent ?? null;
     expect(since()).toBeNull();
@@ -160,13 +166,7 @@ describe('LeakView on a session recorded with allocation history off', () => {
     }
     const cells = () =>
       evalManifest.cells.map((c: { source: string }, i: number) => ({ id: `cell-${i}`, source: c.source }));
-    const panel = new DiffPanelModel();
-    panel.setNotebook({ title: 'eval_without_no_grad.ipynb', store, cells });
-    const leaks = new LeakFinderModel(panel);
-    const handlers = { onShowCell: jest.fn(), onReveal: jest.fn(), onShowDiff: jest.fn() };
-    const { container } = render(
-      <LeakView model={leaks} frames={store.frames} cells={new CellCodeNames(cells())} trans={trans} {...handlers} />
-    );
+    const { leaks, container } = renderFinder('eval_without_no_grad.ipynb', store, cells);
     await React.act(async () => void (await leaks.run().findings));
     const status = screen.getByRole('status');
     expect(status.textContent).not.toMatch(/No cell leaks/);
