@@ -1,4 +1,5 @@
 import { expect, test } from '@jupyterlab/galata';
+import type { Locator } from '@playwright/test';
 import { execFileSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
@@ -127,6 +128,16 @@ test.describe('snapshot file timeline', () => {
         'run by another process)'
     );
     await expect(top.locator('td').first()).toHaveText(`+${mib(expected.groups[0].net_bytes)}`);
+    // The site column's header starts where its sites start, not at the right edge over them.
+    const textLeft = (cell: Locator) =>
+      cell.evaluate(el => {
+        const range = document.createRange();
+        range.selectNodeContents(el);
+        return range.getBoundingClientRect().left;
+      });
+    const header = result.locator('thead th').last();
+    await expect(header).toHaveText('Allocation site');
+    expect(Math.abs((await textLeft(header)) - (await textLeft(top.locator('td').last())))).toBeLessThan(2);
     // The panel, showing the same file, names cells the same way: each colour of its segment map names the
     // cell whose code it is, the training cell's two copies together, run by another process.
     const legend = page.locator('#cuda-memdiff-panel .jp-CudaMemdiffSegments-legend li');
