@@ -23,6 +23,7 @@ import {
   IRunSite,
   ISession,
   ISessionCell,
+  kernelsNamed,
   leftOutShares,
   sessionCellName,
   sessionCellNames,
@@ -35,6 +36,7 @@ import {
   totalBytes,
   visibleStack
 } from '../engine';
+import { inKernel } from './runNames';
 import { IColumn, ITableNote, printable, renderTable } from './table';
 
 /** The line a table shows where the kernel restarted (`kernel` is the new kernel's number, kernelSessionsOf's). */
@@ -507,10 +509,9 @@ export function sessionText(
   options: IFrameFilterOptions = {}
 ): string {
   const parts = [sessionTable(reports, entries, table, cells)];
-  const kernels = reports.some(r => r.kernelSession > 1);
-  for (const r of reports) {
-    const cell = printable(sessionCellName(r.index, r.executionCount, r.label));
-    const name = kernels ? `${cell} in kernel ${r.kernelSession}` : cell;
+  const kernels = kernelsNamed(reports.map(r => r.kernelSession));
+  for (const [k, r] of reports.entries()) {
+    const name = inKernel(printable(sessionCellName(r.index, r.executionCount, r.label)), kernels[k]);
     if (r.oomReport && cells) {
       parts.push('', oomText(name, r.oomReport, table, cells, options, r.oomSites ?? undefined));
     }

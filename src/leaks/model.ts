@@ -379,10 +379,13 @@ export class LeakFinderModel implements IDisposable {
     const moved = this._notebook !== notebook || notebook?.store.kernelSession !== this._kernelSession;
     if ((this._findings || this._running || this._error) && moved) {
       this.clear();
-    } else if (this.runsSince !== this._runsSince) {
+    } else {
       // A cell ran after the findings were asked for: they stay, and the view says they leave it out.
-      this._runsSince = this.runsSince;
-      this._changed.emit();
+      const since = this.runsSince;
+      if (since !== this._runsSince) {
+        this._runsSince = since;
+        this._changed.emit();
+      }
     }
     this._notebook = notebook;
   }
