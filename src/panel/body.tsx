@@ -129,6 +129,8 @@ function ComparePicker(props: { model: DiffPanelModel; trans: TranslationBundle 
             className="jp-CudaMemdiffCompare-select"
             data-cuda-memdiff-side={side}
             value={keyOf(pair[side])}
+            // a native select cuts a long first line short: the whole label on hover
+            title={options.find(o => sameRef(o.ref, pair[side]))?.label}
             onChange={e => select(side, refOf(e.currentTarget.value))}
           >
             {options.map(o => (

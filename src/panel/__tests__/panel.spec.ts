@@ -75,6 +75,10 @@ describe('MemdiffPanel', () => {
     }
     expect(options).toContain('[3] preds = []');
     expect(options.some(o => o.includes('evaluation only'))).toBe(false);
+    // a native select cuts a long label short: hovering it gives the chosen one whole
+    const after = panel.node.querySelector('[data-cuda-memdiff-side="after"]') as HTMLSelectElement;
+    expect(after.title).toBe(after.selectedOptions[0].textContent);
+    expect(after.title).not.toBe('');
   });
 
   it('renders the empty state until snapshots exist', async () => {
