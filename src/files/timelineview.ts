@@ -288,9 +288,9 @@ export function showDiff(node: HTMLElement, d: IMomentDiff, cells: CellCodeNames
   head.className = 'jp-CudaMemdiffTimeline-diffSummary';
   head.textContent = trans.__(
     'From moment %1 (%2 allocated) to moment %3 (%4): born %5, freed %6, net %7',
-    d.from + 1,
+    formatCount(d.from + 1),
     formatBytes(d.fromBytes),
-    d.to + 1,
+    formatCount(d.to + 1),
     formatBytes(d.toBytes),
     formatBytes(d.bornBytes),
     formatBytes(d.freedBytes),

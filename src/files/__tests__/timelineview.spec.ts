@@ -30,6 +30,12 @@ describe('a diff of two moments', () => {
     expect(node.textContent).toContain('No block was allocated or freed between these moments.');
   });
 
+  it('reads moments past a thousand as the axis and the moment line do, with separators', () => {
+    const node = document.createElement('div');
+    showDiff(node, { ...diff([]), from: 734, to: 1963 }, new CellCodeNames([]), trans);
+    expect(node.textContent).toContain('From moment 735 (1.00 MiB allocated) to moment 1,964 (1.00 MiB)');
+  });
+
   it('lists the sites of two moments that differ', () => {
     const node = document.createElement('div');
     const site = { filename: 'train.py', line: 12, name: 'step' };
