@@ -8,6 +8,7 @@
 import { TranslationBundle } from '@jupyterlab/translation';
 import { oomFacts } from './oomwords';
 import { keepFiguresWhole } from './nobreak';
+import { setSoftBreaks } from './softbreaks';
 import { frameText } from './stack';
 import { CellCodeNames, formatBytes } from '../engine';
 import type { IFileOom } from '../worker/files';
@@ -68,8 +69,9 @@ export function oomDetails(oom: IFileOom, cells: CellCodeNames, trans: Translati
       const bytes = row.insertCell();
       bytes.className = 'jp-CudaMemdiffMoment-bytes';
       bytes.textContent = formatBytes(h.bytes);
-      row.insertCell().textContent = keepFiguresWhole(
-        h.site ? frameText(h.site, cells, trans) : trans.__('no Python stack')
+      setSoftBreaks(
+        row.insertCell(),
+        keepFiguresWhole(h.site ? frameText(h.site, cells, trans) : trans.__('no Python stack'))
       );
     }
     details.push(table);

@@ -6,8 +6,17 @@
  */
 import * as React from 'react';
 
+/** The pieces of `text` between the line-break opportunities: each ends after a slash. */
+function pieces(text: string): string[] {
+  return text.split(/(?<=\/)/);
+}
+
 /** `text` with a line-break opportunity after each slash. */
 export function SoftBreaks(props: { text: string }): JSX.Element {
-  const parts = props.text.split(/(?<=\/)/);
-  return <>{parts.flatMap((part, i) => (i ? [<wbr key={i} />, part] : [part]))}</>;
+  return <>{pieces(props.text).flatMap((part, i) => (i ? [<wbr key={i} />, part] : [part]))}</>;
+}
+
+/** Fill `node` (a view drawn without React) with `text`, breaking after slashes as SoftBreaks does. */
+export function setSoftBreaks(node: HTMLElement, text: string): void {
+  node.replaceChildren(...pieces(text).flatMap((part, i) => (i ? [document.createElement('wbr'), part] : [part])));
 }

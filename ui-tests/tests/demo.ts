@@ -128,6 +128,27 @@ export async function isInsidePanelBox(page: IJupyterLabPageFixture, element: Lo
   );
 }
 
+/**
+ * On how many lines `text` is laid out inside `element` (where it lies within
+ * one text node: SoftBreaks splits a path only after its slashes); -1 where
+ * it is not there.
+ */
+export async function linesOfText(element: Locator, text: string): Promise<number> {
+  return element.evaluate((el, wanted) => {
+    const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      const at = node.textContent!.indexOf(wanted);
+      if (at >= 0) {
+        const range = document.createRange();
+        range.setStart(node, at);
+        range.setEnd(node, at + wanted.length);
+        return new Set(Array.from(range.getClientRects()).map(r => Math.round(r.top))).size;
+      }
+    }
+    return -1;
+  }, text);
+}
+
 /** Scroll the panel with the mouse wheel until the element is inside it (or give up after `steps` turns). */
 export async function wheelUntilInside(
   page: IJupyterLabPageFixture,

@@ -9,6 +9,7 @@ import {
   dropOnPanel,
   isInsidePanelBox,
   isUncovered,
+  linesOfText,
   openReplayedDemo,
   runReplayedDemo,
   setTheme
@@ -491,19 +492,7 @@ test.describe('snapshot files dropped on the panel', () => {
     await site.scrollIntoViewIfNeeded();
     await expect(site).toBeInViewport();
     // In the 250 px panel the path wraps after a slash, never inside the file's name.
-    const nameLines = await site.locator('.jp-CudaMemdiffSite-label').evaluate(el => {
-      const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
-      for (let node = walker.nextNode(); node; node = walker.nextNode()) {
-        const at = node.textContent!.indexOf('3447429980.py');
-        if (at >= 0) {
-          const range = document.createRange();
-          range.setStart(node, at);
-          range.setEnd(node, at + '3447429980.py'.length);
-          return new Set(Array.from(range.getClientRects()).map(r => Math.round(r.top))).size;
-        }
-      }
-      return -1;
-    });
+    const nameLines = await linesOfText(site.locator('.jp-CudaMemdiffSite-label'), '3447429980.py');
     expect(nameLines).toBe(1);
     const legend = panel.locator('.jp-CudaMemdiffSegments-legend li');
     await expect(legend.filter({ hasText: 'Same code as Cell [3], run by another process' })).toHaveCount(1);
