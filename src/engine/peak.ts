@@ -321,10 +321,11 @@ export interface ISitesInBrief {
 /**
  * The largest `count` of `sites` (largest first, as `cellSites` gives them)
  * and the rest of `total` (by default the sites' sum; a peak's bytes, so
- * that memory no site accounts for is in the rest too).
+ * that memory no site accounts for is in the rest too). One site over
+ * `count` is named too: "1 more site" would take its place and hide it.
  */
 export function sitesInBrief(sites: readonly ICellSite[], count: number, total?: number): ISitesInBrief {
-  const named = sites.slice(0, count);
+  const named = sites.slice(0, sites.length === count + 1 ? count + 1 : count);
   const all = total ?? sites.reduce((n, s) => n + s.bytes, 0);
   return {
     sites: named,

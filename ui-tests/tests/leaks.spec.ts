@@ -37,7 +37,7 @@ test.describe('find leaking cell', () => {
       (await page.notebook.getCellLocator(CODE_CELLS[3]))!.locator(':scope > .jp-CudaMemdiffBadge')
     ).toHaveAttribute(
       'title',
-      /At peak \(541 MiB\): 321 MiB from Cell \[3\], line 3; .*; 32\.0 MiB elsewhere \(1 more site\)\./
+      /At peak \(541 MiB\): 321 MiB from Cell \[3\], line 3; .*; 32\.0 MiB from Cell \[2\], line 1\./
     );
     await clickNotebookToolbarItem(page, 'cuda-memdiff-find-leaking-cell');
 
