@@ -15,7 +15,7 @@ import {
   IPeakAnatomy,
   sitesInBrief
 } from '../engine';
-import { fragmentationWords } from '../components/oomwords';
+import { oomAdvice } from '../components/oomwords';
 import { siteText } from '../components/stack';
 
 /** How many sites a tooltip names. */
@@ -87,8 +87,9 @@ export function oomLines(
       formatBytes(oom.largestFreeBlockBytes)
     )
   ];
-  if (oom.fragmentationAdvice) {
-    lines.push(fragmentationWords(oom.fragmentationAdvice, trans));
+  const advice = oomAdvice(oom, trans);
+  if (advice) {
+    lines.push(advice);
   }
   const holders = cellSites(oom.held, oom.atOom.frames, cells, {}, runOf);
   if (holders.length) {

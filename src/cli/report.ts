@@ -339,7 +339,8 @@ export function oomJson(oom: IOomPostMortem) {
     device_free_bytes: oom.deviceFreeBytes,
     largest_free_block_bytes: oom.largestFreeBlockBytes,
     segment_free_bytes: oom.segmentFreeBytes,
-    fragmentation: oom.fragmentation
+    fragmentation: oom.fragmentation,
+    short_bytes: oom.shortBytes
   };
 }
 
@@ -427,6 +428,11 @@ export function oomText(
   ];
   if (oom.fragmentationAdvice) {
     lines.push(FRAGMENTATION_WORDS[oom.fragmentationAdvice]);
+  } else if (oom.shortBytes) {
+    lines.push(
+      `  not fragmentation: the request is ${formatBytes(oom.shortBytes)} more than all the free memory together; ` +
+        'free what filled the device, or ask for less (a smaller batch, shorter sequences)'
+    );
   }
   if (held.length) {
     lines.push(`  the device held${later ? ` ${later.holders}` : ''}: ${sitesInWords(held)}`);

@@ -5,7 +5,7 @@
 import { TranslationBundle } from '@jupyterlab/translation';
 import { formatBytes, FragmentationAdvice, IOomFigures } from '../engine';
 
-/** The post-mortem's first line, its figures as (label, value) rows, and its advice on fragmentation. */
+/** The post-mortem's first line, its figures as (label, value) rows, and its advice (see oomAdvice). */
 export function oomFacts(
   oom: IOomFigures, // an IOomReport, or a file's (from the worker)
   trans: TranslationBundle
@@ -20,8 +20,27 @@ export function oomFacts(
       [trans.__("Free in PyTorch's segments"), formatBytes(oom.segmentFreeBytes)],
       [trans.__('Largest free block'), formatBytes(oom.largestFreeBlockBytes)]
     ],
-    advice: oom.fragmentationAdvice ? fragmentationWords(oom.fragmentationAdvice, trans) : null
+    advice: oomAdvice(oom, trans)
   };
+}
+
+/**
+ * What to do: where fragmentation failed the request, the setting that
+ * helps; where the request is more than all the free memory together, that
+ * only freeing what filled the device or asking for less helps; null where
+ * the figures do not say.
+ */
+export function oomAdvice(oom: IOomFigures, trans: TranslationBundle): string | null {
+  if (oom.fragmentationAdvice) {
+    return fragmentationWords(oom.fragmentationAdvice, trans);
+  }
+  if (oom.shortBytes) {
+    return trans.__(
+      'Not fragmentation: the request is %1 more than all the free memory together. Free what filled the device, or ask for less (a smaller batch, shorter sequences).',
+      formatBytes(oom.shortBytes)
+    );
+  }
+  return null;
 }
 
 /** The advice in words: enable expandable segments, or (already on) that the setting will not help. */

@@ -49,6 +49,13 @@ export interface IOomFigures {
   readonly segmentFreeBytes: number;
   /** What the views say about the fragmentation; null without it. */
   readonly fragmentationAdvice: FragmentationAdvice | null;
+  /**
+   * How much more the request is than all the free memory together (the
+   * device's and the segments'): no defragmenting could have made room, only
+   * freeing what filled the device or asking for less. 0 where it would fit
+   * together; null where the request or the device's free memory is unknown.
+   */
+  readonly shortBytes: number | null;
 }
 
 /** Why an allocation failed, from one snapshot: what a file alone can tell. */
@@ -164,6 +171,10 @@ function postMortem(
     segmentFreeBytes,
     fragmentation,
     fragmentationAdvice: fragmentation ? fragmentationAdvice(snapshot, device) : null,
+    shortBytes:
+      requestBytes === null || event.device_free === undefined
+        ? null
+        : Math.max(0, requestBytes - event.device_free - segmentFreeBytes),
     held: snapshot.blocks.filter(b => b.device === device && isAllocated(b)),
     atOom: snapshot,
     moment

@@ -83,6 +83,7 @@ function fileOom(snapshot: Snapshot): IFileOom | null {
     segmentFreeBytes: oom.segmentFreeBytes,
     largestFreeBlockBytes: oom.largestFreeBlockBytes,
     fragmentationAdvice: oom.fragmentationAdvice,
+    shortBytes: oom.shortBytes,
     atError: oom.moment === 'error',
     holders
   };

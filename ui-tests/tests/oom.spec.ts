@@ -29,6 +29,10 @@ test.describe('after a cell ran out of memory', () => {
       'title',
       /It asked for 60\.0 GiB on cuda:0, with 39\.3 GiB free on the device and 0 B free in PyTorch's segments/
     );
+    await expect(badge).toHaveAttribute(
+      'title',
+      /Not fragmentation: the request is 20\.7 GiB more than all the free memory/
+    );
     await expect(badge).toHaveAttribute('title', /The device held: 100 GiB from Cell \[1\], line 3\./);
 
     await openPanel(page);
@@ -46,8 +50,10 @@ test.describe('after a cell ran out of memory', () => {
       'Largest free block'
     ]);
     await expect(facts.locator('dd')).toHaveText(['60.0 GiB', '39.3 GiB', '0 B', '0 B']);
-    // No fragmentation here: the device itself was short.
-    await expect(oom.locator('.jp-CudaMemdiffMoment-advice')).toHaveCount(0);
+    // No fragmentation here: the device itself was short, by more than all its free memory together.
+    await expect(oom.locator('.jp-CudaMemdiffMoment-advice')).toHaveText(
+      'Not fragmentation: the request is 20.7 GiB more than all the free memory together. Free what filled the device, or ask for less (a smaller batch, shorter sequences).'
+    );
     const bySite = oom.locator('[data-cuda-memdiff-holders="site"] tr');
     await expect(bySite).toHaveCount(1);
     await expect(bySite.first()).toHaveText('100 GiBCell [1], line 3');

@@ -101,7 +101,7 @@ describe('cuda-memdiff summary of an OOM dump', () => {
   it('says why the program ran out of memory and what filled the device', () => {
     const r = cli('summary', dump);
     expect(r.out).toMatch(
-      /^the program ran out of memory on cuda:0: it asked for 60\.0 GiB; the device had 39\.3 GiB free, and PyTorch's segments 0 B free \(largest free block 0 B\)\n {2}the device held: 100 GiB from \/tmp\/ipykernel_709\/1313211645\.py:3$/m
+      /^the program ran out of memory on cuda:0: it asked for 60\.0 GiB; the device had 39\.3 GiB free, and PyTorch's segments 0 B free \(largest free block 0 B\)\n {2}not fragmentation: the request is 20\.7 GiB more than all the free memory together; free what filled the device, or ask for less \(a smaller batch, shorter sequences\)\n {2}the device held: 100 GiB from \/tmp\/ipykernel_709\/1313211645\.py:3$/m
     );
     // a file has no cell start to diff against
     expect(r.out).not.toMatch(/since the cell started/);
@@ -119,6 +119,7 @@ describe('cuda-memdiff summary of an OOM dump', () => {
       largest_free_block_bytes: 0,
       segment_free_bytes: 0,
       fragmentation: false,
+      short_bytes: 60 * 2 ** 30 - 42183294976,
       device: 0,
       written_at_error: true
     });
@@ -676,7 +677,8 @@ describe('cuda-memdiff session', () => {
       device_free_bytes: 42183294976,
       largest_free_block_bytes: 0,
       segment_free_bytes: 0,
-      fragmentation: false
+      fragmentation: false,
+      short_bytes: 60 * 2 ** 30 - 42183294976
     });
     const text = cli('session', path.join(REC, 'oom--python')).out;
     expect(text).toContain(
@@ -734,7 +736,8 @@ describe('cuda-memdiff session on OOMs the adversarial run found misread', () =>
       device_free_bytes: 5 * 2 ** 30,
       largest_free_block_bytes: 16 * 2 ** 20,
       segment_free_bytes: 17809408,
-      fragmentation: false
+      fragmentation: false,
+      short_bytes: 10 * 2 ** 30 - 5 * 2 ** 30 - 17809408
     });
     const text = cli('session', dir).out;
     expect(text).toContain('Cell [4] ran out of memory on cuda:0: it asked for 10.0 GiB; the device had 5.00 GiB free');
@@ -753,7 +756,8 @@ describe('cuda-memdiff session on OOMs the adversarial run found misread', () =>
       device_free_bytes: 42183294976,
       largest_free_block_bytes: 0,
       segment_free_bytes: 0,
-      fragmentation: false
+      fragmentation: false,
+      short_bytes: 60 * 2 ** 30 - 42183294976
     });
     const text = cli('session', dir).out;
     expect(text).toMatch(/^ +\[2\] +cell01\.pickle\.gz .* OOM/m);

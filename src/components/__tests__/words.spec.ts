@@ -1,8 +1,8 @@
 // Words the panel's peak and OOM views and the badge tooltips share; the engine decides, these only word it.
 import { nullTranslator } from '@jupyterlab/translation';
 import { ICellSite, oomReport } from '../../engine';
-import { fragmentedOom } from '../../engine/__tests__/oomCases';
-import { fragmentationWords } from '../oomwords';
+import { fragmentedOom, twoDeviceOom } from '../../engine/__tests__/oomCases';
+import { fragmentationWords, oomAdvice } from '../oomwords';
 import { siteText } from '../stack';
 
 const trans = nullTranslator.load('jupyterlab_cuda_memdiff');
@@ -20,6 +20,28 @@ describe('the fragmentation advice', () => {
     expect(fragmentationWords(oomReport(start, atOom)!.fragmentationAdvice!, trans)).toContain(
       'Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True before CUDA starts.'
     );
+  });
+});
+
+describe('what to do after an OOM', () => {
+  it('is the fragmentation advice where fragmentation failed the request', () => {
+    const { start, atOom } = fragmentedOom(false);
+    const report = oomReport(start, atOom)!;
+    expect(oomAdvice(report, trans)).toBe(fragmentationWords(report.fragmentationAdvice!, trans));
+  });
+
+  it('says by how much all the free memory fell short where no defragmenting could have helped', () => {
+    // cuda:0 of the two-device case: 10 GiB asked, 5 GiB free on the device, 17.0 MiB in segments
+    const { start, atOom } = twoDeviceOom();
+    expect(oomAdvice(oomReport(start, atOom)!, trans)).toBe(
+      'Not fragmentation: the request is 4.98 GiB more than all the free memory together. Free what filled the device, or ask for less (a smaller batch, shorter sequences).'
+    );
+  });
+
+  it('says nothing where the device did not say what it had free', () => {
+    const { start, atOom } = twoDeviceOom();
+    const noEntry = { ...atOom, traces: atOom.traces.filter(e => e.action !== 'oom') };
+    expect(oomAdvice(oomReport(start, noEntry, { device: 0, alloc: 2 ** 40 })!, trans)).toBeNull();
   });
 });
 

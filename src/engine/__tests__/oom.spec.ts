@@ -67,6 +67,8 @@ describe('an OOM only in the cell history', () => {
     const report = reports(false)[1].oomReport!;
     expect(report.moment).toBe('error');
     expect([report.requestBytes, report.deviceFreeBytes]).toEqual([60 * GiB, 42183294976]);
+    // nothing free in segments: the request is more than all the free memory by what the device lacked
+    expect(report.shortBytes).toBe(60 * GiB - 42183294976);
   });
 });
 
@@ -77,6 +79,7 @@ describe('fragmentation advice', () => {
     expect([report.segmentFreeBytes, report.largestFreeBlockBytes]).toEqual([17784832, 16 * MiB]);
     expect(report.fragmentation).toBe(true);
     expect(report.fragmentationAdvice).toBe('enable-expandable-segments');
+    expect(report.shortBytes).toBe(0);
   });
 
   it('says expandable segments are already on when the segments are expandable', () => {
@@ -89,6 +92,13 @@ describe('fragmentation advice', () => {
   it('gives none without fragmentation', () => {
     const { start, atOom } = twoDeviceOom();
     expect(oomReport(start, atOom)!.fragmentationAdvice).toBeNull();
+  });
+
+  it('cannot say how short the free memory fell where nothing says what the device had free', () => {
+    const { start, atOom } = twoDeviceOom();
+    const noEntry = { ...atOom, traces: atOom.traces.filter(e => e.action !== 'oom') };
+    const report = oomReport(start, noEntry, { device: 0, alloc: 10 * GiB })!;
+    expect([report.requestBytes, report.deviceFreeBytes, report.shortBytes]).toEqual([10 * GiB, null, null]);
   });
 });
 

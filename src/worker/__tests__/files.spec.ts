@@ -225,6 +225,7 @@ describe("a snapshot file's out-of-memory error", () => {
       segmentFreeBytes: 0,
       largestFreeBlockBytes: 0,
       fragmentationAdvice: null,
+      shortBytes: 60 * 2 ** 30 - 42183294976,
       atError: true,
       holders: [
         {
