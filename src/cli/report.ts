@@ -569,6 +569,8 @@ function sessionTable(
     rows.push([
       ...cellColumns(entries[k]),
       formatBytes(r.allocatedBytes),
+      // what the cache holds beside it: a cell that frees all it allocated may leave its segments reserved
+      formatBytes(r.reservedBytes),
       formatBytes(r.netBytes, true),
       r.peakBytes === null ? '' : `${r.peakExact ? '' : '≤'}${formatBytes(r.peakBytes)}`,
       formatBytes(r.bornBytes),
@@ -580,6 +582,7 @@ function sessionTable(
     [
       ...CELL_COLUMNS,
       { header: 'allocated', right: true },
+      { header: 'reserved', right: true },
       { header: 'net', right: true },
       { header: 'peak', right: true },
       { header: 'born', right: true },

@@ -466,7 +466,7 @@ describe('cuda-memdiff session and leaks of one rank', () => {
     const session = cli('session', ranks, '--rank', '1');
     expect(session.code).toBe(0);
     expect(session.out).not.toMatch(/Cell \[ \]|\[ \]/);
-    expect(session.out).toMatch(/^step 4 +point0003\.pickle\.gz +297 MiB +\+64\.0 MiB /m);
+    expect(session.out).toMatch(/^step 4 +point0003\.pickle\.gz +297 MiB +318 MiB +\+64\.0 MiB /m);
     expect(session.out).toMatch(/^step 4 peak 305 MiB: /m);
     const leaks = cli('leaks', ranks, '--rank', '1');
     expect(leaks.out).not.toMatch(/Cell \[ \]|\[ \]/);
@@ -790,7 +790,7 @@ describe('an export made across a kernel restart', () => {
     const lines = r.out.trim().split('\n');
     const marker = lines.findIndex(l => /kernel restarted: kernel 2 starts from an empty device/.test(l));
     expect(marker).toBe(2 + 6);
-    expect(lines[marker + 1]).toMatch(/^\s+\[1\]\s+cell06\.pickle\.gz\s+128 MiB\s+\+128 MiB/);
+    expect(lines[marker + 1]).toMatch(/^\s+\[1\]\s+cell06\.pickle\.gz\s+128 MiB\s+130 MiB\s+\+128 MiB/);
     const out = json('session', dir);
     expect(out.cells.map((c: { kernel_session: number }) => c.kernel_session)).toEqual([1, 1, 1, 1, 1, 1, 2, 2]);
     expect(out.cells.map((c: { after_restart: boolean }) => c.after_restart)).toEqual([
@@ -859,7 +859,7 @@ describe('the demo exported across a restart (two real kernels)', () => {
   it('session starts kernel 2 from an empty device', () => {
     const r = cli('session', dir);
     expect(r.out).toMatch(
-      /\n~~ kernel restarted: kernel 2 starts from an empty device ~~\n +\[1\] +cell04\.pickle\.gz +128 MiB +\+128 MiB +128 MiB +128 MiB +0 B +Cell \[1\], line 4$/m
+      /\n~~ kernel restarted: kernel 2 starts from an empty device ~~\n +\[1\] +cell04\.pickle\.gz +128 MiB +130 MiB +\+128 MiB +128 MiB +128 MiB +0 B +Cell \[1\], line 4$/m
     );
   });
 
