@@ -71,6 +71,28 @@ export class MemdiffPanel extends SidePanel {
   /** What the panel shows. */
   readonly model: DiffPanelModel;
 
+  /**
+   * Give the keyboard to what the panel shows (its Open command; before,
+   * the keyboard stayed in the notebook, tabs away from the panel just
+   * opened), unless it is in the panel already. Other ways of showing the
+   * panel (a file opened, Find Leaking Cell) leave the focus where it is.
+   */
+  focusContent(): void {
+    // A frame later: the command palette, once its command ran, gives the focus back to where it was (the
+    // notebook); and opened for the first time, the panel's body is drawn by React a few frames later.
+    const focus = (frames: number) => {
+      const content = this.node.querySelector<HTMLElement>('.jp-CudaMemdiffPanel-content');
+      if (!content) {
+        if (frames > 0) {
+          requestAnimationFrame(() => focus(frames - 1));
+        }
+      } else if (this.isVisible && !this.node.contains(document.activeElement)) {
+        content.focus();
+      }
+    };
+    requestAnimationFrame(() => focus(MemdiffPanel.FOCUS_FRAMES));
+  }
+
   /** The leak finder's state for the notebook the panel follows. */
   readonly leaks: LeakFinderModel;
 
@@ -106,6 +128,9 @@ export class MemdiffPanel extends SidePanel {
 
 /** A namespace for MemdiffPanel statics. */
 export namespace MemdiffPanel {
+  /** Frames focusContent waits at most for a body not drawn yet. */
+  export const FOCUS_FRAMES = 30;
+
   /** Options to create the panel. */
   export interface IOptions {
     translator?: ITranslator;

@@ -94,6 +94,7 @@ export const panelPlugin: JupyterFrontEndPlugin<IDiffPanel> = {
       icon: memoryIcon,
       execute: () => {
         app.shell.activateById(panel.id);
+        panel.focusContent();
       }
     });
     palette?.addItem({ command: CommandIDs.openPanel, category: trans.__('CUDA Memory') });

@@ -42,5 +42,17 @@ test.describe('extension', () => {
     await page.locator('#command-palette input').fill('CUDA Memory Panel');
     await page.locator('#command-palette .lm-CommandPalette-item', { hasText: 'Open CUDA Memory Panel' }).click();
     await expect(page.locator(PANEL)).toBeVisible();
+    // The keyboard comes with it: the panel's content takes the focus, shown by its ring.
+    const content = page.locator(`${PANEL} .jp-CudaMemdiffPanel-content`);
+    await expect(content).toBeFocused();
+    // Asked again while it is open and the keyboard is elsewhere (a notebook's cell), it comes back.
+    await page.notebook.createNew();
+    await page.notebook.enterCellEditingMode(0);
+    await expect(content).not.toBeFocused();
+    await page.keyboard.press('Escape');
+    await page.keyboard.press('Control+Shift+c');
+    await page.locator('#command-palette input').fill('CUDA Memory Panel');
+    await page.keyboard.press('Enter');
+    await expect(content).toBeFocused();
   });
 });
