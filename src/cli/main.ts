@@ -69,6 +69,7 @@ import {
 import { printable, printableLines } from './table';
 
 const USAGE = `usage:
+  cuda-memdiff --version
   cuda-memdiff summary FILE [--json]
   cuda-memdiff diff BEFORE AFTER [--json] [--all-frames] [--by role]
   cuda-memdiff session DIR [--json] [--all-frames] [--by role]
@@ -152,6 +153,12 @@ function limitOverrides(flags: Map<string, string>, env: NodeJS.ProcessEnv): Par
   return out;
 }
 
+/** The version of the package this CLI is part of (its package.json, beside dist/node/cli). */
+function packageVersion(): string {
+  const manifest = path.join(__dirname, '..', '..', '..', 'package.json');
+  return (JSON.parse(fs.readFileSync(manifest, 'utf-8')) as { version: string }).version;
+}
+
 const LIMIT_FLAGS = new Set(Object.values(LIMIT_NAMES).map(n => n.flag));
 
 /**
@@ -206,8 +213,9 @@ function parseArgs(argv: string[], env: NodeJS.ProcessEnv = process.env): IArgs 
       json = true;
     } else if (arg === '--all-frames') {
       allFrames = true;
-    } else if (arg === '-h' || arg === '--help') {
-      return { command: 'help', operands: [], json, allFrames, byRole, rank, ranks, point, limits: decodeLimits() };
+    } else if (arg === '-h' || arg === '--help' || arg === '--version') {
+      const command = arg === '--version' ? 'version' : 'help';
+      return { command, operands: [], json, allFrames, byRole, rank, ranks, point, limits: decodeLimits() };
     } else if (arg.startsWith('--')) {
       throw new UsageError(`unknown option ${arg}`);
     } else {
@@ -521,6 +529,8 @@ export function run(argv: string[], warn: (line: string) => void = () => undefin
   switch (args.command) {
     case 'help':
       return USAGE;
+    case 'version':
+      return `cuda-memdiff ${packageVersion()}`;
     case 'summary': {
       expectOperands(args, 1, 'one FILE');
       const snapshot = readSnapshotFile(args.operands[0], new FrameTable(), args.limits);

@@ -104,7 +104,11 @@ export function gunzipSnapshot(bytes: Uint8Array, maxBytes: number): Uint8Array 
       }
     }
   } catch (reason) {
-    throw new SnapshotError(`corrupt gzip data: ${(reason as Error).message}`);
+    // fflate's words for a stream that stops before its end: the file was cut short (a copy or a write that stopped)
+    const cut = /unexpected EOF/i.test((reason as Error).message);
+    throw new SnapshotError(
+      cut ? 'the gzip data is cut short (the file is truncated)' : `corrupt gzip data: ${(reason as Error).message}`
+    );
   }
   if (stop === 'over') {
     throw new LimitError('maxBytes', 'the gzip data decompresses to more bytes than allowed', maxBytes);

@@ -95,6 +95,14 @@ describe('cuda-memdiff summary', () => {
   });
 });
 
+describe('cuda-memdiff --version', () => {
+  it("prints the package's version and exits 0", () => {
+    const r = cli('--version');
+    const version = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf-8')).version;
+    expect([r.out, r.code]).toEqual([`cuda-memdiff ${version}\n`, 0]);
+  });
+});
+
 describe('cuda-memdiff summary of an OOM dump', () => {
   const dump = path.join(REC, 'oom--python', 'oom00.pickle.gz');
 
@@ -1074,18 +1082,18 @@ describe('a session folder with a file that cannot be read', () => {
     const text = cli('session', dir);
     expect([text.code, text.err]).toEqual([0, '']);
     expect(text.out.split('\n')[0]).toBe(
-      "Cell [3] left out (the next cell's change counts from the cell before it): cell02.pickle.gz: corrupt gzip data: unexpected EOF"
+      "Cell [3] left out (the next cell's change counts from the cell before it): cell02.pickle.gz: the gzip data is cut short (the file is truncated)"
     );
     const r = cli('session', dir, '--json');
     expect(r.code).toBe(0);
-    expect(r.err).toMatch(/^cuda-memdiff: Cell \[3\] left out .*unexpected EOF\n$/);
+    expect(r.err).toMatch(/^cuda-memdiff: Cell \[3\] left out .*cut short \(the file is truncated\)\n$/);
     const read = JSON.parse(r.out);
     expect(read.unreadable).toEqual([
       {
         index: 2,
         file: 'cell02.pickle.gz',
         part: 'cell',
-        message: 'cell02.pickle.gz: corrupt gzip data: unexpected EOF'
+        message: 'cell02.pickle.gz: the gzip data is cut short (the file is truncated)'
       }
     ]);
     const index = (cells: { index: number }[]) => cells.map(c => c.index);
@@ -1160,7 +1168,7 @@ describe('a session folder with a file that cannot be read', () => {
       const r = cli(...args);
       expect([r.code, r.out]).toEqual([2, '']);
       expect(r.err).toBe(
-        `cuda-memdiff: ${path.join(dir, 'rank1')}: point0002.pickle.gz: corrupt gzip data: unexpected EOF\n`
+        `cuda-memdiff: ${path.join(dir, 'rank1')}: point0002.pickle.gz: the gzip data is cut short (the file is truncated)\n`
       );
     }
   });
@@ -1175,7 +1183,7 @@ describe('a session folder with a file that cannot be read', () => {
     const r = cli('session', dir);
     expect(r.code).toBe(2);
     // The folder is named too: with several at hand, "cell00.pickle.gz" alone does not say which.
-    expect(r.err).toBe(`cuda-memdiff: ${path.join(dir, 'cell00.pickle.gz')}: corrupt gzip data: unexpected EOF\n`);
+    expect(r.err).toBe(`cuda-memdiff: ${path.join(dir, 'cell00.pickle.gz')}: the gzip data is cut short (the file is truncated)\n`);
   });
 });
 

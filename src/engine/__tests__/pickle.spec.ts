@@ -259,10 +259,12 @@ describe('decodeSnapshotBytes', () => {
     expectSnapshotError(new Uint8Array(0), /empty file/);
   });
 
-  it('rejects corrupt gzip', () => {
+  it('says a gzip file cut short is truncated, and rejects corrupt gzip', () => {
     const gz = gzipSync(new TextEncoder().encode('{"segments": []}'));
-    const broken = gz.slice(0, 12);
-    expectSnapshotError(broken, /corrupt gzip/);
+    expectSnapshotError(gz.slice(0, 12), /^the gzip data is cut short \(the file is truncated\)$/);
+    const corrupt = gz.slice();
+    corrupt[10] = 0xff; // the deflate stream's first block header: an invalid block type
+    expectSnapshotError(corrupt, /^corrupt gzip data: /);
   });
 
   it('rejects bytes that are neither pickle nor JSON', () => {
