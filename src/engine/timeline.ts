@@ -13,6 +13,14 @@ const ALLOC = 'alloc';
 const FREE = 'free_completed';
 /** The trace action that marks a snapshot, which the kernel helper takes after each cell. */
 const BOUNDARY = 'snapshot';
+/** The trace action of an allocation that failed: the device ran out of memory. */
+const OOM = 'oom';
+
+/** Where an allocation failed: after `at` events (an event count, as boundaries are), asking for `bytes` (0: unknown). */
+export interface ITimelineOom {
+  readonly at: number;
+  readonly bytes: number;
+}
 
 /** Allocated memory over one device's allocation events. */
 export interface ITimeline {
@@ -25,6 +33,8 @@ export interface ITimeline {
   readonly sizes: Float64Array;
   /** Positions (event counts) where the trace marks a snapshot: cell boundaries. */
   readonly boundaries: readonly number[];
+  /** Where the trace records an out-of-memory error on the device, in order. */
+  readonly ooms: readonly ITimelineOom[];
   /** The highest allocated total, and the event where it was reached. */
   readonly peakBytes: number;
   readonly peakEvent: number;
@@ -47,6 +57,7 @@ export interface ITimelineSeries {
   readonly low: Float64Array;
   readonly high: Float64Array;
   readonly boundaries: readonly number[];
+  readonly ooms: readonly ITimelineOom[];
   readonly peakBytes: number;
   readonly peakEvent: number;
 }
@@ -71,6 +82,7 @@ export function buildTimeline(snapshot: Snapshot): ITimeline | null {
   const events = new Int32Array(n);
   const sizes = new Float64Array(n);
   const boundaries: number[] = [];
+  const ooms: ITimelineOom[] = [];
   // Pass 1: which blocks were alive before the trace began. A free of an
   // address the trace never touched was one; so is a block still allocated
   // at the end that no event allocated. torch records one free per
@@ -88,6 +100,8 @@ export function buildTimeline(snapshot: Snapshot): ITimeline | null {
     }
     if (e.action === BOUNDARY) {
       boundaries.push(k);
+    } else if (e.action === OOM) {
+      ooms.push({ at: k, bytes: e.size });
     } else if (e.address === null) {
       continue;
     } else if (e.action === ALLOC) {
@@ -145,6 +159,7 @@ export function buildTimeline(snapshot: Snapshot): ITimeline | null {
     bytes,
     sizes: sizes.subarray(0, counted),
     boundaries,
+    ooms,
     peakBytes,
     peakEvent,
     initial
@@ -188,6 +203,7 @@ export function timelineSeries(timeline: ITimeline, width: number): ITimelineSer
     low,
     high,
     boundaries: timeline.boundaries,
+    ooms: timeline.ooms,
     peakBytes: timeline.peakBytes,
     peakEvent: timeline.peakEvent
   };

@@ -7,7 +7,7 @@
  */
 import { TranslationBundle } from '@jupyterlab/translation';
 import { frameText, nativeFramesText } from '../components/stack';
-import { CellCodeNames, formatBytes, formatCount, ITimelineSeries } from '../engine';
+import { CellCodeNames, formatBytes, formatCount, ITimelineOom, ITimelineSeries } from '../engine';
 import { binaryTicks, tickLabel } from '../panel/chart';
 import type { IMoment, IMomentDiff, MomentFrame } from '../worker/files';
 import { momentWords } from './words';
@@ -106,7 +106,7 @@ export function renderTimeline(
   const caption = document.createElement('p');
   caption.className = 'jp-CudaMemdiffTimeline-caption';
   // Dashed lines are named only where some are drawn (a dump written at an OOM has none).
-  caption.textContent = g.boundaries.length
+  const lines = g.boundaries.length
     ? trans.__(
         'Allocated memory on cuda:%1 over %2 allocations and frees (peak %3); dashed lines are cell boundaries. Click a moment, then another, to see what changed between them.',
         series.device,
@@ -119,6 +119,7 @@ export function renderTimeline(
         formatCount(series.eventCount),
         formatBytes(series.peakBytes)
       );
+  caption.textContent = series.ooms.length ? `${lines} ${oomWords(series.ooms, trans)}` : lines;
   root.appendChild(caption);
 
   const svg = document.createElementNS(SVG, 'svg');
@@ -161,6 +162,16 @@ export function renderTimeline(
     line.appendChild(title);
     svg.appendChild(line);
   });
+  // Where an allocation failed; a dump written at the error has it after the last event, at the right edge.
+  for (const oom of series.ooms) {
+    const x = Math.max(OOM_INSET, Math.min(g.x(oom.at), TIMELINE_WIDTH - OOM_INSET));
+    const line = vertical(x, 'jp-CudaMemdiffTimeline-oom');
+    line.dataset.moment = String(oom.at - 1);
+    const title = document.createElementNS(SVG, 'title');
+    title.textContent = oomTitle(oom, trans);
+    line.appendChild(title);
+    svg.appendChild(line);
+  }
   const cursor = vertical(-10, 'jp-CudaMemdiffTimeline-cursor');
   const marks = [vertical(-10, 'jp-CudaMemdiffTimeline-mark'), vertical(-10, 'jp-CudaMemdiffTimeline-mark')];
   svg.append(cursor, ...marks);
@@ -222,6 +233,26 @@ export function renderTimeline(
     svg.removeEventListener('mousemove', onMove);
     svg.removeEventListener('click', onClick);
   };
+}
+
+/** How far inside the edges (in SVG units) a mark at the first or last moment is drawn, so all of its stroke shows. */
+const OOM_INSET = 2;
+
+/** The caption's sentence on the out-of-memory marks: where the allocation failed, and what it asked for. */
+function oomWords(ooms: readonly ITimelineOom[], trans: TranslationBundle): string {
+  const asked = ooms[ooms.length - 1].bytes;
+  return ooms.length === 1
+    ? asked
+      ? trans.__('The red line is where an allocation of %1 failed: out of memory.', formatBytes(asked))
+      : trans.__('The red line is where an allocation failed: out of memory.')
+    : trans.__('Red lines are where allocations failed (%1 times): out of memory.', formatCount(ooms.length));
+}
+
+/** A mark's tooltip: the moment it follows and what the failed allocation asked for. */
+function oomTitle(oom: ITimelineOom, trans: TranslationBundle): string {
+  return oom.bytes
+    ? trans.__('out of memory after moment %1: an allocation of %2 failed', formatCount(oom.at), formatBytes(oom.bytes))
+    : trans.__('out of memory after moment %1: an allocation failed', formatCount(oom.at));
 }
 
 /**

@@ -69,8 +69,16 @@ test('an OOM dump opens on its post-mortem', async ({ page, tmpPath }) => {
   const timeline = view.locator('.jp-CudaMemdiffTimeline');
   await expect(timeline.locator('.jp-CudaMemdiffTimeline-boundary')).toHaveCount(0);
   await expect(timeline.locator('.jp-CudaMemdiffTimeline-caption')).toHaveText(
-    'Allocated memory on cuda:0 over 5 allocations and frees (peak 100 GiB). Click a moment, then another, to see what changed between them.'
+    'Allocated memory on cuda:0 over 5 allocations and frees (peak 100 GiB). Click a moment, then another, to see what changed between them. The red line is where an allocation of 60.0 GiB failed: out of memory.'
   );
+  // The failed allocation is marked where it happened, after the last moment: at the drawing's right edge, inside it.
+  const failed = timeline.locator('.jp-CudaMemdiffTimeline-oom');
+  await expect(failed).toHaveCount(1);
+  const mark = (await failed.boundingBox())!;
+  const drawing = (await timeline.locator('.jp-CudaMemdiffTimeline-chart').boundingBox())!;
+  expect(mark.x).toBeGreaterThan(drawing.x + drawing.width - 4);
+  expect(mark.x + mark.width).toBeLessThanOrEqual(drawing.x + drawing.width + 0.5);
+  expect(mark.height).toBeGreaterThan(drawing.height - 2);
   await expect(timeline).not.toContainText('top of the chart');
   // A scale to read it by: round sizes beside the drawing, each at the height of its grid line, in sight.
   const ticks = timeline.locator('.jp-CudaMemdiffTimeline-tick');

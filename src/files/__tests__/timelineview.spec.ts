@@ -1,7 +1,7 @@
 // The diff of two moments of a file's timeline, as a person reads it.
 import { nullTranslator } from '@jupyterlab/translation';
 import { CellCodeNames, ITimelineSeries } from '../../engine';
-import { renderTimeline, showDiff, TIMELINE_HEIGHT, timelineGeometry } from '../timelineview';
+import { renderTimeline, showDiff, TIMELINE_HEIGHT, TIMELINE_WIDTH, timelineGeometry } from '../timelineview';
 import type { IMomentDiff } from '../../worker/files';
 
 const trans = nullTranslator.load('jupyterlab_cuda_memdiff');
@@ -52,8 +52,8 @@ describe('a diff of two moments', () => {
 
 const GiB = 2 ** 30;
 
-/** A file's timeline: five allocations of 20 GiB, as the H200's OOM dump holds, and the cell boundaries given. */
-function series(boundaries: number[]): ITimelineSeries {
+/** A file's timeline: five allocations of 20 GiB, as the H200's OOM dump holds, the cell boundaries and OOMs given. */
+function series(boundaries: number[], ooms: ITimelineSeries['ooms'] = []): ITimelineSeries {
   return {
     device: 0,
     eventCount: 5,
@@ -61,6 +61,7 @@ function series(boundaries: number[]): ITimelineSeries {
     low: Float64Array.from([20, 40, 60, 80, 100].map(g => g * GiB)),
     high: Float64Array.from([20, 40, 60, 80, 100].map(g => g * GiB)),
     boundaries,
+    ooms,
     peakBytes: 100 * GiB,
     peakEvent: 4
   };
@@ -112,6 +113,21 @@ describe('the caption of a timeline', () => {
     // The H200's OOM dump: its one boundary comes after the last allocation, on the drawing's edge.
     expect(caption([5])).toBe(plain);
     expect(caption([2, 4])).toContain('dashed lines are cell boundaries');
+  });
+
+  it('marks where an allocation failed, in sight at the right edge, and says what it asked for', () => {
+    const host = document.createElement('div');
+    renderTimeline(host, series([5], [{ at: 5, bytes: 60 * GiB }]), source, trans);
+    expect(host.querySelector('.jp-CudaMemdiffTimeline-caption')!.textContent).toMatch(
+      / The red line is where an allocation of 60\.0 GiB failed: out of memory\.$/
+    );
+    const marks = host.querySelectorAll('.jp-CudaMemdiffTimeline-oom');
+    expect(marks).toHaveLength(1);
+    const x = Number(marks[0].getAttribute('x1'));
+    expect(x).toBeLessThan(TIMELINE_WIDTH);
+    expect(x).toBeGreaterThan(TIMELINE_WIDTH - 5);
+    expect(marks[0].textContent).toBe('out of memory after moment 5: an allocation of 60.0 GiB failed');
+    expect(caption([5])).not.toContain('red line');
   });
 
   it('draws the boundaries between events, none on the edges', () => {

@@ -239,4 +239,14 @@ describe("a snapshot file's out-of-memory error", () => {
       openSnapshotFile({ id: 202, bytes: file('cell04.pickle.gz'), width: 800, keep: false }).value.oom
     ).toBeNull();
   });
+
+  it('marks on its timeline where the allocation failed, after the five that filled the device', () => {
+    const bytes = readBytes(path.join(RECORDINGS, 'oom--python', 'oom00.pickle.gz'));
+    const { value: opened } = openSnapshotFile({ id: 203, bytes, width: 800, keep: true });
+    expect(opened.timeline!.eventCount).toBe(5);
+    expect(opened.timeline!.ooms).toEqual([{ at: 5, bytes: 60 * 2 ** 30 }]);
+    // a file without an OOM marks none
+    const plain = openSnapshotFile({ id: 204, bytes: file('cell01.pickle.gz'), width: 800, keep: true }).value;
+    expect(plain.timeline!.ooms).toEqual([]);
+  });
 });
