@@ -34,8 +34,6 @@ export interface ISegmentRow {
   width: number;
   /** The segment's size in bytes. */
   size: number;
-  /** True on the first row of a run of segments of one size, where the size is written. */
-  showSize: boolean;
   items: ISegmentMapItem[];
   /** Free bytes in the segment, and the largest free run. */
   freeBytes: number;
@@ -119,7 +117,6 @@ export function segmentMapLayout(snapshot: Snapshot, options: ISegmentMapOptions
       x: left,
       width: Math.max(MIN_ROW_PX, seg.totalSize * scale),
       size: seg.totalSize,
-      showSize: s === 0 || snapshot.segments[s - 1].totalSize !== seg.totalSize,
       items,
       freeBytes: seg.totalSize - used
     });

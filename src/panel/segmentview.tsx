@@ -319,17 +319,16 @@ export function SegmentMap(props: ISegmentMapProps): JSX.Element {
       >
         {layout.rows.map(row => (
           <g key={row.segment} data-cuda-memdiff-segment={row.label}>
-            {row.showSize ? (
-              <text
-                className="jp-CudaMemdiffSegments-size"
-                x={LABEL_WIDTH - 4}
-                y={row.y + (ROW_HEIGHT - 1) / 2}
-                dominantBaseline="middle"
-                textAnchor="end"
-              >
-                {formatBytes(row.size)}
-              </text>
-            ) : null}
+            {/* each row its size: two segments of one size read as one drawn on two lines when only the first had it */}
+            <text
+              className="jp-CudaMemdiffSegments-size"
+              x={LABEL_WIDTH - 4}
+              y={row.y + (ROW_HEIGHT - 1) / 2}
+              dominantBaseline="middle"
+              textAnchor="end"
+            >
+              {formatBytes(row.size)}
+            </text>
             <rect className="jp-CudaMemdiffSegments-free" x={row.x} y={row.y} width={row.width} height={ROW_HEIGHT - 1}>
               <title>{trans.__('%1: %2, %3 free', row.label, formatBytes(row.size), formatBytes(row.freeBytes))}</title>
             </rect>

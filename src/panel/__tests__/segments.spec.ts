@@ -53,7 +53,7 @@ describe('segmentMapLayout', () => {
     expect(layout.rows.every(r => r.items.every(i => i.x >= 0 && i.x + i.width <= 300 + 1))).toBe(true);
   });
 
-  it('draws segments to one scale, after the size column, and writes a size where it changes', () => {
+  it('draws segments to one scale, after the size column', () => {
     const layout = segmentMapLayout(snapshot, {
       width: 240,
       labelWidth: 40,
@@ -62,9 +62,9 @@ describe('segmentMapLayout', () => {
       groupOf: () => 'g'
     });
     // the largest segment spans the 200 px after the column, one ten times smaller a tenth of it
-    expect(layout.rows.map(r => [r.x, r.width, r.size, r.showSize])).toEqual([
-      [40, 200, 1000, true],
-      [40, 20, 100, true]
+    expect(layout.rows.map(r => [r.x, r.width, r.size])).toEqual([
+      [40, 200, 1000],
+      [40, 20, 100]
     ]);
     expect(layout.rows[0].items[0].x).toBe(40);
     const tiny = normalizeSnapshot({
@@ -76,7 +76,6 @@ describe('segmentMapLayout', () => {
     });
     const rows = segmentMapLayout(tiny, { width: 300, rowHeight: 10, maxRows: 10, groupOf: () => '' }).rows;
     expect(rows.map(r => r.width)).toEqual([300, MIN_ROW_PX, MIN_ROW_PX]);
-    expect(rows.map(r => r.showSize)).toEqual([true, true, false]);
   });
 
   it('gives colours to the groups that hold the most bytes', () => {

@@ -39,6 +39,11 @@ describe('SegmentMap', () => {
     expect(legend.textContent).toContain('free space inside a segment');
     // sizes are written, and the summary says what the rows mean
     expect(container.querySelector('.jp-CudaMemdiffSegments-size')!.textContent).toMatch(/^\d+(\.\d+)? [KMG]iB$/);
+    // on every row: the demo's two 64 MiB segments lie one under the other, and each says its size
+    const rows = container.querySelectorAll('[data-cuda-memdiff-segment]');
+    const sizes = Array.from(rows, row => row.querySelector('.jp-CudaMemdiffSegments-size')?.textContent);
+    expect(sizes.filter(size => size === '64.0 MiB').length).toBeGreaterThan(1);
+    expect(sizes.every(size => size)).toBe(true);
     expect(container.querySelector('.jp-CudaMemdiffSegments-summary')!.textContent).toMatch(
       /segments, .* reserved, .* free\. Rows are drawn to scale/
     );
