@@ -83,7 +83,7 @@ export function SessionChart(props: ISessionChartProps): JSX.Element {
     bands.current[target]?.focus();
   };
   return (
-    <figure className="jp-CudaMemdiffChart" ref={figure}>
+    <figure className={`jp-CudaMemdiffChart${stacked ? ' jp-mod-byRole' : ''}`} ref={figure}>
       {/* As tall before the panel is measured as after: a chart that changed height would move the sections below it. */}
       <svg
         viewBox={`0 0 ${width} ${HEIGHT}`}
