@@ -17,6 +17,7 @@ import {
   DeviceTotals,
   formatBytes,
   FragmentationAdvice,
+  oomVerdict,
   FrameTable,
   ICellReport,
   IFrameFilterOptions,
@@ -426,12 +427,17 @@ export function oomText(
       `the device had ${free} free, and ` +
       (later ? `${later.segments} PyTorch's segments had ${segments}` : `PyTorch's segments ${segments}`)
   ];
-  if (oom.fragmentationAdvice) {
-    lines.push(FRAGMENTATION_WORDS[oom.fragmentationAdvice]);
-  } else if (oom.shortBytes) {
+  const verdict = oomVerdict(oom);
+  if (verdict?.kind === 'fragmentation') {
+    lines.push(FRAGMENTATION_WORDS[verdict.setting]);
+  } else if (verdict?.kind === 'short') {
+    const short = `  not fragmentation: the request is ${formatBytes(verdict.bytes)} more than all the free memory together`;
     lines.push(
-      `  not fragmentation: the request is ${formatBytes(oom.shortBytes)} more than all the free memory together; ` +
-        'free what filled the device, or ask for less (a smaller batch, shorter sequences)'
+      verdict.beyondProcess
+        ? `${short}, more than this process's tensors held (${formatBytes(oom.heldBytes)}): ` +
+            "other processes, or memory outside PyTorch's allocator, filled the device"
+        : `${short}, and torch.cuda.empty_cache() cannot help (PyTorch empties its cache before it gives up); ` +
+            'free what filled the device, or ask for less (a smaller batch, shorter sequences)'
     );
   }
   if (held.length) {

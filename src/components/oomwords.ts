@@ -3,7 +3,7 @@
  * OOM view, a snapshot file's view and the badge's tooltip.
  */
 import { TranslationBundle } from '@jupyterlab/translation';
-import { formatBytes, FragmentationAdvice, IOomFigures } from '../engine';
+import { formatBytes, FragmentationAdvice, IOomFigures, oomVerdict } from '../engine';
 
 /** The post-mortem's first line, its figures as (label, value) rows, and its advice (see oomAdvice). */
 export function oomFacts(
@@ -24,23 +24,25 @@ export function oomFacts(
   };
 }
 
-/**
- * What to do: where fragmentation failed the request, the setting that
- * helps; where the request is more than all the free memory together, that
- * only freeing what filled the device or asking for less helps; null where
- * the figures do not say.
- */
+/** What to do (the engine's oomVerdict) in words; null where the figures do not tell. */
 export function oomAdvice(oom: IOomFigures, trans: TranslationBundle): string | null {
-  if (oom.fragmentationAdvice) {
-    return fragmentationWords(oom.fragmentationAdvice, trans);
+  const verdict = oomVerdict(oom);
+  if (!verdict) {
+    return null;
   }
-  if (oom.shortBytes) {
-    return trans.__(
-      'Not fragmentation: the request is %1 more than all the free memory together. Free what filled the device, or ask for less (a smaller batch, shorter sequences).',
-      formatBytes(oom.shortBytes)
-    );
+  if (verdict.kind === 'fragmentation') {
+    return fragmentationWords(verdict.setting, trans);
   }
-  return null;
+  return verdict.beyondProcess
+    ? trans.__(
+        "Not fragmentation: the request is %1 more than all the free memory together, more than this process's tensors held (%2). Other processes, or memory outside PyTorch's allocator, filled the device.",
+        formatBytes(verdict.bytes),
+        formatBytes(oom.heldBytes)
+      )
+    : trans.__(
+        'Not fragmentation: the request is %1 more than all the free memory together, and torch.cuda.empty_cache() cannot help (PyTorch empties its cache before it gives up). Free what filled the device, or ask for less (a smaller batch, shorter sequences).',
+        formatBytes(verdict.bytes)
+      );
 }
 
 /** The advice in words: enable expandable segments, or (already on) that the setting will not help. */

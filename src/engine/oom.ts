@@ -11,7 +11,11 @@ import { Block, isAllocated, Snapshot, TraceEntry } from './model';
 /** What the kernel reported about the failed allocation (the wire's `oom` field). */
 export interface IOomEvent {
   readonly device?: number;
-  /** Bytes requested. */
+  /**
+   * Bytes the allocator asked the device for (torch gives its observers the
+   * segment size it tried to map, rounded up to 2 or 20 MiB; the history's
+   * `oom` entry has the block's own size, which is preferred where there is one).
+   */
   readonly alloc?: number;
   /** Bytes the device had free, as the driver said. */
   readonly device_free?: number;
@@ -50,12 +54,38 @@ export interface IOomFigures {
   /** What the views say about the fragmentation; null without it. */
   readonly fragmentationAdvice: FragmentationAdvice | null;
   /**
-   * How much more the request is than all the free memory together (the
-   * device's and the segments'): no defragmenting could have made room, only
-   * freeing what filled the device or asking for less. 0 where it would fit
-   * together; null where the request or the device's free memory is unknown.
+   * How much more the request is than all the free memory together at the
+   * error (the device's and the segments'): no defragmenting could have made
+   * room, only freeing what filled the device or asking for less. 0 where it
+   * would fit together; null where the request or the device's free memory
+   * is unknown, or the segments' figures are of a later moment.
    */
   readonly shortBytes: number | null;
+  /** Bytes this process's tensors held on the device then (its allocated blocks). */
+  readonly heldBytes: number;
+}
+
+/**
+ * What to do about an OOM, as the views word it: `fragmentation`, the
+ * setting that helps (see FragmentationAdvice); `short`, the request was
+ * `bytes` more than all the free memory together, and `beyondProcess` when
+ * that is more than this process's tensors held (other processes, or memory
+ * outside PyTorch's allocator, filled the device: freeing tensors here
+ * cannot make room).
+ */
+export type OomVerdict =
+  | { readonly kind: 'fragmentation'; readonly setting: FragmentationAdvice }
+  | { readonly kind: 'short'; readonly bytes: number; readonly beyondProcess: boolean };
+
+/** The verdict of a post-mortem's figures; null where they do not tell. */
+export function oomVerdict(oom: IOomFigures): OomVerdict | null {
+  if (oom.fragmentationAdvice) {
+    return { kind: 'fragmentation', setting: oom.fragmentationAdvice };
+  }
+  if (oom.shortBytes) {
+    return { kind: 'short', bytes: oom.shortBytes, beyondProcess: oom.shortBytes > oom.heldBytes };
+  }
+  return null;
 }
 
 /** Why an allocation failed, from one snapshot: what a file alone can tell. */
@@ -87,7 +117,8 @@ export interface IOomReport extends IOomPostMortem {
  */
 export function oomReport(start: Snapshot, atOom: Snapshot, reported: IOomEvent = {}): IOomReport | null {
   const entry = oomEntry(atOom.traces, 'newest', reported.device);
-  const requestBytes = reported.alloc ?? entry?.size;
+  // The entry's size is the block's; the kernel's report, the segment size the allocator tried to map.
+  const requestBytes = (entry && entry.size > 0 ? entry.size : undefined) ?? reported.alloc ?? entry?.size;
   if (requestBytes === undefined) {
     return null;
   }
@@ -163,6 +194,7 @@ function postMortem(
   const segmentFreeBytes = totals?.inactiveBytes ?? 0;
   const fragmentation =
     requestBytes !== null && largestFreeBlockBytes < requestBytes && segmentFreeBytes >= requestBytes;
+  const held = snapshot.blocks.filter(b => b.device === device && isAllocated(b));
   return {
     device,
     requestBytes,
@@ -171,11 +203,14 @@ function postMortem(
     segmentFreeBytes,
     fragmentation,
     fragmentationAdvice: fragmentation ? fragmentationAdvice(snapshot, device) : null,
+    // The segments' free space with the device's free memory of the same moment only: a snapshot taken
+    // later (after the cell, or a file written after the error) may have released segments since.
     shortBytes:
-      requestBytes === null || event.device_free === undefined
+      requestBytes === null || event.device_free === undefined || moment !== 'error'
         ? null
         : Math.max(0, requestBytes - event.device_free - segmentFreeBytes),
-    held: snapshot.blocks.filter(b => b.device === device && isAllocated(b)),
+    heldBytes: held.reduce((n, b) => n + b.size, 0),
+    held,
     atOom: snapshot,
     moment
   };

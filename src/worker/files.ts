@@ -84,6 +84,7 @@ function fileOom(snapshot: Snapshot): IFileOom | null {
     largestFreeBlockBytes: oom.largestFreeBlockBytes,
     fragmentationAdvice: oom.fragmentationAdvice,
     shortBytes: oom.shortBytes,
+    heldBytes: oom.heldBytes,
     atError: oom.moment === 'error',
     holders
   };

@@ -52,7 +52,7 @@ test.describe('after a cell ran out of memory', () => {
     await expect(facts.locator('dd')).toHaveText(['60.0 GiB', '39.3 GiB', '0 B', '0 B']);
     // No fragmentation here: the device itself was short, by more than all its free memory together.
     await expect(oom.locator('.jp-CudaMemdiffMoment-advice')).toHaveText(
-      'Not fragmentation: the request is 20.7 GiB more than all the free memory together. Free what filled the device, or ask for less (a smaller batch, shorter sequences).'
+      'Not fragmentation: the request is 20.7 GiB more than all the free memory together, and torch.cuda.empty_cache() cannot help (PyTorch empties its cache before it gives up). Free what filled the device, or ask for less (a smaller batch, shorter sequences).'
     );
     const bySite = oom.locator('[data-cuda-memdiff-holders="site"] tr');
     await expect(bySite).toHaveCount(1);

@@ -29,7 +29,7 @@ describe('badge tooltip from the history', () => {
     const cell = store.records.filter(r => r.reason === 'cell')[1];
     expect(oomLines(store.oomOf(cell)!, cells, trans)).toEqual([
       "It asked for 60.0 GiB on cuda:0, with 39.3 GiB free on the device and 0 B free in PyTorch's segments (largest free block 0 B).",
-      'Not fragmentation: the request is 20.7 GiB more than all the free memory together. Free what filled the device, or ask for less (a smaller batch, shorter sequences).',
+      'Not fragmentation: the request is 20.7 GiB more than all the free memory together, and torch.cuda.empty_cache() cannot help (PyTorch empties its cache before it gives up). Free what filled the device, or ask for less (a smaller batch, shorter sequences).',
       'The device held: 100 GiB from Cell [1], line 3.'
     ]);
     expect(store.oomOf(store.records[0])).toBeNull();
@@ -125,7 +125,7 @@ describe('badge tooltip of the OOMs the adversarial run found misread', () => {
     const { start, atOom } = twoDeviceOom();
     expect(oomLines(oomReport(start, atOom)!, cellsOf('multi_gpu_split--python'), trans)).toEqual([
       "It asked for 10.0 GiB on cuda:0, with 5.00 GiB free on the device and 17.0 MiB free in PyTorch's segments (largest free block 16.0 MiB).",
-      'Not fragmentation: the request is 4.98 GiB more than all the free memory together. Free what filled the device, or ask for less (a smaller batch, shorter sequences).',
+      "Not fragmentation: the request is 4.98 GiB more than all the free memory together, more than this process's tensors held (113 MiB). Other processes, or memory outside PyTorch's allocator, filled the device.",
       'The device held: 64.0 MiB from Cell [1], line 3; 33.0 MiB from Cell [3], line 2 or Cell [4], line 2; 16.0 MiB from Cell [2], line 1.'
     ]);
   });

@@ -30,11 +30,11 @@ describe('what to do after an OOM', () => {
     expect(oomAdvice(report, trans)).toBe(fragmentationWords(report.fragmentationAdvice!, trans));
   });
 
-  it('says by how much all the free memory fell short where no defragmenting could have helped', () => {
+  it('says other processes filled the device where it fell short by more than this process held', () => {
     // cuda:0 of the two-device case: 10 GiB asked, 5 GiB free on the device, 17.0 MiB in segments
     const { start, atOom } = twoDeviceOom();
     expect(oomAdvice(oomReport(start, atOom)!, trans)).toBe(
-      'Not fragmentation: the request is 4.98 GiB more than all the free memory together. Free what filled the device, or ask for less (a smaller batch, shorter sequences).'
+      "Not fragmentation: the request is 4.98 GiB more than all the free memory together, more than this process's tensors held (113 MiB). Other processes, or memory outside PyTorch's allocator, filled the device."
     );
   });
 

@@ -2,7 +2,16 @@
 // adversarial run found misread (oomCases.ts builds them as it did).
 import * as fs from 'fs';
 import * as path from 'path';
-import { fileOomReport, isAllocated, loadSession, oomReport, readSnapshot, reportCells, totalBytes } from '..';
+import {
+  fileOomReport,
+  isAllocated,
+  loadSession,
+  oomReport,
+  oomVerdict,
+  readSnapshot,
+  reportCells,
+  totalBytes
+} from '..';
 import { readBytes, RECORDINGS } from './data';
 import { fragmentedOom, twoDeviceOom } from './oomCases';
 
@@ -28,6 +37,24 @@ describe('the OOM post-mortem of a two-device snapshot', () => {
     expect(new Set(report.held.map(b => b.device))).toEqual(new Set([0]));
     expect(report.held.every(isAllocated)).toBe(true);
     expect(report.held.reduce((n, b) => n + b.size, 0)).toBe(totalBytes(atOom, 'allocatedBytes', 0));
+  });
+
+  it("takes the request's own size from the history, not the segment size the kernel's observer reports", () => {
+    // torch gives its OOM observers the segment it tried to map (rounded up to 2 or 20 MiB); the entry, the block
+    const { start, atOom } = twoDeviceOom();
+    const report = oomReport(start, atOom, { device: 0, alloc: 10 * GiB + 2 * MiB })!;
+    expect(report.requestBytes).toBe(10 * GiB);
+    // without the history's entry, the observer's figure is all there is
+    const noEntry = { ...atOom, traces: atOom.traces.filter(e => e.action !== 'oom') };
+    expect(oomReport(start, noEntry, { device: 0, alloc: 10 * GiB + 2 * MiB })!.requestBytes).toBe(10 * GiB + 2 * MiB);
+  });
+
+  it('says when the shortfall is more than this process held: freeing its tensors cannot make room', () => {
+    const { start, atOom } = twoDeviceOom();
+    const report = oomReport(start, atOom)!;
+    expect(report.heldBytes).toBe(totalBytes(atOom, 'allocatedBytes', 0));
+    expect(oomVerdict(report)).toEqual({ kind: 'short', bytes: report.shortBytes, beyondProcess: true });
+    expect(report.shortBytes).toBeGreaterThan(report.heldBytes);
   });
 
   it("takes the reported device's own entry when the kernel names the device", () => {
@@ -59,6 +86,9 @@ describe('an OOM only in the cell history', () => {
     expect([report.device, report.requestBytes, report.deviceFreeBytes]).toEqual([0, 60 * GiB, 42183294976]);
     expect([report.segmentFreeBytes, report.largestFreeBlockBytes, report.fragmentation]).toEqual([0, 0, false]);
     expect(report.held.reduce((n, b) => n + b.size, 0)).toBe(100 * GiB);
+    // the segments' figures are of the cell end, the device's free memory of the error: not added up
+    expect(report.shortBytes).toBeNull();
+    expect(oomVerdict(report)).toBeNull();
     expect(cells[0].oomReport).toBeNull();
     expect(cells[2].oomReport).toBeNull();
   });
@@ -67,8 +97,10 @@ describe('an OOM only in the cell history', () => {
     const report = reports(false)[1].oomReport!;
     expect(report.moment).toBe('error');
     expect([report.requestBytes, report.deviceFreeBytes]).toEqual([60 * GiB, 42183294976]);
-    // nothing free in segments: the request is more than all the free memory by what the device lacked
+    // nothing free in segments: the request is more than all the free memory by what the device lacked,
+    // less than the 100 GiB this process held
     expect(report.shortBytes).toBe(60 * GiB - 42183294976);
+    expect(oomVerdict(report)).toEqual({ kind: 'short', bytes: 60 * GiB - 42183294976, beyondProcess: false });
   });
 });
 
@@ -80,6 +112,7 @@ describe('fragmentation advice', () => {
     expect(report.fragmentation).toBe(true);
     expect(report.fragmentationAdvice).toBe('enable-expandable-segments');
     expect(report.shortBytes).toBe(0);
+    expect(oomVerdict(report)).toEqual({ kind: 'fragmentation', setting: 'enable-expandable-segments' });
   });
 
   it('says expandable segments are already on when the segments are expandable', () => {
@@ -118,7 +151,11 @@ describe('the post-mortem of a snapshot file alone', () => {
     const snapshot = oomFile();
     const oom = snapshot.traces.find(e => e.action === 'oom')!;
     const free = { ...oom, action: 'free_completed', timeUs: (oom.timeUs ?? 0) + 1, address: 0, size: 512 };
-    expect(fileOomReport({ ...snapshot, traces: [...snapshot.traces, free] })!.moment).toBe('after-error');
+    const later = fileOomReport({ ...snapshot, traces: [...snapshot.traces, free] })!;
+    expect(later.moment).toBe('after-error');
+    // its segments may have been released since the error: no shortfall is added up from them
+    expect(later.shortBytes).toBeNull();
+    expect(fileOomReport(snapshot)!.shortBytes).toBe(60 * GiB - 42183294976);
   });
 
   it('diffs nothing: a file has no cell start, and no caller reads a diff against an empty device', () => {

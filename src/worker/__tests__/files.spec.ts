@@ -226,6 +226,7 @@ describe("a snapshot file's out-of-memory error", () => {
       largestFreeBlockBytes: 0,
       fragmentationAdvice: null,
       shortBytes: 60 * 2 ** 30 - 42183294976,
+      heldBytes: 100 * 2 ** 30,
       atError: true,
       holders: [
         {
