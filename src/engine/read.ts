@@ -26,6 +26,11 @@ export interface IRawSnapshot {
   decodedBytes: number;
 }
 
+/** What a gzip file that stops before its end says. */
+const GZIP_CUT_SHORT = 'the gzip data is cut short (the file is truncated)';
+/** The fewest bytes of a whole gzip stream of nothing: a 10-byte header, an empty deflate block, an 8-byte trailer. */
+const GZIP_EMPTY_BYTES = 20;
+
 /** Decode snapshot bytes (pickle or JSON, plain or gzip) to plain data. */
 export function decodeSnapshotBytes(bytes: Uint8Array, limits: IDecodeLimits = DEFAULT_DECODE_LIMITS): IRawSnapshot {
   if (bytes.length === 0) {
@@ -36,7 +41,9 @@ export function decodeSnapshotBytes(bytes: Uint8Array, limits: IDecodeLimits = D
   if (gzipped) {
     data = gunzipSnapshot(bytes, limits.maxBytes);
     if (data.length === 0) {
-      throw new SnapshotError('empty file: gzip holds no snapshot data');
+      // An empty stream, whole, ends in a trailer of zeros (its CRC and length); else the file stopped in its header.
+      const whole = bytes.length >= GZIP_EMPTY_BYTES && bytes.subarray(bytes.length - 8).every(b => b === 0);
+      throw new SnapshotError(whole ? 'empty file: gzip holds no snapshot data' : GZIP_CUT_SHORT);
     }
   } else {
     checkSize(bytes.length, limits.maxBytes);
@@ -106,9 +113,7 @@ export function gunzipSnapshot(bytes: Uint8Array, maxBytes: number): Uint8Array 
   } catch (reason) {
     // fflate's words for a stream that stops before its end: the file was cut short (a copy or a write that stopped)
     const cut = /unexpected EOF/i.test((reason as Error).message);
-    throw new SnapshotError(
-      cut ? 'the gzip data is cut short (the file is truncated)' : `corrupt gzip data: ${(reason as Error).message}`
-    );
+    throw new SnapshotError(cut ? GZIP_CUT_SHORT : `corrupt gzip data: ${(reason as Error).message}`);
   }
   if (stop === 'over') {
     throw new LimitError('maxBytes', 'the gzip data decompresses to more bytes than allowed', maxBytes);

@@ -163,10 +163,15 @@ export function renderTimeline(
     svg.appendChild(line);
   });
   // Where an allocation failed; a dump written at the error has it after the last event, at the right edge.
+  // One line a pixel column, as for the boundaries: a retry loop can record thousands.
+  let lastOomColumn = -Infinity;
   for (const oom of series.ooms) {
     const x = Math.max(OOM_INSET, Math.min(g.x(oom.at), TIMELINE_WIDTH - OOM_INSET));
+    if (Math.round(x) === lastOomColumn) {
+      continue;
+    }
+    lastOomColumn = Math.round(x);
     const line = vertical(x, 'jp-CudaMemdiffTimeline-oom');
-    line.dataset.moment = String(oom.at - 1);
     const title = document.createElementNS(SVG, 'title');
     title.textContent = oomTitle(oom, trans);
     line.appendChild(title);
@@ -245,14 +250,21 @@ function oomWords(ooms: readonly ITimelineOom[], trans: TranslationBundle): stri
     ? asked
       ? trans.__('The red line is where an allocation of %1 failed: out of memory.', formatBytes(asked))
       : trans.__('The red line is where an allocation failed: out of memory.')
-    : trans.__('Red lines are where allocations failed (%1 times): out of memory.', formatCount(ooms.length));
+    : trans._n(
+        'Red lines are where allocations failed (%2 time): out of memory.',
+        'Red lines are where allocations failed (%2 times): out of memory.',
+        ooms.length,
+        formatCount(ooms.length)
+      );
 }
 
 /** A mark's tooltip: the moment it follows and what the failed allocation asked for. */
 function oomTitle(oom: ITimelineOom, trans: TranslationBundle): string {
+  // moments count from 1: an OOM before any event comes before the first
+  const when = oom.at ? trans.__('after moment %1', formatCount(oom.at)) : trans.__('before moment 1');
   return oom.bytes
-    ? trans.__('out of memory after moment %1: an allocation of %2 failed', formatCount(oom.at), formatBytes(oom.bytes))
-    : trans.__('out of memory after moment %1: an allocation failed', formatCount(oom.at));
+    ? trans.__('out of memory %1: an allocation of %2 failed', when, formatBytes(oom.bytes))
+    : trans.__('out of memory %1: an allocation failed', when);
 }
 
 /**

@@ -259,6 +259,15 @@ describe('decodeSnapshotBytes', () => {
     expectSnapshotError(new Uint8Array(0), /empty file/);
   });
 
+  it('says a gzip file cut inside its header is truncated, and one of nothing is empty', () => {
+    // Python's gzip writes the file's name in the header: a copy stopped in it held no data yet
+    const recorded = readBytes(path.join(RECORDINGS, 'clean_training--python', 'cell01.pickle.gz'));
+    for (const n of [12, 16, 20]) {
+      expectSnapshotError(recorded.slice(0, n), /^the gzip data is cut short \(the file is truncated\)$/);
+    }
+    expectSnapshotError(gzipSync(new Uint8Array(0)), /^empty file: gzip holds no snapshot data$/);
+  });
+
   it('says a gzip file cut short is truncated, and rejects corrupt gzip', () => {
     const gz = gzipSync(new TextEncoder().encode('{"segments": []}'));
     expectSnapshotError(gz.slice(0, 12), /^the gzip data is cut short \(the file is truncated\)$/);

@@ -130,6 +130,21 @@ describe('the caption of a timeline', () => {
     expect(caption([5])).not.toContain('red line');
   });
 
+  it('marks OOMs before the first moment and of unknown size, one line a pixel column', () => {
+    const host = document.createElement('div');
+    const ooms = [{ at: 0, bytes: 0 }, ...Array.from({ length: 1000 }, () => ({ at: 3, bytes: GiB }))];
+    renderTimeline(host, series([], ooms), source, trans);
+    const marks = host.querySelectorAll('.jp-CudaMemdiffTimeline-oom');
+    expect(Array.from(marks, m => m.textContent)).toEqual([
+      'out of memory before moment 1: an allocation failed',
+      'out of memory after moment 3: an allocation of 1.00 GiB failed'
+    ]);
+    expect(Number(marks[0].getAttribute('x1'))).toBeGreaterThan(0);
+    expect(host.querySelector('.jp-CudaMemdiffTimeline-caption')!.textContent).toMatch(
+      / Red lines are where allocations failed \(1,001 times\): out of memory\.$/
+    );
+  });
+
   it('draws the boundaries between events, none on the edges', () => {
     expect(timelineGeometry(series([0, 2, 5])).boundaries).toEqual([2]);
     const host = document.createElement('div');
