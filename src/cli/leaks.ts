@@ -20,7 +20,8 @@ import {
   RECORD_STACKS_TEXT,
   sessionCellName,
   stacklessBytes,
-  visibleStack
+  visibleStack,
+  shownOf
 } from '../engine';
 import {
   blocksText,
@@ -256,12 +257,13 @@ export function leaksText(report: LeakReport, session: ISession, options: IFrame
   const sites = evidenceBySite(top, session, options);
   const blocks = sites.reduce((n, e) => n + e.blocks, 0);
   lines.push(`  leaked: ${formatBytes(top.leakedBytes)} in ${blocksText(blocks)}, allocated at:`);
-  for (const e of sites.slice(0, EVIDENCE_SITES_SHOWN)) {
+  const shown = shownOf(sites, EVIDENCE_SITES_SHOWN);
+  for (const e of shown) {
     lines.push(
       `    ${formatBytes(e.bytes)} in ${blocksText(e.blocks)} from ${siteLabel(session.frames, e.site, cellNames, run)}`
     );
   }
-  const rest = sites.slice(EVIDENCE_SITES_SHOWN);
+  const rest = sites.slice(shown.length);
   if (rest.length) {
     const bytes = rest.reduce((n, e) => n + e.bytes, 0);
     const count = rest.reduce((n, e) => n + e.blocks, 0);

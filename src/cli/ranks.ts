@@ -14,7 +14,8 @@ import {
   rankCount,
   rankPoints,
   RanksVerdict,
-  ranksVerdict
+  ranksVerdict,
+  shownOf
 } from '../engine';
 import { moreSitesText, siteJson, siteLabel } from './report';
 import { renderTable } from './table';
@@ -164,7 +165,7 @@ export function compareText(
   if (sites.length === 0) {
     return `Rank ${a} and rank ${b} hold the same bytes at every site at ${pointText(ranked, a, point)}.`;
   }
-  const shown = sites.slice(0, limit);
+  const shown = shownOf(sites, limit);
   const table = renderTable(
     [
       { header: `rank ${a}`, right: true },

@@ -319,13 +319,21 @@ export interface ISitesInBrief {
 }
 
 /**
+ * The first `count` of `items` that a cut list shows, or all of them where
+ * only one would be left out: a line saying "1 more site" takes that item's
+ * room and hides it.
+ */
+export function shownOf<T>(items: readonly T[], count: number): T[] {
+  return items.slice(0, items.length === count + 1 ? count + 1 : count);
+}
+
+/**
  * The largest `count` of `sites` (largest first, as `cellSites` gives them)
  * and the rest of `total` (by default the sites' sum; a peak's bytes, so
- * that memory no site accounts for is in the rest too). One site over
- * `count` is named too: "1 more site" would take its place and hide it.
+ * that memory no site accounts for is in the rest too); see shownOf.
  */
 export function sitesInBrief(sites: readonly ICellSite[], count: number, total?: number): ISitesInBrief {
-  const named = sites.slice(0, sites.length === count + 1 ? count + 1 : count);
+  const named = shownOf(sites, count);
   const all = total ?? sites.reduce((n, s) => n + s.bytes, 0);
   return {
     sites: named,

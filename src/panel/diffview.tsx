@@ -17,7 +17,8 @@ import {
   IRunMismatch,
   roleLabel,
   RunEvidence,
-  SnapshotDiff
+  SnapshotDiff,
+  shownOf
 } from '../engine';
 import type { DiffGrouping } from './model';
 import { blockStateWords } from './words';
@@ -92,7 +93,7 @@ function siteText(frames: FrameTable, frameId: number, cells: CellCodeNames, tra
  */
 function BlockTable(props: { blocks: readonly Block[]; born: boolean; trans: TranslationBundle }): JSX.Element {
   const { blocks, born, trans } = props;
-  const shown = blocks.slice(0, MAX_BLOCKS_SHOWN);
+  const shown = shownOf(blocks, MAX_BLOCKS_SHOWN);
   const caption = born ? trans.__('Blocks born') : trans.__('Blocks freed');
   return (
     <div className="jp-CudaMemdiffBlocks-box">
@@ -135,7 +136,12 @@ function BlockTable(props: { blocks: readonly Block[]; born: boolean; trans: Tra
           <tfoot role="rowgroup">
             <tr role="row">
               <td role="cell" colSpan={4}>
-                {trans.__('and %1 more blocks', formatCount(blocks.length - shown.length))}
+                {trans._n(
+                  'and %2 more block',
+                  'and %2 more blocks',
+                  blocks.length - shown.length,
+                  formatCount(blocks.length - shown.length)
+                )}
               </td>
             </tr>
           </tfoot>
@@ -191,7 +197,7 @@ function SiteRow(props: IDiffViewProps & { group: AllocationSite }): JSX.Element
 
 function SiteList(props: IDiffViewProps & { sites: readonly AllocationSite[]; label: string }): JSX.Element {
   const { sites, trans } = props;
-  const shown = sites.slice(0, MAX_SITES_SHOWN);
+  const shown = shownOf(sites, MAX_SITES_SHOWN);
   return (
     <>
       <ul className="jp-CudaMemdiffSites" aria-label={props.label}>
@@ -201,7 +207,12 @@ function SiteList(props: IDiffViewProps & { sites: readonly AllocationSite[]; la
       </ul>
       {sites.length > shown.length ? (
         <p className="jp-CudaMemdiffDiff-more">
-          {trans.__('and %1 more sites', formatCount(sites.length - shown.length))}
+          {trans._n(
+            'and %2 more site',
+            'and %2 more sites',
+            sites.length - shown.length,
+            formatCount(sites.length - shown.length)
+          )}
         </p>
       ) : null}
     </>

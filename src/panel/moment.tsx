@@ -16,7 +16,8 @@ import {
   ICellSite,
   IOomReport,
   IPeakAnatomy,
-  SnapshotDiff
+  SnapshotDiff,
+  shownOf
 } from '../engine';
 import { DiffView } from './diffview';
 import { DiffPanelModel } from './model';
@@ -91,12 +92,13 @@ function HolderTable(props: {
   name: string;
   more: (count: number) => string;
 }): JSX.Element {
-  const rest = props.rows.slice(ROWS_SHOWN);
+  const shown = shownOf(props.rows, ROWS_SHOWN);
+  const rest = props.rows.slice(shown.length);
   return (
     <table className="jp-CudaMemdiffMoment-table" data-cuda-memdiff-holders={props.name}>
       <caption>{props.caption}</caption>
       <tbody>
-        {props.rows.slice(0, ROWS_SHOWN).map(r => (
+        {shown.map(r => (
           <tr key={r.label}>
             <td className="jp-CudaMemdiffMoment-bytes">{formatBytes(r.bytes)}</td>
             <td>{keepFiguresWhole(r.label)}</td>
