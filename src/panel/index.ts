@@ -72,15 +72,19 @@ export class MemdiffPanel extends SidePanel {
   readonly model: DiffPanelModel;
 
   /**
-   * Give the keyboard to what the panel shows (its Open command; before,
-   * the keyboard stayed in the notebook, tabs away from the panel just
-   * opened), unless it is in the panel already. Other ways of showing the
-   * panel (a file opened, Find Leaking Cell) leave the focus where it is.
+   * Give the keyboard to what the panel shows (its Open command from the
+   * palette; before, the keyboard stayed in the notebook, tabs away from the
+   * panel just opened), unless it is in the panel already. Other ways of
+   * showing the panel (a toolbar button, a file opened, Find Leaking Cell)
+   * leave the focus where it is.
    */
   focusContent(): void {
     // A frame later: the command palette, once its command ran, gives the focus back to where it was (the
     // notebook); and opened for the first time, the panel's body is drawn by React a few frames later.
     const focus = (frames: number) => {
+      if (this.isDisposed) {
+        return;
+      }
       const content = this.node.querySelector<HTMLElement>('.jp-CudaMemdiffPanel-content');
       if (!content) {
         if (frames > 0) {

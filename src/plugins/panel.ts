@@ -92,12 +92,22 @@ export const panelPlugin: JupyterFrontEndPlugin<IDiffPanel> = {
       label: trans.__('Open CUDA Memory Panel'),
       caption: trans.__('Show GPU memory snapshots and diffs per notebook cell'),
       icon: memoryIcon,
-      execute: () => {
+      describedBy: {
+        args: {
+          type: 'object',
+          properties: { focus: { type: 'boolean', description: 'Give the keyboard to the panel' } }
+        }
+      },
+      // From the palette the keyboard follows (it would stay in the notebook, tabs away); from a toolbar
+      // button it stays where it is, as JupyterLab's buttons leave it.
+      execute: args => {
         app.shell.activateById(panel.id);
-        panel.focusContent();
+        if (args.focus === true) {
+          panel.focusContent();
+        }
       }
     });
-    palette?.addItem({ command: CommandIDs.openPanel, category: trans.__('CUDA Memory') });
+    palette?.addItem({ command: CommandIDs.openPanel, category: trans.__('CUDA Memory'), args: { focus: true } });
 
     app.commands.addCommand(CommandIDs.revealCell, {
       label: trans.__('Reveal Notebook Cell Line'),
