@@ -234,7 +234,11 @@ function fragmentationAdvice(snapshot: Snapshot, device: number): FragmentationA
  * without one count as older than those with one, and among equal times the
  * later in the list is the newer.
  */
-function oomEntry(traces: readonly TraceEntry[], which: 'newest' | 'oldest', device?: number): TraceEntry | null {
+export function oomEntry(
+  traces: readonly TraceEntry[],
+  which: 'newest' | 'oldest',
+  device?: number
+): TraceEntry | null {
   const time = (e: TraceEntry) => e.timeUs ?? -Infinity;
   let found: TraceEntry | null = null;
   for (const e of traces) {

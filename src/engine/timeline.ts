@@ -7,6 +7,7 @@
  * snapshot; the engine worker runs them, the view draws their output.
  */
 import { Block, DeviceTotals, isAllocated, Snapshot, TraceEntry } from './model';
+import { oomEntry } from './oom';
 
 /** Trace actions that change allocated memory. */
 const ALLOC = 'alloc';
@@ -63,8 +64,10 @@ export interface ITimelineSeries {
 }
 
 /**
- * The timeline of the device with the most allocation events; null when the
- * snapshot carries no alloc or free events (history was off).
+ * The timeline of the device whose allocation failed last (a file written at
+ * an OOM is read for that device), else of the device with the most
+ * allocation events; null when the snapshot carries no alloc or free events
+ * (history was off).
  */
 export function buildTimeline(snapshot: Snapshot): ITimeline | null {
   const counts = new Map<number, number>();
@@ -76,7 +79,11 @@ export function buildTimeline(snapshot: Snapshot): ITimeline | null {
   if (!counts.size) {
     return null;
   }
-  const device = [...counts.entries()].sort((a, b) => b[1] - a[1] || a[0] - b[0])[0][0];
+  const failed = oomEntry(snapshot.traces, 'newest');
+  const device =
+    failed !== null && counts.has(failed.device)
+      ? failed.device
+      : [...counts.entries()].sort((a, b) => b[1] - a[1] || a[0] - b[0])[0][0];
   const traces = snapshot.traces;
   const n = counts.get(device)!;
   const events = new Int32Array(n);

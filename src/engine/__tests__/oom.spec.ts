@@ -3,6 +3,7 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import {
+  buildTimeline,
   fileOomReport,
   isAllocated,
   loadSession,
@@ -132,6 +133,20 @@ describe('fragmentation advice', () => {
     const noEntry = { ...atOom, traces: atOom.traces.filter(e => e.action !== 'oom') };
     const report = oomReport(start, noEntry, { device: 0, alloc: 10 * GiB })!;
     expect([report.requestBytes, report.deviceFreeBytes, report.shortBytes]).toEqual([10 * GiB, null, null]);
+  });
+});
+
+describe("a file's timeline of the device that ran out", () => {
+  it('draws the device of the newest OOM, with its entries, whichever device has more events', () => {
+    const { atOom } = twoDeviceOom();
+    const zero = buildTimeline(atOom)!;
+    expect(zero.device).toBe(0);
+    expect(zero.ooms).toEqual([{ at: zero.events.length, bytes: 10 * GiB }]);
+    // the same file whose newest OOM is cuda:1's: its timeline is cuda:1's, with the 999 MiB request
+    const onOne = { ...atOom, traces: atOom.traces.filter(e => !(e.action === 'oom' && e.device === 0)) };
+    const one = buildTimeline(onOne)!;
+    expect(one.device).toBe(1);
+    expect(one.ooms.map(o => o.bytes)).toEqual([999 * MiB]);
   });
 });
 
