@@ -147,35 +147,17 @@ export function renderTimeline(
   // One line per pixel column at most: a long history has thousands of
   // boundaries (2,500 in the 1 GB bench file), which drawn one by one made the
   // first picture's task 100-180 ms; lines closer than a pixel look the same.
-  let lastColumn = -Infinity;
-  g.boundaries.forEach((b, k) => {
-    const column = Math.round(g.x(b));
-    if (column === lastColumn) {
-      return;
-    }
-    lastColumn = column;
-    const line = vertical(g.x(b), 'jp-CudaMemdiffTimeline-boundary');
+  for (const { item: b, index: k, x } of onePerColumn(g.boundaries, b => g.x(b))) {
+    const line = titledLine(x, 'jp-CudaMemdiffTimeline-boundary', trans.__('snapshot %1 (a cell boundary)', k + 1));
     line.dataset.boundary = String(k);
     line.dataset.moment = String(b - 1);
-    const title = document.createElementNS(SVG, 'title');
-    title.textContent = trans.__('snapshot %1 (a cell boundary)', k + 1);
-    line.appendChild(title);
     svg.appendChild(line);
-  });
+  }
   // Where an allocation failed; a dump written at the error has it after the last event, at the right edge.
-  // One line a pixel column, as for the boundaries: a retry loop can record thousands.
-  let lastOomColumn = -Infinity;
-  for (const oom of series.ooms) {
-    const x = Math.max(OOM_INSET, Math.min(g.x(oom.at), TIMELINE_WIDTH - OOM_INSET));
-    if (Math.round(x) === lastOomColumn) {
-      continue;
-    }
-    lastOomColumn = Math.round(x);
-    const line = vertical(x, 'jp-CudaMemdiffTimeline-oom');
-    const title = document.createElementNS(SVG, 'title');
-    title.textContent = oomTitle(oom, trans);
-    line.appendChild(title);
-    svg.appendChild(line);
+  // A retry loop can record thousands.
+  const oomX = (oom: ITimelineOom) => Math.max(OOM_INSET, Math.min(g.x(oom.at), TIMELINE_WIDTH - OOM_INSET));
+  for (const { item: oom, x } of onePerColumn(series.ooms, oomX)) {
+    svg.appendChild(titledLine(x, 'jp-CudaMemdiffTimeline-oom', oomTitle(oom, trans)));
   }
   const cursor = vertical(-10, 'jp-CudaMemdiffTimeline-cursor');
   const marks = [vertical(-10, 'jp-CudaMemdiffTimeline-mark'), vertical(-10, 'jp-CudaMemdiffTimeline-mark')];
@@ -238,6 +220,32 @@ export function renderTimeline(
     svg.removeEventListener('mousemove', onMove);
     svg.removeEventListener('click', onClick);
   };
+}
+
+/**
+ * The items to draw as lines, one a pixel column: the first of those that
+ * fall in one (lines closer than a pixel look the same), with its index and x.
+ */
+function onePerColumn<T>(items: readonly T[], xOf: (item: T) => number): { item: T; index: number; x: number }[] {
+  const drawn: { item: T; index: number; x: number }[] = [];
+  let lastColumn = -Infinity;
+  items.forEach((item, index) => {
+    const x = xOf(item);
+    if (Math.round(x) !== lastColumn) {
+      lastColumn = Math.round(x);
+      drawn.push({ item, index, x });
+    }
+  });
+  return drawn;
+}
+
+/** A vertical line with its tooltip. */
+function titledLine(x: number, className: string, text: string): SVGLineElement {
+  const line = vertical(x, className);
+  const title = document.createElementNS(SVG, 'title');
+  title.textContent = text;
+  line.appendChild(title);
+  return line;
 }
 
 /** How far inside the edges (in SVG units) a mark at the first or last moment is drawn, so all of its stroke shows. */
