@@ -118,7 +118,7 @@ export interface IOomReport extends IOomPostMortem {
 export function oomReport(start: Snapshot, atOom: Snapshot, reported: IOomEvent = {}): IOomReport | null {
   const entry = oomEntry(atOom.traces, 'newest', reported.device);
   // The entry's size is the block's; the kernel's report, the segment size the allocator tried to map.
-  const requestBytes = (entry && entry.size > 0 ? entry.size : undefined) ?? reported.alloc ?? entry?.size;
+  const requestBytes = (entry ? knownRequest(entry.size) : null) ?? reported.alloc ?? entry?.size;
   if (requestBytes === undefined) {
     return null;
   }
