@@ -166,3 +166,88 @@ export function rolesPresent(snapshot: Snapshot, roles: BlockRoles): IRoleKey[] 
   }
   return ROLES.filter(r => bytes.has(r)).map(role => ({ role, bytes: bytes.get(role)! }));
 }
+
+/** Where a drawn item of the segment map lies: its row's index in the layout, and its own in that row. */
+export interface ISegmentMapPlace {
+  row: number;
+  item: number;
+}
+
+/**
+ * The item a key moves to from `at`, in reading order across rows: Left and
+ * Right step through a row and on to the next or previous row that draws
+ * anything, Up and Down go to the nearest item (by its middle) of the row
+ * above or below, Home and End to the ends of the row. Null for a key the
+ * map leaves alone, or where there is nowhere to go.
+ */
+export function segmentMapKeyTarget(
+  rows: readonly ISegmentRow[],
+  at: ISegmentMapPlace,
+  key: string
+): ISegmentMapPlace | null {
+  const items = rows[at.row]?.items ?? [];
+  if (at.item < 0 || at.item >= items.length) {
+    return null;
+  }
+  const drawn = (row: number) => (rows[row]?.items.length ?? 0) > 0;
+  const nextRow = (step: number) => {
+    for (let r = at.row + step; r >= 0 && r < rows.length; r += step) {
+      if (drawn(r)) {
+        return r;
+      }
+    }
+    return -1;
+  };
+  switch (key) {
+    case 'ArrowRight': {
+      if (at.item < items.length - 1) {
+        return { row: at.row, item: at.item + 1 };
+      }
+      const row = nextRow(1);
+      return row < 0 ? null : { row, item: 0 };
+    }
+    case 'ArrowLeft': {
+      if (at.item > 0) {
+        return { row: at.row, item: at.item - 1 };
+      }
+      const row = nextRow(-1);
+      return row < 0 ? null : { row, item: rows[row].items.length - 1 };
+    }
+    case 'ArrowDown':
+    case 'ArrowUp': {
+      const row = nextRow(key === 'ArrowDown' ? 1 : -1);
+      if (row < 0) {
+        return null;
+      }
+      const from = items[at.item];
+      const middle = from.x + from.width / 2;
+      const distance = (i: ISegmentMapItem) => Math.abs(i.x + i.width / 2 - middle);
+      let best = 0;
+      rows[row].items.forEach((item, k) => {
+        if (distance(item) < distance(rows[row].items[best])) {
+          best = k;
+        }
+      });
+      return { row, item: best };
+    }
+    case 'Home':
+      return { row: at.row, item: 0 };
+    case 'End':
+      return { row: at.row, item: items.length - 1 };
+    default:
+      return null;
+  }
+}
+
+/** Where the layout draws block `block` (the item that stands for it, a band included); null where it draws none. */
+export function segmentMapPlaceOf(rows: readonly ISegmentRow[], block: number): ISegmentMapPlace | null {
+  for (let row = 0; row < rows.length; row++) {
+    const items = rows[row].items;
+    for (let item = 0; item < items.length; item++) {
+      if (block >= items[item].block && block < items[item].block + items[item].count) {
+        return { row, item };
+      }
+    }
+  }
+  return null;
+}

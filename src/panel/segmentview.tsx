@@ -5,7 +5,9 @@
  * allocation site), so free space inside segments (fragmentation) shows at a
  * glance. A cell keeps its colour in each snapshot of the session. Where the kernel gave each block's role, the map can colour by
  * role instead (the chart's role colours). A legend names each colour.
- * Hovering a block names it; clicking shows its stack.
+ * Hovering a block names it; clicking shows its stack. From the keyboard,
+ * one block is in the tab order and the arrow keys move through the map,
+ * showing each block's stack as they go (as the chart's bands do).
  */
 import * as React from 'react';
 import { TranslationBundle } from '@jupyterlab/translation';
@@ -21,7 +23,14 @@ import {
   Snapshot,
   visibleStack
 } from '../engine';
-import { largestGroups, rolesPresent, segmentMapLayout } from './segments';
+import {
+  ISegmentMapPlace,
+  largestGroups,
+  rolesPresent,
+  segmentMapKeyTarget,
+  segmentMapLayout,
+  segmentMapPlaceOf
+} from './segments';
 import { blockStateWords } from './words';
 import {
   cellFrameLabel,
@@ -246,6 +255,25 @@ export function SegmentMap(props: ISegmentMapProps): JSX.Element {
   const legend = roleMap?.legend ?? byCode.legend;
   const colourOf = roleMap ? (role: string) => `jp-CudaMemdiffSegments-role jp-mod-${role}` : byCode.colourOf;
   const block = picked !== null ? snapshot.blocks[picked] : null;
+  // One item is in the tab order: the picked block's, else the first drawn.
+  const pickedPlace = React.useMemo(
+    () => (picked !== null ? segmentMapPlaceOf(layout.rows, picked) : null),
+    [layout, picked]
+  );
+  const firstRow = layout.rows.findIndex(r => r.items.length > 0);
+  const tabbable = pickedPlace ?? (firstRow >= 0 ? { row: firstRow, item: 0 } : null);
+  const drawnItems = React.useRef(new Map<string, SVGRectElement>());
+  const placeKey = (place: ISegmentMapPlace) => `${place.row}:${place.item}`;
+  const onKey = (event: React.KeyboardEvent, at: ISegmentMapPlace) => {
+    const target = event.key === 'Enter' || event.key === ' ' ? at : segmentMapKeyTarget(layout.rows, at, event.key);
+    if (!target) {
+      return;
+    }
+    event.preventDefault();
+    setPicked(layout.rows[target.row].items[target.item].block);
+    // Focus goes with the pick, so the next key moves on from there.
+    drawnItems.current.get(placeKey(target))?.focus();
+  };
   const items = layout.rows.flatMap(r => r.items);
   const hasOther = items.some(i => i.count === 1 && colourOf(i.group) === 'jp-mod-other');
   const hasBands = items.some(i => i.count > 1);
@@ -308,7 +336,7 @@ export function SegmentMap(props: ISegmentMapProps): JSX.Element {
       </ul>
       <svg
         viewBox={`0 0 ${width} ${height}`}
-        role="img"
+        role="group"
         aria-label={
           byRole
             ? trans.__('%1 segments; blocks coloured by role', snapshot.segments.length)
@@ -317,10 +345,17 @@ export function SegmentMap(props: ISegmentMapProps): JSX.Element {
               : trans.__('%1 segments; blocks coloured by the line that allocated them', snapshot.segments.length)
         }
       >
-        {layout.rows.map(row => (
-          <g key={row.segment} data-cuda-memdiff-segment={row.label}>
+        {layout.rows.map((row, r) => (
+          <g
+            key={row.segment}
+            data-cuda-memdiff-segment={row.label}
+            role="listbox"
+            aria-orientation="horizontal"
+            aria-label={trans.__('%1: %2, %3 free', row.label, formatBytes(row.size), formatBytes(row.freeBytes))}
+          >
             {/* each row its size: two segments of one size read as one drawn on two lines when only the first had it */}
             <text
+              aria-hidden="true"
               className="jp-CudaMemdiffSegments-size"
               x={LABEL_WIDTH - 4}
               y={row.y + (ROW_HEIGHT - 1) / 2}
@@ -329,12 +364,31 @@ export function SegmentMap(props: ISegmentMapProps): JSX.Element {
             >
               {formatBytes(row.size)}
             </text>
-            <rect className="jp-CudaMemdiffSegments-free" x={row.x} y={row.y} width={row.width} height={ROW_HEIGHT - 1}>
+            <rect
+              className="jp-CudaMemdiffSegments-free"
+              aria-hidden="true"
+              x={row.x}
+              y={row.y}
+              width={row.width}
+              height={ROW_HEIGHT - 1}
+            >
               <title>{trans.__('%1: %2, %3 free', row.label, formatBytes(row.size), formatBytes(row.freeBytes))}</title>
             </rect>
-            {row.items.map(item => (
+            {row.items.map((item, i) => (
               <rect
                 key={item.block}
+                ref={el => {
+                  const key = placeKey({ row: r, item: i });
+                  if (el) {
+                    drawnItems.current.set(key, el);
+                  } else {
+                    drawnItems.current.delete(key);
+                  }
+                }}
+                role="option"
+                aria-selected={picked !== null && picked >= item.block && picked < item.block + item.count}
+                tabIndex={tabbable?.row === r && tabbable.item === i ? 0 : -1}
+                onKeyDown={e => onKey(e, { row: r, item: i })}
                 className={`jp-CudaMemdiffSegments-block ${item.count > 1 ? 'jp-mod-band' : colourOf(item.group)}${
                   item.state === 'active_pending_free' ? ' jp-mod-pending' : ''
                 }`}

@@ -76,6 +76,44 @@ test.describe('the segment map at the default width', () => {
     expect(await cellColours(legend)).toEqual(atFour);
   });
 
+  test("the keyboard reaches the blocks, rings the one it is on and shows each one's stack", async ({ page }) => {
+    test.setTimeout(180000);
+    const segments = panelSection(page, 'segments');
+    // Tab from the button above the map lands on its first block
+    const colour = segments.getByRole('button', { name: 'colour by role' });
+    await colour.scrollIntoViewIfNeeded();
+    await colour.focus();
+    await page.keyboard.press('Tab');
+    const focused = segments.getByRole('option').and(page.locator(':focus'));
+    await expect(focused).toHaveCount(1);
+    expect(await isInsideVisiblePanel(page, focused)).toBe(true);
+    // the ring a person sees: the focus colour around the block, which the page's other outlines do not have
+    expect(
+      await focused.evaluate(e => {
+        const style = getComputedStyle(e);
+        return [style.outlineStyle, style.outlineWidth];
+      })
+    ).toEqual(['solid', '2px']);
+
+    // Enter shows its stack below the map; each arrow moves the ring and the stack on
+    const detail = segments.locator('.jp-CudaMemdiffSegments-detail');
+    await page.keyboard.press('Enter');
+    await expect(detail).toContainText(/^Block \d[\d.]* [KMG]?i?B .*at 0x[0-9a-f]+/);
+    await expect(detail.getByRole('button', { name: /^Cell \[\d\], line \d+$/ }).first()).toBeVisible();
+    const seen = new Set([await detail.locator('p').first().textContent()]);
+    for (const key of ['ArrowRight', 'ArrowRight', 'ArrowDown']) {
+      const before = await focused.evaluate(e => e.getBoundingClientRect().toJSON());
+      await page.keyboard.press(key);
+      await expect(focused).toHaveCount(1);
+      const after = await focused.evaluate(e => e.getBoundingClientRect().toJSON());
+      expect(after, `${key} moves the ring`).not.toEqual(before);
+      await expect(focused).toHaveAttribute('aria-selected', 'true');
+      seen.add(await detail.locator('p').first().textContent());
+    }
+    // the demo's blocks differ in size or address: each step showed another block
+    expect(seen.size).toBe(4);
+  });
+
   test('coloured by role, hovering a block names its role', async ({ page }) => {
     test.setTimeout(180000);
     const segments = panelSection(page, 'segments');

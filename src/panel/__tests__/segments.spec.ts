@@ -1,7 +1,7 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import { normalizeSnapshot, readSnapshot } from '../../engine';
-import { largestGroups, MIN_ROW_PX, segmentMapLayout } from '../segments';
+import { largestGroups, MIN_ROW_PX, segmentMapKeyTarget, segmentMapLayout, segmentMapPlaceOf } from '../segments';
 
 describe('segmentMapLayout', () => {
   const snapshot = normalizeSnapshot({
@@ -99,5 +99,82 @@ describe('segmentMapLayout', () => {
     // blocks at 0 and 600 (inactive) fall in 'a', 100 in 'b'; free and ungrouped blocks count for nothing
     expect(largestGroups(s, groupOf, 5)).toEqual(['b', 'a']);
     expect(largestGroups(s, groupOf, 1)).toEqual(['b']);
+  });
+});
+
+describe('moving through the segment map from the keyboard', () => {
+  // three segments: two blocks, none (all free), one wide block; then a band of small blocks
+  const snapshot = normalizeSnapshot({
+    segments: [
+      {
+        device: 0,
+        address: 0,
+        total_size: 1000,
+        blocks: [
+          { address: 0, size: 100, state: 'active_allocated' },
+          { address: 100, size: 400, state: 'inactive' },
+          { address: 500, size: 500, state: 'active_allocated' }
+        ]
+      },
+      { device: 0, address: 5000, total_size: 1000, blocks: [{ address: 5000, size: 1000, state: 'inactive' }] },
+      {
+        device: 0,
+        address: 9000,
+        total_size: 1000,
+        blocks: [
+          { address: 9000, size: 300, state: 'active_allocated' },
+          { address: 9300, size: 1, state: 'active_allocated' },
+          { address: 9301, size: 1, state: 'active_allocated' },
+          { address: 9302, size: 698, state: 'inactive' }
+        ]
+      }
+    ]
+  });
+  const rows = segmentMapLayout(snapshot, { width: 100, rowHeight: 10, maxRows: 10, groupOf: () => '' }).rows;
+  const move = (row: number, item: number, key: string) => segmentMapKeyTarget(rows, { row, item }, key);
+
+  it('lays the example out as the tests below read it', () => {
+    expect(rows.map(r => r.items.map(i => [i.x, i.count]))).toEqual([
+      [
+        [0, 1],
+        [50, 1]
+      ],
+      [],
+      [
+        [0, 1],
+        [30, 2]
+      ]
+    ]);
+  });
+
+  it('steps through a row and on to the next row that draws a block, past an empty one', () => {
+    expect(move(0, 0, 'ArrowRight')).toEqual({ row: 0, item: 1 });
+    expect(move(0, 1, 'ArrowRight')).toEqual({ row: 2, item: 0 });
+    expect(move(2, 1, 'ArrowRight')).toBeNull();
+    expect(move(2, 0, 'ArrowLeft')).toEqual({ row: 0, item: 1 });
+    expect(move(0, 0, 'ArrowLeft')).toBeNull();
+  });
+
+  it('goes up and down to the nearest item of the next row that draws one', () => {
+    // the band's middle (31) is nearer the first block's (5) than the wide one's (75)
+    expect(move(2, 1, 'ArrowUp')).toEqual({ row: 0, item: 0 });
+    expect(move(0, 1, 'ArrowDown')).toEqual({ row: 2, item: 1 });
+    expect(move(0, 0, 'ArrowUp')).toBeNull();
+    expect(move(2, 0, 'ArrowDown')).toBeNull();
+  });
+
+  it('goes to the ends of a row, and leaves other keys alone', () => {
+    expect(move(2, 1, 'Home')).toEqual({ row: 2, item: 0 });
+    expect(move(0, 0, 'End')).toEqual({ row: 0, item: 1 });
+    expect(move(0, 0, 'a')).toBeNull();
+    expect(move(1, 0, 'ArrowRight')).toBeNull();
+  });
+
+  it("finds the item that draws a block, a band's blocks included", () => {
+    expect(segmentMapPlaceOf(rows, 0)).toEqual({ row: 0, item: 0 });
+    const band = rows[2].items[1].block;
+    expect(segmentMapPlaceOf(rows, band + 1)).toEqual({ row: 2, item: 1 });
+    // a free block is drawn by no item
+    expect(segmentMapPlaceOf(rows, 1)).toBeNull();
   });
 });

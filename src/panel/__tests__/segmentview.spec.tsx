@@ -58,6 +58,50 @@ describe('SegmentMap', () => {
     expect(onReveal).toHaveBeenCalledWith({ cell: expect.objectContaining({ id: 'cell-2' }), line: 3 });
   });
 
+  it("moves through the blocks from the keyboard, one in the tab order, showing each one's stack", () => {
+    const snapshot = readSnapshot(new Uint8Array(fs.readFileSync(path.join(REC, manifest.cells[2].snapshot_file))));
+    const cells = new CellCodeNames(
+      manifest.cells.map((c: any, i: number) => ({
+        id: `cell-${i}`,
+        source: c.source,
+        executionCount: c.execution_count
+      }))
+    );
+    render(<SegmentMap snapshot={snapshot} cells={cells} showAllFrames={false} trans={trans} onReveal={jest.fn()} />);
+    const rows = screen.getAllByRole('listbox');
+    expect(rows).toHaveLength(snapshot.segments.length);
+    // each row is named by its segment, as its free space's hover names it
+    expect(rows[0].getAttribute('aria-label')).toMatch(/^cuda:0 0x[0-9a-f]+: [\d.]+ [KMG]iB, [\d.]+ [KMG]?i?B free$/);
+    const options = screen.getAllByRole('option');
+    const tabbable = options.filter(o => o.getAttribute('tabindex') === '0');
+    expect(tabbable).toHaveLength(1);
+    expect(tabbable[0]).toBe(options[0]);
+    expect(screen.queryByText(/^Block /)).toBeNull();
+
+    // Enter shows the first block's stack; the right arrow moves the focus and the stack on
+    options[0].focus();
+    fireEvent.keyDown(options[0], { key: 'Enter' });
+    expect(options[0].getAttribute('aria-selected')).toBe('true');
+    const first = screen.getByText(/^Block /).textContent;
+    fireEvent.keyDown(options[0], { key: 'ArrowRight' });
+    const now = document.activeElement!;
+    expect(now).toBe(options[1]);
+    expect(now.getAttribute('tabindex')).toBe('0');
+    expect(options[0].getAttribute('tabindex')).toBe('-1');
+    expect(now.getAttribute('aria-selected')).toBe('true');
+    expect(options[0].getAttribute('aria-selected')).toBe('false');
+    expect(screen.getByText(/^Block /).textContent).not.toBe(first);
+
+    // down goes to a block of another segment's row
+    fireEvent.keyDown(now, { key: 'ArrowDown' });
+    const below = document.activeElement!;
+    expect(below.getAttribute('role')).toBe('option');
+    expect(below.closest('[role="listbox"]')).not.toBe(options[1].closest('[role="listbox"]'));
+    // a key the map leaves alone changes nothing
+    fireEvent.keyDown(below, { key: 'x' });
+    expect(document.activeElement).toBe(below);
+  });
+
   it('keeps each cell its colour when the map shows another snapshot of the session', () => {
     const snapshotOf = (k: number) =>
       readSnapshot(new Uint8Array(fs.readFileSync(path.join(REC, manifest.cells[k].snapshot_file))));
