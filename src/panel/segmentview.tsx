@@ -175,8 +175,17 @@ export function SegmentMap(props: ISegmentMapProps): JSX.Element {
   const [wantRoles, setWantRoles] = React.useState(false);
   const roles = props.roles ?? null;
   const byRole = wantRoles && roles !== null;
-  const root = React.useRef<HTMLDivElement>(null);
-  const width = useWidth(root, DEFAULT_WIDTH);
+  // The rows' own box, which scrolls where the map is taller than half the window: its width is the map's.
+  const rowsBox = React.useRef<HTMLDivElement>(null);
+  const width = useWidth(rowsBox, DEFAULT_WIDTH);
+  const detailHead = React.useRef<HTMLParagraphElement>(null);
+  // A pick shows the block's stack below the map: bring its first line into view, or a pick in a tall map
+  // seems to do nothing (the map stops at half the window, so the picked block stays in view too).
+  React.useEffect(() => {
+    if (picked !== null) {
+      detailHead.current?.scrollIntoView?.({ block: 'nearest' });
+    }
+  }, [picked]);
   // Without the session's colours, the map keeps its own for as long as it is shown.
   const colours = React.useMemo(() => props.colours ?? new GroupColours(), [props.colours]);
   const roleMap = React.useMemo(() => {
@@ -283,7 +292,7 @@ export function SegmentMap(props: ISegmentMapProps): JSX.Element {
   const largest = snapshot.segments.reduce((n, s) => Math.max(n, s.totalSize), 0);
   const height = Math.max(layout.height, ROW_HEIGHT);
   return (
-    <div className="jp-CudaMemdiffSegments" ref={root}>
+    <div className="jp-CudaMemdiffSegments">
       <p className="jp-CudaMemdiffSegments-summary">
         {snapshot.segments.length
           ? trans.__(
@@ -334,90 +343,94 @@ export function SegmentMap(props: ISegmentMapProps): JSX.Element {
           {trans.__('free space inside a segment')}
         </li>
       </ul>
-      <svg
-        viewBox={`0 0 ${width} ${height}`}
-        role="group"
-        aria-label={
-          byRole
-            ? trans.__('%1 segments; blocks coloured by role', snapshot.segments.length)
-            : byCell
-              ? trans.__('%1 segments; blocks coloured by the cell that allocated them', snapshot.segments.length)
-              : trans.__('%1 segments; blocks coloured by the line that allocated them', snapshot.segments.length)
-        }
-      >
-        {layout.rows.map((row, r) => (
-          <g
-            key={row.segment}
-            data-cuda-memdiff-segment={row.label}
-            role="listbox"
-            aria-orientation="horizontal"
-            aria-label={trans.__('%1: %2, %3 free', row.label, formatBytes(row.size), formatBytes(row.freeBytes))}
-          >
-            {/* each row its size: two segments of one size read as one drawn on two lines when only the first had it */}
-            <text
-              aria-hidden="true"
-              className="jp-CudaMemdiffSegments-size"
-              x={LABEL_WIDTH - 4}
-              y={row.y + (ROW_HEIGHT - 1) / 2}
-              dominantBaseline="middle"
-              textAnchor="end"
+      <div className="jp-CudaMemdiffSegments-rows" ref={rowsBox}>
+        <svg
+          viewBox={`0 0 ${width} ${height}`}
+          role="group"
+          aria-label={
+            byRole
+              ? trans.__('%1 segments; blocks coloured by role', snapshot.segments.length)
+              : byCell
+                ? trans.__('%1 segments; blocks coloured by the cell that allocated them', snapshot.segments.length)
+                : trans.__('%1 segments; blocks coloured by the line that allocated them', snapshot.segments.length)
+          }
+        >
+          {layout.rows.map((row, r) => (
+            <g
+              key={row.segment}
+              data-cuda-memdiff-segment={row.label}
+              role="listbox"
+              aria-orientation="horizontal"
+              aria-label={trans.__('%1: %2, %3 free', row.label, formatBytes(row.size), formatBytes(row.freeBytes))}
             >
-              {formatBytes(row.size)}
-            </text>
-            <rect
-              className="jp-CudaMemdiffSegments-free"
-              aria-hidden="true"
-              x={row.x}
-              y={row.y}
-              width={row.width}
-              height={ROW_HEIGHT - 1}
-            >
-              <title>{trans.__('%1: %2, %3 free', row.label, formatBytes(row.size), formatBytes(row.freeBytes))}</title>
-            </rect>
-            {row.items.map((item, i) => (
+              {/* each row its size: two segments of one size read as one drawn on two lines when only the first had it */}
+              <text
+                aria-hidden="true"
+                className="jp-CudaMemdiffSegments-size"
+                x={LABEL_WIDTH - 4}
+                y={row.y + (ROW_HEIGHT - 1) / 2}
+                dominantBaseline="middle"
+                textAnchor="end"
+              >
+                {formatBytes(row.size)}
+              </text>
               <rect
-                key={item.block}
-                ref={el => {
-                  const key = placeKey({ row: r, item: i });
-                  if (el) {
-                    drawnItems.current.set(key, el);
-                  } else {
-                    drawnItems.current.delete(key);
-                  }
-                }}
-                role="option"
-                aria-selected={picked !== null && picked >= item.block && picked < item.block + item.count}
-                tabIndex={tabbable?.row === r && tabbable.item === i ? 0 : -1}
-                onKeyDown={e => onKey(e, { row: r, item: i })}
-                className={`jp-CudaMemdiffSegments-block ${item.count > 1 ? 'jp-mod-band' : colourOf(item.group)}${
-                  item.state === 'active_pending_free' ? ' jp-mod-pending' : ''
-                }`}
-                x={item.x}
+                className="jp-CudaMemdiffSegments-free"
+                aria-hidden="true"
+                x={row.x}
                 y={row.y}
-                width={item.width}
+                width={row.width}
                 height={ROW_HEIGHT - 1}
-                onClick={() => setPicked(item.block)}
               >
                 <title>
-                  {item.count > 1
-                    ? trans.__('%1 small blocks', item.count)
-                    : blockTitle(
-                        snapshot,
-                        snapshot.blocks[item.block],
-                        byRole ? roles!.roleOf(snapshot.blocks[item.block]) : null,
-                        cells,
-                        trans
-                      )}
+                  {trans.__('%1: %2, %3 free', row.label, formatBytes(row.size), formatBytes(row.freeBytes))}
                 </title>
               </rect>
-            ))}
-          </g>
-        ))}
-      </svg>
+              {row.items.map((item, i) => (
+                <rect
+                  key={item.block}
+                  ref={el => {
+                    const key = placeKey({ row: r, item: i });
+                    if (el) {
+                      drawnItems.current.set(key, el);
+                    } else {
+                      drawnItems.current.delete(key);
+                    }
+                  }}
+                  role="option"
+                  aria-selected={picked !== null && picked >= item.block && picked < item.block + item.count}
+                  tabIndex={tabbable?.row === r && tabbable.item === i ? 0 : -1}
+                  onKeyDown={e => onKey(e, { row: r, item: i })}
+                  className={`jp-CudaMemdiffSegments-block ${item.count > 1 ? 'jp-mod-band' : colourOf(item.group)}${
+                    item.state === 'active_pending_free' ? ' jp-mod-pending' : ''
+                  }`}
+                  x={item.x}
+                  y={row.y}
+                  width={item.width}
+                  height={ROW_HEIGHT - 1}
+                  onClick={() => setPicked(item.block)}
+                >
+                  <title>
+                    {item.count > 1
+                      ? trans.__('%1 small blocks', item.count)
+                      : blockTitle(
+                          snapshot,
+                          snapshot.blocks[item.block],
+                          byRole ? roles!.roleOf(snapshot.blocks[item.block]) : null,
+                          cells,
+                          trans
+                        )}
+                  </title>
+                </rect>
+              ))}
+            </g>
+          ))}
+        </svg>
+      </div>
       {layout.hiddenRows > 0 ? <p>{trans.__('and %1 more segments', layout.hiddenRows)}</p> : null}
       {block ? (
         <div className="jp-CudaMemdiffSegments-detail">
-          <p title={blockStateWords(block.state, trans).title}>
+          <p ref={detailHead} title={blockStateWords(block.state, trans).title}>
             {roles?.has(block)
               ? // What the memory is for, where the kernel said: in either colouring, the role is what a person asks of a block.
                 trans.__(

@@ -157,6 +157,30 @@ test.describe('the panel at 1280x720', () => {
 test.describe('snapshot files in the file browser', () => {
   test.use({ viewport: { width: 1280, height: 720 } });
 
+  test('a block picked in a tall segment map shows its stack in view, the block too', async ({ page, tmpPath }) => {
+    test.setTimeout(120000);
+    const file = path.resolve(__dirname, '../../test-data/recordings/many_blocks--python/cell03.pickle.gz');
+    await page.contents.uploadFile(file, `${tmpPath}/cell03.pickle.gz`);
+    await page.filebrowser.openDirectory(tmpPath);
+    await page.locator('.jp-DirListing-item', { hasText: 'cell03.pickle.gz' }).dblclick();
+    const panel = page.locator(PANEL);
+    // 267 segments, 2,400 px of rows: the map scrolls in a box of its own, half the window high
+    await expect(panel.locator('[data-cuda-memdiff-segment]')).toHaveCount(267);
+    const rows = panel.locator('.jp-CudaMemdiffSegments-rows');
+    await rows.scrollIntoViewIfNeeded();
+    expect((await rows.boundingBox())!.height).toBeLessThanOrEqual(720 / 2 + 1);
+    expect(await rows.evaluate(el => el.scrollHeight > 2 * el.clientHeight)).toBe(true);
+
+    // a click on a block: the first line of its stack comes into view below the map, and the block stays in view
+    const block = panel.locator('.jp-CudaMemdiffSegments-block').first();
+    await block.click();
+    const head = panel.locator('.jp-CudaMemdiffSegments-detail p').first();
+    await expect(head).toHaveText(/^Block \d[\d.]* [KMG]?i?B at 0x[0-9a-f]+/);
+    await expect.poll(() => isInsideVisiblePanel(page, head)).toBe(true);
+    expect(await isInsideVisiblePanel(page, block)).toBe(true);
+    expect(await isUncovered(head)).toBe(true);
+  });
+
   test('double-click opens a snapshot in the panel', async ({ page, tmpPath }) => {
     test.setTimeout(120000);
     await page.contents.uploadFile(path.join(REC, 'cell02.pickle.gz'), `${tmpPath}/cell02.pickle.gz`);
