@@ -656,6 +656,15 @@ def _changed_marks(now, was, start, end, was_start):
             return []
         at = list(itertools.compress(range(start, end), depths))
         return list(map(at.__getitem__, itertools.compress(itertools.count(), map(operator.ne, anchors, was_anchors))))
+    if 0 not in depths and 0 not in was_depths:  # every block has a stack: anchors line up block by block, in C
+        changed = map(operator.ne, depths, was_depths)
+        if now[2][0]:  # an anchor distance: anchors for the blocks with a stack, those before the span counted out
+            at, was_at = start - now[0][:start].count(0), was_start - was[0][:was_start].count(0)
+            anchors = itertools.islice(now[1], at, at + end - start)
+            was_anchors = itertools.islice(was[1], was_at, was_at + end - start)
+            changed = map(operator.or_, changed, map(operator.ne, anchors, was_anchors))
+        return list(itertools.compress(range(start, end), changed))
+    # blocks without a stack have no anchor: each block's (depth, anchor) made in Python
     changed = map(operator.ne, _signatures(now, start, end), _signatures(was, was_start, was_start + end - start))
     return list(itertools.compress(range(start, end), changed))
 
