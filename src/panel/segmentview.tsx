@@ -50,6 +50,8 @@ const DEFAULT_WIDTH = 320;
 const LABEL_WIDTH = 44;
 const ROW_HEIGHT = 9;
 const MAX_ROWS = 400;
+/** How far the keyboard's focus ring lies outside its block. */
+const RING_GAP = 2;
 
 /** Props of SegmentMap. */
 export interface ISegmentMapProps {
@@ -141,8 +143,12 @@ function blockTitle(
 ): string {
   const size = formatBytes(block.size);
   const state = blockStateWords(block.state, trans).text;
+  // The address tells neighbours of one size and line apart (a screen reader reads this as the block's name).
+  const address = block.address.toString(16);
   const lines = [
-    role ? trans.__('%1 %2, %3', size, trans.__(roleLabel(role)), state) : trans.__('%1, %2', size, state)
+    role
+      ? trans.__('%1 %2 at 0x%3, %4', size, trans.__(roleLabel(role)), address, state)
+      : trans.__('%1 at 0x%2, %3', size, address, state)
   ];
   const entries = visibleStack(snapshot.frames, block.stack);
   for (const entry of entries.slice(0, HOVER_FRAMES)) {
@@ -171,7 +177,13 @@ function blockTitle(
 /** The segments of one snapshot. */
 export function SegmentMap(props: ISegmentMapProps): JSX.Element {
   const { snapshot, cells, trans, showAllFrames } = props;
-  const [picked, setPicked] = React.useState<number | null>(null);
+  // The pick belongs to its snapshot: a block's index means another block (or none) in the next one.
+  const [pick, setPick] = React.useState<{ snapshot: Snapshot; block: number } | null>(null);
+  const picked = pick?.snapshot === snapshot ? pick.block : null;
+  const setPicked = (block: number) => setPick({ snapshot, block });
+  // Where the keyboard's focus ring is drawn: over the rows, as the last thing drawn (a block's own outline is
+  // cut by the map's edge and drawn over by the next row).
+  const [ring, setRing] = React.useState<ISegmentMapPlace | null>(null);
   const [wantRoles, setWantRoles] = React.useState(false);
   const roles = props.roles ?? null;
   const byRole = wantRoles && roles !== null;
@@ -361,7 +373,14 @@ export function SegmentMap(props: ISegmentMapProps): JSX.Element {
               data-cuda-memdiff-segment={row.label}
               role="listbox"
               aria-orientation="horizontal"
-              aria-label={trans.__('%1: %2, %3 free', row.label, formatBytes(row.size), formatBytes(row.freeBytes))}
+              aria-label={trans.__(
+                'Segment %1 of %2, %3: %4, %5 free',
+                r + 1,
+                snapshot.segments.length,
+                row.label,
+                formatBytes(row.size),
+                formatBytes(row.freeBytes)
+              )}
             >
               {/* each row its size: two segments of one size read as one drawn on two lines when only the first had it */}
               <text
@@ -401,6 +420,8 @@ export function SegmentMap(props: ISegmentMapProps): JSX.Element {
                   aria-selected={picked !== null && picked >= item.block && picked < item.block + item.count}
                   tabIndex={tabbable?.row === r && tabbable.item === i ? 0 : -1}
                   onKeyDown={e => onKey(e, { row: r, item: i })}
+                  onFocus={e => setRing(Private.focusVisible(e.currentTarget) ? { row: r, item: i } : null)}
+                  onBlur={() => setRing(null)}
                   className={`jp-CudaMemdiffSegments-block ${item.count > 1 ? 'jp-mod-band' : colourOf(item.group)}${
                     item.state === 'active_pending_free' ? ' jp-mod-pending' : ''
                   }`}
@@ -412,7 +433,7 @@ export function SegmentMap(props: ISegmentMapProps): JSX.Element {
                 >
                   <title>
                     {item.count > 1
-                      ? trans.__('%1 small blocks', item.count)
+                      ? Private.bandTitle(snapshot, item.block, item.count, trans)
                       : blockTitle(
                           snapshot,
                           snapshot.blocks[item.block],
@@ -425,6 +446,16 @@ export function SegmentMap(props: ISegmentMapProps): JSX.Element {
               ))}
             </g>
           ))}
+          {ring && layout.rows[ring.row]?.items[ring.item] ? (
+            <rect
+              className="jp-CudaMemdiffSegments-ring"
+              aria-hidden="true"
+              x={layout.rows[ring.row].items[ring.item].x - RING_GAP}
+              y={layout.rows[ring.row].y - RING_GAP}
+              width={layout.rows[ring.row].items[ring.item].width + 2 * RING_GAP}
+              height={ROW_HEIGHT - 1 + 2 * RING_GAP}
+            />
+          ) : null}
         </svg>
       </div>
       {layout.hiddenRows > 0 ? <p>{trans.__('and %1 more segments', layout.hiddenRows)}</p> : null}
@@ -459,4 +490,29 @@ export function SegmentMap(props: ISegmentMapProps): JSX.Element {
       ) : null}
     </div>
   );
+}
+
+namespace Private {
+  /** Hover text, and name, of a band: how many blocks it stands for, their bytes, where it starts. */
+  export function bandTitle(snapshot: Snapshot, first: number, count: number, trans: TranslationBundle): string {
+    let bytes = 0;
+    for (let b = first; b < first + count; b++) {
+      bytes += snapshot.blocks[b].size;
+    }
+    return trans.__(
+      '%1 small blocks, %2 in all, from 0x%3',
+      count,
+      formatBytes(bytes),
+      snapshot.blocks[first].address.toString(16)
+    );
+  }
+
+  /** Whether the browser shows a focus ring for this element (the keyboard moved there, not a click). */
+  export function focusVisible(element: Element): boolean {
+    try {
+      return element.matches(':focus-visible');
+    } catch {
+      return true; // a browser without the selector: show it
+    }
+  }
 }

@@ -87,13 +87,25 @@ test.describe('the segment map at the default width', () => {
     const focused = segments.getByRole('option').and(page.locator(':focus'));
     await expect(focused).toHaveCount(1);
     expect(await isInsideVisiblePanel(page, focused)).toBe(true);
-    // the ring a person sees: the focus colour around the block, which the page's other outlines do not have
-    expect(
-      await focused.evaluate(e => {
-        const style = getComputedStyle(e);
-        return [style.outlineStyle, style.outlineWidth];
-      })
-    ).toEqual(['solid', '2px']);
+    // the ring a person sees: around the block, whole (inside the map's box), drawn after every row
+    const ring = segments.locator('.jp-CudaMemdiffSegments-ring');
+    const ringIsWhole = async () => {
+      const r = (await ring.boundingBox())!;
+      const b = (await focused.boundingBox())!;
+      const box = (await segments.locator('.jp-CudaMemdiffSegments-rows').boundingBox())!;
+      return (
+        r.x < b.x &&
+        r.y < b.y &&
+        r.x + r.width > b.x + b.width &&
+        r.y + r.height > b.y + b.height &&
+        r.y >= box.y &&
+        r.x >= box.x &&
+        (await ring.evaluate(e => e.nextElementSibling === null)) &&
+        (await isInsideVisiblePanel(page, ring))
+      );
+    };
+    await expect(ring).toHaveCount(1);
+    expect(await ringIsWhole()).toBe(true);
 
     // Enter shows its stack below the map; each arrow moves the ring and the stack on
     const detail = segments.locator('.jp-CudaMemdiffSegments-detail');
@@ -108,10 +120,29 @@ test.describe('the segment map at the default width', () => {
       const after = await focused.evaluate(e => e.getBoundingClientRect().toJSON());
       expect(after, `${key} moves the ring`).not.toEqual(before);
       await expect(focused).toHaveAttribute('aria-selected', 'true');
+      expect(await ringIsWhole(), `the ring after ${key}`).toBe(true);
       seen.add(await detail.locator('p').first().textContent());
     }
-    // the demo's blocks differ in size or address: each step showed another block
+    // each block is named by its address: each step showed another block
     expect(seen.size).toBe(4);
+
+    // a click picks too, and draws no keyboard ring
+    await segments.getByRole('option').first().click();
+    await expect(ring).toHaveCount(0);
+    await expect(segments.getByRole('option').first()).toHaveAttribute('aria-selected', 'true');
+
+    // another cell's snapshot: nothing is picked in it, and Tab comes back to its first block
+    await panelSection(page, 'chart')
+      .getByRole('listbox', { name: 'Cells' })
+      .getByRole('option', { name: /^\[2\]/ })
+      .click();
+    await expect(segments.locator('[aria-selected="true"]')).toHaveCount(0);
+    await expect(detail).toHaveCount(0);
+    await expect(segments.locator('[role="option"][tabindex="0"]')).toHaveCount(1);
+    expect(
+      await segments.getByRole('option').first().getAttribute('tabindex'),
+      'the first block is the one in the tab order'
+    ).toBe('0');
   });
 
   test('coloured by role, hovering a block names its role', async ({ page }) => {
@@ -125,8 +156,10 @@ test.describe('the segment map at the default width', () => {
     const activation = segments.locator('.jp-CudaMemdiffSegments-block.jp-mod-activation').first();
     await activation.scrollIntoViewIfNeeded();
     expect(await isInsideVisiblePanel(page, activation)).toBe(true);
-    await expect(activation.locator('title')).toHaveText(/^\d[\d.]* [KMG]?i?B activation, allocated\n {2}Cell \[3\]/);
+    await expect(activation.locator('title')).toHaveText(
+      /^\d[\d.]* [KMG]?i?B activation at 0x[0-9a-f]+, allocated\n {2}Cell \[3\]/
+    );
     const workspace = segments.locator('.jp-CudaMemdiffSegments-block.jp-mod-workspace').first();
-    await expect(workspace.locator('title')).toHaveText(/^\d[\d.]* [KMG]?i?B workspace, allocated\n/);
+    await expect(workspace.locator('title')).toHaveText(/^\d[\d.]* [KMG]?i?B workspace at 0x[0-9a-f]+, allocated\n/);
   });
 });

@@ -117,14 +117,16 @@ describe('SegmentMap by role', () => {
     expect(container.querySelector('svg')!.getAttribute('aria-label')).toMatch(/blocks coloured by role$/);
     // hovering a block names its role, what its colour means
     expect(activation[0].querySelector('title')!.textContent).toMatch(
-      /^\d[\d.]* [KMG]?i?B activation, allocated\n {2}/
+      /^\d[\d.]* [KMG]?i?B activation at 0x[0-9a-f]+, allocated\n {2}/
     );
     const optimizer = container.querySelector('rect.jp-CudaMemdiffSegments-role.jp-mod-optimizer_state')!;
-    expect(optimizer.querySelector('title')!.textContent).toMatch(/^\d[\d.]* [KMG]?i?B optimizer state, allocated\n/);
+    expect(optimizer.querySelector('title')!.textContent).toMatch(
+      /^\d[\d.]* [KMG]?i?B optimizer state at 0x[0-9a-f]+, allocated\n/
+    );
     // coloured by code again, the hover says what it said
     fireEvent.click(button);
     const block = container.querySelector('rect.jp-CudaMemdiffSegments-block:not(.jp-mod-band)')!;
-    expect(block.querySelector('title')!.textContent).toMatch(/^\d[\d.]* [KMG]?i?B, allocated\n/);
+    expect(block.querySelector('title')!.textContent).toMatch(/^\d[\d.]* [KMG]?i?B at 0x[0-9a-f]+, allocated\n/);
     // a picked block's detail names its role in either colouring: what the memory is for
     fireEvent.click(block);
     expect(container.querySelector('.jp-CudaMemdiffSegments-detail p')!.textContent).toMatch(
