@@ -204,7 +204,12 @@ function Entry(
           />
         </details>
       ) : null}
-      <button className="jp-CudaMemdiffLeak-diff" onClick={() => props.onShowDiff(entry)}>
+      <button
+        className="jp-CudaMemdiffLeak-diff"
+        onClick={() => props.onShowDiff(entry)}
+        // One such button per cell: a screen reader's list of buttons says whose diff each shows (the words seen first).
+        aria-label={trans.__('Show its diff, %1', entry.label)}
+      >
         {trans.__('Show its diff')}
       </button>
     </li>

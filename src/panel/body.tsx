@@ -21,6 +21,7 @@ import { SegmentMap } from './segmentview';
 import { LeakFinderModel } from '../leaks/model';
 import { LeakView } from '../leaks/view';
 import { useSignal } from '../components/signal';
+import { useFocusKeeper } from './focuskeeper';
 import { ICellLocation } from '../components/stack';
 import { sourceHeadline } from '../components/cells';
 import { cellNameText } from '../components/runNames';
@@ -342,7 +343,8 @@ export function PanelBody(props: IPanelBodyProps): JSX.Element {
   useSignal(model.changed);
   useSignal(props.leaks.changed);
   const [expanded, setExpanded] = React.useState<Expanded>(ALL_OPEN);
-  const [pending, setPending] = React.useState<{ section: PanelSection } | null>(null);
+  // A section to bring to the top after the next render; `focus`: and give its heading the keyboard.
+  const [pending, setPending] = React.useState<{ section: PanelSection; focus?: boolean } | null>(null);
   const scroller = React.useRef<HTMLDivElement>(null);
   const tail = React.useRef<HTMLDivElement>(null);
   // One object for the component's life: the effect below depends on it.
@@ -370,16 +372,20 @@ export function PanelBody(props: IPanelBodyProps): JSX.Element {
     if (!pending) {
       return;
     }
-    const section = pending.section;
+    const { section, focus } = pending;
     requestAnimationFrame(() => {
       const target = refs[section].current;
       if (target && scroller.current && tail.current) {
         scrollToTop(scroller.current, target, tail.current);
+        if (focus) {
+          target.querySelector<HTMLElement>('.jp-CudaMemdiffSection-toggle')?.focus({ preventScroll: true });
+        }
       }
     });
     setPending(null);
   }, [pending, refs]);
   const toggle = (section: PanelSection) => () => setExpanded(e => ({ ...e, [section]: !e[section] }));
+  const onFocus = useFocusKeeper(scroller);
   const records = model.records;
   const pair = model.comparison;
   const snapshotKey = pair
@@ -390,7 +396,7 @@ export function PanelBody(props: IPanelBodyProps): JSX.Element {
         : null
     : null;
   return (
-    <DropZone onDropFiles={props.onDropFiles} trans={trans}>
+    <DropZone onDropFiles={props.onDropFiles} onFocus={onFocus} trans={trans}>
       {model.fileError ? (
         <FileError message={model.fileError} onDismiss={() => model.dismissFileError()} trans={trans} />
       ) : null}
@@ -415,7 +421,9 @@ export function PanelBody(props: IPanelBodyProps): JSX.Element {
           onShowCell={entry => entry.record.cellId && props.onShowCell(entry.record.cellId)}
           onShowDiff={entry => {
             model.select(entry.record);
-            model.reveal('diff');
+            // A button of the leak list: the keyboard goes with the view to the diff it opened.
+            setExpanded(e => ({ ...e, diff: true }));
+            setPending({ section: 'diff', focus: true });
           }}
         />
         {!pair ? (
@@ -517,6 +525,7 @@ function carriesFiles(event: React.DragEvent): boolean {
  */
 function DropZone(props: {
   onDropFiles: (files: readonly File[]) => void;
+  onFocus: (event: React.FocusEvent) => void;
   trans: TranslationBundle;
   children: React.ReactNode;
 }): JSX.Element {
@@ -526,6 +535,7 @@ function DropZone(props: {
   return (
     <div
       className={`jp-CudaMemdiffPanel-dropZone${over ? ' jp-mod-dropTarget' : ''}`}
+      onFocus={props.onFocus}
       onDragEnter={e => {
         if (carriesFiles(e)) {
           depth.current++;

@@ -58,7 +58,8 @@ describe('LeakView on the out_cache session', () => {
     expect(within(top).getByText('del Out[2]').tagName).toBe('CODE');
     fireEvent.click(within(top).getByText('Cell [2]'));
     expect(handlers.onShowCell).toHaveBeenCalledWith(expect.objectContaining({ label: 'Cell [2]' }));
-    fireEvent.click(within(top).getByText('Show its diff'));
+    // each cell's button names its cell for a screen reader, after the words it shows
+    fireEvent.click(within(top).getByRole('button', { name: 'Show its diff, Cell [2]' }));
     expect(handlers.onShowDiff.mock.calls[0][0].record.cellId).toBe('cell-1');
     // cells that left nothing behind are counted, not listed
     expect(container.querySelectorAll('.jp-CudaMemdiffLeak')).toHaveLength(1);
