@@ -82,6 +82,47 @@ export function timelineGeometry(
   return { path: parts.join(''), yMaxBytes, ticks, boundaries, y, x, momentAt };
 }
 
+/**
+ * The moment a key moves the timeline's cursor to from `moment`, of
+ * `count` (0 to count - 1): the arrows by one pixel column of the drawing
+ * (a single event with Shift), Page Up and Page Down to the previous or
+ * next cell boundary (`boundaries` as the series gives them, event counts;
+ * a tenth of the timeline where there is none that way), Home and End to
+ * the ends. Null for a key the timeline leaves alone.
+ */
+export function timelineKeyTarget(
+  key: string,
+  shift: boolean,
+  moment: number,
+  count: number,
+  boundaries: readonly number[]
+): number | null {
+  const last = Math.max(0, count - 1);
+  const clamp = (m: number) => Math.max(0, Math.min(last, m));
+  const column = shift ? 1 : Math.max(1, Math.round(count / TIMELINE_WIDTH));
+  const tenth = Math.max(1, Math.round(count / 10));
+  switch (key) {
+    case 'ArrowRight':
+      return clamp(moment + column);
+    case 'ArrowLeft':
+      return clamp(moment - column);
+    case 'PageDown': {
+      const next = boundaries.map(b => b - 1).find(b => b > moment && b <= last);
+      return next ?? clamp(moment + tenth);
+    }
+    case 'PageUp': {
+      const earlier = boundaries.map(b => b - 1).filter(b => b < moment && b >= 0);
+      return earlier.length ? earlier[earlier.length - 1] : clamp(moment - tenth);
+    }
+    case 'Home':
+      return 0;
+    case 'End':
+      return last;
+    default:
+      return null;
+  }
+}
+
 /** What the view asks of the worker, and how it names frames. */
 export interface ITimelineSource {
   describe(moment: number): Promise<IMoment | null>;
@@ -108,13 +149,13 @@ export function renderTimeline(
   // Dashed lines are named only where some are drawn (a dump written at an OOM has none).
   const lines = g.boundaries.length
     ? trans.__(
-        'Allocated memory on cuda:%1 over %2 allocations and frees (peak %3); dashed lines are cell boundaries. Click a moment, then another, to see what changed between them.',
+        'Allocated memory on cuda:%1 over %2 allocations and frees (peak %3); dashed lines are cell boundaries. Click a moment, then another, to see what changed between them (or move with the arrow keys and press Enter at each).',
         series.device,
         formatCount(series.eventCount),
         formatBytes(series.peakBytes)
       )
     : trans.__(
-        'Allocated memory on cuda:%1 over %2 allocations and frees (peak %3). Click a moment, then another, to see what changed between them.',
+        'Allocated memory on cuda:%1 over %2 allocations and frees (peak %3). Click a moment, then another, to see what changed between them (or move with the arrow keys and press Enter at each).',
         series.device,
         formatCount(series.eventCount),
         formatBytes(series.peakBytes)
@@ -126,8 +167,12 @@ export function renderTimeline(
   svg.setAttribute('class', 'jp-CudaMemdiffTimeline-chart');
   svg.setAttribute('viewBox', `0 0 ${TIMELINE_WIDTH} ${TIMELINE_HEIGHT}`);
   svg.setAttribute('preserveAspectRatio', 'none');
-  svg.setAttribute('role', 'img');
-  svg.setAttribute('aria-label', caption.textContent);
+  // A slider over the moments: the keyboard moves a cursor as the pointer does, and Enter picks as a click does.
+  svg.setAttribute('role', 'slider');
+  svg.setAttribute('tabindex', '0');
+  svg.setAttribute('aria-label', trans.__('Moment of the allocation timeline'));
+  svg.setAttribute('aria-valuemin', '1');
+  svg.setAttribute('aria-valuemax', String(Math.max(1, series.eventCount)));
   svg.dataset.yMaxBytes = String(g.yMaxBytes);
   svg.dataset.eventCount = String(series.eventCount);
   const area = document.createElementNS(SVG, 'path');
@@ -179,10 +224,8 @@ export function renderTimeline(
   };
   let asked = -2;
   let disposed = false;
-  const onMove = (event: MouseEvent) => {
-    const x = svgX(event);
-    place(cursor, x);
-    const moment = g.momentAt(x);
+  // Describe the moment under the cursor (the pointer's, or the keyboard's) below the drawing.
+  const describe = (moment: number) => {
     if (moment === asked) {
       return;
     }
@@ -193,9 +236,29 @@ export function renderTimeline(
       }
     });
   };
+  const onMove = (event: MouseEvent) => {
+    const x = svgX(event);
+    place(cursor, x);
+    describe(g.momentAt(x));
+  };
+  let keyed = 0; // the keyboard's moment: where a key last moved the cursor, or the last pick
+  const setValue = (moment: number) => {
+    keyed = moment;
+    svg.setAttribute('aria-valuenow', String(moment + 1));
+    svg.setAttribute(
+      'aria-valuetext',
+      trans.__('moment %1 of %2', formatCount(moment + 1), formatCount(series.eventCount))
+    );
+  };
+  setValue(0);
+  const moveTo = (moment: number) => {
+    setValue(moment);
+    place(cursor, g.x(moment + 1));
+    describe(moment);
+  };
   const picked: number[] = [];
-  const onClick = (event: MouseEvent) => {
-    const moment = g.momentAt(svgX(event), true);
+  const pick = (moment: number) => {
+    setValue(moment);
     if (picked.length === 2) {
       picked.length = 0;
       place(marks[1], -10);
@@ -203,7 +266,7 @@ export function renderTimeline(
     picked.push(moment);
     place(marks[picked.length - 1], g.x(moment + 1));
     if (picked.length === 1) {
-      result.textContent = trans.__('Moment %1 picked: click another moment to compare.', formatCount(moment + 1));
+      result.textContent = trans.__('Moment %1 picked: pick another moment to compare.', formatCount(moment + 1));
       return;
     }
     const [from, to] = picked[0] <= picked[1] ? picked : [picked[1], picked[0]];
@@ -213,12 +276,28 @@ export function renderTimeline(
       reason => !disposed && (result.textContent = String(reason))
     );
   };
+  const onClick = (event: MouseEvent) => pick(g.momentAt(svgX(event), true));
+  const onKey = (event: KeyboardEvent) => {
+    if (event.key === 'Enter' || event.key === ' ') {
+      event.preventDefault();
+      moveTo(keyed);
+      pick(keyed);
+      return;
+    }
+    const target = timelineKeyTarget(event.key, event.shiftKey, keyed, series.eventCount, series.boundaries);
+    if (target !== null) {
+      event.preventDefault();
+      moveTo(target);
+    }
+  };
   svg.addEventListener('mousemove', onMove);
   svg.addEventListener('click', onClick);
+  svg.addEventListener('keydown', onKey);
   return () => {
     disposed = true;
     svg.removeEventListener('mousemove', onMove);
     svg.removeEventListener('click', onClick);
+    svg.removeEventListener('keydown', onKey);
   };
 }
 

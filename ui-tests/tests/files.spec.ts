@@ -155,6 +155,64 @@ test.describe('snapshot file timeline', () => {
     await expect(result).toBeInViewport();
     await page.screenshot({ path: test.info().outputPath('timeline.png') });
   });
+
+  test('the keyboard moves through the moments and diffs two, as the pointer does', async ({ page, tmpPath }) => {
+    test.setTimeout(120000);
+    const name = 'cell04.pickle.gz';
+    await page.contents.uploadFile(path.join(REC, name), `${tmpPath}/${name}`);
+    await page.evaluate(
+      async ([p, factory]) => {
+        await window.jupyterapp.commands.execute('docmanager:open', { path: p, factory });
+      },
+      [`${tmpPath}/${name}`, FACTORY]
+    );
+    const view = page.locator('.jp-CudaMemdiffFile', { has: page.locator('h2', { hasText: name }) });
+    const slider = view.getByRole('slider', { name: 'Moment of the allocation timeline' });
+    await expect(slider).toBeVisible({ timeout: 60000 });
+    // Tab reaches it, with a ring a person sees
+    await view.locator('h2').evaluate(h => {
+      h.tabIndex = -1;
+      h.focus();
+    });
+    for (let k = 0; k < 10 && !(await slider.evaluate(el => el === document.activeElement)); k++) {
+      await page.keyboard.press('Tab');
+    }
+    await expect(slider).toBeFocused();
+    expect(await slider.evaluate(el => getComputedStyle(el).outlineStyle)).toBe('solid');
+    await expect(slider).toHaveAttribute('aria-valuetext', 'moment 1 of 2,454');
+
+    // Page Down goes to the cell boundaries, where a click snaps: Enter at the first two gives the CLI's diff of
+    // the first two cells' pickles, as clicking them does (the test above)
+    const expected = JSON.parse(
+      execFileSync(
+        process.execPath,
+        [CLI, 'diff', path.join(REC, 'cell00.pickle.gz'), path.join(REC, 'cell01.pickle.gz'), '--json'],
+        { encoding: 'utf-8' }
+      )
+    );
+    const hover = view.locator('.jp-CudaMemdiffTimeline-hover p').first();
+    const result = view.locator('.jp-CudaMemdiffTimeline-diff');
+    await page.keyboard.press('PageDown');
+    const first = Number(await slider.getAttribute('aria-valuenow'));
+    await expect(hover).toHaveText(new RegExp(`^Moment ${first.toLocaleString('en-US')}: `));
+    await page.keyboard.press('Enter');
+    await expect(result).toHaveText(`Moment ${first.toLocaleString('en-US')} picked: pick another moment to compare.`);
+    await page.keyboard.press('PageDown');
+    expect(Number(await slider.getAttribute('aria-valuenow'))).toBeGreaterThan(first);
+    await page.keyboard.press('Enter');
+    const mib = (bytes: number) => {
+      const v = bytes / 2 ** 20;
+      return `${v.toFixed(v >= 100 ? 0 : v >= 10 ? 1 : 2)} MiB`;
+    };
+    await expect(result.locator('.jp-CudaMemdiffTimeline-diffSummary')).toContainText(
+      `net +${mib(expected.net_bytes)}`
+    );
+    // the cursor stands where the keyboard left it, inside the drawing
+    const cursor = (await view.locator('.jp-CudaMemdiffTimeline-cursor').boundingBox())!;
+    const drawing = (await slider.boundingBox())!;
+    expect(cursor.x).toBeGreaterThan(drawing.x);
+    expect(cursor.x).toBeLessThan(drawing.x + drawing.width);
+  });
 });
 
 // A large real recording opened from the file browser: the engine worker

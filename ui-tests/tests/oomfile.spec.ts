@@ -69,7 +69,7 @@ test('an OOM dump opens on its post-mortem', async ({ page, tmpPath }) => {
   const timeline = view.locator('.jp-CudaMemdiffTimeline');
   await expect(timeline.locator('.jp-CudaMemdiffTimeline-boundary')).toHaveCount(0);
   await expect(timeline.locator('.jp-CudaMemdiffTimeline-caption')).toHaveText(
-    'Allocated memory on cuda:0 over 5 allocations and frees (peak 100 GiB). Click a moment, then another, to see what changed between them. The red line is where an allocation of 60.0 GiB failed: out of memory.'
+    'Allocated memory on cuda:0 over 5 allocations and frees (peak 100 GiB). Click a moment, then another, to see what changed between them (or move with the arrow keys and press Enter at each). The red line is where an allocation of 60.0 GiB failed: out of memory.'
   );
   // The failed allocation is marked where it happened, after the last moment: at the drawing's right edge, inside it.
   const failed = timeline.locator('.jp-CudaMemdiffTimeline-oom');

@@ -1,7 +1,14 @@
 // The diff of two moments of a file's timeline, as a person reads it.
 import { nullTranslator } from '@jupyterlab/translation';
 import { CellCodeNames, ITimelineSeries } from '../../engine';
-import { renderTimeline, showDiff, TIMELINE_HEIGHT, TIMELINE_WIDTH, timelineGeometry } from '../timelineview';
+import {
+  renderTimeline,
+  showDiff,
+  TIMELINE_HEIGHT,
+  TIMELINE_WIDTH,
+  timelineGeometry,
+  timelineKeyTarget
+} from '../timelineview';
 import type { IMomentDiff } from '../../worker/files';
 
 const trans = nullTranslator.load('jupyterlab_cuda_memdiff');
@@ -108,7 +115,7 @@ describe('the caption of a timeline', () => {
 
   it('names the dashed lines only where it draws cell boundaries', () => {
     const plain =
-      'Allocated memory on cuda:0 over 5 allocations and frees (peak 100 GiB). Click a moment, then another, to see what changed between them.';
+      'Allocated memory on cuda:0 over 5 allocations and frees (peak 100 GiB). Click a moment, then another, to see what changed between them (or move with the arrow keys and press Enter at each).';
     expect(caption([])).toBe(plain);
     // The H200's OOM dump: its one boundary comes after the last allocation, on the drawing's edge.
     expect(caption([5])).toBe(plain);
@@ -150,5 +157,78 @@ describe('the caption of a timeline', () => {
     const host = document.createElement('div');
     renderTimeline(host, series([0, 2, 5]), source, trans);
     expect(host.querySelectorAll('.jp-CudaMemdiffTimeline-boundary')).toHaveLength(1);
+  });
+});
+
+describe('the timeline from the keyboard', () => {
+  it('steps a pixel column with the arrows, an event with Shift, and jumps to the ends', () => {
+    // 8,000 events over 800 columns: ten a column
+    expect(timelineKeyTarget('ArrowRight', false, 0, 8000, [])).toBe(10);
+    expect(timelineKeyTarget('ArrowRight', true, 0, 8000, [])).toBe(1);
+    expect(timelineKeyTarget('ArrowLeft', false, 5, 8000, [])).toBe(0);
+    expect(timelineKeyTarget('ArrowRight', false, 7995, 8000, [])).toBe(7999);
+    // fewer events than columns: one an arrow
+    expect(timelineKeyTarget('ArrowRight', false, 2, 5, [])).toBe(3);
+    expect(timelineKeyTarget('Home', false, 3, 5, [])).toBe(0);
+    expect(timelineKeyTarget('End', false, 0, 5, [])).toBe(4);
+    expect(timelineKeyTarget('x', false, 0, 5, [])).toBeNull();
+  });
+
+  it('goes by cell boundary with Page Up and Down, by a tenth where there is none', () => {
+    // boundaries after events 2,000 and 5,000: moments 1,999 and 4,999 (0-based), where a click snaps
+    const b = [2000, 5000];
+    expect(timelineKeyTarget('PageDown', false, 0, 8000, b)).toBe(1999);
+    expect(timelineKeyTarget('PageDown', false, 1999, 8000, b)).toBe(4999);
+    expect(timelineKeyTarget('PageDown', false, 4999, 8000, b)).toBe(5799);
+    expect(timelineKeyTarget('PageUp', false, 7000, 8000, b)).toBe(4999);
+    expect(timelineKeyTarget('PageUp', false, 1999, 8000, b)).toBe(1199);
+    expect(timelineKeyTarget('PageUp', false, 500, 8000, b)).toBe(0);
+  });
+
+  it('moves its cursor, says the moment, and picks two moments with Enter to diff them', async () => {
+    const host = document.createElement('div');
+    const asked: number[][] = [];
+    const described: number[] = [];
+    renderTimeline(
+      host,
+      series([]),
+      {
+        describe: m => {
+          described.push(m);
+          return Promise.resolve(null);
+        },
+        diff: (from, to) => {
+          asked.push([from, to]);
+          return Promise.resolve({ ...diff([]), from, to });
+        },
+        cells: () => new CellCodeNames([])
+      },
+      trans
+    );
+    const slider = host.querySelector('[role="slider"]') as SVGElement;
+    expect(slider.getAttribute('tabindex')).toBe('0');
+    expect(slider.getAttribute('aria-valuetext')).toBe('moment 1 of 5');
+    // nothing is asked of the worker before a key or the pointer moves
+    expect(described).toEqual([]);
+    const key = (k: string, shiftKey = false) =>
+      slider.dispatchEvent(new KeyboardEvent('keydown', { key: k, shiftKey, bubbles: true, cancelable: true }));
+    expect(key('End')).toBe(false); // handled: the page does not scroll
+    expect(slider.getAttribute('aria-valuenow')).toBe('5');
+    expect(described).toEqual([4]);
+    const cursor = host.querySelector('.jp-CudaMemdiffTimeline-cursor')!;
+    expect(Number(cursor.getAttribute('x1'))).toBe(TIMELINE_WIDTH);
+    key('Enter');
+    expect(host.querySelector('.jp-CudaMemdiffTimeline-diff')!.textContent).toBe(
+      'Moment 5 picked: pick another moment to compare.'
+    );
+    key('ArrowLeft');
+    key('ArrowLeft');
+    expect(slider.getAttribute('aria-valuetext')).toBe('moment 3 of 5');
+    key(' ');
+    expect(asked).toEqual([[2, 4]]);
+    await Promise.resolve();
+    expect(host.querySelector('.jp-CudaMemdiffTimeline-diff')!.textContent).toContain('From moment 3');
+    // a key the timeline leaves alone is not taken from the page
+    expect(key('a')).toBe(true);
   });
 });
