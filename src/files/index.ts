@@ -11,6 +11,7 @@
 import { ABCWidgetFactory, Base64ModelFactory, DocumentRegistry, DocumentWidget } from '@jupyterlab/docregistry';
 import { Contents, ServerConnection } from '@jupyterlab/services';
 import { TranslationBundle } from '@jupyterlab/translation';
+import { DOMUtils } from '@jupyterlab/apputils';
 import { Widget } from '@lumino/widgets';
 import { DeviceTotals, formatBytes, formatCount } from '../engine';
 import { IDiffPanel, IEngineWorker } from '../tokens';
@@ -49,6 +50,10 @@ export class SnapshotFileView extends Widget {
     const heading = document.createElement('h2');
     heading.textContent = name;
     heading.title = context.path;
+    // A region named by its file: a screen reader says which view it entered, not "main area content".
+    heading.id = DOMUtils.createDomID();
+    this.node.setAttribute('role', 'region');
+    this.node.setAttribute('aria-labelledby', heading.id);
     this.node.appendChild(heading);
     this._status = document.createElement('p');
     this._status.className = 'jp-CudaMemdiffFile-status';

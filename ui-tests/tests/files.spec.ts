@@ -169,6 +169,8 @@ test.describe('snapshot file timeline', () => {
     const view = page.locator('.jp-CudaMemdiffFile', { has: page.locator('h2', { hasText: name }) });
     const slider = view.getByRole('slider', { name: 'Moment of the allocation timeline' });
     await expect(slider).toBeVisible({ timeout: 60000 });
+    // the view is a region a screen reader names by its file
+    await expect(page.getByRole('region', { name, exact: true })).toHaveClass(/jp-CudaMemdiffFile/);
     // Tab reaches it, with a ring a person sees
     await view.locator('h2').evaluate(h => {
       h.tabIndex = -1;
