@@ -660,8 +660,7 @@ def _changed_marks(now, was, start, end, was_start):
         changed = map(operator.ne, depths, was_depths)
         if now[2][0]:  # an anchor distance: anchors for the blocks with a stack, those before the span counted out
             at, was_at = start - now[0][:start].count(0), was_start - was[0][:was_start].count(0)
-            anchors = itertools.islice(now[1], at, at + end - start)
-            was_anchors = itertools.islice(was[1], was_at, was_at + end - start)
+            anchors, was_anchors = now[1][at : at + end - start], was[1][was_at : was_at + end - start]
             changed = map(operator.or_, changed, map(operator.ne, anchors, was_anchors))
         return list(itertools.compress(range(start, end), changed))
     # blocks without a stack have no anchor: each block's (depth, anchor) made in Python

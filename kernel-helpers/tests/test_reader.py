@@ -594,3 +594,49 @@ def test_a_second_interrupt_while_the_table_goes_back_is_settled_by_the_next_add
         table.update(((r[0], r[1]), r) for r in entry.born)
         assert table == log.current == replayed(log), f"interrupted at line {lines[-1]}"
     assert tried > 3
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_changed_marks_equal_each_blocks_own_comparison(seed):
+    """_changed_marks compares two segments' stack marks in C where it can; it must name the blocks that
+    comparing each block's (depth, anchor) one by one names, for spans at either end of their segments, with
+    and without blocks that have no stack (before the span, too), and without an anchor distance."""
+    from cuda_memdiff_kernel.reader import _changed_marks, _signatures
+
+    rnd = random.Random(seed)
+
+    def marks(depths, k):
+        """Marks as _StackCheck.marks makes them: an anchor for each block with a stack."""
+        anchors = [rnd.choice([1, 2, (3, (4, 5))]) for d in depths if d] if k else ()
+        return depths, anchors, (k, False)
+
+    def depths(n, k, empty):
+        return [0 if rnd.random() < empty else rnd.randint(k or 1, k + 3) for _ in range(n)]
+
+    for _ in range(50):
+        k, empty = rnd.choice([0, 3]), rnd.choice([0, 0, 0.15])
+        now = marks(depths(rnd.randint(1, 30), k, empty), k)
+        if rnd.random() < 0.5:  # the same segment a cell later: a few blocks with another depth or anchor
+            was_depths = list(now[0])
+            for i in rnd.sample(range(len(was_depths)), min(len(was_depths), 3)):
+                if was_depths[i] and rnd.random() < 0.5:
+                    was_depths[i] += 1
+            was = marks(was_depths, k)
+            if rnd.random() < 0.7:  # most anchors kept
+                was = (was[0], [a if rnd.random() < 0.2 else b for a, b in zip(was[1], now[1])], was[2])
+        else:
+            was = marks(depths(rnd.randint(1, 30), k, empty), k)
+        n, m = len(now[0]), len(was[0])
+        length = rnd.randint(0, min(n, m))
+        start = 0 if rnd.random() < 0.5 else n - length
+        was_start = 0 if start == 0 and rnd.random() < 0.8 else m - length
+        expected = [
+            i
+            for i, a, b in zip(
+                range(start, start + length),
+                _signatures(now, start, start + length),
+                _signatures(was, was_start, was_start + length),
+            )
+            if a != b
+        ]
+        assert _changed_marks(now, was, start, start + length, was_start) == expected, (now, was, start, was_start)

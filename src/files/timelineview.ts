@@ -5,6 +5,7 @@
  * under the pointer, and a diff between two clicked moments. Geometry is in
  * pure functions; the engine worker answers every question about the trace.
  */
+import { DOMUtils } from '@jupyterlab/apputils';
 import { TranslationBundle } from '@jupyterlab/translation';
 import { frameText, nativeFramesText } from '../components/stack';
 import { CellCodeNames, formatBytes, formatCount, ITimelineOom, ITimelineSeries } from '../engine';
@@ -85,6 +86,7 @@ export function timelineGeometry(
 /**
  * The moment a key moves the timeline's cursor to from `moment`, of
  * `count` (0 to count - 1): the arrows by one pixel column of the drawing
+ * (right and up on, left and down back)
  * (a single event with Shift), Page Up and Page Down to the previous or
  * next cell boundary (`boundaries` as the series gives them, event counts;
  * a tenth of the timeline where there is none that way), Home and End to
@@ -103,8 +105,10 @@ export function timelineKeyTarget(
   const tenth = Math.max(1, Math.round(count / 10));
   switch (key) {
     case 'ArrowRight':
+    case 'ArrowUp': // a slider's keys: up is on, as a screen reader's user expects
       return clamp(moment + column);
     case 'ArrowLeft':
+    case 'ArrowDown':
       return clamp(moment - column);
     case 'PageDown': {
       const next = boundaries.map(b => b - 1).find(b => b > moment && b <= last);
@@ -146,6 +150,7 @@ export function renderTimeline(
   root.setAttribute('aria-label', trans.__('Allocation timeline'));
   const caption = document.createElement('p');
   caption.className = 'jp-CudaMemdiffTimeline-caption';
+  caption.id = DOMUtils.createDomID();
   // Dashed lines are named only where some are drawn (a dump written at an OOM has none).
   const lines = g.boundaries.length
     ? trans.__(
@@ -173,6 +178,7 @@ export function renderTimeline(
   svg.setAttribute('aria-label', trans.__('Moment of the allocation timeline'));
   svg.setAttribute('aria-valuemin', '1');
   svg.setAttribute('aria-valuemax', String(Math.max(1, series.eventCount)));
+  svg.setAttribute('aria-describedby', caption.id); // what it draws, and the keys
   svg.dataset.yMaxBytes = String(g.yMaxBytes);
   svg.dataset.eventCount = String(series.eventCount);
   const area = document.createElementNS(SVG, 'path');

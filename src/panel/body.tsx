@@ -21,7 +21,7 @@ import { SegmentMap } from './segmentview';
 import { LeakFinderModel } from '../leaks/model';
 import { LeakView } from '../leaks/view';
 import { useSignal } from '../components/signal';
-import { useFocusKeeper } from './focuskeeper';
+import { IFocusKeeper, useFocusKeeper } from './focuskeeper';
 import { ICellLocation } from '../components/stack';
 import { sourceHeadline } from '../components/cells';
 import { cellNameText } from '../components/runNames';
@@ -385,7 +385,7 @@ export function PanelBody(props: IPanelBodyProps): JSX.Element {
     setPending(null);
   }, [pending, refs]);
   const toggle = (section: PanelSection) => () => setExpanded(e => ({ ...e, [section]: !e[section] }));
-  const onFocus = useFocusKeeper(scroller);
+  const focusKeeper = useFocusKeeper(scroller);
   const records = model.records;
   const pair = model.comparison;
   const snapshotKey = pair
@@ -396,7 +396,7 @@ export function PanelBody(props: IPanelBodyProps): JSX.Element {
         : null
     : null;
   return (
-    <DropZone onDropFiles={props.onDropFiles} onFocus={onFocus} trans={trans}>
+    <DropZone onDropFiles={props.onDropFiles} focusKeeper={focusKeeper} trans={trans}>
       {model.fileError ? (
         <FileError message={model.fileError} onDismiss={() => model.dismissFileError()} trans={trans} />
       ) : null}
@@ -525,7 +525,7 @@ function carriesFiles(event: React.DragEvent): boolean {
  */
 function DropZone(props: {
   onDropFiles: (files: readonly File[]) => void;
-  onFocus: (event: React.FocusEvent) => void;
+  focusKeeper: IFocusKeeper;
   trans: TranslationBundle;
   children: React.ReactNode;
 }): JSX.Element {
@@ -535,7 +535,8 @@ function DropZone(props: {
   return (
     <div
       className={`jp-CudaMemdiffPanel-dropZone${over ? ' jp-mod-dropTarget' : ''}`}
-      onFocus={props.onFocus}
+      onFocus={props.focusKeeper.onFocus}
+      onBlur={props.focusKeeper.onBlur}
       onDragEnter={e => {
         if (carriesFiles(e)) {
           depth.current++;

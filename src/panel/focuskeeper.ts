@@ -8,8 +8,14 @@
  */
 import * as React from 'react';
 
-/** The focus handler for the panel's root, to be given every render (its effect runs after each). */
-export function useFocusKeeper(fallback: React.RefObject<HTMLElement>): (event: React.FocusEvent) => void {
+/** Handlers for the panel's root, which must render every time the panel does (the keeper's effect runs after each). */
+export interface IFocusKeeper {
+  onFocus: (event: React.FocusEvent) => void;
+  onBlur: (event: React.FocusEvent) => void;
+}
+
+/** Keep the keyboard in the panel (see above); `fallback` takes it where the control's section went too. */
+export function useFocusKeeper(fallback: React.RefObject<HTMLElement>): IFocusKeeper {
   const last = React.useRef<{ element: Element; section: Element | null } | null>(null);
   React.useLayoutEffect(() => {
     const was = last.current;
@@ -22,12 +28,29 @@ export function useFocusKeeper(fallback: React.RefObject<HTMLElement>): (event: 
       return; // the action put focus somewhere itself
     }
     const heading = was.section?.isConnected
-      ? was.section.querySelector<HTMLElement>('.jp-CudaMemdiffSection-toggle')
+      ? was.section.querySelector<HTMLElement>(':scope > .jp-CudaMemdiffSection-head .jp-CudaMemdiffSection-toggle')
       : null;
     (heading ?? fallback.current)?.focus();
   });
-  return (event: React.FocusEvent) => {
-    const element = event.target;
-    last.current = { element, section: element.closest('section') };
+  return {
+    onFocus: (event: React.FocusEvent) => {
+      const element = event.target;
+      last.current = { element, section: element.closest('.jp-CudaMemdiffSection') };
+    },
+    // Focus that leaves the panel (a click in the notebook, a menu) is none of the keeper's business: a later
+    // render that removes the control must not take it back. A browser may fire blur at a control it is
+    // removing, before it goes: the note is dropped after the event, and only where the control stayed.
+    onBlur: (event: React.FocusEvent) => {
+      const element = event.target;
+      const to = event.relatedTarget;
+      if (to instanceof Node && event.currentTarget.contains(to)) {
+        return;
+      }
+      queueMicrotask(() => {
+        if (element.isConnected && last.current?.element === element) {
+          last.current = null;
+        }
+      });
+    }
   };
 }

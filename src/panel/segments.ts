@@ -17,8 +17,9 @@ export interface ISegmentMapItem {
   width: number;
   /** Index into snapshot.blocks of the (first) block. */
   block: number;
-  /** How many blocks the item stands for (1 for a drawn block). */
+  /** How many blocks the item stands for (1 for a drawn block), and their bytes. */
   count: number;
+  bytes: number;
   state: Block['state'];
   /** Colour group: the allocating cell's key, or '' for blocks outside any cell. */
   group: string;
@@ -98,12 +99,13 @@ export function segmentMapLayout(snapshot: Snapshot, options: ISegmentMapOptions
       const w = block.size * scale;
       if (w >= MIN_BLOCK_PX) {
         band = null;
-        items.push({ x, width: w, block: b, count: 1, state: block.state, group: groupOf(block) });
+        items.push({ x, width: w, block: b, count: 1, bytes: block.size, state: block.state, group: groupOf(block) });
       } else if (band && x - (band.x + band.width) < MIN_BLOCK_PX) {
         band.width = Math.max(band.width, x + w - band.x);
         band.count++;
+        band.bytes += block.size;
       } else {
-        band = { x, width: w, block: b, count: 1, state: block.state, group: '' };
+        band = { x, width: w, block: b, count: 1, bytes: block.size, state: block.state, group: '' };
         items.push(band);
       }
     }

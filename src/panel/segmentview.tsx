@@ -24,7 +24,9 @@ import {
   visibleStack
 } from '../engine';
 import {
+  ISegmentMapItem,
   ISegmentMapPlace,
+  ISegmentRow,
   largestGroups,
   rolesPresent,
   segmentMapKeyTarget,
@@ -174,16 +176,94 @@ function blockTitle(
   return lines.join('\n');
 }
 
+/** Props of one segment's row. */
+interface ISegmentRowProps {
+  row: ISegmentRow;
+  /** The row's place in the map, and how many segments the snapshot has. */
+  index: number;
+  count: number;
+  /** Each item's hover text and name. */
+  texts: { title: string; name: string }[];
+  colourOf: (group: string) => string;
+  /** The item picked, and the one in the tab order, where they are in this row. */
+  selected: number | null;
+  tabbable: number | null;
+  trans: TranslationBundle;
+}
+
+/**
+ * One segment's row, drawn again only when what it shows changes: a key that
+ * moves the pick redraws the two rows it leaves and enters, not 400.
+ */
+const SegmentRow = React.memo(function SegmentRow(props: ISegmentRowProps): JSX.Element {
+  const { row, index: r, trans } = props;
+  const free = trans.__('%1: %2, %3 free', row.label, formatBytes(row.size), formatBytes(row.freeBytes));
+  return (
+    <g
+      data-cuda-memdiff-segment={row.label}
+      role="row"
+      aria-label={trans.__('Segment %1 of %2, %3', r + 1, props.count, free)}
+    >
+      {/* each row its size: two segments of one size read as one drawn on two lines when only the first had it */}
+      <text
+        aria-hidden="true"
+        className="jp-CudaMemdiffSegments-size"
+        x={LABEL_WIDTH - 4}
+        y={row.y + (ROW_HEIGHT - 1) / 2}
+        dominantBaseline="middle"
+        textAnchor="end"
+      >
+        {formatBytes(row.size)}
+      </text>
+      <rect
+        className="jp-CudaMemdiffSegments-free"
+        aria-hidden="true"
+        x={row.x}
+        y={row.y}
+        width={row.width}
+        height={ROW_HEIGHT - 1}
+      >
+        <title>{free}</title>
+      </rect>
+      {row.items.map((item, i) => (
+        <rect
+          key={item.block}
+          data-cuda-memdiff-item={`${r}:${i}`}
+          role="gridcell"
+          aria-label={props.texts[i].name}
+          aria-selected={props.selected === i}
+          tabIndex={props.tabbable === i ? 0 : -1}
+          className={`jp-CudaMemdiffSegments-block ${item.count > 1 ? 'jp-mod-band' : props.colourOf(item.group)}${
+            item.state === 'active_pending_free' ? ' jp-mod-pending' : ''
+          }`}
+          x={item.x}
+          y={row.y}
+          width={item.width}
+          height={ROW_HEIGHT - 1}
+        >
+          <title>{props.texts[i].title}</title>
+        </rect>
+      ))}
+    </g>
+  );
+});
+
 /** The segments of one snapshot. */
 export function SegmentMap(props: ISegmentMapProps): JSX.Element {
   const { snapshot, cells, trans, showAllFrames } = props;
-  // The pick belongs to its snapshot: a block's index means another block (or none) in the next one.
+  // The picked block, by its index: another snapshot starts with none (an index means another block, or
+  // none, there), and going back does not bring it back.
   const [pick, setPick] = React.useState<{ snapshot: Snapshot; block: number } | null>(null);
+  // The block the keyboard's focus ring is drawn around: over the rows, as the last thing drawn (a block's own
+  // outline is cut by the map's edge and drawn over by the next row).
+  const [ring, setRing] = React.useState<{ snapshot: Snapshot; block: number } | null>(null);
+  if (pick && pick.snapshot !== snapshot) {
+    setPick(null);
+  }
+  if (ring && ring.snapshot !== snapshot) {
+    setRing(null);
+  }
   const picked = pick?.snapshot === snapshot ? pick.block : null;
-  const setPicked = (block: number) => setPick({ snapshot, block });
-  // Where the keyboard's focus ring is drawn: over the rows, as the last thing drawn (a block's own outline is
-  // cut by the map's edge and drawn over by the next row).
-  const [ring, setRing] = React.useState<ISegmentMapPlace | null>(null);
   const [wantRoles, setWantRoles] = React.useState(false);
   const roles = props.roles ?? null;
   const byRole = wantRoles && roles !== null;
@@ -194,8 +274,8 @@ export function SegmentMap(props: ISegmentMapProps): JSX.Element {
   // A pick shows the block's stack below the map: bring its first line into view, or a pick in a tall map
   // seems to do nothing (the map stops at half the window, so the picked block stays in view too).
   React.useEffect(() => {
-    if (picked !== null) {
-      detailHead.current?.scrollIntoView?.({ block: 'nearest' });
+    if (picked !== null && detailHead.current) {
+      Private.scrollIntoScroller(detailHead.current);
     }
   }, [picked]);
   // Without the session's colours, the map keeps its own for as long as it is shown.
@@ -274,26 +354,68 @@ export function SegmentMap(props: ISegmentMapProps): JSX.Element {
   );
   const layout = roleMap?.layout ?? codeLayout!;
   const legend = roleMap?.legend ?? byCode.legend;
-  const colourOf = roleMap ? (role: string) => `jp-CudaMemdiffSegments-role jp-mod-${role}` : byCode.colourOf;
+  const colourOf = React.useMemo(
+    () => (roleMap ? (role: string) => `jp-CudaMemdiffSegments-role jp-mod-${role}` : byCode.colourOf),
+    [roleMap, byCode]
+  );
   const block = picked !== null ? snapshot.blocks[picked] : null;
-  // One item is in the tab order: the picked block's, else the first drawn.
+  // Each item's hover text and its name for a screen reader: made once a layout, not at each key.
+  const texts = React.useMemo(
+    () =>
+      layout.rows.map(row =>
+        row.items.map(item => {
+          if (item.count > 1) {
+            const band = Private.bandTitle(snapshot, item, trans);
+            return { title: band, name: band };
+          }
+          const b = snapshot.blocks[item.block];
+          const title = blockTitle(snapshot, b, byRole ? roles!.roleOf(b) : null, cells, trans);
+          return { title, name: Private.shortName(title) };
+        })
+      ),
+    [layout, snapshot, byRole, roles, cells, trans]
+  );
   const pickedPlace = React.useMemo(
     () => (picked !== null ? segmentMapPlaceOf(layout.rows, picked) : null),
     [layout, picked]
   );
+  const ringPlace = React.useMemo(
+    () => (ring?.snapshot === snapshot ? segmentMapPlaceOf(layout.rows, ring.block) : null),
+    [layout, ring, snapshot]
+  );
+  // One item is in the tab order: the picked block's, else the first drawn.
   const firstRow = layout.rows.findIndex(r => r.items.length > 0);
   const tabbable = pickedPlace ?? (firstRow >= 0 ? { row: firstRow, item: 0 } : null);
-  const drawnItems = React.useRef(new Map<string, SVGRectElement>());
-  const placeKey = (place: ISegmentMapPlace) => `${place.row}:${place.item}`;
-  const onKey = (event: React.KeyboardEvent, at: ISegmentMapPlace) => {
-    const target = event.key === 'Enter' || event.key === ' ' ? at : segmentMapKeyTarget(layout.rows, at, event.key);
+  // One set of handlers on the drawing: the item is named by its data attributes (a handler a rect, made
+  // again at each render, would make every row draw again at each key).
+  const placeOf = (target: EventTarget): ISegmentMapPlace | null => {
+    const rect = target instanceof Element ? target.closest('[data-cuda-memdiff-item]') : null;
+    const [row, item] = (rect?.getAttribute('data-cuda-memdiff-item') ?? '').split(':').map(Number);
+    return rect && layout.rows[row]?.items[item] ? { row, item } : null;
+  };
+  const blockAt = (place: ISegmentMapPlace) => layout.rows[place.row].items[place.item].block;
+  const onKey = (event: React.KeyboardEvent) => {
+    const at = placeOf(event.target);
+    const target =
+      at && (event.key === 'Enter' || event.key === ' ' ? at : segmentMapKeyTarget(layout.rows, at, event.key));
     if (!target) {
       return;
     }
     event.preventDefault();
-    setPicked(layout.rows[target.row].items[target.item].block);
+    setPick({ snapshot, block: blockAt(target) });
+    setRing({ snapshot, block: blockAt(target) });
     // Focus goes with the pick, so the next key moves on from there.
-    drawnItems.current.get(placeKey(target))?.focus();
+    rowsBox.current?.querySelector<SVGElement>(`[data-cuda-memdiff-item="${target.row}:${target.item}"]`)?.focus();
+  };
+  const onClick = (event: React.MouseEvent) => {
+    const at = placeOf(event.target);
+    if (at) {
+      setPick({ snapshot, block: blockAt(at) });
+    }
+  };
+  const onFocus = (event: React.FocusEvent) => {
+    const at = placeOf(event.target);
+    setRing(at && Private.focusVisible(event.target) ? { snapshot, block: blockAt(at) } : null);
   };
   const items = layout.rows.flatMap(r => r.items);
   const hasOther = items.some(i => i.count === 1 && colourOf(i.group) === 'jp-mod-other');
@@ -358,7 +480,7 @@ export function SegmentMap(props: ISegmentMapProps): JSX.Element {
       <div className="jp-CudaMemdiffSegments-rows" ref={rowsBox}>
         <svg
           viewBox={`0 0 ${width} ${height}`}
-          role="group"
+          role="grid"
           aria-label={
             byRole
               ? trans.__('%1 segments; blocks coloured by role', snapshot.segments.length)
@@ -366,93 +488,31 @@ export function SegmentMap(props: ISegmentMapProps): JSX.Element {
                 ? trans.__('%1 segments; blocks coloured by the cell that allocated them', snapshot.segments.length)
                 : trans.__('%1 segments; blocks coloured by the line that allocated them', snapshot.segments.length)
           }
+          onKeyDown={onKey}
+          onClick={onClick}
+          onFocus={onFocus}
+          onBlur={() => setRing(null)}
         >
           {layout.rows.map((row, r) => (
-            <g
+            <SegmentRow
               key={row.segment}
-              data-cuda-memdiff-segment={row.label}
-              role="listbox"
-              aria-orientation="horizontal"
-              aria-label={trans.__(
-                'Segment %1 of %2, %3: %4, %5 free',
-                r + 1,
-                snapshot.segments.length,
-                row.label,
-                formatBytes(row.size),
-                formatBytes(row.freeBytes)
-              )}
-            >
-              {/* each row its size: two segments of one size read as one drawn on two lines when only the first had it */}
-              <text
-                aria-hidden="true"
-                className="jp-CudaMemdiffSegments-size"
-                x={LABEL_WIDTH - 4}
-                y={row.y + (ROW_HEIGHT - 1) / 2}
-                dominantBaseline="middle"
-                textAnchor="end"
-              >
-                {formatBytes(row.size)}
-              </text>
-              <rect
-                className="jp-CudaMemdiffSegments-free"
-                aria-hidden="true"
-                x={row.x}
-                y={row.y}
-                width={row.width}
-                height={ROW_HEIGHT - 1}
-              >
-                <title>
-                  {trans.__('%1: %2, %3 free', row.label, formatBytes(row.size), formatBytes(row.freeBytes))}
-                </title>
-              </rect>
-              {row.items.map((item, i) => (
-                <rect
-                  key={item.block}
-                  ref={el => {
-                    const key = placeKey({ row: r, item: i });
-                    if (el) {
-                      drawnItems.current.set(key, el);
-                    } else {
-                      drawnItems.current.delete(key);
-                    }
-                  }}
-                  role="option"
-                  aria-selected={picked !== null && picked >= item.block && picked < item.block + item.count}
-                  tabIndex={tabbable?.row === r && tabbable.item === i ? 0 : -1}
-                  onKeyDown={e => onKey(e, { row: r, item: i })}
-                  onFocus={e => setRing(Private.focusVisible(e.currentTarget) ? { row: r, item: i } : null)}
-                  onBlur={() => setRing(null)}
-                  className={`jp-CudaMemdiffSegments-block ${item.count > 1 ? 'jp-mod-band' : colourOf(item.group)}${
-                    item.state === 'active_pending_free' ? ' jp-mod-pending' : ''
-                  }`}
-                  x={item.x}
-                  y={row.y}
-                  width={item.width}
-                  height={ROW_HEIGHT - 1}
-                  onClick={() => setPicked(item.block)}
-                >
-                  <title>
-                    {item.count > 1
-                      ? Private.bandTitle(snapshot, item.block, item.count, trans)
-                      : blockTitle(
-                          snapshot,
-                          snapshot.blocks[item.block],
-                          byRole ? roles!.roleOf(snapshot.blocks[item.block]) : null,
-                          cells,
-                          trans
-                        )}
-                  </title>
-                </rect>
-              ))}
-            </g>
+              row={row}
+              index={r}
+              count={snapshot.segments.length}
+              texts={texts[r]}
+              colourOf={colourOf}
+              selected={pickedPlace?.row === r ? pickedPlace.item : null}
+              tabbable={tabbable?.row === r ? tabbable.item : null}
+              trans={trans}
+            />
           ))}
-          {ring && layout.rows[ring.row]?.items[ring.item] ? (
+          {ringPlace ? (
             <rect
               className="jp-CudaMemdiffSegments-ring"
               aria-hidden="true"
-              x={layout.rows[ring.row].items[ring.item].x - RING_GAP}
-              y={layout.rows[ring.row].y - RING_GAP}
-              width={layout.rows[ring.row].items[ring.item].width + 2 * RING_GAP}
+              x={layout.rows[ringPlace.row].items[ringPlace.item].x - RING_GAP}
+              y={layout.rows[ringPlace.row].y - RING_GAP}
+              width={layout.rows[ringPlace.row].items[ringPlace.item].width + 2 * RING_GAP}
               height={ROW_HEIGHT - 1 + 2 * RING_GAP}
             />
           ) : null}
@@ -494,17 +554,44 @@ export function SegmentMap(props: ISegmentMapProps): JSX.Element {
 
 namespace Private {
   /** Hover text, and name, of a band: how many blocks it stands for, their bytes, where it starts. */
-  export function bandTitle(snapshot: Snapshot, first: number, count: number, trans: TranslationBundle): string {
-    let bytes = 0;
-    for (let b = first; b < first + count; b++) {
-      bytes += snapshot.blocks[b].size;
-    }
+  export function bandTitle(snapshot: Snapshot, band: ISegmentMapItem, trans: TranslationBundle): string {
     return trans.__(
       '%1 small blocks, %2 in all, from 0x%3',
-      count,
-      formatBytes(bytes),
-      snapshot.blocks[first].address.toString(16)
+      band.count,
+      formatBytes(band.bytes),
+      snapshot.blocks[band.block].address.toString(16)
     );
+  }
+
+  /**
+   * A block's name for a screen reader: its hover text's first line (size,
+   * address, state) and its first frame, not the whole stack at each key.
+   */
+  export function shortName(title: string): string {
+    const [head, frame] = title.split('\n');
+    return frame ? `${head}; ${frame.trim()}` : head;
+  }
+
+  /**
+   * Scroll the nearest scrolling box around `element` (the panel's content)
+   * just enough to show it; scrollIntoView would scroll JupyterLab's own
+   * boxes too, which hide their overflow.
+   */
+  export function scrollIntoScroller(element: HTMLElement): void {
+    let box = element.parentElement;
+    while (box && !/(auto|scroll)/.test(getComputedStyle(box).overflowY)) {
+      box = box.parentElement;
+    }
+    if (!box) {
+      return;
+    }
+    const shown = box.getBoundingClientRect();
+    const at = element.getBoundingClientRect();
+    if (at.bottom > shown.bottom) {
+      box.scrollTop += Math.min(at.bottom - shown.bottom, at.top - shown.top);
+    } else if (at.top < shown.top) {
+      box.scrollTop -= shown.top - at.top;
+    }
   }
 
   /** Whether the browser shows a focus ring for this element (the keyboard moved there, not a click). */

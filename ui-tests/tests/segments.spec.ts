@@ -84,7 +84,7 @@ test.describe('the segment map at the default width', () => {
     await colour.scrollIntoViewIfNeeded();
     await colour.focus();
     await page.keyboard.press('Tab');
-    const focused = segments.getByRole('option').and(page.locator(':focus'));
+    const focused = segments.getByRole('gridcell').and(page.locator(':focus'));
     await expect(focused).toHaveCount(1);
     expect(await isInsideVisiblePanel(page, focused)).toBe(true);
     // the ring a person sees: around the block, whole (inside the map's box), drawn after every row
@@ -127,9 +127,9 @@ test.describe('the segment map at the default width', () => {
     expect(seen.size).toBe(4);
 
     // a click picks too, and draws no keyboard ring
-    await segments.getByRole('option').first().click();
+    await segments.getByRole('gridcell').first().click();
     await expect(ring).toHaveCount(0);
-    await expect(segments.getByRole('option').first()).toHaveAttribute('aria-selected', 'true');
+    await expect(segments.getByRole('gridcell').first()).toHaveAttribute('aria-selected', 'true');
 
     // another cell's snapshot: nothing is picked in it, and Tab comes back to its first block
     await panelSection(page, 'chart')
@@ -138,9 +138,9 @@ test.describe('the segment map at the default width', () => {
       .click();
     await expect(segments.locator('[aria-selected="true"]')).toHaveCount(0);
     await expect(detail).toHaveCount(0);
-    await expect(segments.locator('[role="option"][tabindex="0"]')).toHaveCount(1);
+    await expect(segments.locator('[role="gridcell"][tabindex="0"]')).toHaveCount(1);
     expect(
-      await segments.getByRole('option').first().getAttribute('tabindex'),
+      await segments.getByRole('gridcell').first().getAttribute('tabindex'),
       'the first block is the one in the tab order'
     ).toBe('0');
   });

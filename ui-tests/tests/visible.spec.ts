@@ -171,8 +171,11 @@ test.describe('snapshot files in the file browser', () => {
     expect((await rows.boundingBox())!.height).toBeLessThanOrEqual(720 / 2 + 1);
     expect(await rows.evaluate(el => el.scrollHeight > 2 * el.clientHeight)).toBe(true);
 
-    // a click on a block: the first line of its stack comes into view below the map, and the block stays in view
-    const block = panel.locator('.jp-CudaMemdiffSegments-block').first();
+    // a click on a block of the map's last rows, scrolled to in its box: the first line of its stack comes into
+    // view below the map, and the block stays in view
+    await rows.evaluate(el => (el.scrollTop = el.scrollHeight));
+    const block = panel.locator('.jp-CudaMemdiffSegments-block').last();
+    expect(await isInsideVisiblePanel(page, block)).toBe(true);
     await block.click();
     const head = panel.locator('.jp-CudaMemdiffSegments-detail p').first();
     await expect(head).toHaveText(/^Block \d[\d.]* [KMG]?i?B at 0x[0-9a-f]+/);

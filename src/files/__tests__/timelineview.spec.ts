@@ -166,6 +166,9 @@ describe('the timeline from the keyboard', () => {
     expect(timelineKeyTarget('ArrowRight', false, 0, 8000, [])).toBe(10);
     expect(timelineKeyTarget('ArrowRight', true, 0, 8000, [])).toBe(1);
     expect(timelineKeyTarget('ArrowLeft', false, 5, 8000, [])).toBe(0);
+    // a slider's up and down: on and back
+    expect(timelineKeyTarget('ArrowUp', false, 0, 8000, [])).toBe(10);
+    expect(timelineKeyTarget('ArrowDown', true, 10, 8000, [])).toBe(9);
     expect(timelineKeyTarget('ArrowRight', false, 7995, 8000, [])).toBe(7999);
     // fewer events than columns: one an arrow
     expect(timelineKeyTarget('ArrowRight', false, 2, 5, [])).toBe(3);
@@ -208,6 +211,9 @@ describe('the timeline from the keyboard', () => {
     const slider = host.querySelector('[role="slider"]') as SVGElement;
     expect(slider.getAttribute('tabindex')).toBe('0');
     expect(slider.getAttribute('aria-valuetext')).toBe('moment 1 of 5');
+    // described by the caption, which says what it draws and which keys move it
+    const caption = host.querySelector(`#${slider.getAttribute('aria-describedby')}`);
+    expect(caption?.textContent).toContain('move with the arrow keys and press Enter');
     // nothing is asked of the worker before a key or the pointer moves
     expect(described).toEqual([]);
     const key = (k: string, shiftKey = false) =>

@@ -1,4 +1,4 @@
-import { fireEvent, render, screen } from '@testing-library/react';
+import { act, fireEvent, render, screen } from '@testing-library/react';
 import { nullTranslator } from '@jupyterlab/translation';
 import * as fs from 'fs';
 import * as path from 'path';
@@ -69,21 +69,29 @@ describe('SegmentMap', () => {
         executionCount: c.execution_count
       }))
     );
-    render(<SegmentMap snapshot={snapshot} cells={cells} showAllFrames={false} trans={trans} onReveal={jest.fn()} />);
-    const rows = screen.getAllByRole('listbox');
+    const map = (shown: typeof snapshot) => (
+      <SegmentMap snapshot={shown} cells={cells} showAllFrames={false} trans={trans} onReveal={jest.fn()} />
+    );
+    const { rerender } = render(map(snapshot));
+    // a grid: a row a segment, a cell a drawn block
+    expect(screen.getByRole('grid').getAttribute('aria-label')).toMatch(/^\d+ segments; blocks coloured by the cell/);
+    const rows = screen.getAllByRole('row');
     expect(rows).toHaveLength(snapshot.segments.length);
     // each row is named by its segment, as its free space's hover names it
     expect(rows[0].getAttribute('aria-label')).toMatch(
       /^Segment 1 of \d+, cuda:0 0x[0-9a-f]+: [\d.]+ [KMG]iB, [\d.]+ [KMG]?i?B free$/
     );
-    const options = screen.getAllByRole('option');
+    const options = screen.getAllByRole('gridcell');
+    // a block's name: its size, address and state, then its first frame (not the whole stack at each key)
+    expect(options[0].getAttribute('aria-label')).toMatch(/^[\d.]+ [KMG]?i?B at 0x[0-9a-f]+, allocated; Cell \[\d\]/);
+    expect(options[0].getAttribute('aria-label')).not.toContain('\n');
     const tabbable = options.filter(o => o.getAttribute('tabindex') === '0');
     expect(tabbable).toHaveLength(1);
     expect(tabbable[0]).toBe(options[0]);
     expect(screen.queryByText(/^Block /)).toBeNull();
 
     // Enter shows the first block's stack; the right arrow moves the focus and the stack on
-    options[0].focus();
+    act(() => options[0].focus());
     fireEvent.keyDown(options[0], { key: 'Enter' });
     expect(options[0].getAttribute('aria-selected')).toBe('true');
     const first = screen.getByText(/^Block /).textContent;
@@ -99,11 +107,20 @@ describe('SegmentMap', () => {
     // down goes to a block of another segment's row
     fireEvent.keyDown(now, { key: 'ArrowDown' });
     const below = document.activeElement!;
-    expect(below.getAttribute('role')).toBe('option');
-    expect(below.closest('[role="listbox"]')).not.toBe(options[1].closest('[role="listbox"]'));
+    expect(below.getAttribute('role')).toBe('gridcell');
+    expect(below.closest('[role="row"]')).not.toBe(options[1].closest('[role="row"]'));
     // a key the map leaves alone changes nothing
     fireEvent.keyDown(below, { key: 'x' });
     expect(document.activeElement).toBe(below);
+
+    // another snapshot has nothing picked, and coming back to this one does not bring the pick back
+    const other = readSnapshot(new Uint8Array(fs.readFileSync(path.join(REC, manifest.cells[1].snapshot_file))));
+    rerender(map(other));
+    expect(screen.queryByText(/^Block /)).toBeNull();
+    expect(document.querySelectorAll('[aria-selected="true"]')).toHaveLength(0);
+    rerender(map(snapshot));
+    expect(screen.queryByText(/^Block /)).toBeNull();
+    expect(screen.getAllByRole('gridcell')[0].getAttribute('tabindex')).toBe('0');
   });
 
   it('keeps each cell its colour when the map shows another snapshot of the session', () => {
