@@ -102,3 +102,11 @@ export const Section = React.forwardRef<HTMLElement, ISectionProps>(function Sec
     </section>
   );
 });
+
+/**
+ * The heading button of a Section's element (not of a section nested in its
+ * body): where the keyboard goes when the panel brings the section to it.
+ */
+export function sectionHeading(section: Element): HTMLElement | null {
+  return section.querySelector<HTMLElement>(':scope > .jp-CudaMemdiffSection-head .jp-CudaMemdiffSection-toggle');
+}

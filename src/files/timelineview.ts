@@ -86,8 +86,7 @@ export function timelineGeometry(
 /**
  * The moment a key moves the timeline's cursor to from `moment`, of
  * `count` (0 to count - 1): the arrows by one pixel column of the drawing
- * (right and up on, left and down back)
- * (a single event with Shift), Page Up and Page Down to the previous or
+ * (a single event with Shift; right and up on, left and down back), Page Up and Page Down to the previous or
  * next cell boundary (`boundaries` as the series gives them, event counts;
  * a tenth of the timeline where there is none that way), Home and End to
  * the ends. Null for a key the timeline leaves alone.

@@ -16,7 +16,7 @@ import { DiffView } from './diffview';
 import { DiffPanelModel, IComparison, PanelSection, SnapshotRef } from './model';
 import { MomentSection } from './moment';
 import { FileOomBody } from './fileoom';
-import { Section } from '../components/section';
+import { Section, sectionHeading } from '../components/section';
 import { SegmentMap } from './segmentview';
 import { LeakFinderModel } from '../leaks/model';
 import { LeakView } from '../leaks/view';
@@ -378,7 +378,7 @@ export function PanelBody(props: IPanelBodyProps): JSX.Element {
       if (target && scroller.current && tail.current) {
         scrollToTop(scroller.current, target, tail.current);
         if (focus) {
-          target.querySelector<HTMLElement>('.jp-CudaMemdiffSection-toggle')?.focus({ preventScroll: true });
+          sectionHeading(target)?.focus({ preventScroll: true });
         }
       }
     });

@@ -7,6 +7,7 @@
  * was in, or, where that section went too, to the panel's content.
  */
 import * as React from 'react';
+import { sectionHeading } from '../components/section';
 
 /** Handlers for the panel's root, which must render every time the panel does (the keeper's effect runs after each). */
 export interface IFocusKeeper {
@@ -27,9 +28,7 @@ export function useFocusKeeper(fallback: React.RefObject<HTMLElement>): IFocusKe
     if (now && now !== document.body) {
       return; // the action put focus somewhere itself
     }
-    const heading = was.section?.isConnected
-      ? was.section.querySelector<HTMLElement>(':scope > .jp-CudaMemdiffSection-head .jp-CudaMemdiffSection-toggle')
-      : null;
+    const heading = was.section?.isConnected ? sectionHeading(was.section) : null;
     (heading ?? fallback.current)?.focus();
   });
   return {
