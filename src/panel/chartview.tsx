@@ -114,17 +114,13 @@ export function SessionChart(props: ISessionChartProps): JSX.Element {
               tabIndex={p.index === tabbable ? 0 : -1}
               role="option"
               aria-selected={p.index === selected}
-              aria-label={Private.bandLabel(p, p.index === compared, trans)}
               onClick={() => onSelect(p.index)}
               onKeyDown={e => onKey(e, p.index)}
             >
+              {/* One text for the hover and the band's name: a title beside an aria-label is read as its
+                  description, the same words twice. */}
               <title>
-                {trans.__(
-                  '%1\n%2 allocated, %3 reserved',
-                  p.label,
-                  formatBytes(p.allocatedBytes),
-                  formatBytes(p.reservedBytes)
-                ) + (stacked ? Private.rolesTitle(p.roles) : '')}
+                {Private.bandLabel(p, p.index === compared, trans) + (stacked ? Private.rolesTitle(p.roles) : '')}
               </title>
             </rect>
           ))}
@@ -259,7 +255,7 @@ namespace Private {
     }
   }
 
-  /** What a screen reader says of a band: the cell, its memory, an OOM, and whether the diff compares against it. */
+  /** A band's name and hover text: the cell, its memory, an OOM, and whether the diff compares against it. */
   export function bandLabel(p: IChartInput, compared: boolean, trans: TranslationBundle): string {
     const allocated = formatBytes(p.allocatedBytes);
     const reserved = formatBytes(p.reservedBytes);
@@ -269,7 +265,7 @@ namespace Private {
     return compared ? trans.__('%1; the diff compares against it', text) : text;
   }
 
-  /** A snapshot's roles for its band's title: the roles that hold memory, largest first. */
+  /** A snapshot's roles for its band's title, a line each: the roles that hold memory, largest first. */
   export function rolesTitle(roles: IChartInput['roles']): string {
     if (!roles) {
       return '';

@@ -6,6 +6,7 @@
  */
 import { expect, test } from '@jupyterlab/galata';
 import {
+  accessibilityOf,
   CODE_CELLS,
   isInsideVisiblePanel,
   openPanel,
@@ -32,23 +33,29 @@ test('the arrow keys move the selection one cell per press, and the diff follows
   await openPanel(page);
   const chart = chartOf(page);
   await chart.getByRole('option', { name: /^\[1\] / }).click();
-  await expect(chart.getByRole('option', { selected: true })).toHaveAttribute('aria-label', /^\[1\] /);
+  await expect(chart.getByRole('option', { selected: true })).toHaveAccessibleName(/^\[1\] /);
+  // What the hover says is each band's name, said once: no description repeating it.
+  const bands = await accessibilityOf(page, `${PANEL} .jp-CudaMemdiffChart svg`, 'option');
+  expect(bands.map(b => b.name)).toEqual(
+    CODE_CELLS.map((_, k) => expect.stringMatching(`^\\[${k + 1}\\] .* allocated, `))
+  );
+  expect(bands.map(b => b.description)).toEqual(CODE_CELLS.map(() => ''));
   for (const cell of [2, 3, 4]) {
     await page.keyboard.press('ArrowRight');
     const selected = chart.getByRole('option', { selected: true });
-    await expect(selected).toHaveAttribute('aria-label', new RegExp(`^\\[${cell}\\] `));
+    await expect(selected).toHaveAccessibleName(new RegExp(`^\\[${cell}\\] `));
     await expect(selected).toBeFocused();
     await expect(page.locator(CAPTION)).toHaveText(
       new RegExp(`^Cell \\[${cell}\\] .*, against Cell \\[${cell - 1}\\] `)
     );
   }
   await page.keyboard.press('ArrowLeft');
-  await expect(chart.getByRole('option', { selected: true })).toHaveAttribute('aria-label', /^\[3\] /);
+  await expect(chart.getByRole('option', { selected: true })).toHaveAccessibleName(/^\[3\] /);
   await page.keyboard.press('Home');
-  await expect(chart.getByRole('option', { selected: true })).toHaveAttribute('aria-label', /^\[1\] /);
+  await expect(chart.getByRole('option', { selected: true })).toHaveAccessibleName(/^\[1\] /);
   await expect(page.locator(CAPTION)).toHaveText(/^Cell \[1\] .*, against an empty device$/);
   await page.keyboard.press('End');
-  await expect(chart.getByRole('option', { selected: true })).toHaveAttribute('aria-label', /^\[4\] /);
+  await expect(chart.getByRole('option', { selected: true })).toHaveAccessibleName(/^\[4\] /);
   // one band in the tab order, the selected one
   await expect(chart.locator('[tabindex="0"]')).toHaveCount(1);
   await expect(chart.locator('[tabindex="0"]')).toHaveAttribute('aria-selected', 'true');
@@ -69,7 +76,7 @@ test('the chart highlights the pair picked by hand, and Run All after a restart 
   await panel.locator('[data-cuda-memdiff-side="after"]').selectOption('r2');
   await expect(page.locator(CAPTION)).toHaveText(/^Cell \[3\] .*, against Cell \[2\] /);
   const selected = chart.getByRole('option', { selected: true });
-  await expect(selected).toHaveAttribute('aria-label', /^\[3\] /);
+  await expect(selected).toHaveAccessibleName(/^\[3\] /);
   await expect(selected).toHaveClass(/jp-mod-selected/);
   const before = chart.getByRole('option', { name: /^\[2\] .*the diff compares against it$/ });
   await expect(before).toHaveClass(/jp-mod-compared/);
@@ -88,7 +95,7 @@ test('the chart highlights the pair picked by hand, and Run All after a restart 
   await expect(page.locator('.jp-CudaMemdiffStatus')).toContainText('replaying a recorded session', { timeout: 60000 });
   await page.notebook.run();
   await expect(chart.getByRole('option')).toHaveCount(2 * CODE_CELLS.length, { timeout: 60000 });
-  await expect(chart.getByRole('option', { selected: true })).toHaveAttribute('aria-label', /^\[4\] in kernel 2: /);
+  await expect(chart.getByRole('option', { selected: true })).toHaveAccessibleName(/^\[4\] in kernel 2: /);
   await expect(panel.locator('[data-cuda-memdiff-side="after"] option:checked')).toHaveText(/^\[4\] in kernel 2: /);
   await expect(page.locator(CAPTION)).toHaveText(/^Cell \[4\] in kernel 2: .*, against Cell \[3\] in kernel 2: /);
 });

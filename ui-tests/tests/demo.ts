@@ -321,3 +321,28 @@ export async function confirmKernelRestart(page: IJupyterLabPageFixture): Promis
   // In an object: returned alone from an async function, the answer would be awaited here.
   return { answered };
 }
+
+/**
+ * What Chromium gives a screen reader for the elements of `role` inside the
+ * first match of `selector`: each one's name and description, from the
+ * browser's own accessibility tree (Playwright's name and description
+ * computation does not read an SVG element's <title>, which Chromium takes
+ * as the name, or as the description beside an aria-label).
+ */
+export async function accessibilityOf(
+  page: IJupyterLabPageFixture,
+  selector: string,
+  role: string
+): Promise<{ name: string; description: string }[]> {
+  // Galata's page is a proxy; CDP wants the page itself.
+  const cdp = await page.context().newCDPSession(page.context().pages()[0]);
+  try {
+    const { result } = await cdp.send('Runtime.evaluate', {
+      expression: `document.querySelector(${JSON.stringify(selector)})`
+    });
+    const { nodes } = await cdp.send('Accessibility.queryAXTree', { objectId: result.objectId, role });
+    return nodes.map(n => ({ name: String(n.name?.value ?? ''), description: String(n.description?.value ?? '') }));
+  } finally {
+    await cdp.detach();
+  }
+}

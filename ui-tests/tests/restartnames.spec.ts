@@ -76,7 +76,7 @@ test('a frame names the run that made it, in its own kernel, as the chart and th
   // Kernel 2's batches: the chart, the caption and the frames all name kernel 2's [3].
   await expect
     .soft(chart.getByRole('option', { selected: true }))
-    .toHaveAttribute('aria-label', /^\[3\] in kernel 2: batches = /);
+    .toHaveAccessibleName(/^\[3\] in kernel 2: batches = /);
   await expect.soft(caption).toHaveText(/^Cell \[3\] in kernel 2: batches = .*, against Cell \[1\] in kernel 2: /);
   expect.soft(await cellSites(page)).toEqual(['Cell [3] in kernel 2, line 1']);
 
@@ -160,7 +160,7 @@ test('an OOM after a restart names whose memory filled the device, and the chart
   const oom = panelSection(page, 'oom');
   await expect.soft(oom.locator('.jp-CudaMemdiffSection-title')).toHaveText('Out of memory in Cell [1] in kernel 2');
   await expect
-    .soft(oom.locator('[data-cuda-memdiff-holders="cell"] tr').first())
+    .soft(oom.locator('[data-cuda-memdiff-holders="cell"] tbody tr').first())
     .toHaveText('100 GiBCell [1] in kernel 1');
   await expect.soft(badge).toHaveAttribute('title', /The device held: 100 GiB from Cell \[1\] in kernel 1, line 3\./);
 

@@ -110,10 +110,11 @@ test.describe('memory by role', () => {
     const box = (await workspace.boundingBox())!;
     expect(box.height).toBeGreaterThan(10);
     expect(await isInsideVisiblePanel(page, workspace)).toBe(true);
-    // a cell's band names its roles on hover
+    // a cell's band names its roles on hover, and to a screen reader
     await expect(chart.locator('.jp-CudaMemdiffChart-band').nth(4).locator('title')).toContainText(
       '8.51 MiB activation'
     );
+    await expect(chart.getByRole('option').nth(4)).toHaveAccessibleName(/ 8\.51 MiB activation/);
     const contrast = await contrastOf(page, ['.jp-CudaMemdiffChart-legend']);
     expect(contrast.violations).toEqual([]);
     expect(await chart.screenshot()).toMatchSnapshot('chart-by-role.png');

@@ -22,7 +22,12 @@ function Selecting(props: { initial: number }): JSX.Element {
   );
 }
 
-const selectedName = () => screen.getByRole('option', { selected: true }).getAttribute('aria-label');
+/**
+ * A band's title: its hover text and, in a browser, its name (Galata's chart.spec checks the name Chromium gives;
+ * jsdom's name computation reads the title of an svg element only).
+ */
+const titleOf = (band: Element) => band.querySelector(':scope > title')?.textContent;
+const selectedTitle = () => titleOf(screen.getByRole('option', { selected: true }));
 
 describe('SessionChart keys', () => {
   it('moves the selection and the focus one cell per arrow key, Home and End to the ends', () => {
@@ -34,17 +39,17 @@ describe('SessionChart keys', () => {
     for (let k = 0; k < 3; k++) {
       fireEvent.keyDown(document.activeElement!, { key: 'ArrowRight' });
     }
-    expect(selectedName()).toMatch(/^\[5\]/);
+    expect(selectedTitle()).toMatch(/^\[5\]/);
     expect(document.activeElement).toBe(bands[4]);
     fireEvent.keyDown(document.activeElement!, { key: 'ArrowLeft' });
-    expect(selectedName()).toMatch(/^\[4\]/);
+    expect(selectedTitle()).toMatch(/^\[4\]/);
     fireEvent.keyDown(document.activeElement!, { key: 'End' });
-    expect(selectedName()).toMatch(/^\[6\]/);
+    expect(selectedTitle()).toMatch(/^\[6\]/);
     // past the last cell nothing moves
     fireEvent.keyDown(document.activeElement!, { key: 'ArrowRight' });
-    expect(selectedName()).toMatch(/^\[6\]/);
+    expect(selectedTitle()).toMatch(/^\[6\]/);
     fireEvent.keyDown(document.activeElement!, { key: 'Home' });
-    expect(selectedName()).toMatch(/^\[1\]/);
+    expect(selectedTitle()).toMatch(/^\[1\]/);
     expect(document.activeElement).toBe(bands[0]);
     // still one band in the tab order: the selected one
     expect(bands.filter(b => b.getAttribute('tabindex') === '0')).toEqual([bands[0]]);
@@ -61,9 +66,11 @@ describe('SessionChart keys', () => {
       'false',
       'false'
     ]);
-    expect(bands[1].getAttribute('aria-label')).toMatch(/^\[2\].*the diff compares against it$/);
+    expect(titleOf(bands[1])).toMatch(/^\[2\].*the diff compares against it$/);
     expect(bands[1].classList.contains('jp-mod-compared')).toBe(true);
-    expect(bands[3].getAttribute('aria-label')).not.toMatch(/compares/);
+    expect(bands.filter(b => /compares/.test(titleOf(b) ?? ''))).toEqual([bands[1]]);
+    // one text, no aria-label beside it: the title would be read again as the band's description
+    expect(bands.filter(b => b.hasAttribute('aria-label'))).toEqual([]);
   });
 
   it('keeps the chart in the tab order when the diff shows no cell of it', () => {
