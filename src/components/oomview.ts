@@ -10,6 +10,7 @@ import { oomFacts } from './oomwords';
 import { keepFiguresWhole } from './nobreak';
 import { setSoftBreaks } from './softbreaks';
 import { frameText } from './stack';
+import { HOLDER_HEADS_CLASS, holderColumns } from './holdercolumns';
 import { CellCodeNames, formatBytes } from '../engine';
 import type { IFileOom } from '../worker/files';
 
@@ -63,6 +64,15 @@ export function oomDetails(oom: IFileOom, cells: CellCodeNames, trans: Translati
     table.className = 'jp-CudaMemdiffMoment-table';
     table.dataset.cudaMemdiffHolders = 'site';
     table.createCaption().textContent = trans.__('What filled the device, by site');
+    const heads = table.createTHead();
+    heads.className = HOLDER_HEADS_CLASS;
+    const headRow = heads.insertRow();
+    for (const text of holderColumns('site', trans)) {
+      const head = document.createElement('th');
+      head.scope = 'col';
+      head.textContent = text;
+      headRow.appendChild(head);
+    }
     const body = table.createTBody();
     for (const h of oom.holders) {
       const row = body.insertRow();

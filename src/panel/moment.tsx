@@ -25,6 +25,7 @@ import { Section } from '../components/section';
 import { oomFacts } from '../components/oomwords';
 import { copiesText, ICellLocation, siteText } from '../components/stack';
 import { keepFiguresWhole } from '../components/nobreak';
+import { HOLDER_HEADS_CLASS, holderColumns, HolderKind } from '../components/holdercolumns';
 
 /** Rows of the holder tables. */
 const ROWS_SHOWN = 5;
@@ -89,14 +90,22 @@ function byCell(sites: readonly ICellSite[], trans: TranslationBundle): { label:
 function HolderTable(props: {
   caption: string;
   rows: { label: string; bytes: number }[];
-  name: string;
+  name: HolderKind;
   more: (count: number) => string;
+  trans: TranslationBundle;
 }): JSX.Element {
   const shown = shownOf(props.rows, ROWS_SHOWN);
   const rest = props.rows.slice(shown.length);
+  const [memory, holder] = holderColumns(props.name, props.trans);
   return (
     <table className="jp-CudaMemdiffMoment-table" data-cuda-memdiff-holders={props.name}>
       <caption>{props.caption}</caption>
+      <thead className={HOLDER_HEADS_CLASS}>
+        <tr>
+          <th scope="col">{memory}</th>
+          <th scope="col">{holder}</th>
+        </tr>
+      </thead>
       <tbody>
         {shown.map(r => (
           <tr key={r.label}>
@@ -160,12 +169,14 @@ function OomBody(props: IMomentSectionProps & { record: CellRecord; oom: IOomRep
         caption={trans.__('What filled the device, by site')}
         rows={sites.map(s => ({ label: siteText(s, trans), bytes: s.bytes }))}
         more={n => trans._n('%1 more site', '%1 more sites', n)}
+        trans={trans}
       />
       <HolderTable
         name="cell"
         caption={trans.__('By cell')}
         rows={byCell(sites, trans)}
         more={n => trans._n('%1 more cell', '%1 more cells', n)}
+        trans={trans}
       />
       <MomentDiff
         {...props}
@@ -197,6 +208,7 @@ function PeakBody(props: IMomentSectionProps & { record: CellRecord; peak: IPeak
         caption={trans.__('Alive at the peak, by site')}
         rows={sites.map(s => ({ label: siteText(s, trans), bytes: s.bytes }))}
         more={n => trans._n('%1 more site', '%1 more sites', n)}
+        trans={trans}
       />
       <MomentDiff
         {...props}

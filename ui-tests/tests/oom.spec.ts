@@ -54,10 +54,15 @@ test.describe('after a cell ran out of memory', () => {
     await expect(oom.locator('.jp-CudaMemdiffMoment-advice')).toHaveText(
       'Not fragmentation: the request is 20.7 GiB more than all the free memory together, and torch.cuda.empty_cache() cannot help (PyTorch empties its cache before it gives up). Free what filled the device, or ask for less (a smaller batch, shorter sequences).'
     );
-    const bySite = oom.locator('[data-cuda-memdiff-holders="site"] tr');
+    const bySite = oom.locator('[data-cuda-memdiff-holders="site"] tbody tr');
     await expect(bySite).toHaveCount(1);
     await expect(bySite.first()).toHaveText('100 GiBCell [1], line 3');
-    await expect(oom.locator('[data-cuda-memdiff-holders="cell"] tr').first()).toHaveText('100 GiBCell [1]');
+    await expect(oom.locator('[data-cuda-memdiff-holders="cell"] tbody tr').first()).toHaveText('100 GiBCell [1]');
+    // A screen reader names each figure's column; the eye has the caption, and no header row is drawn.
+    const table = oom.getByRole('table', { name: 'What filled the device, by site' });
+    await expect(table.getByRole('columnheader')).toHaveText(['Memory', 'Allocated at']);
+    await expect(oom.getByRole('table', { name: 'By cell' }).getByRole('columnheader')).toHaveText(['Memory', 'Cell']);
+    expect((await table.locator('thead').boundingBox())?.height ?? 0).toBeLessThanOrEqual(1);
     await expect(oom.locator('[data-cuda-memdiff-holders="site"]')).toBeInViewport();
     await expect(page.locator(PANEL_CONTENT)).toHaveScreenshot('oom-post-mortem.png', { maxDiffPixelRatio: 0.02 });
   });

@@ -63,7 +63,10 @@ test('an OOM dump opens on its post-mortem', async ({ page, tmpPath }) => {
   // The file's frame is the first cell's code, run by the process that wrote the dump, not by this notebook's
   // kernel: it keeps its file name and says which cell it resembles, by place, as the status bar names cells.
   // (\s: a size keeps its unit on its line with a no-break space.)
-  await expect(oom.locator('[data-cuda-memdiff-holders="site"] tr')).toHaveText([HOLDER]);
+  await expect(oom.locator('[data-cuda-memdiff-holders="site"] tbody tr')).toHaveText([HOLDER]);
+  await expect(
+    oom.getByRole('table', { name: 'What filled the device, by site' }).getByRole('columnheader')
+  ).toHaveText(['Memory', 'Allocated at']);
 
   // Its timeline says only what it draws: this dump marks no cell boundary, so no dashed line is named.
   const timeline = view.locator('.jp-CudaMemdiffTimeline');
@@ -127,7 +130,7 @@ test('an OOM dump dropped on the panel opens on its post-mortem', async ({ page,
   await expect(facts).toHaveText(
     "Requested60.0 GiBFree on the device39.3 GiBFree in PyTorch's segments0 BLargest free block0 B"
   );
-  const holders = panel.locator('[data-cuda-memdiff-holders="site"] tr');
+  const holders = panel.locator('[data-cuda-memdiff-holders="site"] tbody tr');
   await expect(holders).toHaveText([HOLDER]);
   // In the 250 px panel the holder's path wraps after a slash, never inside the file's name (it read as two numbers).
   const fileName = /\/(\d+\.py):3/.exec((await holders.first().textContent())!)![1];

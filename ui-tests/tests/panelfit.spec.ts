@@ -212,7 +212,7 @@ test.describe('the peak list at the least width', () => {
     const toggle = peak.getByRole('button', { name: 'Peak of Cell [4] in kernel 2' });
     await toggle.scrollIntoViewIfNeeded();
     await toggle.click();
-    const rows = peak.locator('[data-cuda-memdiff-holders="site"] tr');
+    const rows = peak.locator('[data-cuda-memdiff-holders="site"] tbody tr');
     await expect(rows).toHaveText([
       '321 MiBCell [3] in kernel 2, line 3',
       '128 MiBCell [1] in kernel 2, line 4',
@@ -262,7 +262,7 @@ test.describe('the peak section', () => {
     const toggle = peak.getByRole('button', { name: 'Peak of Cell [4]' });
     await toggle.scrollIntoViewIfNeeded();
     await toggle.click();
-    const bySite = peak.locator('[data-cuda-memdiff-holders="site"] tr');
+    const bySite = peak.locator('[data-cuda-memdiff-holders="site"] tbody tr');
     await expect(bySite).toHaveText([
       '321 MiBCell [3], line 3',
       '128 MiBCell [1], line 4',

@@ -49,7 +49,7 @@ test.describe('allocation history', () => {
     await expect(peak.locator('.jp-CudaMemdiffMoment-summary')).toHaveText(
       'At its peak the cell had 808 MiB allocated.'
     );
-    const bySite = peak.locator('[data-cuda-memdiff-holders="site"] tr');
+    const bySite = peak.locator('[data-cuda-memdiff-holders="site"] tbody tr');
     await expect(bySite.first()).toHaveText('512 MiBCell [4], line 2');
     // Cells [2] and [3] hold the same code: the frame cannot tell which ran it, the records can.
     await expect(bySite.nth(1)).toHaveText('256 MiBCell [3], line 2');

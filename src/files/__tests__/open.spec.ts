@@ -85,7 +85,7 @@ describe('openDroppedFiles', () => {
     expect(section()?.querySelector('[role="alert"]')?.textContent).toBe(
       'It asked for 60.0 GiB on cuda:0; the device had 39.3 GiB free.'
     );
-    expect(section()?.querySelectorAll('[data-cuda-memdiff-holders="site"] tr')).toHaveLength(1);
+    expect(section()?.querySelectorAll('[data-cuda-memdiff-holders="site"] tbody tr')).toHaveLength(1);
     const diff = view.node.querySelector('[data-cuda-memdiff-section="diff"]')!;
     expect(section()!.compareDocumentPosition(diff) & Node.DOCUMENT_POSITION_FOLLOWING).toBeTruthy();
 
