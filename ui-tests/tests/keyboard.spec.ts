@@ -67,4 +67,50 @@ test.describe('the keyboard after an action', () => {
     expect(await focused.evaluate((el, p) => !!el.closest(p), PANEL)).toBe(true);
     expect(await isInsideVisiblePanel(page, focused)).toBe(true);
   });
+
+  test('shows the panel ring on every control Tab reaches', async ({ page }) => {
+    test.setTimeout(180000);
+    await findLeakingCell(page);
+    const content = page.locator(PANEL).getByRole('region', { name: 'CUDA Memory content' });
+    await content.focus();
+    const brand = await content.evaluate(el => {
+      const probe = document.createElement('span');
+      probe.style.color = 'var(--jp-brand-color1)';
+      el.appendChild(probe);
+      const colour = getComputedStyle(probe).color;
+      probe.remove();
+      return colour;
+    });
+    const seen: string[] = [];
+    for (let k = 0; k < 60; k++) {
+      await page.keyboard.press('Tab');
+      const stop = await page.evaluate(p => {
+        const el = document.activeElement as HTMLElement | null;
+        if (!el || !el.closest(p)) {
+          return null;
+        }
+        const style = getComputedStyle(el);
+        const name = el.getAttribute('aria-label') ?? el.textContent?.trim().slice(0, 30) ?? '';
+        return {
+          what: `${el.tagName.toLowerCase()}${el.getAttribute('type') ? `[${el.getAttribute('type')}]` : ''} ${name}`,
+          // the segment map draws its ring as a shape of its own over the rows (segments.spec checks it)
+          ownRing: !el.closest('.jp-CudaMemdiffSegments'),
+          ring: `${style.outlineStyle} ${style.outlineColor}`,
+          width: parseFloat(style.outlineWidth)
+        };
+      }, PANEL);
+      if (!stop) {
+        break;
+      }
+      seen.push(stop.what);
+      if (stop.ownRing) {
+        expect.soft(stop.ring, stop.what).toBe(`solid ${brand}`);
+        expect.soft(stop.width, stop.what).toBeGreaterThanOrEqual(1);
+      }
+    }
+    // the pickers, the checkbox, the leak list's summaries and the stacks' buttons were among them
+    expect(seen.filter(w => /^(select|input)/.test(w)).length).toBeGreaterThanOrEqual(3);
+    expect(seen.filter(w => /^summary/.test(w)).length).toBeGreaterThanOrEqual(1);
+    expect(seen.length).toBeGreaterThan(10);
+  });
 });
