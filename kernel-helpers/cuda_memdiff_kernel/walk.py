@@ -13,6 +13,7 @@ needs kinds, not names, and skips the string work.
 import collections
 import functools
 import gc
+import inspect
 import itertools
 import sys
 import time
@@ -157,7 +158,7 @@ class ObjectWalk:
         while tb is not None:
             frame = tb.tb_frame
             if is_user_function(frame, self.shell):
-                for local, value in list(frame.f_locals.items()):
+                for local, value in frame_locals(frame):
                     path = f"{where}: {frame.f_code.co_name}() local {local}" if self.paths else None
                     self.value(value, kind, path, via=via)
             tb = tb.tb_next
@@ -287,7 +288,7 @@ class ObjectWalk:
             frame = getattr(obj, "gi_frame", None) or getattr(obj, "cr_frame", None) or getattr(obj, "ag_frame", None)
             if frame is not None:
                 via = held("generator", GENERATOR_LOCAL)
-                for name, value in list(frame.f_locals.items()):
+                for name, value in frame_locals(frame):
                     self.value(value, kind, self.child(path, "{}" + GENERATOR_LOCAL + "{}", name), deeper, via)
 
     def module_attributes(self, module, kind, path, depth, via):
@@ -427,6 +428,26 @@ def holds_no_tensor(value):
     if isinstance(value, (list, tuple)):
         return bool(value) and isinstance(value[0], _NUMBERS)
     return isinstance(value, _NUMBERS)
+
+
+def frame_locals(frame):
+    """(name, value) of each of a frame's locals, read without keeping them.
+
+    Before Python 3.13 a function frame's ``f_locals`` is a dict the frame
+    caches, which keeps each value it was given until the frame is read
+    again or ends: a paused generator that later drops a local would keep
+    it alive (a tensor the user freed, counted again by the next snapshot).
+    So the cache is emptied once read, unless code of the user's holds it
+    too (``locals()`` returns that dict); the next read, or a debugger's
+    trace function, fills it again from the frame. From 3.13 ``f_locals``
+    is a view that copies nothing, and is left alone.
+    """
+    cached = frame.f_locals
+    items = list(cached.items())
+    # the frame's slot, this name and getrefcount's argument: no other holder
+    if type(cached) is dict and frame.f_code.co_flags & inspect.CO_OPTIMIZED and sys.getrefcount(cached) <= 3:
+        cached.clear()
+    return items
 
 
 def is_user_function(frame, shell):

@@ -453,6 +453,41 @@ def test_keeps_no_references_and_respects_its_budget(shell):
     assert probe() is None
 
 
+def test_a_paused_generator_keeps_no_old_local_after_the_search(shell):
+    # Before Python 3.13 a frame's f_locals is a dict the frame caches: read by the walk, it kept the batch a
+    # paused generator later let go of, so the next snapshot still counted memory the user's code had freed.
+    # (A generator whose code keeps locals() for itself keeps that dict, which the walk must leave whole.)
+    shell.run_cell(
+        """
+import torch
+def batches():
+    batch = torch.ones(4)
+    yield batch
+    batch = None
+    yield 0
+def keeps_locals():
+    own = torch.ones(5)
+    env = locals()
+    yield env
+    yield env['own']
+loader = batches()
+first = next(loader)
+watching = keeps_locals()
+env = next(watching)"""
+    )
+    old = weakref.ref(shell.user_ns["first"])
+    owns = shell.user_ns["env"]["own"]
+    answer, found = holders_of(shell, [block_of(shell.user_ns["first"]), block_of(owns)])
+    assert {"kind": "variable", "path": "first"} in found[key(shell.user_ns["first"])]
+    assert any(h.get("reference", {}).get("type") == "generator" for h in found[key(shell.user_ns["first"])])
+    del answer, found
+    assert shell.run_cell("del first\nnext(loader)").success
+    gc.collect()
+    assert old() is None, "the walk kept the generator's old local alive"
+    # the user's own locals() dict is as the generator left it
+    assert shell.run_cell("assert next(watching) is env['own']").success
+
+
 def test_requests_over_the_channel(shell):
     install(shell)  # CPU torch: no capture of cells, but requests are answered
     channel = attach(shell)

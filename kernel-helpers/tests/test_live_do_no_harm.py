@@ -129,3 +129,22 @@ def test_one_oom_snapshot_per_cell_and_nothing_kept_after_reinstall():
     """)
     assert r["first_alive"] is False
     assert r["oom_messages"] == 1 and r["oom_count"] == 3 and r["kept_oom"] is False
+
+
+def test_a_paused_generator_lets_go_of_the_batch_it_drops():
+    # The role pass after each cell reads a paused generator's locals. Before Python 3.13 that read kept them
+    # (walk.frame_locals), so the batch the generator dropped at its next step was still alive, and counted, in
+    # the next cell's snapshot: 8 MiB where the user's code kept 4.
+    r = run_case("""
+        install(shell); comm = Comm(); current(shell).frontends.attach(comm)
+        run("import torch", 0)
+        run("def batches():\\n    while True:\\n        batch = torch.empty(2**20, device='cuda')\\n"
+            "        yield batch\\nloader = batches()\\nb = next(loader)", 1)
+        run("del b\\nb = next(loader)", 2)
+        run("b = next(loader)", 3)
+        s = snapshots(comm)
+        print(json.dumps({"allocated": [sum(d["allocated"] for d in m["devices"]) for m in s],
+                          "roles": [bool(m.get("roles")) for m in s], "python": sys.version_info[:2]}))
+    """)
+    assert r["roles"] == [True, True, True]  # the pass that reads the generator ran after each cell
+    assert r["allocated"] == [4 * 2**20] * 3
