@@ -15,7 +15,10 @@ import functools
 import gc
 import inspect
 import itertools
+import os
+import re
 import sys
+import sysconfig
 import time
 import types
 
@@ -31,7 +34,7 @@ BUFFER = "buffer"
 MAX_DEPTH = 4  # containers inside containers inside a global
 MAX_ITEMS = 100_000  # elements looked at per container
 _IPYTHON_NAMES = frozenset({"In", "Out", "exit", "quit", "get_ipython", "_ih", "_oh", "_dh", "_sh"})
-_SCALARS = (str, bytes, int, float, bool, type(None), type)
+_SCALARS = (str, bytes, int, float, bool, type(None))
 _SEQUENCES = (list, tuple, collections.deque)
 _CONTAINERS = (dict, list, set, collections.deque)  # what a hook may keep things in
 # What keeps values where no name shows them: met in the walk, followed after every visible root.
@@ -45,6 +48,10 @@ _LINKS = (
     types.AsyncGeneratorType,
 )
 _NUMBERS = (str, int, float, bool)
+# What a class body defines to be called, not kept: reached from an instance, a class's attributes skip them.
+_METHODS = (types.FunctionType, staticmethod, classmethod, property)
+# Where installed packages live: their classes are not the user's.
+_INSTALLED = re.compile(r"[\\/](site|dist)-packages[\\/]")
 # Packages whose frames only carry the user's code: their locals are plumbing.
 _PLUMBING = frozenset(
     {
@@ -219,6 +226,9 @@ class ObjectWalk:
             if kind == VARIABLE:
                 kind, via = TRACEBACK, self.reference("exception", path)
             self.traceback(obj.__traceback__, kind, where, via)
+        elif isinstance(obj, type):
+            if is_user_class(obj):  # its attributes are shared by its instances: ``Logger.records``
+                self.class_attributes(obj, kind, path, depth, via, methods=True)
         elif not _is_module_like(obj):
             attributes = getattr(obj, "__dict__", None)
             if isinstance(attributes, dict):
@@ -227,6 +237,24 @@ class ObjectWalk:
             for name in _slot_names(type(obj)):
                 item = getattr(obj, name, None)
                 if item is not None:
+                    self.value(item, kind, self.child(path, "{}.{}", name), depth + 1, via)
+            if is_user_class(type(obj)):  # ``self.records.append(t)`` on a class's list: ``logger.records``
+                shadowed = attributes if isinstance(attributes, dict) else ()
+                self.class_attributes(type(obj), kind, path, depth, via, methods=False, shadowed=shadowed)
+
+    def class_attributes(self, cls, kind, path, depth, via, methods, shadowed=()):
+        """What a class of the user's keeps in its own attributes, and its user bases' (``records = []`` in the
+        class body, which every instance appends to). From an instance, the attributes the instance sets itself
+        hide the class's, and methods are left to the class's own name (their defaults and closures)."""
+        named = set(shadowed)
+        for base in cls.__mro__:
+            if not is_user_class(base):
+                continue
+            for name, item in list(vars(base).items())[:MAX_ITEMS]:
+                if name in named or (name.startswith("__") and name.endswith("__")):
+                    continue
+                named.add(name)
+                if methods or not isinstance(item, _METHODS):
                     self.value(item, kind, self.child(path, "{}.{}", name), depth + 1, via)
 
     def link(self, obj, kind, path, depth, via):
@@ -448,6 +476,31 @@ def frame_locals(frame):
     if type(cached) is dict and frame.f_code.co_flags & inspect.CO_OPTIMIZED and sys.getrefcount(cached) <= 3:
         cached.clear()
     return items
+
+
+def is_user_class(cls):
+    """A class of the user's own code: defined in a cell, or in a module of theirs (neither installed nor in
+    Python's standard library). A library's classes keep their state in their instances, which the walk reads."""
+    return _is_user_module(getattr(cls, "__module__", None))
+
+
+@functools.lru_cache(maxsize=512)
+def _is_user_module(name):
+    if name == "__main__":  # a cell's code
+        return True
+    if not isinstance(name, str) or name.split(".")[0] in _PLUMBING:
+        return False
+    path = getattr(sys.modules.get(name), "__file__", None)
+    if not isinstance(path, str):  # built in, or not imported
+        return False
+    path = os.path.realpath(path)
+    return not _INSTALLED.search(path) and not path.startswith(_standard_library())
+
+
+@functools.lru_cache(maxsize=1)
+def _standard_library():
+    paths = sysconfig.get_paths()
+    return tuple({os.path.realpath(paths[key]) + os.sep for key in ("stdlib", "platstdlib")})
 
 
 def is_user_function(frame, shell):

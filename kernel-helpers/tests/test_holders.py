@@ -488,6 +488,49 @@ env = next(watching)"""
     assert shell.run_cell("assert next(watching) is env['own']").success
 
 
+def test_a_class_attribute_is_named_where_its_instances_reach_it(shell, tmp_path, monkeypatch):
+    # ``records = []`` in a class body is one list every instance appends to: the class keeps its tensors, where
+    # no instance's own attributes show them. Named by the class (``Logger.records``), else by an instance of a
+    # class no name shows (``made.kept``), in a module of the user's too; a library's class is not walked.
+    (tmp_path / "mylog.py").write_text("class Kept:\n    items = []\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(torch.nn.Linear, "stash", [torch.ones(4)], raising=False)  # a library's class: not walked
+    assert shell.run_cell(
+        """
+import collections, torch, mylog
+class Logger:
+    records = []
+    def log(self, t):
+        self.records.append(t)
+logger = Logger()
+for i in range(3):
+    logger.log(torch.ones(7) * i)
+def factory():
+    class Made:
+        kept = [torch.ones(6)]
+    return Made()
+made = factory()
+mylog.Kept.items.append(torch.ones(5))
+kept_by = mylog.Kept
+from torch.nn import Linear"""
+    ).success
+    ns = shell.user_ns
+    tensors = {
+        "class": ns["Logger"].records[1],
+        "instance": type(ns["made"]).kept[0],
+        "module": ns["kept_by"].items[0],
+        "library": ns["Linear"].stash[0],
+    }
+    _, found = holders_of(shell, [block_of(t) for t in tensors.values()])
+    named = {name: found[key(t)] for name, t in tensors.items()}
+    assert named == {
+        "class": [{"kind": "variable", "path": "Logger.records[1]"}],
+        "instance": [{"kind": "variable", "path": "made.kept[0]"}],
+        "module": [{"kind": "variable", "path": "kept_by.items[0]"}],
+        "library": [{"kind": "unreachable", "path": "a (4,) float32 tensor"}],
+    }
+
+
 def test_requests_over_the_channel(shell):
     install(shell)  # CPU torch: no capture of cells, but requests are answered
     channel = attach(shell)
