@@ -72,6 +72,9 @@ export const PROTOCOL_VERSION = ${c.PROTOCOL_VERSION};
 /** Comm target the helper registers. */
 export const COMM_TARGET = ${ts(c.COMM_TARGET)};
 
+/** The most bytes of pickle or JSON, after gunzip, a snapshot file may hold by default (the replay's limit too). */
+export const MAX_SNAPSHOT_BYTES = ${c.MAX_SNAPSHOT_BYTES};
+
 /** What the helper found in the kernel (protocol.STATUSES). */
 export const HELPER_STATUSES = ${ts(c.STATUSES)} as const;
 export type HelperStatus = (typeof HELPER_STATUSES)[number];

@@ -99,6 +99,11 @@ REFUSED = [
         'cells[2] snapshot_file must be a name inside the folder, not "../??é\\"x"',
     ),
     (
+        "a NUL",  # no file system takes one: Node's and Python's own errors said so, naming no field
+        _cell("snapshot_file", "cell02\0.pickle.gz"),
+        'cells[2] snapshot_file must be a name inside the folder, not "cell02?.pickle.gz"',
+    ),
+    (
         "a shared snapshot",
         lambda m: m["cells"][2].update(snapshot_file=m["cells"][0]["snapshot_file"]),
         'cells[2] snapshot_file "cell00.pickle.gz" is cells[0]\'s too: each cell has a snapshot of its own',

@@ -26,7 +26,9 @@ class NotExact(ValueError):
 def check_exact(value, where):
     """Raise NotExact naming ``where`` (``segment 4 address``) when ``value`` is an integer past 2**53 - 1."""
     if type(value) is int and abs(value) > protocol.MAX_EXACT_INTEGER:
-        raise NotExact(f"{where} is out of range ({value}): {protocol.PAST_EXACT}")
+        # Python writes at most 4,300 digits of an integer: a larger one is told by its size
+        shown = value if value.bit_length() < 1000 else f"a {value.bit_length():,}-bit integer"
+        raise NotExact(f"{where} is out of range ({shown}): {protocol.PAST_EXACT}")
 
 
 class FrameTable:

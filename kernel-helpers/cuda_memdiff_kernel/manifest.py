@@ -29,10 +29,11 @@ class ManifestError(ValueError):
 
 
 def inside_folder(name):
-    """A file name inside the folder: text, relative (no drive), no '..' part."""
+    """A file name inside the folder: text, relative (no drive), no '..' part, no NUL (no file system takes one)."""
     return (
         isinstance(name, str)
         and name != ""
+        and "\0" not in name
         and not name.startswith(("/", "\\"))
         and not (len(name) > 1 and name[1] == ":" and name[0].isascii() and name[0].isalpha())
         and ".." not in name.replace("\\", "/").split("/")

@@ -16,6 +16,10 @@ MAX_EXACT_INTEGER = 2**53 - 1
 # Why a larger one is refused, in the words the frontend's refusals end with (src/engine/consistency.ts).
 PAST_EXACT = "past 2^53 - 1, where numbers stop being exact"
 
+# The most bytes of pickle or JSON (after gunzip) a snapshot file may hold by default: the CLI's and the panel's
+# --max-bytes, and the replay's one limit (a gzip bomb costs this, not what it inflates to).
+MAX_SNAPSHOT_BYTES = 2 * 2**30
+
 # Statuses, in the words the frontend shows.
 WAITING_TORCH = "waiting-for-torch"
 WAITING_CUDA = "waiting-for-cuda"
@@ -107,6 +111,7 @@ SETTING_CHOICES = {
 FRONTEND_CONSTANTS = (
     "PROTOCOL_VERSION",
     "COMM_TARGET",
+    "MAX_SNAPSHOT_BYTES",
     "STATUSES",
     "BLOCK_STATES",
     "HOLDER_KINDS",

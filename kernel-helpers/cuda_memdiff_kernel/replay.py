@@ -14,11 +14,11 @@ helper turns into a status.
 """
 
 import contextlib
-import gzip
 import io
 import json
 import os
 import pickle
+import stat
 import zlib
 
 from . import protocol
@@ -39,12 +39,51 @@ class _PlainDataUnpickler(pickle.Unpickler):
         raise pickle.UnpicklingError(f"refused: recorded snapshot imports {module}.{name}")
 
 
-def load_snapshot_file(path):
+class Unusable(OSError):
+    """A file of the folder refused before it is read, or while it inflates: its words follow the file's name."""
+
+
+def read_file(path, max_bytes=None):
+    """The bytes of a regular file of at most ``max_bytes`` (protocol.MAX_SNAPSHOT_BYTES): a pipe would wait
+    for a writer that never comes, a device (``/dev/zero``) would never end."""
+    max_bytes = protocol.MAX_SNAPSHOT_BYTES if max_bytes is None else max_bytes
+    info = os.stat(path)
+    if not stat.S_ISREG(info.st_mode):
+        raise Unusable("is not a regular file")
+    if info.st_size > max_bytes:
+        raise Unusable(f"is {info.st_size:,} bytes, more than the {max_bytes:,} a snapshot may hold")
     with open(path, "rb") as f:
-        data = f.read()
+        return f.read(max_bytes + 1)
+
+
+def load_snapshot_file(path, max_bytes=None):
+    """The raw snapshot in the file at ``path``: a pickle (plain data only) or the same dict as JSON, either
+    gzipped, as the CLI reads them; at most ``max_bytes`` of pickle or JSON (a gzip bomb costs that much, not
+    what it inflates to)."""
+    max_bytes = protocol.MAX_SNAPSHOT_BYTES if max_bytes is None else max_bytes
+    data = read_file(path, max_bytes)
     if data[:2] == b"\x1f\x8b":
-        data = gzip.decompress(data)
+        data = _gunzip(data, max_bytes)
+    if data.lstrip(b" \t\r\n\xef\xbb\xbf")[:1] == b"{":
+        return json.loads(data)  # torch's pool ids come as lists, which the reader takes as it takes tuples
     return _PlainDataUnpickler(io.BytesIO(data)).load()
+
+
+def _gunzip(data, max_bytes):
+    """Every gzip member of ``data``, inflated no further than ``max_bytes``; zero bytes after a member are
+    padding, as gzip itself reads them."""
+    out, rest, total = [], data, 0
+    while rest:
+        member = zlib.decompressobj(wbits=31)
+        piece = member.decompress(rest, max_bytes + 1 - total)
+        total += len(piece)
+        if total > max_bytes or member.unconsumed_tail:
+            raise Unusable(f"decompresses to more than the {max_bytes:,} bytes a snapshot may hold")
+        if not member.eof:
+            raise zlib.error("the gzip data is cut short: the file is truncated")
+        out.append(piece)
+        rest = member.unused_data.lstrip(b"\0")
+    return b"".join(out)
 
 
 # What reading a file that is cut short, corrupt or no pickle raises: plain Python's words for a bad file.
@@ -59,8 +98,7 @@ class ReplaySource:
     def __init__(self, folder):
         self.folder = folder
         try:
-            with open(os.path.join(folder, "manifest.json"), "rb") as f:
-                data = f.read()
+            data = read_file(os.path.join(folder, "manifest.json"))
         except OSError as exc:
             raise ReplayError(f"{folder}: no readable manifest.json ({exc})") from None
         # The rule the engine reads a manifest by too (manifest_fields.json): the same files refused, in its words.
@@ -131,8 +169,7 @@ class ReplaySource:
         if name is None:
             return answer
         try:
-            with open(os.path.join(self.folder, name), encoding="utf-8") as f:
-                recorded = json.load(f)
+            recorded = json.loads(read_file(os.path.join(self.folder, name)))
             asked = {(int(b["device"]), int(b["address"])) for b in blocks}
             rows = [_holders_row(b) for b in recorded["blocks"]]
             answer["blocks"] = [b for b in rows if (b["device"], b["address"]) in asked]
@@ -148,6 +185,8 @@ class ReplaySource:
             raw = load_snapshot_file(os.path.join(self.folder, file_name))
         except ReplayError:
             raise
+        except Unusable as exc:
+            raise ReplayError(f"{self.folder}: {file_name} {exc}") from None
         except _UNREADABLE as exc:
             raise ReplayError(f"{self.folder}: {file_name} cannot be read as a snapshot ({_reason(exc)})") from None
         try:
@@ -183,8 +222,7 @@ class ReplaySource:
         if name is None:
             return None
         try:
-            with open(os.path.join(self.folder, name), encoding="utf-8") as f:
-                columns = json.load(f)
+            columns = json.loads(read_file(os.path.join(self.folder, name)))
             codes = {role: k for k, role in enumerate(protocol.ROLES)}
             return {
                 (int(d), int(a)): codes[r] for d, a, r in zip(columns["device"], columns["address"], columns["role"])

@@ -3,6 +3,7 @@ replayed H200 recordings standing in for the device."""
 
 import gzip
 import json
+import os
 import pickle
 import re
 import shutil
@@ -711,6 +712,78 @@ def test_a_recording_that_imports_code_is_refused(shell, tmp_path):
     comm = attach(shell)
     shell.run_cell(manifest["cells"][0]["source"], store_history=True)
     assert "refused" in comm.of_type("cell-note")[-1]["message"]
+
+
+def _fifo(path):
+    os.mkfifo(path)
+
+
+def _endless(path):
+    os.symlink("/dev/zero", path)
+
+
+def _bomb(path):
+    path.write_bytes(gzip.compress(bytes(3 * 2**20)))  # 3 MiB of zeros in a few KiB; the limit here is 1 MiB
+
+
+def _huge_integer(path):
+    path.write_bytes(pickle.dumps({"segments": [{"device": 0, "address": 2**800_000, "total_size": 1, "blocks": []}]}))
+
+
+@pytest.mark.parametrize(
+    "make, why",
+    [
+        (_fifo, "is not a regular file"),  # before: the kernel waited for a writer, forever
+        (_endless, "is not a regular file"),  # before: read until memory ran out
+        (_bomb, "decompresses to more than the 1,048,576 bytes a snapshot may hold"),
+        (_huge_integer, r"segment 0 address is out of range \(a 800,001-bit integer\): past 2\^53 - 1"),
+    ],
+)
+def test_a_hostile_recording_is_refused_by_name_without_waiting_or_filling_memory(
+    shell, tmp_path, monkeypatch, make, why
+):
+    # Found by helper-73's hand-made files: before, a pipe hung the kernel, /dev/zero or a gzip bomb filled its
+    # memory ("MemoryError: Unable to allocate output buffer"), and a huge integer gave Python's own ValueError
+    # about digit limits, naming no file.
+    monkeypatch.setattr(protocol, "MAX_SNAPSHOT_BYTES", 2**20)
+    folder, manifest = replay_folder(tmp_path, "clean_training--python")
+    name = manifest["cells"][1]["snapshot_file"]
+    (folder / name).unlink()
+    make(folder / name)
+    install(shell, replay=ReplaySource(str(folder)))
+    comm = attach(shell)
+    for cell in manifest["cells"][:3]:
+        assert shell.run_cell(cell["source"], store_history=True).success
+    note = comm.of_type("cell-note")[-1]["message"]
+    assert re.fullmatch(rf"no snapshot for this cell: {re.escape(str(folder))}: {name} {why}.*", note), note
+    assert len(comm.of_type("snapshot")) == 2
+
+
+def test_a_recording_in_json_replays_as_its_pickle(shell, tmp_path):
+    # docs/session-format.md: a snapshot file may be the same dict as JSON, plain or gzipped; the CLI read it,
+    # the replay refused it ("invalid load key, '{'").
+    folder, manifest = replay_folder(tmp_path, "clean_training--python")
+    install(shell, replay=ReplaySource(str(folder)))
+    comm = attach(shell)
+    for cell in manifest["cells"][:3]:
+        shell.run_cell(cell["source"], store_history=True)
+    as_pickles = comm.of_type("snapshot")
+    shell.run_cell("%reset -f", store_history=False)
+    for k, cell in enumerate(manifest["cells"][:3]):
+        raw = pickle.loads(gzip.decompress((folder / cell["snapshot_file"]).read_bytes()))
+        cell["snapshot_file"] = f"cell{k:02d}.json" + (".gz" if k % 2 else "")
+        text = json.dumps(raw).encode()
+        (folder / cell["snapshot_file"]).write_bytes(gzip.compress(text) if k % 2 else b"\n " + text)
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    install(shell, replay=ReplaySource(str(folder)))
+    comm = attach(shell)
+    for cell in manifest["cells"][:3]:
+        shell.run_cell(cell["source"], store_history=True)
+    as_json = comm.of_type("snapshot")
+    assert comm.of_type("cell-note") == []
+    assert [m["devices"] for m in as_json] == [m["devices"] for m in as_pickles]
+    for key in ("segments", "blocks", "frames", "stacks"):
+        assert [m[key] for m in as_json] == [m[key] for m in as_pickles], key
 
 
 @pytest.mark.parametrize("name", ["../outside.pickle.gz", "/etc/passwd", "a/../../b.pickle.gz", ""])

@@ -5,7 +5,16 @@
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { checkSize, IDecodeLimits, ISessionManifest, LimitError, parseManifest, SnapshotError } from '../engine';
+import {
+  checkSize,
+  IDecodeLimits,
+  isTextTooLong,
+  ISessionManifest,
+  LimitError,
+  parseManifest,
+  SnapshotError,
+  textTooLong
+} from '../engine';
 
 /** A device or pipe is read this much at a time, so the byte limit stops it within one chunk. */
 const STREAM_CHUNK = 1 << 20;
@@ -75,16 +84,22 @@ function readStream(file: string, maxBytes: number): Uint8Array {
 
 /**
  * A file's bytes, at most `limits.maxBytes` of them. A regular file over the
- * limit is refused before it is read; anything else (`/dev/zero`, a pipe)
- * has no size to check, so it is read in chunks until it ends or passes it.
+ * limit is refused before it is read; anything else given on the command
+ * line (`/dev/zero`, a pipe such as `<(zcat snap.pickle.gz)`) has no size to
+ * check, so it is read in chunks until it ends or passes it. A file a
+ * session folder names must be a regular one (`inFolder`): a pipe there would
+ * wait for a writer that never comes.
  */
-export function readBytes(file: string, limits: IDecodeLimits): Uint8Array {
+export function readBytes(file: string, limits: IDecodeLimits, inFolder = false): Uint8Array {
   try {
     const stat = fs.statSync(file);
     if (stat.isDirectory()) {
       throw new SnapshotError(`${file}: is a folder, not a file`);
     }
     if (!stat.isFile()) {
+      if (inFolder) {
+        throw new SnapshotError(`${file}: is ${Private.kindOf(stat)}, not a file`);
+      }
       return readStream(file, limits.maxBytes);
     }
     // Gzip cannot shrink on decompression, so the file's own size is checked first.
@@ -98,9 +113,22 @@ export function readBytes(file: string, limits: IDecodeLimits): Uint8Array {
   }
 }
 
-/** A text file (a manifest, an index) under the same limit. */
+/** A file a session folder holds (a snapshot, a holders or roles file), as readBytes reads it. */
+export function readFolderFile(file: string, limits: IDecodeLimits): Uint8Array {
+  return readBytes(file, limits, true);
+}
+
+/** A session folder's text file (a manifest, an index) under the same limit. */
 export function readText(file: string, limits: IDecodeLimits): string {
-  return new TextDecoder().decode(readBytes(file, limits));
+  const bytes = readFolderFile(file, limits);
+  try {
+    return new TextDecoder().decode(bytes);
+  } catch (reason) {
+    if (isTextTooLong(reason)) {
+      throw new SnapshotError(`${file}: ${textTooLong(bytes.length)}`);
+    }
+    throw reason;
+  }
 }
 
 /** The manifest of the session folder a snapshot file lies in, or null where the folder has none. */
@@ -171,5 +199,18 @@ export function inFolder<T>(dir: string, fn: () => T, names: 'a file inside' | '
       throw new SnapshotError(`${bare}${names === 'a file inside' ? path.sep : ': '}${reason.message}`);
     }
     throw reason;
+  }
+}
+
+namespace Private {
+  /** What a file that is not a regular one is, in words. */
+  export function kindOf(stat: fs.Stats): string {
+    if (stat.isFIFO()) {
+      return 'a pipe';
+    }
+    if (stat.isSocket()) {
+      return 'a socket';
+    }
+    return stat.isCharacterDevice() || stat.isBlockDevice() ? 'a device' : 'not a regular file';
   }
 }

@@ -64,6 +64,7 @@ import {
   ManifestsBeside,
   manifestsBeside,
   readBytes,
+  readFolderFile,
   readText
 } from './files';
 import { printable, printableLines } from './table';
@@ -315,7 +316,7 @@ function readSessionFolder(dir: string, limits: IDecodeLimits): ISession {
   // user needs which one.
   const session = inFolder(
     dir,
-    () => loadSession(manifestText, name => readBytes(path.join(dir, name), limits), undefined, limits),
+    () => loadSession(manifestText, name => readFolderFile(path.join(dir, name), limits), undefined, limits),
     'a file inside'
   );
   // An empty table and "No cell leaks." would read as a clean session.
@@ -355,7 +356,7 @@ function readRankedFolder(dir: string, limits: IDecodeLimits): IRankedSession | 
     () =>
       loadRankedSession(
         folders,
-        (folder, name) => readBytes(path.join(dir, folder, name), limits),
+        (folder, name) => readFolderFile(path.join(dir, folder, name), limits),
         fs.existsSync(index) ? readText(index, limits) : null,
         limits
       ),
@@ -444,7 +445,7 @@ function sessionRuns(
     // The diff's frame table: a stack is then the same id in the diff's files and the session's.
     session = loadSession(
       readText(path.join(dir, 'manifest.json'), limits),
-      name => readBytes(path.join(dir, name), limits),
+      name => readFolderFile(path.join(dir, name), limits),
       frames,
       limits
     );
@@ -645,7 +646,7 @@ export function run(argv: string[], warn: (line: string) => void = () => undefin
         () =>
           sessionRoles(
             session.manifest,
-            name => readBytes(path.join(dir, name), args.limits),
+            name => readFolderFile(path.join(dir, name), args.limits),
             file => badRoles.push(file)
           ),
         'a file inside'

@@ -30,7 +30,7 @@ import {
   restartNote,
   siteLabel
 } from './report';
-import { inFolder, ManifestsBeside, readBytes } from './files';
+import { inFolder, ManifestsBeside, readFolderFile } from './files';
 import { ITableNote, renderTable } from './table';
 
 /**
@@ -136,7 +136,7 @@ export function rolesBeside(file: string, manifests: ManifestsBeside, limits: ID
     throw new SnapshotError(why);
   }
   const k = manifest.cells.findIndex(c => c.snapshot_file === path.basename(file));
-  const read = (name: string) => readBytes(path.join(dir, name), limits);
+  const read = (name: string) => readFolderFile(path.join(dir, name), limits);
   // "cell02.roles.json: cannot be read ..." names no folder: the files given may lie far from the working one.
   const roles =
     k < 0 ? null : inFolder(dir, () => sessionRoles({ cells: [manifest.cells[k]] }, read)[0], 'a file inside');

@@ -6,6 +6,7 @@
  * a refusal is one line that names the limit and how to raise it.
  */
 import { SnapshotError } from './errors';
+import { MAX_SNAPSHOT_BYTES } from './protocol.generated';
 
 /** The limits of one decode; every field can be raised for a real file. */
 export interface IDecodeLimits {
@@ -21,7 +22,7 @@ export interface IDecodeLimits {
 
 /** What a real snapshot needs, with room: a 1 GB pickle fits twice over and holds a few million entries. */
 export const DEFAULT_DECODE_LIMITS: IDecodeLimits = {
-  maxBytes: 2 * 2 ** 30,
+  maxBytes: MAX_SNAPSHOT_BYTES,
   maxEntries: 20_000_000,
   maxDevices: 1024,
   maxIntegerBytes: 16

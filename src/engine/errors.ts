@@ -36,3 +36,17 @@ export function clip(text: string): string {
   const end = text.charCodeAt(QUOTE_LENGTH - 1) >> 10 === 0xd800 >> 10 ? QUOTE_LENGTH - 1 : QUOTE_LENGTH;
   return `${text.slice(0, end)}…(${text.length.toLocaleString('en-US')} characters)`;
 }
+
+/**
+ * Whether decoding text failed because it is longer than one JavaScript
+ * string can be (2^29 - 24 characters in V8, about 512 MiB): Node says
+ * ERR_STRING_TOO_LONG, a browser throws a RangeError.
+ */
+export function isTextTooLong(reason: unknown): boolean {
+  return (reason as { code?: unknown })?.code === 'ERR_STRING_TOO_LONG' || reason instanceof RangeError;
+}
+
+/** Why text of `bytes` bytes could not be read, in the words a refusal ends with. */
+export function textTooLong(bytes: number): string {
+  return `${bytes.toLocaleString('en-US')} bytes of text, more than one JavaScript string holds (about 512 MiB)`;
+}

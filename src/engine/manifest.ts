@@ -51,11 +51,12 @@ export namespace ManifestFields {
 /** The table; assigning it here has the compiler check it against the vocabulary. */
 const FIELDS: ManifestFields.ITable = MANIFEST_FIELDS;
 
-/** True for a file name inside the session folder: text, relative (no drive), no `..` part. */
+/** True for a file name inside the session folder: text, relative (no drive), no `..` part, no NUL. */
 export function insideFolder(name: unknown): boolean {
   return (
     typeof name === 'string' &&
     name !== '' &&
+    !name.includes('\0') &&
     !/^[\\/]/.test(name) &&
     !/^[A-Za-z]:/.test(name) &&
     !name.split(/[\\/]/).includes('..')

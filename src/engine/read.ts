@@ -8,7 +8,7 @@
 import { Gunzip } from 'fflate';
 import { DEFAULT_DECODE_LIMITS, IDecodeLimits, LimitError } from './budget';
 import { GrowingBytes } from './bytes';
-import { SnapshotError } from './errors';
+import { isTextTooLong, SnapshotError, textTooLong } from './errors';
 import { PyValue, unpickle } from './pickle';
 
 const GZIP_MAGIC = [0x1f, 0x8b];
@@ -146,7 +146,12 @@ function parseJson(data: Uint8Array): PyValue {
   let text: string;
   try {
     text = new TextDecoder('utf-8', { fatal: true }).decode(data);
-  } catch {
+  } catch (reason) {
+    if (isTextTooLong(reason)) {
+      throw new SnapshotError(
+        `not readable as JSON: ${textTooLong(data.length)}; save the snapshot as a pickle (torch.cuda.memory._dump_snapshot) instead`
+      );
+    }
     throw new SnapshotError('not a snapshot: JSON text is not valid UTF-8');
   }
   try {

@@ -316,6 +316,35 @@ describe('input that is not a plain file', () => {
     expectRefused(cli(['leaks', ranks]), new RegExp(`${path.join(ranks, 'ranks.json')}: is a folder, not a file$`));
   });
 
+  it('refuses a pipe or a device a session folder names, without waiting on it', () => {
+    // Found by helper-73: a cell's snapshot that was a pipe with no writer hung session and leaks (killed
+    // after 20 s); a pipe given on the command line is still read, as `<(zcat snap.pickle.gz)` is.
+    for (const [name, make, kind] of [
+      ['pipe', (p: string) => spawnSync('mkfifo', [p]), 'a pipe'],
+      ['device', (p: string) => fs.symlinkSync('/dev/zero', p), 'a device']
+    ] as const) {
+      const session = path.join(dir, `session-with-${name}`);
+      fs.cpSync(path.join(ROOT, 'test-data', 'recordings', 'eval_without_no_grad--python'), session, {
+        recursive: true
+      });
+      const snapshot = path.join(session, 'cell01.pickle.gz');
+      fs.rmSync(snapshot);
+      make(snapshot);
+      for (const command of ['session', 'leaks']) {
+        // the cell is left out, saying why first; the others are read
+        const r = cli([command, session]);
+        expect([r.code, r.err]).toEqual([0, '']);
+        expect(r.out.split('\n')[0]).toBe(
+          "Cell [2] left out (the next cell's change counts from the cell before it): manifest.json names " +
+            `cell01.pickle.gz, which cannot be read (${snapshot}: is ${kind}, not a file)`
+        );
+        expect(r.out).toMatch(
+          command === 'session' ? /^ \[3\] +cell02\.pickle\.gz/m : /^ \[5\] +cell04\.pickle\.gz +leak/m
+        );
+      }
+    }
+  });
+
   it('is not stopped by a dangling link the folder does not need', () => {
     // Before: the multi-rank check stat'ed every entry: "unexpected error: ENOENT ... stat '.../stale'".
     const ranks = path.join(dir, 'stale-ranks');

@@ -75,8 +75,8 @@ describe('the manifest rule', () => {
 
   it('takes only names inside the folder', () => {
     expect(['a.pickle', 'sub/a.pickle', 'a..b'].map(insideFolder)).toEqual([true, true, true]);
-    expect(['', '../a', 'a/../../b', '/etc/passwd', '\\\\host\\x', 'C:\\x', 'c:x', 5].map(insideFolder)).toEqual(
-      Array(8).fill(false)
-    );
+    expect(
+      ['', '../a', 'a/../../b', '/etc/passwd', '\\\\host\\x', 'C:\\x', 'c:x', 5, 'a\0.pickle'].map(insideFolder)
+    ).toEqual(Array(9).fill(false));
   });
 });
