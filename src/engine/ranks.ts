@@ -149,8 +149,10 @@ export function loadRankedSession(
     let manifestText: string;
     try {
       manifestText = new TextDecoder().decode(readFile(folder, 'manifest.json'));
-    } catch {
-      throw new SnapshotError(`${folder}: no manifest.json`);
+    } catch (reason) {
+      // The reader's own words where it has them ("is a folder, not a file"); a missing one is said plainly.
+      const said = reason instanceof SnapshotError && !/: no such file$/.test(reason.message);
+      throw said ? reason : new SnapshotError(`${folder}: no manifest.json`);
     }
     let session: ISession;
     try {
@@ -162,6 +164,13 @@ export function loadRankedSession(
     const lost = session.unreadable.find(u => u.part === 'cell');
     if (lost) {
       throw new SnapshotError(`${folder}: ${lost.message}`);
+    }
+    // A rank folder copied from another (cp -r rank0 rank1) compared the rank with itself, saying nothing.
+    const says = session.manifest.rank;
+    if (typeof says === 'number' && says !== rank) {
+      throw new SnapshotError(
+        `${folder}/manifest.json says rank ${says}: each rank's folder holds that rank's own capture (a copy of rank${says}?)`
+      );
     }
     const world = worldSizeOf(session.manifest.world_size, `${folder}/manifest.json`);
     const host = session.manifest.host;

@@ -106,6 +106,41 @@ describe('multi-rank sessions', () => {
           : readFile(folder, name)
       )
     ).toThrow('rank7: no manifest.json');
+    // a manifest there that cannot be read says why, as the reader words it (before: "no manifest.json")
+    const unreadable = (folder: string, name: string) => {
+      if (folder === 'rank3' && name === 'manifest.json') {
+        throw new SnapshotError('runs/rank3/manifest.json: is a folder, not a file');
+      }
+      return readFile(folder, name);
+    };
+    expect(() => loadRankedSession(['rank0', 'rank3'], unreadable)).toThrow(
+      /^runs\/rank3\/manifest\.json: is a folder, not a file$/
+    );
+  });
+
+  it('refuses a rank folder whose manifest names another rank: a copy compares a rank with itself', () => {
+    // Before: `cp -r rank0 rank3` read as "Rank 0 and rank 3 hold the same bytes at every site".
+    const copied = (folder: string, name: string) => {
+      const bytes = readFile(folder, name);
+      if (name !== 'manifest.json') {
+        return bytes;
+      }
+      const manifest = JSON.parse(new TextDecoder().decode(bytes));
+      return new TextEncoder().encode(JSON.stringify({ ...manifest, rank: 0 }));
+    };
+    expect(() => loadRankedSession(['rank0', 'rank3'], copied)).toThrow(
+      "rank3/manifest.json says rank 0: each rank's folder holds that rank's own capture (a copy of rank0?)"
+    );
+    // the rank each says of itself, where it is its folder's, is taken as it was
+    const own = (folder: string, name: string) => {
+      const bytes = readFile(folder, name);
+      if (name !== 'manifest.json') {
+        return bytes;
+      }
+      const manifest = JSON.parse(new TextDecoder().decode(bytes));
+      return new TextEncoder().encode(JSON.stringify({ ...manifest, rank: Number(folder.slice(4)) }));
+    };
+    expect(loadRankedSession(['rank0', 'rank3'], own).ranks.map(r => r.rank)).toEqual([0, 3]);
   });
 
   it('shares one frame table, so a site is the same id on every rank', () => {
