@@ -26,6 +26,8 @@ export interface IRawSnapshot {
   decodedBytes: number;
 }
 
+/** What gzip data that is not a gzip stream says, before fflate's words. */
+const CORRUPT_GZIP = 'corrupt gzip data';
 /** What a gzip file that stops before its end says. */
 const GZIP_CUT_SHORT = 'the gzip data is cut short (the file is truncated)';
 /** The fewest bytes of a whole gzip stream of nothing: a 10-byte header, an empty deflate block, an 8-byte trailer. */
@@ -82,6 +84,28 @@ const GUNZIP_FIRST_ROOM = 1 << 16;
  * reaches half of it, so a real file still ends in a buffer of its exact size.
  */
 export function gunzipSnapshot(bytes: Uint8Array, maxBytes: number): Uint8Array {
+  try {
+    return gunzipStream(bytes, maxBytes);
+  } catch (reason) {
+    // Zero bytes after the gzip stream are padding (a block device, a fixed-size upload) that gzip and Python
+    // skip. The stream ends where the zeros start, or up to 4 bytes later: its length field may end in zeros.
+    const zeros = Private.paddingStart(bytes);
+    if (zeros < 0 || !(reason instanceof SnapshotError) || !reason.message.startsWith(CORRUPT_GZIP)) {
+      throw reason;
+    }
+    for (let end = zeros; end <= Math.min(bytes.length - 1, zeros + 4); end++) {
+      try {
+        return gunzipStream(bytes.subarray(0, end), maxBytes);
+      } catch {
+        // not the stream's end: the next byte may be
+      }
+    }
+    throw reason;
+  }
+}
+
+/** gunzipSnapshot without padding: the bytes are the gzip stream (or its members) and nothing else. */
+function gunzipStream(bytes: Uint8Array, maxBytes: number): Uint8Array {
   const n = bytes.length;
   const declared =
     n >= 18 ? (bytes[n - 4] | (bytes[n - 3] << 8) | (bytes[n - 2] << 16) | (bytes[n - 1] << 24)) >>> 0 : 0;
@@ -113,7 +137,7 @@ export function gunzipSnapshot(bytes: Uint8Array, maxBytes: number): Uint8Array 
   } catch (reason) {
     // fflate's words for a stream that stops before its end: the file was cut short (a copy or a write that stopped)
     const cut = /unexpected EOF/i.test((reason as Error).message);
-    throw new SnapshotError(cut ? GZIP_CUT_SHORT : `corrupt gzip data: ${(reason as Error).message}`);
+    throw new SnapshotError(cut ? GZIP_CUT_SHORT : `${CORRUPT_GZIP}: ${(reason as Error).message}`);
   }
   if (stop === 'over') {
     throw new LimitError('maxBytes', 'the gzip data decompresses to more bytes than allowed', maxBytes);
@@ -159,5 +183,17 @@ function parseJson(data: Uint8Array): PyValue {
     return JSON.parse(text) as PyValue;
   } catch (reason) {
     throw new SnapshotError(`not a snapshot: invalid JSON (${(reason as Error).message})`);
+  }
+}
+
+namespace Private {
+  /** Zero bytes at the end of a gzip file may be padding: where the last run of zeros starts, or -1. */
+  export function paddingStart(bytes: Uint8Array): number {
+    let at = bytes.length;
+    while (at > 0 && bytes[at - 1] === 0) {
+      at--;
+    }
+    // a stream is at least a header, an empty block and a trailer long
+    return at < bytes.length && at >= GZIP_EMPTY_BYTES - 4 ? at : -1;
   }
 }

@@ -276,6 +276,27 @@ describe('decodeSnapshotBytes', () => {
     expectSnapshotError(corrupt, /^corrupt gzip data: /);
   });
 
+  it('reads a gzip file padded with zero bytes, as gzip and Python do; other bytes after it stay corrupt', () => {
+    // helper-73: a recording padded to a block size was "corrupt gzip data: invalid gzip data" here only.
+    const recorded = readBytes(path.join(RECORDINGS, 'clean_training--python', 'cell01.pickle.gz'));
+    const whole = decodeSnapshotBytes(recorded).value;
+    for (const padding of [1, 3, 4096]) {
+      const padded = new Uint8Array(recorded.length + padding);
+      padded.set(recorded);
+      expect(decodeSnapshotBytes(padded).value).toEqual(whole);
+    }
+    // a length field that ends in zeros, then padding: the stream's end is found inside the zeros
+    const small = gzipSync(new Uint8Array(200).fill(0x20).map((b, i) => (i === 0 ? 0x7b : i === 199 ? 0x7d : b)));
+    expect(small.subarray(small.length - 3)).toEqual(new Uint8Array(3));
+    const paddedSmall = new Uint8Array(small.length + 100);
+    paddedSmall.set(small);
+    expect(decodeSnapshotBytes(paddedSmall).value).toEqual({});
+    const garbage = new Uint8Array(recorded.length + 8).fill(7);
+    garbage.set(recorded);
+    expectSnapshotError(garbage, /^corrupt gzip data: /);
+    expectSnapshotError(recorded.slice(0, recorded.length - 100), /^the gzip data is cut short/);
+  });
+
   it('rejects bytes that are neither pickle nor JSON', () => {
     expectSnapshotError(new TextEncoder().encode('hello'), /not a snapshot/);
   });
