@@ -14,6 +14,7 @@ helper turns into a status.
 """
 
 import contextlib
+import gzip
 import io
 import json
 import os
@@ -45,15 +46,17 @@ class Unusable(OSError):
 
 def read_file(path, max_bytes=None):
     """The bytes of a regular file of at most ``max_bytes`` (protocol.MAX_SNAPSHOT_BYTES): a pipe would wait
-    for a writer that never comes, a device (``/dev/zero``) would never end."""
+    for a writer that never comes, a device (``/dev/zero``) would never end. Opened without waiting and looked
+    at once open, so a file swapped for a pipe meanwhile is refused too."""
     max_bytes = protocol.MAX_SNAPSHOT_BYTES if max_bytes is None else max_bytes
-    info = os.stat(path)
-    if not stat.S_ISREG(info.st_mode):
-        raise Unusable("is not a regular file")
-    if info.st_size > max_bytes:
-        raise Unusable(f"is {info.st_size:,} bytes, more than the {max_bytes:,} a snapshot may hold")
-    with open(path, "rb") as f:
-        return f.read(max_bytes + 1)
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with open(fd, "rb", closefd=True) as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise Unusable("is not a regular file")
+        data = f.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise Unusable(f"is more than the {max_bytes:,} bytes a snapshot may hold")
+    return data
 
 
 def load_snapshot_file(path, max_bytes=None):
@@ -63,27 +66,21 @@ def load_snapshot_file(path, max_bytes=None):
     max_bytes = protocol.MAX_SNAPSHOT_BYTES if max_bytes is None else max_bytes
     data = read_file(path, max_bytes)
     if data[:2] == b"\x1f\x8b":
-        data = _gunzip(data, max_bytes)
-    if data.lstrip(b" \t\r\n\xef\xbb\xbf")[:1] == b"{":
-        return json.loads(data)  # torch's pool ids come as lists, which the reader takes as it takes tuples
-    return _PlainDataUnpickler(io.BytesIO(data)).load()
-
-
-def _gunzip(data, max_bytes):
-    """Every gzip member of ``data``, inflated no further than ``max_bytes``; zero bytes after a member are
-    padding, as gzip itself reads them."""
-    out, rest, total = [], data, 0
-    while rest:
-        member = zlib.decompressobj(wbits=31)
-        piece = member.decompress(rest, max_bytes + 1 - total)
-        total += len(piece)
-        if total > max_bytes or member.unconsumed_tail:
+        # gzip's own reader: every member, zero padding skipped, and never more than asked for at once
+        with gzip.GzipFile(fileobj=io.BytesIO(data)) as f:
+            data = f.read(max_bytes + 1)
+        if len(data) > max_bytes:
             raise Unusable(f"decompresses to more than the {max_bytes:,} bytes a snapshot may hold")
-        if not member.eof:
-            raise zlib.error("the gzip data is cut short: the file is truncated")
-        out.append(piece)
-        rest = member.unused_data.lstrip(b"\0")
-    return b"".join(out)
+    if data.lstrip(b" \t\r\n\xef\xbb\xbf")[:1] == b"{":
+        try:
+            return json.loads(data)  # torch's pool ids come as lists, which the reader takes as it takes tuples
+        except RecursionError:
+            raise Unusable("is JSON nested too deep to be a snapshot") from None
+        except ValueError as exc:
+            if "digits" in str(exc):  # Python reads at most 4,300 digits of a number
+                raise Unusable("holds a number of more than 4,300 digits") from None
+            raise
+    return _PlainDataUnpickler(io.BytesIO(data)).load()
 
 
 # What reading a file that is cut short, corrupt or no pickle raises: plain Python's words for a bad file.

@@ -48,8 +48,7 @@ _LINKS = (
     types.AsyncGeneratorType,
 )
 _NUMBERS = (str, int, float, bool)
-# What a class body defines to be called, not kept: reached from an instance, a class's attributes skip them.
-_METHODS = (types.FunctionType, staticmethod, classmethod, property)
+_NONES = itertools.repeat(None)
 # Where installed packages live: their classes are not the user's.
 _INSTALLED = re.compile(r"[\\/](site|dist)-packages[\\/]")
 # Packages whose frames only carry the user's code: their locals are plumbing.
@@ -123,6 +122,8 @@ class ObjectWalk:
         # Functions, caches and generators met, each with how it was reached: followed once the visible roots are
         # walked, so that what a name also reaches is seen under that name first.
         self.links = collections.deque()
+        # The user's classes whose attributes were walked (id -> class): once a walk, however many instances.
+        self.classes = {}
         self.shell = None
 
     def record(self, tensor, kind, path, via=None):
@@ -228,7 +229,7 @@ class ObjectWalk:
             self.traceback(obj.__traceback__, kind, where, via)
         elif isinstance(obj, type):
             if is_user_class(obj):  # its attributes are shared by its instances: ``Logger.records``
-                self.class_attributes(obj, kind, path, depth, via, methods=True)
+                self.class_attributes(obj, path, depth)
         elif not _is_module_like(obj):
             attributes = getattr(obj, "__dict__", None)
             if isinstance(attributes, dict):
@@ -238,24 +239,28 @@ class ObjectWalk:
                 item = getattr(obj, name, None)
                 if item is not None:
                     self.value(item, kind, self.child(path, "{}.{}", name), depth + 1, via)
-            if is_user_class(type(obj)):  # ``self.records.append(t)`` on a class's list: ``logger.records``
-                shadowed = attributes if isinstance(attributes, dict) else ()
-                self.class_attributes(type(obj), kind, path, depth, via, methods=False, shadowed=shadowed)
+            if is_user_class(type(obj)):  # ``self.records.append(t)`` on a class's list
+                self.class_attributes(type(obj), self.child(path, "type({})", None), depth)
 
-    def class_attributes(self, cls, kind, path, depth, via, methods, shadowed=()):
+    def class_attributes(self, cls, reached, depth):
         """What a class of the user's keeps in its own attributes, and its user bases' (``records = []`` in the
-        class body, which every instance appends to). From an instance, the attributes the instance sets itself
-        hide the class's, and methods are left to the class's own name (their defaults and closures)."""
-        named = set(shadowed)
+        class body, which every instance appends to), once a walk. The class keeps them whatever way it was
+        reached (an instance in ``Out[2]``, a closure): they are variables of the class, named as the user types
+        it (``Logger.records``, ``mylog.Kept.items``), else by the way here (``type(made).kept``)."""
+        if id(cls) in self.classes:
+            return
+        self.classes[id(cls)] = cls
+        owner = class_name(cls, self.shell) if self.paths else None
+        owner = owner or reached
+        named = set()
         for base in cls.__mro__:
-            if not is_user_class(base):
+            if base is not cls and not is_user_class(base):
                 continue
             for name, item in list(vars(base).items())[:MAX_ITEMS]:
                 if name in named or (name.startswith("__") and name.endswith("__")):
                     continue
                 named.add(name)
-                if methods or not isinstance(item, _METHODS):
-                    self.value(item, kind, self.child(path, "{}.{}", name), depth + 1, via)
+                self.value(item, VARIABLE, self.child(owner, "{}.{}", name), depth + 1)
 
     def link(self, obj, kind, path, depth, via):
         """What a function, a function cache or a generator keeps: no name the user typed shows it."""
@@ -465,34 +470,59 @@ def frame_locals(frame):
     caches, which keeps each value it was given until the frame is read
     again or ends: a paused generator that later drops a local would keep
     it alive (a tensor the user freed, counted again by the next snapshot).
-    So the cache is emptied once read, unless code of the user's holds it
-    too (``locals()`` returns that dict); the next read, or a debugger's
-    trace function, fills it again from the frame. From 3.13 ``f_locals``
-    is a view that copies nothing, and is left alone.
+    So the code's own variables leave the cache once read, unless code of
+    the user's holds it too (``locals()`` returns that dict); the next read,
+    or a debugger's trace function, puts them back from the frame. Other
+    keys stay: there the cache is the only home of a name ``exec`` or
+    ``locals()[k] = v`` set (helper-74). From 3.13 ``f_locals`` is a view
+    that copies nothing, and is left alone.
     """
     cached = frame.f_locals
     items = list(cached.items())
     # the frame's slot, this name and getrefcount's argument: no other holder
     if type(cached) is dict and frame.f_code.co_flags & inspect.CO_OPTIMIZED and sys.getrefcount(cached) <= 3:
-        cached.clear()
+        code = frame.f_code
+        collections.deque(map(cached.pop, code.co_varnames + code.co_cellvars + code.co_freevars, _NONES), 0)
     return items
 
 
 def is_user_class(cls):
     """A class of the user's own code: defined in a cell, or in a module of theirs (neither installed nor in
     Python's standard library). A library's classes keep their state in their instances, which the walk reads."""
-    return _is_user_module(getattr(cls, "__module__", None))
-
-
-@functools.lru_cache(maxsize=512)
-def _is_user_module(name):
+    name = getattr(cls, "__module__", None)
     if name == "__main__":  # a cell's code
         return True
     if not isinstance(name, str) or name.split(".")[0] in _PLUMBING:
         return False
-    path = getattr(sys.modules.get(name), "__file__", None)
-    if not isinstance(path, str):  # built in, or not imported
-        return False
+    path = _own(sys.modules.get(name), "__file__")
+    return isinstance(path, str) and _is_user_file(path)  # None: built in, or not imported (yet)
+
+
+def class_name(cls, shell):
+    """How the user types a class of theirs: ``Logger`` for a cell's, ``mylog.Kept`` for a module's; None where
+    no name reaches it (a class made inside a function, or deleted). Looked up in namespaces, never by getattr
+    (a module's ``__getattr__`` may import)."""
+    qualname, module = getattr(cls, "__qualname__", None), getattr(cls, "__module__", None)
+    if not isinstance(qualname, str) or not isinstance(module, str) or "<locals>" in qualname:
+        return None
+    first, *rest = qualname.split(".")
+    if module == "__main__":
+        found, name = getattr(shell, "user_ns", {}).get(first), qualname
+    else:
+        found, name = _own(sys.modules.get(module), first), f"{module}.{qualname}"
+    for part in rest:
+        found = _own(found, part)
+    return name if found is cls else None
+
+
+def _own(obj, name):
+    """An attribute a module or class defines itself, without calling anything."""
+    namespace = getattr(obj, "__dict__", None)
+    return namespace.get(name) if isinstance(namespace, (dict, types.MappingProxyType)) else None
+
+
+@functools.lru_cache(maxsize=512)
+def _is_user_file(path):
     path = os.path.realpath(path)
     return not _INSTALLED.search(path) and not path.startswith(_standard_library())
 

@@ -730,6 +730,14 @@ def _huge_integer(path):
     path.write_bytes(pickle.dumps({"segments": [{"device": 0, "address": 2**800_000, "total_size": 1, "blocks": []}]}))
 
 
+def _deep_json(path):
+    path.write_bytes(b'{"segments": ' + b"[" * 100_000 + b"]" * 100_000 + b"}")
+
+
+def _long_json_number(path):
+    path.write_bytes(b'{"segments": [{"address": ' + b"9" * 5000 + b"}]}")
+
+
 @pytest.mark.parametrize(
     "make, why",
     [
@@ -737,6 +745,8 @@ def _huge_integer(path):
         (_endless, "is not a regular file"),  # before: read until memory ran out
         (_bomb, "decompresses to more than the 1,048,576 bytes a snapshot may hold"),
         (_huge_integer, r"segment 0 address is out of range \(a 800,001-bit integer\): past 2\^53 - 1"),
+        (_deep_json, "is JSON nested too deep to be a snapshot"),  # (helper-74) before: a bare RecursionError
+        (_long_json_number, "holds a number of more than 4,300 digits"),
     ],
 )
 def test_a_hostile_recording_is_refused_by_name_without_waiting_or_filling_memory(

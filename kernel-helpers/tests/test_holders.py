@@ -470,10 +470,17 @@ def keeps_locals():
     env = locals()
     yield env
     yield env['own']
+def made_by_exec():
+    exec("kept = torch.ones(3)")  # before 3.13, the frame's cached dict is the only home of such a name
+    locals()["cfg"] = {"lr": 0.1}
+    yield 1
+    yield eval("kept"), locals()["cfg"]
 loader = batches()
 first = next(loader)
 watching = keeps_locals()
-env = next(watching)"""
+env = next(watching)
+odd = made_by_exec()
+next(odd)"""
     )
     old = weakref.ref(shell.user_ns["first"])
     owns = shell.user_ns["env"]["own"]
@@ -484,14 +491,17 @@ env = next(watching)"""
     assert shell.run_cell("del first\nnext(loader)").success
     gc.collect()
     assert old() is None, "the walk kept the generator's old local alive"
-    # the user's own locals() dict is as the generator left it
+    # the user's own locals() dict is as the generator left it, and names only the cache held are still there
     assert shell.run_cell("assert next(watching) is env['own']").success
+    assert shell.run_cell("kept, cfg = next(odd)\nassert kept.numel() == 3 and cfg == {'lr': 0.1}").success
 
 
 def test_a_class_attribute_is_named_where_its_instances_reach_it(shell, tmp_path, monkeypatch):
     # ``records = []`` in a class body is one list every instance appends to: the class keeps its tensors, where
-    # no instance's own attributes show them. Named by the class (``Logger.records``), else by an instance of a
-    # class no name shows (``made.kept``), in a module of the user's too; a library's class is not walked.
+    # no instance's own attributes show them. A variable of the class, named as the user types it (``Logger``,
+    # ``mylog.Kept``, a module of theirs), whatever way it was reached (an instance in ``Out``: deleting that
+    # would free nothing), else by the way (``type(made)`` for a class made in a function); a library's class is
+    # not walked.
     (tmp_path / "mylog.py").write_text("class Kept:\n    items = []\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setattr(torch.nn.Linear, "stash", [torch.ones(4)], raising=False)  # a library's class: not walked
@@ -511,22 +521,22 @@ def factory():
     return Made()
 made = factory()
 mylog.Kept.items.append(torch.ones(5))
-kept_by = mylog.Kept
 from torch.nn import Linear"""
     ).success
+    assert shell.run_cell("mylog.Kept()", store_history=True).success  # an instance held by Out only
     ns = shell.user_ns
     tensors = {
         "class": ns["Logger"].records[1],
         "instance": type(ns["made"]).kept[0],
-        "module": ns["kept_by"].items[0],
+        "module": ns["mylog"].Kept.items[0],
         "library": ns["Linear"].stash[0],
     }
     _, found = holders_of(shell, [block_of(t) for t in tensors.values()])
     named = {name: found[key(t)] for name, t in tensors.items()}
     assert named == {
         "class": [{"kind": "variable", "path": "Logger.records[1]"}],
-        "instance": [{"kind": "variable", "path": "made.kept[0]"}],
-        "module": [{"kind": "variable", "path": "kept_by.items[0]"}],
+        "instance": [{"kind": "variable", "path": "type(made).kept[0]"}],
+        "module": [{"kind": "variable", "path": "mylog.Kept.items[0]"}],
         "library": [{"kind": "unreachable", "path": "a (4,) float32 tensor"}],
     }
 

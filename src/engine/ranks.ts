@@ -7,7 +7,7 @@
  * and from where, and one rank against another at the same point.
  */
 import { DEFAULT_DECODE_LIMITS, IDecodeLimits } from './budget';
-import { clip, SnapshotError } from './errors';
+import { clip, isTextTooLong, SnapshotError, textTooLong } from './errors';
 import { allocationSite, IFrameFilterOptions } from './frames';
 import { FrameTable, isAllocated, Snapshot, totalBytes } from './model';
 import { ISession, loadSession } from './session';
@@ -146,14 +146,23 @@ export function loadRankedSession(
   const frames = new FrameTable();
   const worlds: (number | null)[] = [];
   const ranks = found.map(({ rank, folder }) => {
-    let manifestText: string;
+    let manifestBytes: Uint8Array;
     try {
-      manifestText = new TextDecoder().decode(readFile(folder, 'manifest.json'));
+      manifestBytes = readFile(folder, 'manifest.json');
     } catch (reason) {
       // The reader's own words where it has them ("is a folder, not a file"); a missing one is said plainly.
       const said = reason instanceof SnapshotError && !/: no such file$/.test(reason.message);
       throw said ? reason : new SnapshotError(`${folder}: no manifest.json`);
     }
+    let manifestText: string;
+    try {
+      manifestText = new TextDecoder().decode(manifestBytes);
+    } catch (reason) {
+      throw isTextTooLong(reason)
+        ? new SnapshotError(`${folder}/manifest.json: ${textTooLong(manifestBytes.length)}`)
+        : reason;
+    }
+    Private.checkOwnRank(manifestText, rank, folder);
     let session: ISession;
     try {
       session = loadSession(manifestText, name => readFile(folder, name), frames, limits);
@@ -164,13 +173,6 @@ export function loadRankedSession(
     const lost = session.unreadable.find(u => u.part === 'cell');
     if (lost) {
       throw new SnapshotError(`${folder}: ${lost.message}`);
-    }
-    // A rank folder copied from another (cp -r rank0 rank1) compared the rank with itself, saying nothing.
-    const says = session.manifest.rank;
-    if (typeof says === 'number' && says !== rank) {
-      throw new SnapshotError(
-        `${folder}/manifest.json says rank ${says}: each rank's folder holds that rank's own capture (a copy of rank${says}?)`
-      );
     }
     const world = worldSizeOf(session.manifest.world_size, `${folder}/manifest.json`);
     const host = session.manifest.host;
@@ -375,4 +377,25 @@ export function compareRanks(
     .map(frameId => ({ frameId, aBytes: left.get(frameId) ?? 0, bBytes: right.get(frameId) ?? 0 }))
     .filter(s => s.aBytes !== s.bBytes)
     .sort((x, y) => Math.abs(y.bBytes - y.aBytes) - Math.abs(x.bBytes - x.aBytes));
+}
+
+namespace Private {
+  /**
+   * Refuse a rank folder whose manifest says another rank, before its snapshots are read: a folder copied from
+   * another (cp -r rank0 rank1) compared the rank with itself, saying nothing. A manifest that is no JSON is
+   * left to the session's reader, which says why.
+   */
+  export function checkOwnRank(manifestText: string, rank: number, folder: string): void {
+    let says: unknown;
+    try {
+      says = (JSON.parse(manifestText) as { rank?: unknown } | null)?.rank;
+    } catch {
+      return;
+    }
+    if (typeof says === 'number' && says !== rank) {
+      throw new SnapshotError(
+        `${folder}/manifest.json says rank ${says}: each rank's folder holds that rank's own capture (a copy of rank${says}?)`
+      );
+    }
+  }
 }
