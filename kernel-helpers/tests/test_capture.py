@@ -591,6 +591,23 @@ def test_a_corrupt_recording_is_a_note_and_capture_goes_on(shell, tmp_path):
     assert len(comm.of_type("snapshot")) == 1
 
 
+def note_for_a_spoilt_cell(shell, tmp_path, spoil, why):
+    """Replay a recording whose second cell's file ``spoil(path)`` changed: that cell's note names the folder
+    and the file, then says ``why`` (a pattern) in words, and the cells before and after it still replay."""
+    folder, manifest = replay_folder(tmp_path, "clean_training--python")
+    name = manifest["cells"][1]["snapshot_file"]
+    spoil(folder / name)
+    install(shell, replay=ReplaySource(str(folder)))
+    comm = attach(shell)
+    for cell in manifest["cells"][:3]:
+        assert shell.run_cell(cell["source"], store_history=True).success
+    note = comm.of_type("cell-note")[-1]["message"]
+    assert re.fullmatch(rf"no snapshot for this cell: {re.escape(str(folder))}: {name} {why}.*", note), note
+    assert "Error:" not in note
+    assert len(comm.of_type("snapshot")) == 2
+    return folder, manifest
+
+
 @pytest.mark.parametrize(
     "damage, why",
     [
@@ -606,18 +623,9 @@ def test_a_corrupt_recording_is_a_note_and_capture_goes_on(shell, tmp_path):
 def test_a_damaged_recording_is_a_note_that_names_the_file(shell, tmp_path, damage, why):
     # Found by bench/fuzz_files.py. Before: "no snapshot for this cell: _pickle.UnpicklingError: pickle data was
     # truncated" or "KeyError: 'segments'", naming neither the folder nor the file.
-    folder, manifest = replay_folder(tmp_path, "clean_training--python")
-    name = manifest["cells"][1]["snapshot_file"]
-    data = gzip.decompress((folder / name).read_bytes())
-    (folder / name).write_bytes(damage(data))
-    install(shell, replay=ReplaySource(str(folder)))
-    comm = attach(shell)
-    for cell in manifest["cells"][:3]:
-        assert shell.run_cell(cell["source"], store_history=True).success
-    note = comm.of_type("cell-note")[-1]["message"]
-    assert re.fullmatch(rf"no snapshot for this cell: {re.escape(str(folder))}: {name} {why}.*", note), note
-    assert "Error:" not in note
-    assert len(comm.of_type("snapshot")) == 2  # the cells before and after it still replay
+    folder, manifest = note_for_a_spoilt_cell(
+        shell, tmp_path, lambda path: path.write_bytes(damage(gzip.decompress(path.read_bytes()))), why
+    )
 
 
 def _moved_past_exact(raw):
@@ -756,17 +764,7 @@ def test_a_hostile_recording_is_refused_by_name_without_waiting_or_filling_memor
     # memory ("MemoryError: Unable to allocate output buffer"), and a huge integer gave Python's own ValueError
     # about digit limits, naming no file.
     monkeypatch.setattr(protocol, "MAX_SNAPSHOT_BYTES", 2**20)
-    folder, manifest = replay_folder(tmp_path, "clean_training--python")
-    name = manifest["cells"][1]["snapshot_file"]
-    (folder / name).unlink()
-    make(folder / name)
-    install(shell, replay=ReplaySource(str(folder)))
-    comm = attach(shell)
-    for cell in manifest["cells"][:3]:
-        assert shell.run_cell(cell["source"], store_history=True).success
-    note = comm.of_type("cell-note")[-1]["message"]
-    assert re.fullmatch(rf"no snapshot for this cell: {re.escape(str(folder))}: {name} {why}.*", note), note
-    assert len(comm.of_type("snapshot")) == 2
+    note_for_a_spoilt_cell(shell, tmp_path, lambda path: path.unlink() or make(path), why)
 
 
 def test_a_recording_in_json_replays_as_its_pickle(shell, tmp_path):
