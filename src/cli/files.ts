@@ -7,13 +7,12 @@ import * as fs from 'fs';
 import * as path from 'path';
 import {
   checkSize,
+  decodeText,
   IDecodeLimits,
-  isTextTooLong,
   ISessionManifest,
   LimitError,
   parseManifest,
-  SnapshotError,
-  textTooLong
+  SnapshotError
 } from '../engine';
 
 /** A device or pipe is read this much at a time, so the byte limit stops it within one chunk. */
@@ -120,15 +119,7 @@ export function readFolderFile(file: string, limits: IDecodeLimits): Uint8Array 
 
 /** A session folder's text file (a manifest, an index) under the same limit. */
 export function readText(file: string, limits: IDecodeLimits): string {
-  const bytes = readFolderFile(file, limits);
-  try {
-    return new TextDecoder().decode(bytes);
-  } catch (reason) {
-    if (isTextTooLong(reason)) {
-      throw new SnapshotError(`${file}: ${textTooLong(bytes.length)}`);
-    }
-    throw reason;
-  }
+  return decodeText(readFolderFile(file, limits), file);
 }
 
 /** The manifest of the session folder a snapshot file lies in, or null where the folder has none. */

@@ -7,9 +7,10 @@
  * and from where, and one rank against another at the same point.
  */
 import { DEFAULT_DECODE_LIMITS, IDecodeLimits } from './budget';
-import { clip, isTextTooLong, SnapshotError, textTooLong } from './errors';
+import { clip, SnapshotError } from './errors';
 import { allocationSite, IFrameFilterOptions } from './frames';
 import { FrameTable, isAllocated, Snapshot, totalBytes } from './model';
+import { decodeText } from './read';
 import { ISession, loadSession } from './session';
 
 /** The index rank 0 writes (ranks.json); optional, the folders are enough. */
@@ -154,14 +155,7 @@ export function loadRankedSession(
       const said = reason instanceof SnapshotError && !/: no such file$/.test(reason.message);
       throw said ? reason : new SnapshotError(`${folder}: no manifest.json`);
     }
-    let manifestText: string;
-    try {
-      manifestText = new TextDecoder().decode(manifestBytes);
-    } catch (reason) {
-      throw isTextTooLong(reason)
-        ? new SnapshotError(`${folder}/manifest.json: ${textTooLong(manifestBytes.length)}`)
-        : reason;
-    }
+    const manifestText = decodeText(manifestBytes, `${folder}/manifest.json`);
     Private.checkOwnRank(manifestText, rank, folder);
     let session: ISession;
     try {

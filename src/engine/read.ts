@@ -166,6 +166,18 @@ function firstNonSpace(data: Uint8Array): number {
   return -1;
 }
 
+/** A text file's bytes (a manifest, an index) as text; refused by `file`'s name past the longest string. */
+export function decodeText(bytes: Uint8Array, file: string): string {
+  try {
+    return new TextDecoder().decode(bytes);
+  } catch (reason) {
+    if (isTextTooLong(reason)) {
+      throw new SnapshotError(`${file}: ${textTooLong(bytes.length)}`);
+    }
+    throw reason;
+  }
+}
+
 function parseJson(data: Uint8Array): PyValue {
   let text: string;
   try {
