@@ -164,7 +164,7 @@ function Entry(
           {v.holders.map((h, i) => (
             <React.Fragment key={i}>
               {i ? ', ' : null}
-              <code>{holderWords(h, trans)}</code>
+              <InlineCode text={holderWords(h, trans)} />
             </React.Fragment>
           ))}
         </p>

@@ -10,7 +10,12 @@ import type { ILeakEntry } from './model';
 
 /** Names as code spans: `a`, `b`. */
 function names(list: readonly string[]): string {
-  return list.map(n => `\`${n}\``).join(', ');
+  return list.map(codeSpan).join(', ');
+}
+
+/** A name as a code span: the view sets it as code and the words around it as text. */
+function codeSpan(name: string): string {
+  return `\`${name}\``;
 }
 
 /** What made retained memory. */
@@ -32,7 +37,8 @@ export function originWords(origin: BlockOrigin, trans: TranslationBundle): stri
 }
 
 /**
- * A holder as a phrase; `... and more` where the kernel listed only some of
+ * A holder as a phrase, its path a code span (the words around it, `autograd
+ * graph of`, `and more`, are not code); `... and more` where the kernel listed only some of
  * a block's holders (`and maybe more` where an older helper may have stopped).
  */
 export function holderWords(holder: IHolder, trans: TranslationBundle): string {
@@ -47,25 +53,25 @@ export function holderWords(holder: IHolder, trans: TranslationBundle): string {
 function holderPhrase(holder: IHolder, trans: TranslationBundle): string {
   switch (holder.kind) {
     case 'graph':
-      return trans.__('autograd graph of %1', holder.path);
+      return trans.__('autograd graph of %1', codeSpan(holder.path));
     case 'native':
       return trans.__('native code (no tensor: a library workspace)');
     case 'unreachable':
       return trans.__("%1 the kernel's search did not reach (found through the garbage collector)", holder.path);
     case 'hook':
       return holder.via
-        ? trans.__('%1 (%2)', holder.path, holder.via)
-        : trans.__('%1 (appended to by a forward hook)', holder.path);
+        ? trans.__('%1 (%2)', codeSpan(holder.path), holder.via)
+        : trans.__('%1 (appended to by a forward hook)', codeSpan(holder.path));
     case 'hidden':
       return hiddenHolderWords(holder, trans);
     default:
-      return holder.path;
+      return codeSpan(holder.path);
   }
 }
 
 /** A `hidden` holder: its path, with what keeps it where the path does not say (closures, generators, caches do). */
 function hiddenHolderWords(holder: IHolder, trans: TranslationBundle): string {
-  const path = holder.path;
+  const path = codeSpan(holder.path);
   switch (hiddenHolder(holder).ref) {
     case 'default-argument':
       return trans.__('%1 (a default argument)', path);

@@ -34,9 +34,13 @@ describe('words for holders nobody sees', () => {
     [{ kind: 'graph', path: 'preds[0:3]', cut: 'cap' }, 'autograd graph of preds[0:3] and maybe more'],
     [{ kind: 'graph', path: 'preds[0:64]', cut: 'more' }, 'autograd graph of preds[0:64] and more'],
     [{ kind: 'parameter', path: 'model.2.weight', cut: 'more' }, 'model.2.weight and more']
-  ])('names %j as the CLI does', (holder, words) => {
-    expect(holderWords(holder, trans)).toBe(words);
+  ])('names %j as the CLI does, its path as code', (holder, words) => {
+    expect(holderWords(holder, trans).replace(/`/g, '')).toBe(words);
     expect(holderText(holder)).toBe(words);
+    // the path is the one code span: the words around it (`autograd graph of`, `and more`) are text
+    const spans = holderWords(holder, trans).split('`');
+    const code = spans.filter((_, i) => i % 2);
+    expect(code).toEqual(holder.kind === 'unreachable' || holder.kind === 'native' ? [] : [holder.path]);
   });
 
   it.each<[LeakAdvice, RegExp]>([
@@ -150,10 +154,10 @@ describe('words for holders nobody sees', () => {
       named: { bytes: 32 * 2 ** 20, holders: [{ kind: 'variable' as const, path: 'preds[0:8]' }] }
     };
     expect(findingWords(finding, String, trans)).toBe(
-      'Confirmed by the kernel: 256 MiB held only by autograd graph of preds[0:8]; 32.0 MiB held by preds[0:8].'
+      'Confirmed by the kernel: 256 MiB held only by autograd graph of `preds[0:8]`; 32.0 MiB held by `preds[0:8]`.'
     );
     expect(findingWords({ ...finding, confirmed: false, named: undefined, unseen: 2 ** 20 }, String, trans)).toBe(
-      'The kernel found 256 MiB held only by autograd graph of preds[0:8]; 1.00 MiB it did not see.'
+      'The kernel found 256 MiB held only by autograd graph of `preds[0:8]`; 1.00 MiB it did not see.'
     );
   });
 
@@ -168,24 +172,24 @@ describe('words for holders nobody sees', () => {
     };
     const recorded = (f: LeakFinding) => findingWords(f, String, trans, { holdersRecorded: true });
     expect(recorded(finding)).toBe(
-      'Confirmed by the kernel when the session was recorded: 256 MiB held only by autograd graph of preds[0:8]; 32.0 MiB held by preds[0:8].'
+      'Confirmed by the kernel when the session was recorded: 256 MiB held only by autograd graph of `preds[0:8]`; 32.0 MiB held by `preds[0:8]`.'
     );
     expect(recorded({ ...finding, confirmed: false })).toBe(
-      'When the session was recorded, the kernel found 256 MiB held only by autograd graph of preds[0:8]; 32.0 MiB held by preds[0:8].'
+      'When the session was recorded, the kernel found 256 MiB held only by autograd graph of `preds[0:8]`; 32.0 MiB held by `preds[0:8]`.'
     );
     const clear = { code: 'kernel-holders-clear' as const, holders: finding.named.holders, orphans: 0 };
     expect(recorded(clear)).toBe(
-      'When the session was recorded, the kernel found every live block held by preds[0:8].'
+      'When the session was recorded, the kernel found every live block held by `preds[0:8]`.'
     );
     expect(recorded({ ...clear, holders: [] })).toBe(
       'When the session was recorded, the kernel found every live block held by nothing it could name.'
     );
     expect(recorded({ ...clear, orphans: 2 })).toMatch(
-      /^When the session was recorded, the kernel found its live blocks held by preds\[0:8\]; 2 found only through the garbage collector/
+      /^When the session was recorded, the kernel found its live blocks held by `preds\[0:8\]`; 2 found only through the garbage collector/
     );
     // A live session keeps its words.
     expect(findingWords(finding, String, trans)).toMatch(/^Confirmed by the kernel: /);
-    expect(findingWords(clear, String, trans)).toBe('The kernel found every live block held by preds[0:8].');
+    expect(findingWords(clear, String, trans)).toBe('The kernel found every live block held by `preds[0:8]`.');
   });
 
   it('says how orphans were found, not that C++ holds them', () => {
