@@ -25,6 +25,7 @@ import { IFocusKeeper, useFocusKeeper } from './focuskeeper';
 import { ICellLocation } from '../components/stack';
 import { sourceHeadline } from '../components/cells';
 import { cellNameText } from '../components/runNames';
+import { EmptyState } from './emptystate';
 
 /** Props of the panel body. */
 export interface IPanelBodyProps {
@@ -164,26 +165,6 @@ function ComparePicker(props: { model: DiffPanelModel; trans: TranslationBundle 
           ))}
         </ul>
       ) : null}
-    </div>
-  );
-}
-
-/** The empty state: what the panel will show and how to fill it. */
-function EmptyState(props: { trans: TranslationBundle }): JSX.Element {
-  const { trans } = props;
-  return (
-    <div className="jp-CudaMemdiffPanel-empty" role="status">
-      <p className="jp-CudaMemdiffPanel-emptyTitle">{trans.__('No GPU memory snapshots yet')}</p>
-      <p>
-        {trans.__(
-          'Run cells of a notebook whose kernel uses PyTorch with CUDA: each cell will get a snapshot of the CUDA caching allocator, and this panel will compare them.'
-        )}
-      </p>
-      <p>
-        {trans.__(
-          'Or drop snapshot files written by torch.cuda.memory._dump_snapshot() here, or double-click them in the file browser.'
-        )}
-      </p>
     </div>
   );
 }
@@ -427,7 +408,7 @@ export function PanelBody(props: IPanelBodyProps): JSX.Element {
           }}
         />
         {!pair ? (
-          <EmptyState trans={trans} />
+          <EmptyState status={model.notebook?.store.helper.status} trans={trans} />
         ) : (
           <>
             {records.length ? (

@@ -35,6 +35,43 @@ test.describe('extension', () => {
     for (const right of textRights) {
       expect(right).toBeLessThanOrEqual(box.x + box.width);
     }
+    // The long name wraps after a dot, never inside a part: each part lies on one line.
+    const name = panel.locator('code', { hasText: '_dump_snapshot()' });
+    await expect(name).toHaveText('torch.cuda.memory._dump_snapshot()');
+    const linesPerPart = await name.evaluate(code =>
+      [...code.childNodes]
+        .filter(n => n.nodeType === Node.TEXT_NODE && n.textContent !== '.')
+        .map(n => {
+          const part = document.createRange();
+          part.selectNodeContents(n);
+          return [n.textContent, new Set([...part.getClientRects()].map(r => Math.round(r.top))).size];
+        })
+    );
+    expect(linesPerPart).toEqual([
+      ['torch', 1],
+      ['cuda', 1],
+      ['memory', 1],
+      ['_dump_snapshot()', 1]
+    ]);
+  });
+
+  test('says why a notebook gives it nothing: a kernel whose torch has no CUDA, a kernel not Python', async ({
+    page
+  }) => {
+    await page.notebook.createNew(undefined, { kernel: 'python3' });
+    await page.notebook.setCell(0, 'code', 'import torch');
+    await page.notebook.runCell(0);
+    const status = page.locator('.jp-NotebookPanel-toolbar [data-jp-item-name="cuda-memdiff-status"]');
+    await expect(status).toHaveText('GPU memory: torch without CUDA');
+    await page.evaluate(() => window.jupyterapp.commands.execute('cuda-memdiff:open-panel'));
+    const empty = page.locator(`${PANEL} .jp-CudaMemdiffPanel-empty`);
+    await expect(empty).toContainText("This notebook's kernel has torch without CUDA");
+    await expect(empty).not.toContainText('Run cells of a notebook');
+    // and where to go instead: a snapshot file
+    await expect(empty).toContainText('Or drop snapshot files written by torch.cuda.memory._dump_snapshot() here');
+    // The panel follows the notebook in front: a bash notebook's kernel is not Python.
+    await page.notebook.createNew(undefined, { kernel: 'bash' });
+    await expect(empty).toContainText("This notebook's kernel is not Python");
   });
 
   test('opens its side panel from the command palette', async ({ page }) => {
