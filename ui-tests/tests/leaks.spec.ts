@@ -65,7 +65,9 @@ test.describe('find leaking cell', () => {
     await expect(heldBy.locator('code')).toHaveText(['preds[0:8]', 'preds[0:8]']);
     const cell1 = panel.locator('.jp-CudaMemdiffLeak', { hasText: 'Retained' }).filter({ hasText: 'model.0.weight' });
     await expect(cell1.locator('.jp-CudaMemdiffLeak-holders code').last()).toHaveText('preds[0:3]');
-    await expect(cell1.locator('.jp-CudaMemdiffLeak-holders')).toContainText('autograd graph of preds[0:3] and maybe more');
+    await expect(cell1.locator('.jp-CudaMemdiffLeak-holders')).toContainText(
+      'autograd graph of preds[0:3] and maybe more'
+    );
     // The kernel's line accounts for all 288 MiB the leak is: the graph's 256 MiB and the outputs `preds` holds,
     // as the kernel named them when the session was recorded (a replay asks no live kernel).
     await expect(top).toContainText(
