@@ -39,6 +39,8 @@ export namespace CommandIDs {
   export const saveSnapshot = 'cuda-memdiff:save-snapshot';
   /** Rank the active notebook's cells by leaked GPU memory, show why, and jump to the first. */
   export const findLeakingCell = 'cuda-memdiff:find-leaking-cell';
+  /** Open the panel on a cell's diff, what its latest run left against the cell before (args: cellId). */
+  export const showCellDiff = 'cuda-memdiff:show-cell-diff';
 }
 
 /** DOM id of the side panel, a stable hook for tests. */
@@ -64,6 +66,8 @@ export interface ISnapshotStore {
   readonly changed: ISignal<unknown, void>;
   /** The latest record of a cell. */
   latestForCell(cellId: string): CellRecord | undefined;
+  /** The record whose figures the cell's badge shows: its latest, unless it ran since in a kernel that gave none. */
+  shownForCell(cellId: string): CellRecord | undefined;
   /** Why a cell has no snapshot, when the kernel said. */
   noteForCell(cellId: string): ICellNote | undefined;
   /** Whether the record's execution ran out of memory. */

@@ -24,6 +24,7 @@ export class CellBadges implements IDisposable {
     this._store = options.store;
     this._trans = options.trans ?? nullTranslator.load('jupyterlab_cuda_memdiff');
     this.thresholds = options.thresholds ?? DEFAULT_THRESHOLDS;
+    this._onShow = options.onShow ?? null;
     this._store.changed.connect(this.update, this);
     // New, moved or retyped cells; a badge node moves with its cell, and
     // edits inside a cell need no update (modelContentChanged fires per keystroke).
@@ -98,6 +99,8 @@ export class CellBadges implements IDisposable {
       delete node.dataset.cudaMemdiffNetBytes;
       delete node.dataset.cudaMemdiffPeakBytes;
       node.dataset.level = 'note';
+      node.onclick = null;
+      node.classList.remove(`${BADGE_CLASS}-shows`);
       // Notes are always the current kernel's (a restart drops them): never dimmed as an earlier kernel's figures.
       node.classList.remove(`${BADGE_CLASS}-stale`);
       return;
@@ -112,9 +115,17 @@ export class CellBadges implements IDisposable {
         record.replay !== null && record.replay === this._store.helper.replay ? this._store.helper.recording : null,
       roleMoves: this._store.roleMovesOf(record)
     });
+    const show = this._onShow;
+    const cellId = cell.model.id;
+    // The figures lead to their diff, as a step of the panel's chart does; the tooltip says so.
+    node.onclick = show ? () => show(cellId) : null;
+    node.classList.toggle(`${BADGE_CLASS}-shows`, !!show);
     const description = [view.description, ...this._historyLines(record)].join('\n');
     node.textContent = view.text;
-    node.title = description;
+    // Only the pointer's tooltip offers the click: a screen reader meets the status, not a control.
+    node.title = show
+      ? `${description}\n${this._trans.__('Click for what this run left, by line, in the CUDA Memory panel.')}`
+      : description;
     node.setAttribute('aria-label', description);
     node.dataset.cudaMemdiffNetBytes = String(view.netBytes);
     node.dataset.cudaMemdiffPeakBytes = String(view.peakBytes);
@@ -161,6 +172,7 @@ export class CellBadges implements IDisposable {
   }
 
   private readonly _cellNames = new Map<number, CellCodeNames>();
+  private readonly _onShow: ((cellId: string) => void) | null;
   private readonly _panel: NotebookPanel;
   private readonly _store: SnapshotStore;
   private readonly _trans: TranslationBundle;
@@ -176,6 +188,8 @@ export namespace CellBadges {
     thresholds?: IBadgeThresholds;
     /** Translates what the badges say. */
     trans?: TranslationBundle;
+    /** A click on a cell's figures: show what that run left (the panel's diff of the cell). */
+    onShow?: (cellId: string) => void;
   }
 }
 

@@ -14,7 +14,7 @@ import { DEFAULT_CAPTURE_SETTINGS, ICaptureSettings, readCaptureSettings } from 
 import { KernelComms } from '../capture/comms';
 import { CaptureStatus } from '../capture/status';
 import { CaptureRegistry } from './registry';
-import { ICaptureRegistry, SETTINGS_ID } from '../tokens';
+import { CommandIDs, ICaptureRegistry, SETTINGS_ID } from '../tokens';
 
 /** The notebook toolbar item (schema/plugin.json's jupyter.lab.toolbars) that shows the helper's status. */
 export const STATUS_TOOLBAR_ITEM = 'cuda-memdiff-status';
@@ -87,7 +87,13 @@ export const capturePlugin: JupyterFrontEndPlugin<ICaptureRegistry> = {
             thresholds: settings.thresholds,
             maxRecords: settings.snapshotsKept,
             trans,
-            comms
+            comms,
+            // The panel's plugin defines the command; without it (disabled), a click does nothing.
+            onShow: cellId => {
+              if (app.commands.hasCommand(CommandIDs.showCellDiff)) {
+                void app.commands.execute(CommandIDs.showCellDiff, { cellId });
+              }
+            }
           })
       );
     });

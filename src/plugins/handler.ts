@@ -56,7 +56,8 @@ export class NotebookCapture implements IDisposable {
       panel,
       store: this.store,
       thresholds: this._options.thresholds,
-      trans: this._options.trans
+      trans: this._options.trans,
+      onShow: this._options.onShow
     });
     this._views.set(panel, { badges });
   }
@@ -132,5 +133,7 @@ export namespace NotebookCapture {
     maxRecords: number;
     trans: TranslationBundle;
     comms: KernelComms;
+    /** A badge's click: show that cell's diff (see CellBadges.IOptions.onShow). */
+    onShow?: (cellId: string) => void;
   }
 }

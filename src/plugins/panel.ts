@@ -142,6 +142,26 @@ export const panelPlugin: JupyterFrontEndPlugin<IDiffPanel> = {
       }
     });
 
+    app.commands.addCommand(CommandIDs.showCellDiff, {
+      label: trans.__('Show Cell GPU Memory Diff'),
+      describedBy: {
+        args: { type: 'object', properties: { cellId: { type: 'string' } }, required: ['cellId'] }
+      },
+      // A badge's click: the panel follows the notebook in front, which holds the cell clicked.
+      execute: args => {
+        const notebook = notebookOf(args.cellId as string);
+        if (notebook) {
+          app.shell.activateById(notebook.id);
+        }
+        app.shell.activateById(panel.id);
+        const record = panel.model.notebook?.store.shownForCell(args.cellId as string);
+        if (record) {
+          panel.model.select(record);
+          panel.model.reveal('diff');
+        }
+      }
+    });
+
     app.commands.addCommand(CommandIDs.findLeakingCell, {
       label: trans.__('Find Leaking Cell'),
       caption: trans.__('Rank cells by the GPU memory they left alive, say who holds it, and jump to the first'),

@@ -2,6 +2,7 @@ import { expect, test } from '@jupyterlab/galata';
 import * as path from 'path';
 import { execFileSync } from 'child_process';
 import {
+  BADGE,
   clickNotebookToolbarItem,
   CODE_CELLS,
   openPanel,
@@ -56,6 +57,34 @@ test.describe('diff panel', () => {
       return nb.activeCell.editor.getCursorPosition();
     });
     expect(cursor).toEqual({ line: 2, column: 0 });
+  });
+
+  test("opens on a cell's diff from a click on its badge", async ({ page, tmpPath }) => {
+    test.setTimeout(180000);
+    await openReplayedDemo(page, tmpPath);
+    await runReplayedDemo(page);
+    const panel = page.locator(PANEL);
+    await expect(panel).toBeHidden();
+    // The badge of [3] (+321 MiB) offers its diff on hover and gives it on a click.
+    const badge = page.locator(`${BADGE}[data-cuda-memdiff-net-bytes="${504406016 - 167813120}"]`);
+    await expect(badge).toHaveAttribute(
+      'title',
+      /\nClick for what this run left, by line, in the CUDA Memory panel\.$/
+    );
+    await badge.click();
+    await expect(panel).toBeVisible();
+    await expect(panel.getByRole('status')).toHaveText(
+      'Born 321 MiB in 26 blocks, freed 0 B in 0 blocks, net +321 MiB'
+    );
+    await expect(panel.locator('[data-cuda-memdiff-site]').first()).toHaveAttribute(
+      'data-cuda-memdiff-site',
+      /3447429980\.py:3$/
+    );
+    // another cell's badge moves the diff to that cell: [2], the batches (+32.0 MiB)
+    await page.locator(BADGE, { hasText: '+32.0 MiB' }).first().click();
+    await expect(panel.getByRole('status')).toHaveText(
+      'Born 32.0 MiB in 8 blocks, freed 0 B in 0 blocks, net +32.0 MiB'
+    );
   });
 });
 
