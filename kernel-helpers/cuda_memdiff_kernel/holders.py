@@ -129,12 +129,13 @@ def _orphans(walk, blocks):
     if not missing:
         return
     walk.index = _BlockIndex(missing)
-    with warnings.catch_warnings():
+    tensor_type = walk.torch.Tensor
+    with warnings.catch_warnings(), torch_probe.torch_functions_off(walk.torch):
         # isinstance() on some deprecated torch objects warns; the search must stay silent
         warnings.simplefilter("ignore")
         for obj in gc.get_objects():
             walk.tick()
-            if isinstance(obj, walk.torch.Tensor):
+            if issubclass(type(obj), tensor_type):  # never isinstance: a user's __class__ may run
                 walk.record(obj, UNREACHABLE, f"a {tuple(obj.shape)} {str(obj.dtype).replace('torch.', '')} tensor")
 
 

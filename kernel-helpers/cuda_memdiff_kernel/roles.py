@@ -180,6 +180,15 @@ class _RoleWalk(ObjectWalk):
         self.seen[id(obj)] = obj
         if kind == VARIABLE and id(obj) in self.hook_lists:
             kind, via = HOOK, self.hook_lists[id(obj)]
+        try:
+            self._list(obj, kind, depth, via)
+        except Budget:
+            raise
+        except Exception:  # a tensor that cannot be read: its list's others, one at a time
+            for item in obj[:MAX_ITEMS]:
+                super().value(item, kind, None, depth + 1, via)
+
+    def _list(self, obj, kind, depth, via):
         items = obj if len(obj) <= MAX_ITEMS else obj[:MAX_ITEMS]
         if len(items) < _UNIT_MIN:
             self._items(items, kind, depth, via, None)
@@ -203,11 +212,12 @@ class _RoleWalk(ObjectWalk):
             if time.perf_counter() > self.deadline:
                 raise Budget()
             chunk = items[start : start + _CHUNK]
-            tensors = [item for item in chunk if isinstance(item, tensor_type)]
+            # by type, never isinstance: that reads a __class__ a class of the user's may compute
+            tensors = [item for item in chunk if type(item) is tensor_type or issubclass(type(item), tensor_type)]
             if len(tensors) < len(chunk):
                 whole = False
                 for item in chunk:
-                    if not isinstance(item, tensor_type):
+                    if not issubclass(type(item), tensor_type):
                         self.value(item, kind, None, depth + 1, via)
             flags = list(map(_REQUIRES_GRAD, tensors))
             if any(flags):  # a gradient or a graph to follow
@@ -298,23 +308,11 @@ class _RoleWalk(ObjectWalk):
         if time.perf_counter() > self.deadline:
             raise Budget()
 
-    def module(self, module, path):
-        """A module's parameters, their gradients and its buffers, as ``named_parameters``/``named_buffers`` list them.
-
-        Its modules are gathered from their ``_modules`` dicts and each kind
-        of tensor is joined to blocks in a few C calls: the modules' own
-        generators build a name string for each of them.
-        """
-        modules, stack, met = [], [module], set()
-        while stack:
-            m = stack.pop()
-            if id(m) not in met:
-                met.add(id(m))
-                modules.append(m)
-                stack += [child for child in m._modules.values() if child is not None]
-        params = [p for m in modules for p in m._parameters.values() if p is not None]
-        buffers = [b for m in modules for b in m._buffers.values() if b is not None]
-        self._spend(len(modules) + len(params) + len(buffers))
+    def module(self, modules, path):
+        """A module's parameters, their gradients and its buffers, each kind joined to blocks in a few C calls."""
+        params = [p for _, m in modules for p in dict.values(self.own(m, "_parameters") or {}) if p is not None]
+        buffers = [b for _, m in modules for b in dict.values(self.own(m, "_buffers") or {}) if b is not None]
+        self._spend(len(params) + len(buffers))
         self._parameters(params)
         self._blocks(buffers, self.found[BUFFER_ROLE])
 
@@ -325,8 +323,9 @@ class _RoleWalk(ObjectWalk):
     def optimizer(self, opt, path):
         """The parameters an optimizer's groups name, their gradients, and its state's tensors."""
         tensor_type = self.torch.Tensor
-        params = [p for group in opt.param_groups for p in group.get("params", ()) if isinstance(p, tensor_type)]
-        state = [t for values in opt.state.values() for t in values.values() if isinstance(t, tensor_type)]
+        groups = self.param_groups(opt)
+        params = [p for g in groups for p in dict.get(g, "params", ()) if issubclass(type(p), tensor_type)]
+        state = [t for s in self.optimizer_state(opt) for t in dict.values(s) if issubclass(type(t), tensor_type)]
         self._spend(len(params) + len(state))
         self._parameters(params)
         self._blocks(state, self.found[OPTIMIZER_ROLE])

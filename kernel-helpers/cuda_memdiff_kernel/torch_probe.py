@@ -6,6 +6,7 @@ or an old release answers with a status, never an error in the user's cell.
 (The recorder, a tool the user runs on purpose, may import torch itself.)
 """
 
+import contextlib
 import functools
 import inspect
 import sys
@@ -300,3 +301,11 @@ def attach_oom_observer(callback, torch=None):
 def torch_module():
     """The torch module for the holder search, or None when the user has not imported it."""
     return loaded_torch()
+
+
+def torch_functions_off(torch):
+    """A context in which no tensor subclass's ``__torch_function__`` runs, for the walks that read the user's
+    tensors: such a method is the user's code (it may log, or refuse and raise). torch 2.0 named it
+    DisableTorchFunctionSubclass; before, DisableTorchFunction meant the same."""
+    off = getattr(torch._C, "DisableTorchFunctionSubclass", None) or getattr(torch._C, "DisableTorchFunction", None)
+    return off() if off is not None else contextlib.nullcontext()

@@ -22,7 +22,7 @@ import sysconfig
 import time
 import types
 
-from . import protocol
+from . import protocol, torch_probe
 
 # Holder kinds, one definition with the frontend (protocol.HOLDER_KINDS, in its order).
 (VARIABLE, GRAPH, OUTPUT_CACHE, TRACEBACK, PARAMETER, GRADIENT, OPTIMIZER, HOOK, UNREACHABLE, NATIVE, HIDDEN) = (
@@ -48,6 +48,27 @@ _LINKS = (
     types.AsyncGeneratorType,
 )
 _NUMBERS = (str, int, float, bool)
+_KNOWN_REPR = frozenset({str, bytes, int, float, bool, complex, type(None)})
+# A class's own namespace and method resolution order, read without its metaclass's code.
+_TYPE_DICT = type.__dict__["__dict__"].__get__
+_TYPE_MRO = type.__dict__["__mro__"].__get__
+_TYPE_NAME = type.__dict__["__name__"].__get__
+# What a container's items are read with: the built-in type's own iterator, never a subclass's __iter__ or items.
+_ITERATORS = (
+    (list, list.__iter__),
+    (tuple, tuple.__iter__),
+    (collections.deque, collections.deque.__iter__),
+    (set, set.__iter__),
+    (frozenset, frozenset.__iter__),
+)
+# The dicts a torch module keeps its hooks in, and the words a holder's ``via`` says of them.
+_HOOK_DICTS = (
+    ("_forward_hooks", "forward hook"),
+    ("_forward_pre_hooks", "forward pre hook"),
+    ("_backward_hooks", "backward hook"),
+    ("_backward_pre_hooks", "backward pre hook"),
+)
+_EXCEPTION_TRACEBACK = BaseException.__dict__["__traceback__"].__get__
 _NONES = itertools.repeat(None)
 # Where installed packages live: their classes are not the user's.
 _INSTALLED = re.compile(r"[\\/](site|dist)-packages[\\/]")
@@ -124,6 +145,8 @@ class ObjectWalk:
         self.links = collections.deque()
         # The user's classes whose attributes were walked (id -> class): once a walk, however many instances.
         self.classes = {}
+        # id of a class -> (the class, its instances' __dict__ getter, their slots): found once a walk.
+        self.layouts = {}
         self.shell = None
 
     def record(self, tensor, kind, path, via=None):
@@ -143,11 +166,20 @@ class ObjectWalk:
         """Every root in order of how visible it is: globals, the output cache, the last traceback, then what
         only a closure, a default argument, a generator's frame or a function cache keeps."""
         self.shell = shell
+        with torch_probe.torch_functions_off(self.torch):
+            self._walk_roots(shell)
+
+    def _walk_roots(self, shell):
         names = list(user_names(shell))
         module_type = self.torch.nn.Module
         for name, value in names:
-            if isinstance(value, module_type):
-                self.note_hooks(value, name)
+            if issubclass(type(value), module_type):
+                try:
+                    self.note_hooks(value, name)
+                except Budget:
+                    raise
+                except Exception:  # a module that cannot be read: its hooks' containers stay plain variables
+                    pass
         for name, value in names:
             self.value(value, VARIABLE, name)
         for count, value in list(shell.user_ns.get("Out", {}).items()):
@@ -165,10 +197,13 @@ class ObjectWalk:
         """The locals of a traceback's frames in the user's functions."""
         while tb is not None:
             frame = tb.tb_frame
-            if is_user_function(frame, self.shell):
-                for local, value in frame_locals(frame):
-                    path = f"{where}: {frame.f_code.co_name}() local {local}" if self.paths else None
-                    self.value(value, kind, path, via=via)
+            try:
+                locals_ = frame_locals(frame) if is_user_function(frame, self.shell) else ()
+            except Exception:  # a frame that cannot be read skips itself
+                locals_ = ()
+            for local, value in locals_:
+                path = f"{where}: {frame.f_code.co_name}() local {local}" if self.paths else None
+                self.value(value, kind, path, via=via)
             tb = tb.tb_next
 
     def reference(self, type_, name=None, place_at=None, hook=None, **facts):
@@ -186,61 +221,119 @@ class ObjectWalk:
         if not self.paths:
             return hook
         reference = Reference("hook", path, hook=hook)
-        reference.settled = not isinstance(obj, dict)
+        reference.settled = not issubclass(type(obj), dict)
         return reference
 
     # -- values ----------------------------------------------------------
     def value(self, obj, kind, path, depth=0, via=None):
+        """Walk what ``obj`` keeps, reading it as the interpreter stores it: never through its class's code (type
+        checks by ``type(obj)``, not isinstance, which reads a ``__class__`` the user's class may compute). An
+        object that cannot be read is skipped, alone."""
         self.tick()
+        cls = type(obj)
         torch = self.torch
-        if isinstance(obj, torch.Tensor):
-            self.tensor(obj, kind, path, via)
-            return
-        if id(obj) in self.seen or depth > MAX_DEPTH or isinstance(obj, _SCALARS):
-            return
-        self.seen[id(obj)] = obj
-        if kind == VARIABLE and id(obj) in self.hook_lists:
-            kind, via = HOOK, self.hook_container(obj, path, self.hook_lists[id(obj)])
-        elif kind == HOOK and isinstance(via, Reference) and not via.settled and isinstance(obj, _CONTAINERS):
-            via = self.hook_container(obj, path, via.hook)
-        if isinstance(obj, torch.nn.Module):
-            self.module(obj, path)
-            self.module_attributes(obj, kind, path, depth, via)
-        elif isinstance(obj, torch.optim.Optimizer):
+        try:
+            if cls is torch.Tensor or issubclass(cls, torch.Tensor):
+                self.tensor(obj, kind, path, via)
+                return
+            if id(obj) in self.seen or depth > MAX_DEPTH or issubclass(cls, _SCALARS):
+                return
+            self.seen[id(obj)] = obj
+            if kind == VARIABLE and id(obj) in self.hook_lists:
+                kind, via = HOOK, self.hook_container(obj, path, self.hook_lists[id(obj)])
+            elif kind == HOOK and isinstance(via, Reference) and not via.settled and issubclass(cls, _CONTAINERS):
+                via = self.hook_container(obj, path, via.hook)
+            self.contents(obj, cls, kind, path, depth, via)
+        except Budget:
+            raise
+        except Exception:  # freed, changed while read, or a tensor subclass that refuses: this object only
+            pass
+
+    def contents(self, obj, cls, kind, path, depth, via):
+        """What a container, module, optimizer, function, exception, class or plain object keeps."""
+        torch = self.torch
+        if issubclass(cls, torch.nn.Module):
+            modules = self.submodules(obj)
+            self.module(modules, path)
+            self.module_attributes(modules, kind, path, depth, via)
+        elif issubclass(cls, torch.optim.Optimizer):
             self.optimizer(obj, path)
-        elif isinstance(obj, dict):
-            for i, (key, item) in enumerate(obj.items()):
-                if i >= MAX_ITEMS:
-                    break
-                self.value(item, kind, self.child(path, "{}[{!r}]", key), depth + 1, via)
-        elif isinstance(obj, _SEQUENCES):
-            for i, item in enumerate(itertools.islice(obj, MAX_ITEMS)):
+        elif issubclass(cls, dict):
+            for key, item in itertools.islice(dict.items(obj), MAX_ITEMS):
+                where = self.child(path, "{}[{}]", _key_text(key)) if self.paths else None
+                self.value(item, kind, where, depth + 1, via)
+        elif issubclass(cls, _SEQUENCES):
+            for i, item in enumerate(itertools.islice(_items(obj, cls), MAX_ITEMS)):
                 self.value(item, kind, self.child(path, "{}[{}]", i), depth + 1, via)
-        elif isinstance(obj, (set, frozenset)):
-            for item in list(obj)[:MAX_ITEMS]:
+        elif issubclass(cls, (set, frozenset)):
+            for item in list(itertools.islice(_items(obj, cls), MAX_ITEMS)):
                 self.value(item, kind, self.child(path, "{}{{...}}", None), depth + 1, via)
-        elif isinstance(obj, _LINKS):
+        elif issubclass(cls, _LINKS):
             self.links.append((obj, kind, path, depth, via))
-        elif isinstance(obj, BaseException):
+        elif issubclass(cls, BaseException):
             # an exception the user kept (``except ... as e: err = e``) keeps its traceback's frames
             where = self.child(path, "{}.__traceback__", None)
             if kind == VARIABLE:
                 kind, via = TRACEBACK, self.reference("exception", path)
-            self.traceback(obj.__traceback__, kind, where, via)
-        elif isinstance(obj, type):
+            self.traceback(_EXCEPTION_TRACEBACK(obj), kind, where, via)
+        elif issubclass(cls, type):
             if is_user_class(obj):  # its attributes are shared by its instances: ``Logger.records``
                 self.class_attributes(obj, path, depth)
         elif not _is_module_like(obj):
-            attributes = getattr(obj, "__dict__", None)
-            if isinstance(attributes, dict):
-                for name, item in list(attributes.items())[:MAX_ITEMS]:
-                    self.value(item, kind, self.child(path, "{}.{}", name), depth + 1, via)
-            for name in _slot_names(type(obj)):
-                item = getattr(obj, name, None)
-                if item is not None:
-                    self.value(item, kind, self.child(path, "{}.{}", name), depth + 1, via)
-            if is_user_class(type(obj)):  # ``self.records.append(t)`` on a class's list
-                self.class_attributes(type(obj), self.child(path, "type({})", None), depth)
+            for name, item in self.attributes(obj):
+                self.value(item, kind, self.child(path, "{}.{}", name), depth + 1, via)
+            if is_user_class(cls):  # ``self.records.append(t)`` on a class's list
+                self.class_attributes(cls, self.child(path, "type({})", None), depth)
+
+    def layout(self, cls):
+        """(the class, its instances' ``__dict__`` getter or None, their slots' (name, getter)), once a walk."""
+        known = self.layouts.get(id(cls))
+        if known is None:
+            known = self.layouts[id(cls)] = (cls, *_layout(cls))
+        return known
+
+    def attributes(self, obj):
+        """(name, value) of an object's own attributes, its ``__dict__``'s then its slots', read as stored: no
+        ``__getattr__``, ``__getattribute__`` or property of its class runs."""
+        _, namespace, slots = self.layout(type(obj))
+        found = []
+        if namespace is not None:
+            attributes = namespace(obj)
+            if type(attributes) is dict:
+                found += itertools.islice(attributes.items(), MAX_ITEMS)
+        for name, read in slots:
+            try:
+                found.append((name, read(obj)))
+            except AttributeError:  # a slot not set
+                continue
+        return found
+
+    def own_dict(self, obj):
+        """An object's ``__dict__`` read as stored, or an empty one."""
+        namespace = self.layout(type(obj))[1]
+        attributes = namespace(obj) if namespace is not None else None
+        return attributes if type(attributes) is dict else {}
+
+    def own(self, obj, name):
+        """One entry of an object's ``__dict__`` read as stored (a module's ``_modules``), or None."""
+        return self.own_dict(obj).get(name)
+
+    def submodules(self, module):
+        """(name, module) of a module and each below it, once each in ``named_modules`` order, read from their
+        ``_modules`` dicts: a module class of the user's may override ``named_modules`` or ``__getattr__``."""
+        found, stack, met = [], [("", module)], set()
+        while stack:
+            name, m = stack.pop()
+            if id(m) in met:
+                continue
+            met.add(id(m))
+            self.tick()
+            found.append((name, m))
+            children = self.own(m, "_modules")
+            if children:
+                below = [(_dotted(name, key) if self.paths else None, child) for key, child in dict.items(children)]
+                stack += [pair for pair in reversed(below) if pair[1] is not None]
+        return found
 
     def class_attributes(self, cls, reached, depth):
         """What a class of the user's keeps in its own attributes, and its user bases' (``records = []`` in the
@@ -253,10 +346,10 @@ class ObjectWalk:
         owner = class_name(cls, self.shell) if self.paths else None
         owner = owner or reached
         named = set()
-        for base in cls.__mro__:
+        for base in _TYPE_MRO(cls):
             if base is not cls and not is_user_class(base):
                 continue
-            for name, item in list(vars(base).items())[:MAX_ITEMS]:
+            for name, item in list(_TYPE_DICT(base).items())[:MAX_ITEMS]:
                 if name in named or (name.startswith("__") and name.endswith("__")):
                     continue
                 named.add(name)
@@ -264,6 +357,14 @@ class ObjectWalk:
 
     def link(self, obj, kind, path, depth, via):
         """What a function, a function cache or a generator keeps: no name the user typed shows it."""
+        try:
+            self.linked(obj, kind, path, depth, via)
+        except Budget:
+            raise
+        except Exception:  # one that cannot be read skips itself
+            pass
+
+    def linked(self, obj, kind, path, depth, via):
         hidden = kind == VARIABLE
         kind = HIDDEN if hidden else kind
         deeper = depth + 1
@@ -324,31 +425,21 @@ class ObjectWalk:
                 for name, value in frame_locals(frame):
                     self.value(value, kind, self.child(path, "{}" + GENERATOR_LOCAL + "{}", name), deeper, via)
 
-    def module_attributes(self, module, kind, path, depth, via):
+    def module_attributes(self, modules, kind, path, depth, via):
         """What the user's own module classes keep as plain attributes (``self.cache = {}``), in the module and
         its submodules. torch's own modules keep their state in parameters, buffers and submodules: a model of
         hundreds of them costs one type check each, and names are made only for what is found."""
         internal = _module_internals(self.torch)
-        found, stack, met = [], [module], set()
-        while stack:
-            m = stack.pop()
-            if id(m) in met:
-                continue
-            met.add(id(m))
-            self.tick()
-            stack += [child for child in m._modules.values() if child is not None]
+        found = []
+        for prefix, m in modules:
             if type(m).__module__.startswith("torch."):
                 continue
-            attributes = vars(m)
+            attributes = self.own_dict(m)
             for name in attributes.keys() - internal:  # one set difference in C
-                if not isinstance(attributes[name], _SCALARS):
-                    found.append((m, name, attributes[name]))
-        if not found:
-            return
-        prefixes = {id(m): prefix for prefix, m in module.named_modules()} if self.paths else {}
-        for m, name, value in found:
-            prefix = prefixes.get(id(m))
-            self.value(value, kind, self.child(path, "{}.{}", f"{prefix}.{name}" if prefix else name), depth + 1, via)
+                if not issubclass(type(attributes[name]), _SCALARS):
+                    found.append((prefix, name, attributes[name]))
+        for prefix, name, value in found:
+            self.value(value, kind, self.child(path, "{}.{}", _dotted(prefix, name)), depth + 1, via)
 
     def tensor(self, t, kind, path, via=None):
         self.record(t, kind, path, via)
@@ -399,39 +490,58 @@ class ObjectWalk:
         """A tensor an autograd graph saved for backward."""
         self.record(tensor, GRAPH, path, via)
 
-    def module(self, module, path):
-        for name, p in module.named_parameters(recurse=True):
-            self.tick()
-            self.record(p, PARAMETER, self.child(path, "{}.{}", name))
-            if p.grad is not None:
-                self.record(p.grad, GRADIENT, self.child(path, "{}.{}.grad", name) if self.paths else None)
-        for name, b in module.named_buffers(recurse=True):
-            self.tick()
-            self.record(b, BUFFER, self.child(path, "{}.{}", name))
+    def module(self, modules, path):
+        """The parameters, their gradients and the buffers of ``modules`` ((name, module) of a model and the
+        modules below it), each once, named as ``named_parameters`` and ``named_buffers`` name them."""
+        for kind, where in ((PARAMETER, "_parameters"), (BUFFER, "_buffers")):
+            met = set()
+            for prefix, m in modules:
+                for name, t in dict.items(self.own(m, where) or {}):
+                    if t is None or id(t) in met:
+                        continue
+                    met.add(id(t))
+                    self.tick()
+                    name = _dotted(prefix, name) if self.paths else None
+                    self.record(t, kind, self.child(path, "{}.{}", name))
+                    grad = t.grad if kind == PARAMETER else None
+                    if grad is not None:
+                        self.record(grad, GRADIENT, self.child(path, "{}.{}.grad", name) if self.paths else None)
 
     def optimizer(self, opt, path):
         tensor_type = self.torch.Tensor
-        for group in opt.param_groups if self.optimizer_params else ():
-            for p in group.get("params", ()):
+        for group in self.param_groups(opt) if self.optimizer_params else ():
+            for p in _items(dict.get(group, "params", ()), list):
                 self.tick()
-                if isinstance(p, tensor_type):
+                if issubclass(type(p), tensor_type):
                     self.record(p, PARAMETER, self.child(path, "{}.param_groups {}", tuple(p.shape)))
                     if p.grad is not None:
                         self.record(p.grad, GRADIENT, self.child(path, "{}.param_groups {}.grad", tuple(p.shape)))
-        for i, state in enumerate(opt.state.values()):
-            for key, t in state.items():
+        for i, state in enumerate(self.optimizer_state(opt)):
+            for key, t in dict.items(state):
                 self.tick()
-                if isinstance(t, tensor_type):
+                if issubclass(type(t), tensor_type):
                     self.record(t, OPTIMIZER, f"{path}.state[{i}][{key!r}]" if self.paths else None)
+
+    def param_groups(self, opt):
+        """An optimizer's parameter groups (dicts), read as stored."""
+        groups = self.own(opt, "param_groups")
+        return [g for g in _items(groups, list) if issubclass(type(g), dict)] if issubclass(type(groups), list) else []
+
+    def optimizer_state(self, opt):
+        """An optimizer's per-parameter state dicts, read as stored."""
+        state = self.own(opt, "state")
+        values = dict.values(state) if issubclass(type(state), dict) else ()
+        return [s for s in values if issubclass(type(s), dict)]
 
     def note_hooks(self, module, path):
         """Containers the module's hooks append to: what they hold is held by the hook."""
-        for sub_name, sub in module.named_modules():
-            for attr in ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks"):
-                for fn in getattr(sub, attr, {}).values():
-                    where = f"{attr[1:-1].replace('_', ' ')} on {path}{'.' + sub_name if sub_name else ''}"
+        for sub_name, sub in self.submodules(module):
+            for attr, words in _HOOK_DICTS:
+                hooks = self.own(sub, attr)
+                for fn in dict.values(hooks) if issubclass(type(hooks), dict) else ():
+                    where = f"{words} on {_dotted(path, sub_name) if sub_name else path}"
                     for held in _referenced(fn):
-                        if isinstance(held, _CONTAINERS):
+                        if issubclass(type(held), _CONTAINERS):
                             self.hook_lists.setdefault(id(held), where)
 
 
@@ -545,20 +655,67 @@ def _is_module_like(obj):
 
 
 def _referenced(fn):
-    """Objects a hook function closes over or names as globals."""
+    """Objects a hook function closes over or names as globals (a bound method's function's). Another callable
+    is not asked: its ``__getattr__`` is the user's code."""
+    if type(fn) is types.MethodType:
+        fn = fn.__func__
+    if type(fn) is not types.FunctionType:
+        return []
     out = []
-    closure = getattr(fn, "__closure__", None) or ()
-    for cell in closure:
+    for cell in fn.__closure__ or ():
         try:
             out.append(cell.cell_contents)
         except ValueError:
             pass
-    code = getattr(fn, "__code__", None)
-    scope = getattr(fn, "__globals__", {})
-    for name in getattr(code, "co_names", ()):
+    scope = fn.__globals__
+    for name in fn.__code__.co_names:
         if name in scope:
             out.append(scope[name])
     return out
+
+
+def _key_text(key):
+    """A dict key as a path shows it: its repr for the built-in types whose repr is known, else the default repr
+    (a key's own ``__repr__`` is the user's code)."""
+    if type(key) in _KNOWN_REPR or type(key) is tuple and all(type(k) in _KNOWN_REPR for k in key):
+        return repr(key)
+    return f"<{_TYPE_NAME(type(key))} object at {id(key):#x}>"
+
+
+def _dotted(prefix, name):
+    """A name below ``prefix`` (``model.0``), or the name alone at the top."""
+    return f"{prefix}.{name}" if prefix else name
+
+
+def _items(obj, cls):
+    """An iterator over a list's, tuple's, deque's or set's items by the built-in type's own iterator."""
+    for base, iterate in _ITERATORS:
+        if issubclass(cls, base):
+            return iterate(obj)
+    return iter(())
+
+
+def _layout(cls):
+    """(the getter of a class's instances' ``__dict__`` or None, their slots' (name, getter)), from the class's own
+    namespaces: C descriptors only, so reading them runs none of the class's code. A private slot is named as
+    stored (``_Cls__x``), which is what a user types outside the class."""
+    namespace_getter, slots = None, []
+    for base in _TYPE_MRO(cls):
+        namespace = _TYPE_DICT(base)
+        found = namespace.get("__dict__")
+        if namespace_getter is None and type(found) is types.GetSetDescriptorType:
+            namespace_getter = found.__get__
+        names = namespace.get("__slots__", ())
+        names = (names,) if type(names) is str else names if type(names) in (tuple, list, dict) else ()
+        for name in names:
+            if type(name) is not str or name in ("__dict__", "__weakref__"):
+                continue
+            if name.startswith("__") and not name.endswith("__"):
+                name = f"_{_TYPE_NAME(base).lstrip('_')}{name}"
+            member = namespace.get(name)
+            if type(member) is types.MemberDescriptorType:
+                slots.append((name, member.__get__))
+    return namespace_getter, tuple(slots)
 
 
 def user_names(shell):
@@ -571,15 +728,6 @@ def user_names(shell):
 
 
 _MODULE_INTERNALS = {}
-
-
-def _slot_names(cls):
-    """The ``__slots__`` attributes of a class and its bases (a dataclass with ``slots=True`` keeps no __dict__)."""
-    names = []
-    for base in cls.__mro__:
-        slots = base.__dict__.get("__slots__", ())
-        names += [n for n in ((slots,) if isinstance(slots, str) else slots) if n not in ("__dict__", "__weakref__")]
-    return names
 
 
 def _module_internals(torch):

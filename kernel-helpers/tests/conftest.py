@@ -1,3 +1,4 @@
+import gc
 import json
 import pathlib
 
@@ -110,3 +111,86 @@ def validate():
         return message
 
     return check
+
+
+# A notebook's objects whose classes run code when read the usual ways (a tensor subclass's __torch_function__,
+# __getattr__, __getattribute__, a dict's items, a list's __iter__, a hook object's __getattr__, a key's __repr__):
+# each call they see goes into CALLS. The helper reads around them, so CALLS stays empty while it looks.
+ODD_OBJECTS = """
+import torch
+CALLS = []
+class Logged(torch.Tensor):
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        CALLS.append(getattr(func, '__name__', str(func)))
+        return super().__torch_function__(func, types, args, kwargs or {})
+class Lazy:
+    __slots__ = ('t', 'unset')
+    def __getattr__(self, name):
+        CALLS.append(('__getattr__', name))
+        raise AttributeError(name)
+class Traced:
+    def __init__(self):
+        self.t = torch.ones(58)
+    def __getattribute__(self, name):
+        CALLS.append(('__getattribute__', name))
+        return object.__getattribute__(self, name)
+class Hook:
+    def __init__(self):
+        self.__dict__['outs'] = []
+    def __getattr__(self, name):
+        CALLS.append(('__getattr__', name))
+        raise AttributeError(name)
+    def __call__(self, m, i, o):
+        self.outs.append(o.detach())
+class Registry(dict):
+    def items(self):
+        CALLS.append('items')
+        return super().items()
+    def __iter__(self):
+        CALLS.append('__iter__')
+        return super().__iter__()
+class Key:
+    def __repr__(self):
+        CALLS.append('__repr__')
+        return 'Key()'
+class Batches(list):
+    def __iter__(self):
+        CALLS.append('list __iter__')
+        return super().__iter__()
+logged = torch.ones(59).as_subclass(Logged)
+graded = (torch.ones(3, requires_grad=True) * 2).as_subclass(Logged)
+lazy = Lazy()
+lazy.t = torch.ones(57)
+traced = Traced()
+hook = Hook()
+lin = torch.nn.Linear(3, 3)
+lin.register_forward_hook(hook)
+lin(torch.ones(2, 3))
+reg = Registry(a=torch.ones(62))
+batches = Batches([torch.ones(63)])
+keyed = {Key(): torch.ones(65)}
+mixed = [traced] * 40 + [torch.ones(64)] * 40
+CALLS.clear()
+"""
+
+# A tensor subclass that refuses every torch function: reading it the usual way raises.
+STRICT_TENSOR = """
+import torch
+class Strict(torch.Tensor):
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        raise NotImplementedError(getattr(func, '__name__', str(func)))
+strict = torch.ones(61).as_subclass(Strict)
+strict_graded = (torch.ones(3, requires_grad=True) * 2).as_subclass(Strict)
+"""
+
+
+@pytest.fixture
+def strict(shell):
+    """The shell with STRICT_TENSOR's tensors, gone after the test: other tests read each tensor gc.get_objects()
+    lists the usual way."""
+    assert shell.run_cell(STRICT_TENSOR).success
+    yield shell
+    shell.run_cell("del strict, strict_graded, Strict")
+    gc.collect()

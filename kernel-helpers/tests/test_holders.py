@@ -8,11 +8,12 @@ ones recorded on the H200; they pick the CPU when there is no GPU.
 
 import gc
 import json
+import re
 import sys
 import weakref
 
 import pytest
-from conftest import ROOT, attach, names_holder
+from conftest import ODD_OBJECTS, ROOT, attach, names_holder
 
 torch = pytest.importorskip("torch")
 
@@ -604,3 +605,47 @@ def test_a_block_says_when_it_lists_fewer_holders_than_it_found(shell):
     shell.run_cell("del many, a, b, c, d, few")
     answer, found = holders_of(shell, [block_of(w)])
     assert [h["path"] for h in found[key(w)]] == ["w"] and "more" not in answer["blocks"][0]
+
+
+def _odd_tensors(ns):
+    """ODD_OBJECTS' tensors by the path that names them, read past their classes' code."""
+    with torch._C.DisableTorchFunctionSubclass():
+        tensors = {
+            "logged": ns["logged"],
+            "lazy.t": ns["lazy"].t,
+            "traced.t": object.__getattribute__(ns["traced"], "t"),
+            "hook.outs[0]": ns["hook"].__dict__["outs"][0],
+            "reg['a']": dict.__getitem__(ns["reg"], "a"),
+            "batches[0]": list.__getitem__(ns["batches"], 0),
+            "mixed[40]": ns["mixed"][40],
+            "keyed[<Key object at 0x...>]": next(iter(dict.values(ns["keyed"]))),
+        }
+    return tensors
+
+
+def test_the_search_runs_none_of_the_users_code(shell):
+    # Before: a tensor subclass's __torch_function__ ran at each tensor read, a class's __getattr__ at each slot
+    # and __dict__ read, __getattribute__ at each isinstance, a dict subclass's items, a list subclass's __iter__.
+    assert shell.run_cell(ODD_OBJECTS).success
+    ns = shell.user_ns
+    with torch._C.DisableTorchFunctionSubclass():
+        blocks = {path: block_of(t) for path, t in _odd_tensors(ns).items()}
+    ns["CALLS"].clear()
+    _, found = holders_of(shell, list(blocks.values()))
+    assert ns["CALLS"] == []
+    named = {path: found[(b["device"], b["address"])][0]["path"] for path, b in blocks.items()}
+    named["keyed[<Key object at 0x...>]"] = re.sub("0x[0-9a-f]+", "0x...", named["keyed[<Key object at 0x...>]"])
+    assert named == {path: path for path in blocks}
+
+
+def test_a_tensor_that_refuses_to_be_read_leaves_the_other_holders_named(strict):
+    # Before: a subclass whose __torch_function__ raises stopped the whole search at its first tensor read.
+    shell = strict
+    assert shell.run_cell("plain = torch.ones(60)").success
+    ns = shell.user_ns
+    with torch._C.DisableTorchFunctionSubclass():
+        plain, refusing = block_of(ns["plain"]), block_of(ns["strict"])
+    answer, found = holders_of(shell, [plain, refusing])
+    assert not answer["partial"]
+    assert found[(-1, plain["address"])] == [{"kind": "variable", "path": "plain"}]
+    assert found[(-1, refusing["address"])] == [{"kind": "variable", "path": "strict"}]

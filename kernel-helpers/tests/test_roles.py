@@ -9,7 +9,7 @@ own: ``model.parameters()`` and their ``.grad``, ``optimizer.state``, and
 import json
 
 import pytest
-from conftest import ROOT, read_as_recorded
+from conftest import ODD_OBJECTS, ROOT, read_as_recorded
 
 torch = pytest.importorskip("torch")
 
@@ -242,3 +242,31 @@ def test_the_recorded_manifest_follows_the_manifest_rule_and_its_roles_go_on_the
         validate(cell["roles"], "roles")  # the replay kernel sends a recorded cell's roles as they are
         columns = validate(json.loads((folder / cell["roles_file"]).read_text()), "rolesFile")
         assert set(columns["role"]) <= set(protocol.ROLES)
+
+
+def test_the_pass_runs_none_of_the_users_code(shell):
+    # what test_holders checks of the search, for the pass that runs after every cell
+    assert shell.run_cell(ODD_OBJECTS).success
+    ns = shell.user_ns
+    with torch._C.DisableTorchFunctionSubclass():
+        kept = [ns["logged"], ns["graded"], ns["lazy"].t, ns["hook"].__dict__["outs"][0], ns["mixed"][40]]
+        blocks = blocks_of(kept)
+    ns["CALLS"].clear()
+    rp = RolePass()
+    answer = rp.run(shell, blocks)
+    assert ns["CALLS"] == []
+    assert not answer["partial"] and answer["bytes"]["user"] == sum(r[2] for r in blocks.values())
+
+
+def test_a_tensor_that_refuses_to_be_read_leaves_the_pass_its_roles(strict):
+    # Before: its first read raised out of the walk and the pass answered None for every cell.
+    shell = strict
+    assert shell.run_cell("plain = torch.ones(60)\nw = torch.nn.Linear(2, 2)").success
+    ns = shell.user_ns
+    with torch._C.DisableTorchFunctionSubclass():
+        blocks = blocks_of([ns["plain"], ns["w"].weight, ns["strict"]])
+        users = storage_bytes([ns["plain"], ns["strict"]])
+    answer = RolePass().after_cell(shell, blocks)
+    assert answer is not None and not answer["partial"]
+    assert answer["bytes"]["user"] == users
+    assert answer["bytes"]["parameter"] == ns["w"].weight.untyped_storage().nbytes()
