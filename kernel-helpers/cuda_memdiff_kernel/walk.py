@@ -68,7 +68,15 @@ _HOOK_DICTS = (
     ("_backward_hooks", "backward hook"),
     ("_backward_pre_hooks", "backward pre hook"),
 )
+# What an exception keeps, read as stored (an error class of the user's may compute its attributes).
 _EXCEPTION_TRACEBACK = BaseException.__dict__["__traceback__"].__get__
+_EXCEPTION_ARGS = BaseException.__dict__["args"].__get__
+_EXCEPTION_CHAIN = (
+    ("__cause__", BaseException.__dict__["__cause__"].__get__),
+    ("__context__", BaseException.__dict__["__context__"].__get__),
+)
+# The last error of a failed cell, as the interpreter keeps it (``last_exc`` from Python 3.12).
+_LAST_ERRORS = ("last_value", "last_exc")
 _NONES = itertools.repeat(None)
 # Where installed packages live: their classes are not the user's.
 _INSTALLED = re.compile(r"[\\/](site|dist)-packages[\\/]")
@@ -190,12 +198,15 @@ class ObjectWalk:
             self.value(value, OUTPUT_CACHE, name, via=self.reference("output-name", name, **facts))
         last = self.reference("last-traceback")
         self.traceback(getattr(sys, "last_traceback", None), TRACEBACK, "sys.last_traceback", last)
+        for name in _LAST_ERRORS:  # its frames are sys.last_traceback's, walked already
+            self.value(getattr(sys, name, None), TRACEBACK, f"sys.{name}", via=last)
         while self.links:
             self.link(*self.links.popleft())
 
     def traceback(self, tb, kind, where, via=None):
-        """The locals of a traceback's frames in the user's functions."""
-        while tb is not None:
+        """The locals of a traceback's frames in the user's functions, up to a part another way walked already."""
+        while tb is not None and id(tb) not in self.seen:
+            self.seen[id(tb)] = tb
             frame = tb.tb_frame
             try:
                 locals_ = frame_locals(frame) if is_user_function(frame, self.shell) else ()
@@ -271,11 +282,7 @@ class ObjectWalk:
         elif issubclass(cls, _LINKS):
             self.links.append((obj, kind, path, depth, via))
         elif issubclass(cls, BaseException):
-            # an exception the user kept (``except ... as e: err = e``) keeps its traceback's frames
-            where = self.child(path, "{}.__traceback__", None)
-            if kind == VARIABLE:
-                kind, via = TRACEBACK, self.reference("exception", path)
-            self.traceback(_EXCEPTION_TRACEBACK(obj), kind, where, via)
+            self.exception(obj, kind, path, depth, via)
         elif issubclass(cls, type):
             if is_user_class(obj):  # its attributes are shared by its instances: ``Logger.records``
                 self.class_attributes(obj, path, depth)
@@ -284,6 +291,20 @@ class ObjectWalk:
                 self.value(item, kind, self.child(path, "{}.{}", name), depth + 1, via)
             if is_user_class(cls):  # ``self.records.append(t)`` on a class's list
                 self.class_attributes(cls, self.child(path, "type({})", None), depth)
+
+    def exception(self, error, kind, path, depth, via):
+        """What an exception keeps: its traceback's frames, the arguments it was raised with, what its class
+        stored on it, and the errors it was raised from or during (``__cause__``, ``__context__``) with theirs.
+        One the user kept (``except ... as e: err = e``) is a reference whose fix is to drop it."""
+        if kind == VARIABLE:
+            kind, via = TRACEBACK, self.reference("exception", path)
+        self.traceback(_EXCEPTION_TRACEBACK(error), kind, self.child(path, "{}.__traceback__", None), via)
+        for i, item in enumerate(itertools.islice(_EXCEPTION_ARGS(error), MAX_ITEMS)):
+            self.value(item, kind, self.child(path, "{}.args[{}]", i), depth + 1, via)
+        for name, item in self.attributes(error):
+            self.value(item, kind, self.child(path, "{}.{}", name), depth + 1, via)
+        for name, read in _EXCEPTION_CHAIN:  # a chain as deep as its first error: each is walked once
+            self.value(read(error), kind, self.child(path, "{}.{}", name), depth, via)
 
     def layout(self, cls):
         """(the class, its instances' ``__dict__`` getter or None, their slots' (name, getter)), once a walk."""

@@ -649,3 +649,84 @@ def test_a_tensor_that_refuses_to_be_read_leaves_the_other_holders_named(strict)
     assert not answer["partial"]
     assert found[(-1, plain["address"])] == [{"kind": "variable", "path": "plain"}]
     assert found[(-1, refusing["address"])] == [{"kind": "variable", "path": "strict"}]
+
+
+def test_a_kept_exception_keeps_its_arguments_attributes_and_the_exceptions_it_chains(shell):
+    # Before: only the exception's own traceback was walked; what it was raised with, what the user's error class
+    # stored on it, and the error it was raised from (with that one's frames) were "unreachable".
+    assert shell.run_cell("""
+import torch
+class BadBatch(Exception):
+    def __init__(self, batch):
+        super().__init__('bad')
+        self.batch = batch
+def inner():
+    buf = torch.ones(47)
+    raise KeyError('k')
+def outer():
+    try:
+        inner()
+    except KeyError as e:
+        raise RuntimeError('wrapped') from e
+errors = []
+for fail in (lambda: ValueError('bad batch', torch.ones(45)), lambda: BadBatch(torch.ones(46))):
+    try:
+        raise fail()
+    except Exception as e:
+        errors.append(e)
+try:
+    outer()
+except RuntimeError as e:
+    err = e""").success
+    ns = shell.user_ns
+    tensors = {
+        "args": ns["errors"][0].args[1],
+        "attribute": ns["errors"][1].batch,
+        "cause": _local(ns["err"].__cause__.__traceback__, "buf"),
+    }
+    _, found = holders_of(shell, [block_of(t) for t in tensors.values()])
+
+    def kept(path, name):
+        return [{"kind": "traceback", "path": path, "reference": {"type": "exception", "name": name}}]
+
+    assert {name: found[key(t)] for name, t in tensors.items()} == {
+        "args": kept("errors[0].args[1]", "errors[0]"),
+        "attribute": kept("errors[1].batch", "errors[1]"),
+        "cause": kept("err.__cause__.__traceback__: inner() local buf", "err"),
+    }
+
+
+def test_the_last_error_keeps_its_arguments_and_the_error_it_was_raised_during(shell):
+    # Before: the walk started at sys.last_traceback alone, so what the failed cell's error itself keeps was missed.
+    assert shell.run_cell("""
+import torch
+def inner():
+    buf = torch.ones(48)
+    raise KeyError('k')
+def outer():
+    try:
+        inner()
+    except KeyError:
+        raise RuntimeError('wrapped', torch.ones(49))""").success
+    assert not shell.run_cell("outer()").success
+    error = sys.last_value
+    tensors = {"args": error.args[1], "context": _local(error.__context__.__traceback__, "buf")}
+    _, found = holders_of(shell, [block_of(t) for t in tensors.values()])
+    last = {"type": "last-traceback"}
+    assert {name: found[key(t)] for name, t in tensors.items()} == {
+        "args": [{"kind": "traceback", "path": "sys.last_value.args[1]", "reference": last}],
+        "context": [
+            {
+                "kind": "traceback",
+                "path": "sys.last_value.__context__.__traceback__: inner() local buf",
+                "reference": last,
+            }
+        ],
+    }
+
+
+def _local(tb, name):
+    """A local of the first frame in a traceback that has one by that name."""
+    while name not in tb.tb_frame.f_locals:
+        tb = tb.tb_next
+    return tb.tb_frame.f_locals[name]

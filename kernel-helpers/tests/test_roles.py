@@ -270,3 +270,16 @@ def test_a_tensor_that_refuses_to_be_read_leaves_the_pass_its_roles(strict):
     assert answer is not None and not answer["partial"]
     assert answer["bytes"]["user"] == users
     assert answer["bytes"]["parameter"] == ns["w"].weight.untyped_storage().nbytes()
+
+
+def test_what_a_kept_or_last_error_keeps_is_the_tracebacks(shell):
+    # its arguments, as its frames' locals: the memory goes with the error (del err; or a cell that succeeds)
+    assert shell.run_cell(
+        "import torch\ntry:\n    raise ValueError(torch.ones(45))\nexcept ValueError as e:\n    err = e"
+    ).success
+    assert not shell.run_cell("raise ValueError('nan in batch', torch.ones(49))").success
+    import sys
+
+    kept, last = shell.user_ns["err"].args[0], sys.last_value.args[1]
+    got = RolePass().run(shell, blocks_of([kept, last]))["bytes"]
+    assert got["traceback"] == storage_bytes([kept, last]) and got["unknown"] == 0
