@@ -310,8 +310,8 @@ class _RoleWalk(ObjectWalk):
 
     def module(self, modules, path):
         """A module's parameters, their gradients and its buffers, each kind joined to blocks in a few C calls."""
-        params = [p for _, m in modules for p in dict.values(self.own(m, "_parameters") or {}) if p is not None]
-        buffers = [b for _, m in modules for b in dict.values(self.own(m, "_buffers") or {}) if b is not None]
+        params = [p for _, _, a in modules for p in dict.values(a.get("_parameters") or {}) if p is not None]
+        buffers = [b for _, _, a in modules for b in dict.values(a.get("_buffers") or {}) if b is not None]
         self._spend(len(params) + len(buffers))
         self._parameters(params)
         self._blocks(buffers, self.found[BUFFER_ROLE])

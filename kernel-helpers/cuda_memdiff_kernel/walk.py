@@ -47,8 +47,12 @@ _LINKS = (
     types.CoroutineType,
     types.AsyncGeneratorType,
 )
+# A module hook whose closure, defaults or arguments the walk reads (another callable's code is the user's).
+_HOOKS = (types.FunctionType, functools.partial)
 _NUMBERS = (str, int, float, bool)
 _KNOWN_REPR = frozenset({str, bytes, int, float, bool, complex, type(None)})
+_PLAIN_OR_TUPLE = _KNOWN_REPR | {tuple}
+_PUBLIC_NAME = re.compile("[^_]").match
 # A class's own namespace and method resolution order, read without its metaclass's code.
 _TYPE_DICT = type.__dict__["__dict__"].__get__
 _TYPE_MRO = type.__dict__["__mro__"].__get__
@@ -340,8 +344,9 @@ class ObjectWalk:
         return self.own_dict(obj).get(name)
 
     def submodules(self, module):
-        """(name, module) of a module and each below it, once each in ``named_modules`` order, read from their
-        ``_modules`` dicts: a module class of the user's may override ``named_modules`` or ``__getattr__``."""
+        """(name, module, its ``__dict__``) of a module and each below it, once each in ``named_modules`` order, read
+        from their ``_modules`` dicts: a module class of the user's may override ``named_modules`` or
+        ``__getattr__``."""
         found, stack, met = [], [("", module)], set()
         while stack:
             name, m = stack.pop()
@@ -349,11 +354,16 @@ class ObjectWalk:
                 continue
             met.add(id(m))
             self.tick()
-            found.append((name, m))
-            children = self.own(m, "_modules")
-            if children:
-                below = [(_dotted(name, key) if self.paths else None, child) for key, child in dict.items(children)]
-                stack += [pair for pair in reversed(below) if pair[1] is not None]
+            attributes = self.own_dict(m)
+            found.append((name, m, attributes))
+            children = attributes.get("_modules")
+            if not children:
+                continue
+            if self.paths:
+                below = [(_dotted(name, key), child) for key, child in dict.items(children)]
+            else:
+                below = list(zip(_NONES, dict.values(children)))
+            stack += [pair for pair in reversed(below) if pair[1] is not None]
         return found
 
     def class_attributes(self, cls, reached, depth):
@@ -447,20 +457,31 @@ class ObjectWalk:
                     self.value(value, kind, self.child(path, "{}" + GENERATOR_LOCAL + "{}", name), deeper, via)
 
     def module_attributes(self, modules, kind, path, depth, via):
-        """What the user's own module classes keep as plain attributes (``self.cache = {}``), in the module and
-        its submodules. torch's own modules keep their state in parameters, buffers and submodules: a model of
-        hundreds of them costs one type check each, and names are made only for what is found."""
+        """What a module and its submodules keep beyond what every Module has: attributes set on them
+        (``self.cache = {}`` in a class of the user's, ``m.last_out = o`` from a hook on a torch Linear), and the
+        functions in their hook dicts, whose closures and defaults are walked as a function's are
+        (``model.0: forward hook keep: closure variable outs``). torch's own private attributes (an LSTM's flat
+        weight lists) are its bookkeeping of parameters named already. Names are made only for what is found."""
         internal = _module_internals(self.torch)
         found = []
-        for prefix, m in modules:
-            if type(m).__module__.startswith("torch."):
-                continue
-            attributes = self.own_dict(m)
-            for name in attributes.keys() - internal:  # one set difference in C
-                if not issubclass(type(attributes[name]), _SCALARS):
-                    found.append((prefix, name, attributes[name]))
+        for prefix, m, attributes in modules:
+            names = attributes.keys() - internal  # one set difference in C
+            if names and type(m).__module__.startswith("torch."):
+                names = list(filter(_PUBLIC_NAME, names))
+            if names and not _all_plain(list(map(attributes.__getitem__, names))):  # sizes and flags: most
+                found += [(prefix, name, attributes[name]) for name in names if not _plain(attributes[name])]
+            for attr, words in _HOOK_DICTS:
+                hooks = attributes.get(attr)
+                if hooks and issubclass(type(hooks), dict):
+                    found += [(prefix, words, fn) for fn in dict.values(hooks) if issubclass(type(fn), _HOOKS)]
         for prefix, name, value in found:
-            self.value(value, kind, self.child(path, "{}.{}", _dotted(prefix, name)), depth + 1, via)
+            if not self.paths:
+                where = None
+            elif issubclass(type(value), _HOOKS):  # the module's prefix, the hook's words and the function's name
+                where = f"{_dotted(path, prefix)}: {name} {getattr(value, '__name__', type(value).__name__)}"
+            else:
+                where = self.child(path, "{}.{}", _dotted(prefix, name))
+            self.value(value, kind, where, depth + 1, via)
 
     def tensor(self, t, kind, path, via=None):
         self.record(t, kind, path, via)
@@ -516,8 +537,8 @@ class ObjectWalk:
         modules below it), each once, named as ``named_parameters`` and ``named_buffers`` name them."""
         for kind, where in ((PARAMETER, "_parameters"), (BUFFER, "_buffers")):
             met = set()
-            for prefix, m in modules:
-                for name, t in dict.items(self.own(m, where) or {}):
+            for prefix, _, attributes in modules:
+                for name, t in dict.items(attributes.get(where) or {}):
                     if t is None or id(t) in met:
                         continue
                     met.add(id(t))
@@ -556,9 +577,9 @@ class ObjectWalk:
 
     def note_hooks(self, module, path):
         """Containers the module's hooks append to: what they hold is held by the hook."""
-        for sub_name, sub in self.submodules(module):
+        for sub_name, _, attributes in self.submodules(module):
             for attr, words in _HOOK_DICTS:
-                hooks = self.own(sub, attr)
+                hooks = attributes.get(attr)
                 for fn in dict.values(hooks) if issubclass(type(hooks), dict) else ():
                     where = f"{words} on {_dotted(path, sub_name) if sub_name else path}"
                     for held in _referenced(fn):
@@ -693,6 +714,21 @@ def _referenced(fn):
         if name in scope:
             out.append(scope[name])
     return out
+
+
+def _plain(value):
+    """A scalar or a tuple of scalars (a conv's ``kernel_size``): nothing to walk, told in a few C calls."""
+    cls = type(value)
+    return cls in _KNOWN_REPR or cls is tuple and _KNOWN_REPR.issuperset(map(type, value))
+
+
+def _all_plain(values):
+    """Whether every value is ``_plain``, told in a few C calls for all of them (a module's sizes and flags)."""
+    kinds = set(map(type, values))
+    if kinds <= _KNOWN_REPR:
+        return True
+    tuples = [v for v in values if type(v) is tuple]
+    return kinds <= _PLAIN_OR_TUPLE and _KNOWN_REPR.issuperset(map(type, itertools.chain.from_iterable(tuples)))
 
 
 def _key_text(key):

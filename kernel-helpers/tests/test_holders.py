@@ -730,3 +730,54 @@ def _local(tb, name):
     while name not in tb.tb_frame.f_locals:
         tb = tb.tb_next
     return tb.tb_frame.f_locals[name]
+
+
+def test_what_a_torch_module_keeps_beyond_its_parameters_is_named(shell):
+    # Before: attributes set on torch's own modules (by a hook, or by hand) and what a hook function keeps in its
+    # closure or defaults, reached through the module's hook dicts alone, were "unreachable".
+    assert shell.run_cell("""
+import torch
+def keep_output(m, i, o):
+    m.last_out = o.detach()
+def attach(m):
+    outs = []
+    m.register_forward_hook(lambda mod, i, o: outs.append(o.detach()))
+def scaled(m, i, o, scale=torch.full((3,), 2.0)):
+    return o * scale
+model = torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.ReLU())
+model[0].register_forward_hook(keep_output)
+attach(model[1])
+model[1].register_forward_hook(scaled)
+model(torch.ones(2, 3))
+lin = torch.nn.Linear(3, 3)
+lin.saved_input = torch.ones(5, 3)
+del keep_output, scaled""").success
+    ns = shell.user_ns
+    model = ns["model"]
+    hooks = list(model[1]._forward_hooks.values())
+    tensors = {
+        "set by a hook": model[0].last_out,
+        "set by hand": ns["lin"].saved_input,
+        "closure": hooks[0].__closure__[0].cell_contents[0],
+        "default": hooks[1].__defaults__[0],
+    }
+    _, found = holders_of(shell, [block_of(t) for t in tensors.values()])
+    closure, default = "model.1: forward hook <lambda>", "model.1: forward hook scaled"
+    assert {name: found[key(t)] for name, t in tensors.items()} == {
+        "set by a hook": [{"kind": "variable", "path": "model.0.last_out"}],
+        "set by hand": [{"kind": "variable", "path": "lin.saved_input"}],
+        "closure": [
+            {
+                "kind": "hidden",
+                "path": f"{closure}: closure variable outs[0]",
+                "reference": {"type": "closure", "name": closure, "place": "outs[0]"},
+            }
+        ],
+        "default": [
+            {
+                "kind": "hidden",
+                "path": f"{default}.__defaults__[0]",
+                "reference": {"type": "default-argument", "name": default},
+            }
+        ],
+    }

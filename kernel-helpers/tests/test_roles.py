@@ -283,3 +283,21 @@ def test_what_a_kept_or_last_error_keeps_is_the_tracebacks(shell):
     kept, last = shell.user_ns["err"].args[0], sys.last_value.args[1]
     got = RolePass().run(shell, blocks_of([kept, last]))["bytes"]
     assert got["traceback"] == storage_bytes([kept, last]) and got["unknown"] == 0
+
+
+def test_what_a_torch_module_or_its_hook_keeps_is_the_users(shell):
+    assert shell.run_cell("""
+import torch
+def attach(m):
+    outs = []
+    m.register_forward_hook(lambda mod, i, o: outs.append(o.detach()))
+lin = torch.nn.Linear(3, 3)
+attach(lin)
+lin.saved_input = torch.ones(5, 3)
+with torch.no_grad():
+    lin(lin.saved_input)
+""").success
+    lin = shell.user_ns["lin"]
+    kept = [lin.saved_input, next(iter(lin._forward_hooks.values())).__closure__[0].cell_contents[0]]
+    got = RolePass().run(shell, blocks_of(kept))["bytes"]
+    assert got["user"] == storage_bytes(kept) and got["unknown"] == 0
