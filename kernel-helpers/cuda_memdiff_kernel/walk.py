@@ -283,6 +283,8 @@ class ObjectWalk:
         elif issubclass(cls, (set, frozenset)):
             for item in list(itertools.islice(_items(obj, cls), MAX_ITEMS)):
                 self.value(item, kind, self.child(path, "{}{{...}}", None), depth + 1, via)
+        elif cls is types.MethodType:  # a callback kept as a bound method keeps its object
+            self.value(obj.__self__, kind, self.child(path, "{}.__self__", None), depth + 1, via)
         elif issubclass(cls, _LINKS):
             self.links.append((obj, kind, path, depth, via))
         elif issubclass(cls, BaseException):
@@ -396,6 +398,9 @@ class ObjectWalk:
             pass
 
     def linked(self, obj, kind, path, depth, via):
+        if type(obj) is types.FunctionType:  # what it stores on itself (``forward.last = x``) is typed by name
+            for name, value in itertools.islice(obj.__dict__.items(), MAX_ITEMS):
+                self.value(value, kind, self.child(path, "{}.{}", name), depth + 1, via)
         hidden = kind == VARIABLE
         kind = HIDDEN if hidden else kind
         deeper = depth + 1

@@ -781,3 +781,24 @@ del keep_output, scaled""").success
             }
         ],
     }
+
+
+def test_what_a_function_stores_on_itself_and_a_kept_methods_object_are_named(shell):
+    # Before: both were "unreachable": a function's __dict__ and a bound method's __self__ were not walked.
+    assert shell.run_cell("""
+import torch
+def forward(x):
+    forward.last = x * 2
+    return x
+forward(torch.ones(27))
+class Trainer:
+    def __init__(self):
+        self.buffer = torch.ones(26)
+    def step(self):
+        return self.buffer.sum()
+callbacks = [Trainer().step]""").success
+    ns = shell.user_ns
+    last, buffer = ns["forward"].last, ns["callbacks"][0].__self__.buffer
+    _, found = holders_of(shell, [block_of(last), block_of(buffer)])
+    assert found[key(last)] == [{"kind": "variable", "path": "forward.last"}]
+    assert found[key(buffer)] == [{"kind": "variable", "path": "callbacks[0].__self__.buffer"}]
