@@ -420,6 +420,9 @@ SCENARIOS = [
 ]
 
 
+@pytest.mark.skipif(
+    torch.cuda.is_available(), reason="there the notebooks put their tensors on the GPU: test_live_leaks.py asks it"
+)
 @pytest.mark.parametrize("notebook", SCENARIOS, ids=lambda p: p.stem)
 def test_each_scenario_names_its_holder_after_the_cell_to_look_at(shell, notebook):
     # What test_live_leaks.py asks on the GPU, on CPU tensors: after the cell the finder should point at, some
