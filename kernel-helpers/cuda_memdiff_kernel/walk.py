@@ -147,6 +147,8 @@ class ObjectWalk:
         self.steps = 0
         # id -> object: holding what was seen keeps ids from being reused mid-walk.
         self.seen = {}
+        # ids of objects seen only at MAX_DEPTH, whose contents beyond the limit were not walked.
+        self.cut = set()
         self.hook_lists = {}
         # Autograd nodes visited; None: each graph afresh (holders names every path to a graph).
         self.graph_seen = None
@@ -251,9 +253,16 @@ class ObjectWalk:
             if cls is torch.Tensor or issubclass(cls, torch.Tensor):
                 self.tensor(obj, kind, path, via)
                 return
-            if id(obj) in self.seen or depth > MAX_DEPTH or issubclass(cls, _SCALARS):
+            if depth > MAX_DEPTH or issubclass(cls, _SCALARS):
+                return
+            if id(obj) in self.seen and (id(obj) not in self.cut or depth == MAX_DEPTH):
                 return
             self.seen[id(obj)] = obj
+            # Met at the depth limit, its containers went unwalked: met again nearer a root, it is walked again.
+            if depth == MAX_DEPTH:
+                self.cut.add(id(obj))
+            else:
+                self.cut.discard(id(obj))
             if kind == VARIABLE and id(obj) in self.hook_lists:
                 kind, via = HOOK, self.hook_container(obj, path, self.hook_lists[id(obj)])
             elif kind == HOOK and isinstance(via, Reference) and not via.settled and issubclass(cls, _CONTAINERS):

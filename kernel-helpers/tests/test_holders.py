@@ -805,3 +805,19 @@ callbacks = [Trainer().step]""").success
     _, found = holders_of(shell, [block_of(last), block_of(buffer)])
     assert found[key(last)] == [{"kind": "variable", "path": "forward.last"}]
     assert found[key(buffer)] == [{"kind": "variable", "path": "callbacks[0].__self__.buffer"}]
+
+
+def test_an_object_first_met_at_the_depth_limit_is_walked_when_met_nearer_a_root(shell):
+    # Before: met first four containers down, inside `deep`, the object was marked seen and its list was cut
+    # off by the depth limit; met again as the global `holder`, it was skipped, and its tensor was "unreachable".
+    assert shell.run_cell("""
+import torch
+class Holder:
+    pass
+deep = {'a': {'b': {'c': {'d': Holder()}}}}
+holder = deep['a']['b']['c']['d']
+holder.items = [torch.ones(41)]
+""").success
+    t = shell.user_ns["holder"].items[0]
+    _, found = holders_of(shell, [block_of(t)])
+    assert [h["path"] for h in found[key(t)]] == ["holder.items[0]"]
