@@ -483,19 +483,23 @@ class ObjectWalk:
             if names and type(m).__module__.startswith("torch."):
                 names = list(filter(_PUBLIC_NAME, names))
             if names and not _all_plain(list(map(attributes.__getitem__, names))):  # sizes and flags: most
-                found += [(prefix, name, attributes[name]) for name in names if not _plain(attributes[name])]
+                found += [(prefix, name, attributes[name], False) for name in names if not _plain(attributes[name])]
             for attr, words in _HOOK_DICTS:
                 hooks = attributes.get(attr)
                 if hooks and issubclass(type(hooks), dict):
-                    found += [(prefix, words, fn) for fn in dict.values(hooks) if issubclass(type(fn), _HOOKS)]
-        for prefix, name, value in found:
+                    found += [(prefix, words, fn, True) for fn in dict.values(hooks)]
+        for prefix, name, value, hook in found:
             if not self.paths:
                 where = None
-            elif issubclass(type(value), _HOOKS):  # the module's prefix, the hook's words and the function's name
-                where = f"{_dotted(path, prefix)}: {name} {getattr(value, '__name__', type(value).__name__)}"
+            elif hook:  # the module's prefix, the hook's words and the function's (or the hook object's class) name
+                where = f"{_dotted(path, prefix)}: {name} {_hook_name(value)}"
             else:
                 where = self.child(path, "{}.{}", _dotted(prefix, name))
-            self.value(value, kind, where, depth + 1, via)
+            if hook and kind == VARIABLE and not issubclass(type(value), _HOOKS):
+                # a bound method's object or a callable object: what it keeps, no name the user typed shows
+                self.value(value, HIDDEN, where, depth + 1, via)
+            else:
+                self.value(value, kind, where, depth + 1, via)
 
     def tensor(self, t, kind, path, via=None):
         self.record(t, kind, path, via)
@@ -751,6 +755,14 @@ def _key_text(key):
     if type(key) in _KNOWN_REPR or type(key) is tuple and all(type(k) in _KNOWN_REPR for k in key):
         return repr(key)
     return f"<{_TYPE_NAME(type(key))} object at {id(key):#x}>"
+
+
+def _hook_name(hook):
+    """A hook as its path names it: a function's or bound method's name, else its class's (no code of its own
+    runs: a callable object's ``__name__`` may be a property)."""
+    if type(hook) in (types.FunctionType, types.MethodType):
+        return hook.__name__
+    return _TYPE_NAME(type(hook))
 
 
 def _dotted(prefix, name):

@@ -821,3 +821,36 @@ holder.items = [torch.ones(41)]
     t = shell.user_ns["holder"].items[0]
     _, found = holders_of(shell, [block_of(t)])
     assert [h["path"] for h in found[key(t)]] == ["holder.items[0]"]
+
+
+def test_what_a_hook_method_or_hook_object_keeps_is_named_by_the_module(shell):
+    # Before: only functions and partials in a module's hook dicts were walked; a bound method registered by an
+    # object nobody else keeps (the usual feature extractor) or a callable object kept its outputs "unreachable".
+    assert shell.run_cell("""
+import torch
+class Extractor:
+    def __init__(self, m):
+        self.feats = []
+        m.register_forward_hook(self.save)
+    def save(self, m, i, o):
+        self.feats.append(o.detach())
+class Recorder:
+    def __init__(self):
+        self.outputs = []
+    def __call__(self, m, i, o):
+        self.outputs.append(o.detach())
+    def __getattr__(self, name):
+        raise AssertionError(f"the walk asked for {name}")
+model = torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.ReLU())
+Extractor(model[0])
+model[1].register_forward_hook(Recorder())
+out = model(torch.ones(2, 3))
+del out""").success  # the ReLU's output, which the recorder keeps, neither named nor cached
+    model = shell.user_ns["model"]
+    extractor, recorder = (next(iter(m._forward_hooks.values())) for m in model)
+    tensors = {"method": extractor.__self__.feats[0], "object": recorder.outputs[0]}
+    _, found = holders_of(shell, [block_of(t) for t in tensors.values()])
+    assert {name: found[key(t)] for name, t in tensors.items()} == {
+        "method": [{"kind": "hidden", "path": "model.0: forward hook save.__self__.feats[0]"}],
+        "object": [{"kind": "hidden", "path": "model.1: forward hook Recorder.outputs[0]"}],
+    }
