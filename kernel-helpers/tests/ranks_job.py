@@ -49,6 +49,9 @@ def _train(rank, world, out, recordings, private, port):
         optimizer.zero_grad()
     ranks.mark("after training")
     ranks.stop()
+    # Rank 1's last gather (its file, in --private) may still be in flight when it finishes: tearing the group
+    # down then aborted it once in CI ("terminate called without an active exception"). Both leave together.
+    dist.barrier()
     dist.destroy_process_group()
 
 
