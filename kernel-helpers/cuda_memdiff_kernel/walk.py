@@ -50,7 +50,8 @@ _LINKS = (
 # A module hook whose closure, defaults or arguments the walk reads (another callable's code is the user's).
 _HOOKS = (types.FunctionType, functools.partial)
 _NUMBERS = (str, int, float, bool)
-_KNOWN_REPR = frozenset({str, bytes, int, float, bool, complex, type(None)})
+# The built-in values with no contents, whose repr is the interpreter's own: exactly these types, no subclass.
+_KNOWN_REPR = frozenset((*_SCALARS, complex))
 _PLAIN_OR_TUPLE = _KNOWN_REPR | {tuple}
 _PUBLIC_NAME = re.compile("[^_]").match
 # A class's own namespace and method resolution order, read without its metaclass's code.
@@ -331,13 +332,8 @@ class ObjectWalk:
     def attributes(self, obj):
         """(name, value) of an object's own attributes, its ``__dict__``'s then its slots', read as stored: no
         ``__getattr__``, ``__getattribute__`` or property of its class runs."""
-        _, namespace, slots = self.layout(type(obj))
-        found = []
-        if namespace is not None:
-            attributes = namespace(obj)
-            if type(attributes) is dict:
-                found += itertools.islice(attributes.items(), MAX_ITEMS)
-        for name, read in slots:
+        found = list(itertools.islice(self.own_dict(obj).items(), MAX_ITEMS))
+        for name, read in self.layout(type(obj))[2]:
             try:
                 found.append((name, read(obj)))
             except AttributeError:  # a slot not set
@@ -752,7 +748,7 @@ def _all_plain(values):
 def _key_text(key):
     """A dict key as a path shows it: its repr for the built-in types whose repr is known, else the default repr
     (a key's own ``__repr__`` is the user's code)."""
-    if type(key) in _KNOWN_REPR or type(key) is tuple and all(type(k) in _KNOWN_REPR for k in key):
+    if _plain(key):
         return repr(key)
     return f"<{_TYPE_NAME(type(key))} object at {id(key):#x}>"
 
