@@ -88,13 +88,14 @@ class _Walk(ObjectWalk):
 
     def record(self, tensor, kind, path, via=None):
         try:
-            if tensor.device.type == "cuda":
-                device = tensor.device.index
-            elif tensor.device.type == "cpu":
+            on = self.fields.device(tensor)
+            if on.type == "cuda":
+                device = on.index
+            elif on.type == "cpu":
                 device = -1  # lets the tests run on CPU tensors
             else:
                 return
-            address = tensor.untyped_storage().data_ptr()
+            address = self.fields.untyped_storage(tensor).data_ptr()
         except Exception:  # sparse, meta, or freed storage
             return
         block = self.index.find(device, address)
@@ -136,7 +137,8 @@ def _orphans(walk, blocks):
         for obj in gc.get_objects():
             walk.tick()
             if issubclass(type(obj), tensor_type):  # never isinstance: a user's __class__ may run
-                walk.record(obj, UNREACHABLE, f"a {tuple(obj.shape)} {str(obj.dtype).replace('torch.', '')} tensor")
+                shape, dtype = tuple(walk.fields.shape(obj)), str(walk.fields.dtype(obj)).replace("torch.", "")
+                walk.record(obj, UNREACHABLE, f"a {shape} {dtype} tensor")
 
 
 def find_holders(shell, blocks, budget_s=DEFAULT_BUDGET_S):

@@ -93,10 +93,6 @@ _UNIT_MIN = 32  # a shorter list is walked each cell: checking it costs about wh
 _PROBE_NODES = 8  # nodes looked at, nearest the root first, for one whose saved tensor tells backward ran
 _AFFECTED_MAX = 4096  # beyond this many blocks to give a role again (and a quarter of all), give all afresh
 _SIZE = operator.itemgetter(ROW_SIZE)
-_REQUIRES_GRAD = operator.attrgetter("requires_grad")
-_GRAD = operator.attrgetter("grad")
-_GET_DEVICE = operator.methodcaller("get_device")
-_DATA_PTR = operator.methodcaller("data_ptr")
 # cuBLAS's workspace config when CUBLAS_WORKSPACE_CONFIG is unset (":KiB:count" pairs), by GPU generation.
 _CUBLAS_DEFAULT = ":4096:2:16:8"
 _CUBLAS_DEFAULT_SM90 = ":4096:8"
@@ -219,7 +215,7 @@ class _RoleWalk(ObjectWalk):
                 for item in chunk:
                     if not issubclass(type(item), tensor_type):
                         self.value(item, kind, None, depth + 1, via)
-            flags = list(map(_REQUIRES_GRAD, tensors))
+            flags = list(map(self.fields.requires_grad, tensors))
             if any(flags):  # a gradient or a graph to follow
                 if whole:
                     graded += itertools.compress(range(start, start + len(chunk)), flags)
@@ -237,12 +233,14 @@ class _RoleWalk(ObjectWalk):
         if id(t) in self.seen:
             return
         self.seen[id(t)] = t
-        if t.requires_grad:  # most tensors a notebook keeps need none: one attribute read instead of three
-            if t.is_leaf:
-                if t.grad is not None:
-                    self.record(t.grad, GRADIENT, None)
+        fields = self.fields
+        if fields.requires_grad(t):  # most tensors a notebook keeps need none: one field read instead of three
+            if fields.is_leaf(t):
+                grad = fields.grad(t)
+                if grad is not None:
+                    self.record(grad, GRADIENT, None)
             else:
-                fn = t.grad_fn
+                fn = fields.grad_fn(t)
                 if fn is not None:
                     self._graph_of(t, fn)
 
@@ -273,7 +271,7 @@ class _RoleWalk(ObjectWalk):
 
     def saved_tensor(self, tensor, path, via=None):
         """ObjectWalk.graph's saved tensors, without paths: most start a block, a dict lookup away."""
-        address = tensor.data_ptr()
+        address = self.fields.data_ptr(tensor)
         if address not in self.rows:
             address = self.block_of(tensor)
             if address is None:
@@ -287,7 +285,7 @@ class _RoleWalk(ObjectWalk):
     def _blocks(self, tensors, into):
         """Add the addresses of the blocks ``tensors`` lie in to the set ``into``: a few C calls over all of them."""
         try:
-            pointers = set(map(_DATA_PTR, tensors))
+            pointers = set(map(self.fields.data_ptr, tensors))
         except Exception:  # a tensor without one storage (sparse): each the slow way
             pointers = missing = None
         else:
@@ -296,8 +294,9 @@ class _RoleWalk(ObjectWalk):
             if not missing:
                 return
         if missing is not None:  # views that do not start their storage, tensors on no device with blocks
-            tensors = list(itertools.compress(tensors, map(missing.__contains__, map(_DATA_PTR, tensors))))
-            tensors = itertools.compress(tensors, map(self.index.has_device, map(_GET_DEVICE, tensors)))
+            fields = self.fields
+            tensors = list(itertools.compress(tensors, map(missing.__contains__, map(fields.data_ptr, tensors))))
+            tensors = itertools.compress(tensors, map(self.index.has_device, map(fields.get_device, tensors)))
         for t in tensors:  # the slow way
             address = self.block_of(t)
             if address is not None:
@@ -318,7 +317,7 @@ class _RoleWalk(ObjectWalk):
 
     def _parameters(self, params):
         self._blocks(params, self.found[PARAMETER_ROLE])
-        self._blocks([g for g in map(_GRAD, params) if g is not None], self.found[GRADIENT_ROLE])
+        self._blocks([g for g in map(self.fields.grad, params) if g is not None], self.found[GRADIENT_ROLE])
 
     def optimizer(self, opt, path):
         """The parameters an optimizer's groups name, their gradients, and its state's tensors."""
@@ -338,12 +337,13 @@ class _RoleWalk(ObjectWalk):
     def block_of(self, tensor):
         """The address of the block a tensor's storage lies in, or None (not on a device, or no block)."""
         try:
-            address = tensor.data_ptr()
+            fields = self.fields
+            address = fields.data_ptr(tensor)
             if address not in self.rows:  # a view that does not start its storage, or a storage inside a block
-                device = tensor.get_device()
+                device = fields.get_device(tensor)
                 if not self.index.has_device(device):  # an optimizer's step count on the CPU, say
                     return None
-                address = self.index.containing(device, tensor.untyped_storage().data_ptr())
+                address = self.index.containing(device, fields.untyped_storage(tensor).data_ptr())
         except Exception:  # sparse, meta, or freed storage
             return None
         return address
@@ -662,7 +662,7 @@ def _probe(root, tensor_type):
     for fn, path in queue:
         for name in saved_tensor_names(fn):
             try:
-                if isinstance(getattr(fn, name), tensor_type):
+                if issubclass(type(getattr(fn, name)), tensor_type):
                     return path, name
             except Exception:  # freed by backward
                 return None

@@ -309,3 +309,23 @@ def torch_functions_off(torch):
     DisableTorchFunctionSubclass; before, DisableTorchFunction meant the same."""
     off = getattr(torch._C, "DisableTorchFunctionSubclass", None) or getattr(torch._C, "DisableTorchFunction", None)
     return off() if off is not None else contextlib.nullcontext()
+
+
+class TensorFields:
+    """A tensor's fields and methods as torch's C type reads them, for the walks over the user's tensors: a
+    subclass may override ``grad`` or ``data_ptr`` with Python, or ``__getattribute__``, and that is the user's
+    code (the helper's first law). Each is a C callable, as quick as the attribute read it replaces, and takes
+    the tensor: ``fields.grad(t)``, ``map(fields.data_ptr, tensors)``."""
+
+    def __init__(self, torch):
+        base = getattr(torch._C, "TensorBase", None) or torch._C._TensorBase  # named _TensorBase before 2.2
+        for name in ("grad", "grad_fn", "is_leaf", "requires_grad", "shape", "dtype", "device"):
+            setattr(self, name, getattr(base, name).__get__)
+        for name in ("data_ptr", "get_device", "untyped_storage"):
+            setattr(self, name, getattr(base, name))
+
+
+@functools.lru_cache(maxsize=2)
+def tensor_fields(torch):
+    """The TensorFields of a torch module, made once."""
+    return TensorFields(torch)

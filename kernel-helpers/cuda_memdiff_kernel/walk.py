@@ -144,6 +144,7 @@ class ObjectWalk:
 
     def __init__(self, torch, budget_s):
         self.torch = torch
+        self.fields = torch_probe.tensor_fields(torch)  # a tensor's own fields, read past its class's code
         self.deadline = time.perf_counter() + budget_s
         self.steps = 0
         # id -> object: holding what was seen keeps ids from being reused mid-walk.
@@ -416,7 +417,7 @@ class ObjectWalk:
                 return via
             return None if path is None else Reference(type_, path, None if words is None else len(path) + len(words))
 
-        if isinstance(obj, types.FunctionType):
+        if issubclass(type(obj), types.FunctionType):
             defaults = held("default-argument")
             for i, value in enumerate(obj.__defaults__ or ()):
                 self.value(value, kind, self.child(path, "{}.__defaults__[{}]", i), deeper, defaults)
@@ -429,14 +430,14 @@ class ObjectWalk:
                 except ValueError:  # a variable not bound yet
                     continue
                 self.value(value, kind, self.child(path, "{}" + CLOSURE_VARIABLE + "{}", name), deeper, closure)
-        elif isinstance(obj, functools.partial):
+        elif issubclass(type(obj), functools.partial):
             via = held("partial")
             self.value(obj.func, kind, self.child(path, "{}.func", None), deeper, via)
             for i, value in enumerate(obj.args):
                 self.value(value, kind, self.child(path, "{}.args[{}]", i), deeper, via)
             for name, value in obj.keywords.items():
                 self.value(value, kind, self.child(path, "{}.keywords[{!r}]", name), deeper, via)
-        elif isinstance(obj, _FUNCTION_CACHE):
+        elif issubclass(type(obj), _FUNCTION_CACHE):
             # the function it wraps is an owner of its own: its defaults or closure are not the cache's to clear
             wrapped = self.child(path, "{}.__wrapped__", None)
             self.value(
@@ -502,13 +503,16 @@ class ObjectWalk:
         if id(t) in self.seen:
             return
         self.seen[id(t)] = t
-        if t.is_leaf:
-            grad = t.grad
+        fields = self.fields
+        if fields.is_leaf(t):
+            grad = fields.grad(t)
             if grad is not None:
                 self.record(grad, GRADIENT, self.child(path, "{}.grad", None))
-        elif t.grad_fn is not None:
-            # a graph reached through a reference goes with it (a kept exception's graph is freed with it)
-            self.graph(t.grad_fn, path, via if isinstance(via, Reference) else None)
+        else:
+            fn = fields.grad_fn(t)
+            if fn is not None:
+                # a graph reached through a reference goes with it (a kept exception's graph is freed with it)
+                self.graph(fn, path, via if isinstance(via, Reference) else None)
 
     def graph(self, node, path, via=None):
         """Saved tensors of every node reachable from ``node``: kept alive by ``path``'s graph."""
@@ -528,13 +532,13 @@ class ObjectWalk:
                     saved = getattr(fn, name)
                 except Exception:  # freed by backward
                     continue
-                if isinstance(saved, tensor_type):
+                if issubclass(type(saved), tensor_type):
                     self.saved_tensor(saved, path, via)
                 elif holds_no_tensor(saved):
                     spent = [*(spent or ()), name]
-                elif isinstance(saved, (list, tuple)):
+                elif issubclass(type(saved), (list, tuple)):
                     for t in saved:
-                        if isinstance(t, tensor_type):
+                        if issubclass(type(t), tensor_type):
                             self.saved_tensor(t, path, via)
             for name in spent or ():
                 names.remove(name)
@@ -559,19 +563,21 @@ class ObjectWalk:
                     self.tick()
                     name = _dotted(prefix, name) if self.paths else None
                     self.record(t, kind, self.child(path, "{}.{}", name))
-                    grad = t.grad if kind == PARAMETER else None
+                    grad = self.fields.grad(t) if kind == PARAMETER else None
                     if grad is not None:
                         self.record(grad, GRADIENT, self.child(path, "{}.{}.grad", name) if self.paths else None)
 
     def optimizer(self, opt, path):
-        tensor_type = self.torch.Tensor
+        tensor_type, fields = self.torch.Tensor, self.fields
         for group in self.param_groups(opt) if self.optimizer_params else ():
             for p in _items(dict.get(group, "params", ()), list):
                 self.tick()
                 if issubclass(type(p), tensor_type):
-                    self.record(p, PARAMETER, self.child(path, "{}.param_groups {}", tuple(p.shape)))
-                    if p.grad is not None:
-                        self.record(p.grad, GRADIENT, self.child(path, "{}.param_groups {}.grad", tuple(p.shape)))
+                    shape = tuple(fields.shape(p))
+                    self.record(p, PARAMETER, self.child(path, "{}.param_groups {}", shape))
+                    grad = fields.grad(p)
+                    if grad is not None:
+                        self.record(grad, GRADIENT, self.child(path, "{}.param_groups {}.grad", shape))
         for i, state in enumerate(self.optimizer_state(opt)):
             for key, t in dict.items(state):
                 self.tick()

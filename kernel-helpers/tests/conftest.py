@@ -158,7 +158,31 @@ class Batches(list):
     def __iter__(self):
         CALLS.append('list __iter__')
         return super().__iter__()
+def _posing(name):  # a field that says it was read, then answers as torch's own does
+    field = getattr(torch._C.TensorBase, name)
+    return property(lambda self: CALLS.append(name) or field.__get__(self))
+class Posing(torch.Tensor):
+    # fields and methods of its own: what the usual reads (t.grad, t.data_ptr()) would run
+    def __getattribute__(self, name):
+        if not name.startswith('__'):
+            CALLS.append(('tensor __getattribute__', name))
+        return super().__getattribute__(name)
+    grad, is_leaf, requires_grad, grad_fn, shape, device = map(
+        _posing, ('grad', 'is_leaf', 'requires_grad', 'grad_fn', 'shape', 'device'))
+    def data_ptr(self):
+        CALLS.append('data_ptr')
+        return torch._C.TensorBase.data_ptr(self)
+class PosingParameter(Posing, torch.nn.Parameter):
+    pass
 logged = torch.ones(59).as_subclass(Logged)
+posed = torch.ones(66).as_subclass(Posing)
+posed_graded = (torch.ones(67, requires_grad=True) * torch.ones(67)).as_subclass(Posing)
+posed_list = [torch.ones(68).as_subclass(Posing) for _ in range(40)]
+posed_lin = torch.nn.Linear(3, 3)
+posed_lin.weight = PosingParameter(torch.ones(3, 3))
+posed_lin(torch.ones(2, 3)).sum().backward()
+posed_opt = torch.optim.Adam(posed_lin.parameters())
+posed_opt.step()
 graded = (torch.ones(3, requires_grad=True) * 2).as_subclass(Logged)
 lazy = Lazy()
 lazy.t = torch.ones(57)

@@ -622,13 +622,20 @@ def _odd_tensors(ns):
             "batches[0]": list.__getitem__(ns["batches"], 0),
             "mixed[40]": ns["mixed"][40],
             "keyed[<Key object at 0x...>]": next(iter(dict.values(ns["keyed"]))),
+            "posed": ns["posed"],
+            "posed_graded": ns["posed_graded"],
+            "posed_list[0]": ns["posed_list"][0],
+            "posed_lin.weight": ns["posed_lin"].weight,
+            "posed_lin.weight.grad": torch._C.TensorBase.grad.__get__(ns["posed_lin"].weight),
+            "posed_opt.state[0]['exp_avg']": ns["posed_opt"].state[ns["posed_lin"].weight]["exp_avg"],
         }
     return tensors
 
 
 def test_the_search_runs_none_of_the_users_code(shell):
     # Before: a tensor subclass's __torch_function__ ran at each tensor read, a class's __getattr__ at each slot
-    # and __dict__ read, __getattribute__ at each isinstance, a dict subclass's items, a list subclass's __iter__.
+    # and __dict__ read, __getattribute__ at each isinstance, a dict subclass's items, a list subclass's __iter__,
+    # and a tensor subclass's own grad, is_leaf, data_ptr or __getattribute__ at each tensor read.
     assert shell.run_cell(ODD_OBJECTS).success
     ns = shell.user_ns
     with torch._C.DisableTorchFunctionSubclass():

@@ -250,12 +250,22 @@ def test_the_pass_runs_none_of_the_users_code(shell):
     ns = shell.user_ns
     with torch._C.DisableTorchFunctionSubclass():
         kept = [ns["logged"], ns["graded"], ns["lazy"].t, ns["hook"].__dict__["outs"][0], ns["mixed"][40]]
+        kept += [ns["posed"], ns["posed_graded"], *ns["posed_list"]]
+        weight = ns["posed_lin"].weight  # a parameter of a tensor subclass's, its gradient and Adam's state
+        trained = {
+            "parameter": weight,
+            "gradient": weight.grad,
+            "optimizer_state": ns["posed_opt"].state[weight]["exp_avg"],
+        }
         blocks = blocks_of(kept)
+        model_blocks = blocks_of(trained.values())
     ns["CALLS"].clear()
     rp = RolePass()
-    answer = rp.run(shell, blocks)
+    answer = rp.run(shell, {**blocks, **model_blocks})
     assert ns["CALLS"] == []
     assert not answer["partial"] and answer["bytes"]["user"] == sum(r[2] for r in blocks.values())
+    for role, t in trained.items():
+        assert answer["bytes"][role] == storage_bytes([t]), role
 
 
 def test_a_tensor_that_refuses_to_be_read_leaves_the_pass_its_roles(strict):
