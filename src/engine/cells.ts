@@ -195,12 +195,13 @@ export class CellCodeNames {
     earlier: readonly ICellSource[] = [],
     private readonly _folders: ReadonlySet<string> | null = null
   ) {
-    for (const cell of cells) {
+    cells.forEach((cell, place) => {
+      this._places.set(cell.id, place);
       this._add(murmur2(cell.source), cell);
       if (cell.executionCount !== undefined && cell.executionCount !== null) {
         this._byCount.set(cell.executionCount, cell);
       }
-    }
+    });
     for (const cell of earlier) {
       this._add(murmur2(codeAsRun(cell)), cell);
     }
@@ -212,6 +213,14 @@ export class CellCodeNames {
       list.push(cell);
     }
     this._byHash.set(hash, list);
+  }
+
+  /**
+   * A cell's place among `cells` (0 first): in a notebook's, its place among
+   * the code cells. Undefined for a cell only `earlier` has (a deleted one).
+   */
+  placeOf(id: string): number | undefined {
+    return this._places.get(id);
   }
 
   /** The cells a frame filename stands for, or null when it names no known cell (or another process's code). */
@@ -246,4 +255,5 @@ export class CellCodeNames {
 
   private readonly _byHash = new Map<number, ICellSource[]>();
   private readonly _byCount = new Map<number, ICellSource>();
+  private readonly _places = new Map<string, number>();
 }

@@ -569,7 +569,6 @@ function SegmentsBody(props: {
       snapshot={model.snapshotOf(props.after)}
       roles={model.rolesOf(props.after)}
       cells={model.cellNamesFor(props.after)}
-      colours={model.segmentColours}
       showAllFrames={model.showAllFrames}
       trans={props.trans}
       onReveal={props.onReveal}

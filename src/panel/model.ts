@@ -33,7 +33,6 @@ import {
   SnapshotDiff
 } from '../engine';
 import { runTagText } from '../components/runNames';
-import { GroupColours } from './colours';
 import type { IFileOom } from '../worker/files';
 
 // The followed notebook is part of the public contract; re-exported for the panel's users.
@@ -97,7 +96,6 @@ export class DiffPanelModel implements IDisposable {
     this._edits = null;
     this._notebook = notebook;
     this._cellNames.clear();
-    this.segmentColours.clear();
     this._selected = null;
     this._custom = null;
     this._invalidate();
@@ -488,13 +486,6 @@ export class DiffPanelModel implements IDisposable {
     const ref = refs.find(r => r.kind === 'record');
     return this.cellNames(ref?.kind === 'record' ? ref.record.kernelSession : undefined);
   }
-
-  /**
-   * The segment map's colours for the followed notebook's cells (or sites):
-   * kept here, not in the view, so a cell keeps its colour as the user steps
-   * from one snapshot to the next and when the map is drawn again.
-   */
-  readonly segmentColours = new GroupColours();
 
   /** Whether the model was disposed. */
   get isDisposed(): boolean {

@@ -3,8 +3,10 @@
  * written on the left, blocks at their offsets coloured by the cell that
  * allocated them (or, for a snapshot with no notebook cells in its stacks, by
  * allocation site), so free space inside segments (fragmentation) shows at a
- * glance. A cell keeps its colour in each snapshot of the session. Where the kernel gave each block's role, the map can colour by
- * role instead (the chart's role colours). A legend names each colour.
+ * glance. A cell keeps its colour in each snapshot of the session, and after
+ * a reload (see colours.ts). Where the kernel gave each block's role, the map
+ * can colour by role instead (the chart's role colours). A legend names each
+ * colour.
  * Hovering a block names it; clicking shows its stack. From the keyboard,
  * one block is in the tab order and the arrow keys move through the map,
  * showing each block's stack as they go (as the chart's bands do).
@@ -44,7 +46,7 @@ import {
   StackView
 } from '../components/stack';
 import { useWidth } from './width';
-import { GroupColours } from './colours';
+import { GROUP_COLOURS, groupColours } from './colours';
 
 /** Width before the panel is measured, in pixels. */
 const DEFAULT_WIDTH = 320;
@@ -61,11 +63,6 @@ export interface ISegmentMapProps {
   /** Each allocated block's role; null when the kernel gave none (the map then colours by code only). */
   roles?: BlockRoles | null;
   cells: CellCodeNames;
-  /**
-   * The colours cells (or sites) were given in the session, so a cell keeps
-   * its colour from one snapshot to the next; the map keeps its own when absent.
-   */
-  colours?: GroupColours;
   showAllFrames: boolean;
   trans: TranslationBundle;
   onReveal: (location: ICellLocation) => void;
@@ -75,6 +72,8 @@ export interface ISegmentMapProps {
 interface IGroup {
   key: string;
   label: string;
+  /** A cell's place among the notebook's code cells, which gives its colour (see colours.ts). */
+  place?: number;
 }
 
 /** The cell whose code allocated a block: the outermost notebook frame of its stack. */
@@ -91,7 +90,11 @@ function allocatingCell(
       const copies = cells.lookup(frame.filename)?.cells;
       // Copies of one cell share its code: one colour, and the legend names each copy.
       if (copies) {
-        return { key: `cell:${copies[0].id}`, label: copiesText(copies, frame.line, trans, 'cellLabel') };
+        return {
+          key: `cell:${copies[0].id}`,
+          label: copiesText(copies, frame.line, trans, 'cellLabel'),
+          place: cells.placeOf(copies[0].id)
+        };
       }
       // Another process ran the same code: its own colour, never the cell's (this notebook did not run it).
       const elsewhere = cells.sameCodeElsewhere(frame.filename);
@@ -125,7 +128,9 @@ function allocatingSite(
     ? copiesText(copies, frame.line, trans)
     : `${frame.filename.split('/').pop()}:${frame.line}` +
       (elsewhere.length ? `; ${elsewhereText(elsewhere, trans)}` : '');
-  return { key: `site:${id}`, label: `${frame.name} (${where})` };
+  // Keyed by what the frame says, not by its id (the store's table numbers frames as they come, so a reload numbers
+  // them again): the key gives the site's colour.
+  return { key: `site:${frame.filename}:${frame.line}:${frame.name}`, label: `${frame.name} (${where})` };
 }
 
 /** Frames a block's hover text lists before "…". */
@@ -278,8 +283,6 @@ export function SegmentMap(props: ISegmentMapProps): JSX.Element {
       Private.scrollIntoScroller(detailHead.current);
     }
   }, [picked]);
-  // Without the session's colours, the map keeps its own for as long as it is shown.
-  const colours = React.useMemo(() => props.colours ?? new GroupColours(), [props.colours]);
   const roleMap = React.useMemo(() => {
     if (!byRole) {
       return null;
@@ -320,24 +323,24 @@ export function SegmentMap(props: ISegmentMapProps): JSX.Element {
       }
       return siteByStack.get(block.stack) ?? null;
     };
-    const labels = new Map<string, string>();
+    const groups = new Map<string, IGroup>();
     const keyOf = (block: Block) => {
       const group = groupOf(block);
       if (group) {
-        labels.set(group.key, group.label);
+        groups.set(group.key, group);
       }
       return group?.key ?? '';
     };
-    // The largest groups get a colour, each the one it had in the session's other snapshots.
-    const top = largestGroups(snapshot, keyOf, colours.count);
-    const given = colours.colour(top);
+    // The largest groups get a colour: a cell's follows its place in the notebook, the same in every snapshot.
+    const top = largestGroups(snapshot, keyOf, GROUP_COLOURS);
+    const given = groupColours(top, key => groups.get(key)?.place);
     const colourOf = (key: string) => {
       const k = given.get(key);
       return k === undefined ? 'jp-mod-other' : `jp-mod-group${k}`;
     };
-    const legend = top.map(key => ({ key, className: colourOf(key), label: labels.get(key) ?? key }));
+    const legend = top.map(key => ({ key, className: colourOf(key), label: groups.get(key)?.label ?? key }));
     return { keyOf, colourOf, legend, byCell };
-  }, [snapshot, cells, showAllFrames, trans, colours]);
+  }, [snapshot, cells, showAllFrames, trans]);
   const { keyOf, byCell } = byCode;
   const codeLayout = React.useMemo(
     () =>

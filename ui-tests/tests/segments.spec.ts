@@ -1,8 +1,8 @@
 /**
  * The segment map as a new user follows it through the replayed demo at the
  * panel's default width: stepping through the chart with the arrow keys, a
- * cell's blocks keep one colour, and coloured by role, hovering a block
- * names its role.
+ * cell's blocks keep one colour, after a page reload too, and coloured by
+ * role, hovering a block names its role.
  */
 import { expect, test } from '@jupyterlab/galata';
 import type { Locator } from '@playwright/test';
@@ -74,6 +74,37 @@ test.describe('the segment map at the default width', () => {
     await expect(last).toHaveAttribute('aria-selected', 'true');
     await expect(legend).toContainText('Cell [3]');
     expect(await cellColours(legend)).toEqual(atFour);
+  });
+
+  test('a cell keeps its colour after a page reload, whichever snapshot is shown first', async ({ page }) => {
+    test.setTimeout(240000);
+    const cells = panelSection(page, 'chart').getByRole('listbox', { name: 'Cells' });
+    const legend = panelSection(page, 'segments').getByRole('list', { name: 'Colours of the segment map' });
+    const show = async (run: string, hasThree: boolean) => {
+      const option = cells.getByRole('option', { name: new RegExp(`^\\[${run}\\]`) });
+      await option.click();
+      await expect(option).toHaveAttribute('aria-selected', 'true');
+      // [4]'s map has the kept predictions (Cell [3]), [2]'s has not: the legend is the picked snapshot's
+      await (hasThree ? expect(legend) : expect(legend).not).toContainText('Cell [3]');
+      return cellColours(legend);
+    };
+    // [2]'s map, then [4]'s
+    const atTwo = await show('2', false);
+    const atFour = await show('4', true);
+    expect(Object.keys(atTwo)).toEqual(expect.arrayContaining(['Cell [1]', 'Cell [2]']));
+    expect(atFour['Cell [1]']).toBe(atTwo['Cell [1]']);
+
+    // The browser's own reload: JupyterLab restores the notebook, and its kernel sends the snapshots again.
+    await page.notebook.save();
+    await page.evaluate(() => location.reload());
+    await page.waitForFunction(() => (window as any).jupyterapp, null, { timeout: 60000 });
+    await page.evaluate(() => window.jupyterapp.restored);
+    await openPanel(page);
+    await expect(cells.getByRole('option', { name: /^\[4\]/ })).toBeVisible({ timeout: 90000 });
+
+    // now [4]'s map first: each cell in the colour it had before
+    expect(await show('4', true)).toEqual(atFour);
+    expect(await show('2', false)).toEqual(atTwo);
   });
 
   test("the keyboard reaches the blocks, rings the one it is on and shows each one's stack", async ({ page }) => {

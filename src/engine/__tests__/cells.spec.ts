@@ -39,6 +39,17 @@ describe('cell code names', () => {
     expect(names.lookup('/tmp/ipykernel_9/1.py')).toBeNull();
   });
 
+  it("gives each cell its place among the notebook's code cells, and a deleted cell's run none", () => {
+    const names = new CellCodeNames(
+      [
+        { id: 'a', source: 'x = 1' },
+        { id: 'b', source: 'y = 2' }
+      ],
+      [{ id: 'gone', source: 'z = 3', deleted: true }]
+    );
+    expect(['a', 'b', 'gone'].map(id => names.placeOf(id))).toEqual([0, 1, undefined]);
+  });
+
   it('tells cells apart by the count their prompt shows, else by their place', () => {
     const place = { index: 2, total: 5 };
     expect(cellTag({ id: 'a', source: '', executionCount: 7, position: place })).toBe('[7]');

@@ -1,58 +1,54 @@
-import { GroupColours, keepColours } from '../colours';
+import { murmur2 } from '../../engine';
+import { GROUP_COLOURS, groupColours } from '../colours';
 
-describe('keepColours', () => {
-  it('gives the largest groups of a first snapshot the colours in order', () => {
-    expect([...keepColours(['cell:a', 'cell:b'], new Map(), 5)]).toEqual([
+/** Places of cells in a notebook, as the segment map reads them from its cells. */
+const PLACES = new Map([
+  ['cell:a', 0],
+  ['cell:b', 1],
+  ['cell:c', 2],
+  ['cell:f', 5]
+]);
+const placeOf = (group: string) => PLACES.get(group);
+
+describe('groupColours', () => {
+  it('gives a cell the colour of its place in the notebook, whichever cells are shown with it', () => {
+    expect([...groupColours(['cell:a', 'cell:b'], placeOf)]).toEqual([
       ['cell:a', 0],
       ['cell:b', 1]
     ]);
+    // the largest or not, beside other cells or alone
+    expect(groupColours(['cell:c', 'cell:b'], placeOf).get('cell:b')).toBe(1);
+    expect(groupColours(['cell:b'], placeOf).get('cell:b')).toBe(1);
   });
 
-  it('keeps a group its colour when it is no longer the largest', () => {
-    // [4]'s map: Cell [3] is largest; [2]'s map: Cell [1] is, and Cell [2] is new
-    const given = new Map([
-      ['cell:3', 0],
-      ['cell:1', 1]
-    ]);
-    const colours = keepColours(['cell:1', 'cell:2'], given, 5);
-    expect(colours.get('cell:1')).toBe(1);
-    // a new group takes a colour no group had, not Cell [3]'s
-    expect(colours.get('cell:2')).toBe(2);
+  it('gives the same colours in whatever order snapshots are coloured, and after a reload', () => {
+    const first = ['cell:c', 'cell:a', 'site:model.py:12:forward'];
+    const second = ['cell:a', 'cell:b'];
+    const seen = [groupColours(first, placeOf), groupColours(second, placeOf)];
+    // nothing is kept from one call to the next: the other order gives the same
+    expect([groupColours(second, placeOf), groupColours(first, placeOf)]).toEqual([seen[1], seen[0]]);
   });
 
-  it('keeps the colours of the groups shown together apart', () => {
-    // every colour was given; two groups shown together once had the same one
-    const given = new Map([
-      ['a', 0],
-      ['b', 1],
-      ['c', 2],
-      ['d', 0]
-    ]);
-    const colours = keepColours(['a', 'd', 'b'], given, 3);
-    expect(colours.get('a')).toBe(0);
-    expect(colours.get('b')).toBe(1);
-    // the smaller gives way, to the colour no shown group holds
-    expect(colours.get('d')).toBe(2);
+  it('gives a group with no place the colour of its key', () => {
+    const site = 'site:model.py:12:forward';
+    expect(groupColours([site]).get(site)).toBe(murmur2(site) % GROUP_COLOURS);
   });
 
-  it('colours no more groups than it has colours', () => {
-    expect(keepColours(['a', 'b', 'c'], new Map(), 2).size).toBe(2);
+  it('keeps the colours of the groups shown together apart: the smaller takes the next one free', () => {
+    // cells at places 0 and 5 have one colour; shown together, the smaller gives way
+    const together = groupColours(['cell:a', 'cell:f', 'cell:b'], placeOf);
+    expect(together.get('cell:a')).toBe(0);
+    expect(together.get('cell:f')).toBe(1);
+    expect(together.get('cell:b')).toBe(2);
+    // the largest keeps its own
+    expect(groupColours(['cell:f', 'cell:a'], placeOf).get('cell:f')).toBe(0);
   });
-});
 
-describe('GroupColours', () => {
-  it('remembers a group across snapshots until cleared', () => {
-    const colours = new GroupColours(5);
-    colours.colour(['cell:3', 'cell:1']);
-    expect(colours.colour(['cell:1', 'cell:2'])).toEqual(
-      new Map([
-        ['cell:1', 1],
-        ['cell:2', 2]
-      ])
-    );
-    // asking again changes nothing
-    expect(colours.colour(['cell:3', 'cell:1']).get('cell:3')).toBe(0);
-    colours.clear();
-    expect(colours.colour(['cell:1']).get('cell:1')).toBe(0);
+  it('gives each of as many groups as it has colours one of its own, and no more', () => {
+    const keys = ['a', 'b', 'c', 'd', 'e', 'f', 'g'];
+    const colours = groupColours(keys);
+    expect([...colours.keys()]).toEqual(keys.slice(0, GROUP_COLOURS));
+    expect(new Set(colours.values()).size).toBe(GROUP_COLOURS);
+    expect(groupColours(keys, () => 0, 2).size).toBe(2);
   });
 });

@@ -115,17 +115,6 @@ describe('DiffPanelModel', () => {
     expect(placeOf()).toEqual(['[3]', `6/${sources.length + 1}`]);
   });
 
-  it("keeps the segment map's colours while it follows a notebook, and starts afresh with another", () => {
-    const model = new DiffPanelModel();
-    model.setNotebook(notebookWith(3));
-    model.segmentColours.colour(['cell:cell-2', 'cell:cell-0']);
-    // selecting another cell keeps them: cell-0 is still the second colour
-    model.select(model.records[0]);
-    expect(model.segmentColours.colour(['cell:cell-0']).get('cell:cell-0')).toBe(1);
-    model.setNotebook(notebookWith(2));
-    expect(model.segmentColours.colour(['cell:cell-0']).get('cell:cell-0')).toBe(0);
-  });
-
   it('maps frames to the notebook cells with their execution counts', () => {
     const model = new DiffPanelModel();
     model.setNotebook(notebookWith(3));
