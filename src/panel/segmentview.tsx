@@ -56,6 +56,12 @@ const ROW_HEIGHT = 9;
 const MAX_ROWS = 400;
 /** How far the keyboard's focus ring lies outside its block. */
 const RING_GAP = 2;
+/**
+ * The width of free space's outline (style/base.css), drawn inside the row:
+ * on whole pixels, not blurred over two at half strength, and hidden under
+ * the blocks, so it outlines the free space between them.
+ */
+const FREE_OUTLINE = 1;
 
 /** Props of SegmentMap. */
 export interface ISegmentMapProps {
@@ -223,10 +229,10 @@ const SegmentRow = React.memo(function SegmentRow(props: ISegmentRowProps): JSX.
       <rect
         className="jp-CudaMemdiffSegments-free"
         aria-hidden="true"
-        x={row.x}
-        y={row.y}
-        width={row.width}
-        height={ROW_HEIGHT - 1}
+        x={row.x + FREE_OUTLINE / 2}
+        y={row.y + FREE_OUTLINE / 2}
+        width={Math.max(0, row.width - FREE_OUTLINE)}
+        height={ROW_HEIGHT - 1 - FREE_OUTLINE}
       >
         <title>{free}</title>
       </rect>

@@ -1,8 +1,9 @@
 /**
  * Contrast, checked by axe-core in the light and the dark theme, on the
  * notebook's badges and on the panel with everything open (the leak finder,
- * the chart, the diff with a stack, the segment map); screenshots of the
- * panel in both themes and at a narrow and a wide width, to be looked at.
+ * the chart, the diff with a stack, the segment map), and on the outline of
+ * the segment map's free space; screenshots of the panel in both themes and
+ * at a narrow and a wide width, to be looked at.
  */
 import { expect, test } from '@jupyterlab/galata';
 import {
@@ -10,6 +11,7 @@ import {
   findLeakingCell,
   openPanel,
   openReplayedDemo,
+  outlineContrast,
   PANEL,
   PANEL_CONTENT,
   runReplayedDemo,
@@ -60,6 +62,9 @@ test.describe('contrast and looks', () => {
         el.scrollTop = (el.querySelector('[data-cuda-memdiff-section="diff"]') as HTMLElement).offsetTop;
       });
       expect(await screenshotOf(panel)).toMatchSnapshot(`panel-${name}.png`);
+      // free space in the segment map: a pale fill (1.6:1 on the dark theme), told from the panel by its outline
+      const free = panel.locator('.jp-CudaMemdiffSegments-free').first();
+      expect(await outlineContrast(free), `${theme}: free space's outline`).toBeGreaterThanOrEqual(3);
     }
 
     await setTheme(page, 'JupyterLab Light');

@@ -213,6 +213,34 @@ export async function contrastOf(page: IJupyterLabPageFixture, selectors: readon
   };
 }
 
+/**
+ * WCAG contrast of an SVG shape's outline (its stroke, over the panel's
+ * background where it is translucent) against the panel's background: what
+ * tells a shape whose fill is nearly the background's from the panel (WCAG's
+ * non-text contrast asks 3:1).
+ */
+export async function outlineContrast(shape: Locator): Promise<number> {
+  return shape.evaluate(el => {
+    const rgba = (css: string) => {
+      const [r, g, b, a = 1] = css.match(/[\d.]+/g)!.map(Number);
+      return { rgb: [r, g, b], a };
+    };
+    let box: Element | null = el;
+    while (box && rgba(getComputedStyle(box).backgroundColor).a === 0) {
+      box = box.parentElement;
+    }
+    const background = rgba(getComputedStyle(box ?? document.body).backgroundColor).rgb;
+    const stroke = rgba(getComputedStyle(el).stroke);
+    const seen = stroke.rgb.map((c, i) => stroke.a * c + (1 - stroke.a) * background[i]);
+    const luminance = (rgb: number[]) => {
+      const [r, g, b] = rgb.map(c => (c / 255 <= 0.03928 ? c / 255 / 12.92 : ((c / 255 + 0.055) / 1.055) ** 2.4));
+      return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+    };
+    const [light, dark] = [luminance(seen), luminance(background)].sort((x, y) => y - x);
+    return (light + 0.05) / (dark + 0.05);
+  });
+}
+
 /** Switch the theme with JupyterLab's command and wait until its colours apply. */
 export async function setTheme(page: IJupyterLabPageFixture, theme: string) {
   await page.evaluate(t => window.jupyterapp.commands.execute('apputils:change-theme', { theme: t }), theme);
