@@ -51,7 +51,8 @@ HOLDER_KINDS = (
 # What no variable shows at the start of a holder's path (walk.py, sent as the holder's ``reference``): an entry of
 # IPython's output history (``Out[n]``) or a name its displayhook set (``_2``, ``_``), a kept exception or the last
 # traceback, what a function's default argument, a closure, a paused generator, a function cache or a
-# functools.partial keeps, or a container a module's hook appends to.
+# functools.partial keeps, a container a module's hook appends to, or the locals of a function running in another
+# thread.
 HOLDER_REFERENCES = (
     "output",
     "output-name",
@@ -63,6 +64,7 @@ HOLDER_REFERENCES = (
     "lru-cache",
     "partial",
     "hook",
+    "thread",
 )
 
 # Why a cell has no snapshot (cell_note's ``note``): not in the replayed recording, its recorded runs all
