@@ -5,10 +5,12 @@ storage lies in the block and the path a user would type to reach them:
 user globals and what they contain (``preds[3]``, ``cache['x']``), the output
 cache (``Out[12]``), the last traceback's frames, autograd graphs reached
 through ``grad_fn`` saved tensors, module parameters, buffers and hooks, and
-optimizer state. A holder whose path starts at something no variable shows
-(an output history entry, a kept exception, a function's closure) says what
-that is in its ``reference`` (walk.Reference). Read-only and time-bounded; it
-returns plain data and keeps no reference to anything it visited.
+optimizer state, and the locals of the user's functions running in other
+threads. A holder whose path starts at something no variable shows (an
+output history entry, a kept exception, a function's closure, a running
+thread) says what that is in its ``reference`` (walk.Reference). Read-only
+and time-bounded; it returns plain data and keeps no reference to anything
+it visited.
 """
 
 import bisect

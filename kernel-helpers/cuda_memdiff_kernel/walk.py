@@ -3,7 +3,8 @@ can see (their globals, the output cache, the last traceback) to every tensor
 they keep alive, each met with the kind of thing that keeps it (a variable,
 a module's parameter, a gradient, optimizer state, an autograd graph, or
 something no name shows: a function's closure or default argument, a paused
-generator's frame, a function cache, an exception's traceback).
+generator's frame, a function cache, an exception's traceback, the locals of
+a function of theirs running in another thread).
 
 A subclass says what a tensor met means (``record``). Paths are built only
 when a subclass asks for them (``paths = True``): the per-cell role pass
@@ -19,6 +20,7 @@ import os
 import re
 import sys
 import sysconfig
+import threading
 import time
 import types
 
@@ -107,6 +109,8 @@ _PLUMBING = frozenset(
 # The words between a function or generator and its variable in a hidden holder's path (the variable is its place).
 CLOSURE_VARIABLE = ": closure variable "
 GENERATOR_LOCAL = ": generator frame local "
+# The module whose frames start and wait for every thread (its Thread object, a Timer's arguments): not the user's.
+_THREADING = "threading"
 # Per autograd node type, the names of its saved-tensor attributes: dir() is slow, the types are few.
 _SAVED_NAMES = {}
 _SAVED_TENSOR_NAMES = {}  # the same, less those seen to hold no tensor
@@ -208,6 +212,7 @@ class ObjectWalk:
         self.traceback(getattr(sys, "last_traceback", None), TRACEBACK, "sys.last_traceback", last)
         for name in _LAST_ERRORS:  # its frames are sys.last_traceback's, walked already
             self.value(getattr(sys, name, None), TRACEBACK, f"sys.{name}", via=last)
+        self.threads()
         while self.links:
             self.link(*self.links.popleft())
 
@@ -224,6 +229,57 @@ class ObjectWalk:
                 path = f"{where}: {frame.f_code.co_name}() local {local}" if self.paths else None
                 self.value(value, kind, path, via=via)
             tb = tb.tb_next
+
+    def threads(self):
+        """The locals of the user's functions running in other threads (``Thread(target=train).start()``), each
+        thread's frames outermost first: no name the user typed shows them, and they go when the function returns.
+
+        A thread is walked only while it runs code of the user's own (a
+        cell's function, a module of theirs): the kernel's threads, a
+        library's (a progress bar's monitor) and a ``Timer`` waiting in the
+        standard library keep nothing the user can let go of there, and
+        walking them after every cell would cost the role pass its budget.
+        Its name is read as the Thread object stores it (a subclass's ``name``
+        may be a property), else it is named by its ident."""
+        shell = self.shell
+        registry = getattr(threading, "_active", None)
+        registry = dict.copy(registry) if type(registry) is dict else {}
+        current = threading.get_ident()
+        for ident, top in sys._current_frames().items():
+            if ident == current:
+                continue
+            frames = []
+            while top is not None:
+                self.tick()
+                frames.append(top)
+                top = top.f_back
+            frames.reverse()
+            try:
+                if not any(is_user_code(frame, shell) for frame in frames):
+                    continue
+                name = self.own(registry.get(ident), "_name")
+            except Exception:  # a stack that cannot be read skips its thread
+                continue
+            if type(name) is not str:  # no Thread object (``_thread.start_new_thread``), or one not initialised
+                name = None
+            # the thread and the function's variable are separable, as a generator's (the variable is the place)
+            owner = (f"thread {ident}: " if name is None else f"thread {name!r}: ") if self.paths else None
+            via = self.reference("thread", str(ident) if name is None else name, None if owner is None else len(owner))
+            for frame in frames:
+                self.thread_frame(frame, owner, via)
+
+    def thread_frame(self, frame, owner, via):
+        """The locals of one frame of another thread's stack, if the user's (not the ``threading`` machinery's)."""
+        try:
+            module = dict.get(frame.f_globals, "__name__")
+            if module == _THREADING or not is_user_function(frame, self.shell):
+                return
+            locals_ = frame_locals(frame)
+        except Exception:  # a frame that cannot be read skips itself
+            return
+        for local, value in locals_:
+            path = f"{owner}{frame.f_code.co_name}() local {local}" if self.paths else None
+            self.value(value, HIDDEN, path, via=via)
 
     def reference(self, type_, name=None, place_at=None, hook=None, **facts):
         """A Reference for holders' fields; None when the walk names nothing (the role pass)."""
@@ -703,6 +759,18 @@ def _is_user_file(path):
 def _standard_library():
     paths = sysconfig.get_paths()
     return tuple({os.path.realpath(paths[key]) + os.sep for key in ("stdlib", "platstdlib")})
+
+
+def is_user_code(frame, shell):
+    """A frame of code the user wrote: a cell's, or a module of theirs (neither installed nor in Python's standard
+    library), found as ``is_user_class`` finds a class's."""
+    if frame.f_globals is getattr(shell, "user_ns", None):
+        return True
+    name = dict.get(frame.f_globals, "__name__")
+    if type(name) is not str or name.split(".")[0] in _PLUMBING:
+        return False
+    path = _own(sys.modules.get(name), "__file__")
+    return isinstance(path, str) and _is_user_file(path)
 
 
 def is_user_function(frame, shell):

@@ -8,8 +8,10 @@ ones recorded on the H200; they pick the CPU when there is no GPU.
 
 import gc
 import json
+import queue
 import re
 import sys
+import threading
 import weakref
 
 import pytest
@@ -861,3 +863,125 @@ del out""").success  # the ReLU's output, which the recorder keeps, neither name
         "method": [{"kind": "hidden", "path": "model.0: forward hook save.__self__.feats[0]"}],
         "object": [{"kind": "hidden", "path": "model.1: forward hook Recorder.outputs[0]"}],
     }
+
+
+def _running_local(thread, function, name):
+    """A local of ``function`` in the running ``thread``'s stack."""
+    frame = sys._current_frames()[thread.ident]
+    while frame.f_code.co_name != function:
+        frame = frame.f_back
+    return frame.f_locals[name]
+
+
+TRAINING_THREAD = """
+import threading
+import torch
+ready, release = threading.Event(), threading.Event()
+def step(x):
+    y = x * 2
+    ready.set()
+    release.wait(30)
+def train(h):
+    step(h[:2])
+threading.Thread(target=train, args=(torch.ones(33),)).start()
+assert ready.wait(10)"""
+
+
+def test_a_running_threads_locals_are_named_by_the_thread(shell, validate):
+    # Before: a tensor the locals of a function running in another thread keep (a notebook that trains in a
+    # thread to stay responsive) was "unreachable", found only through the garbage collector.
+    try:
+        assert shell.run_cell(TRAINING_THREAD).success
+        (worker,) = (t for t in threading.enumerate() if t.name.endswith("(train)") and t.is_alive())
+        h, y = _running_local(worker, "train", "h"), _running_local(worker, "step", "y")
+        answer, found = holders_of(shell, [block_of(h), block_of(y)])
+        validate([dict(b, device=0) for b in answer["blocks"]], "holderBlocks")
+        owner = f"thread {worker.name!r}: "
+
+        def local(place):
+            reference = {"type": "thread", "name": worker.name, "place": place}
+            return {"kind": "hidden", "path": owner + place, "reference": reference}
+
+        # outermost frame first, each function's locals by name: the thread's own frames (its Thread object keeps
+        # train's arguments until it returns) are the threading module's, not the user's
+        assert found[key(h)] == [local("train() local h"), local("step() local x")]
+        assert found[key(y)] == [local("step() local y")]
+    finally:
+        shell.user_ns["release"].set()
+        for t in threading.enumerate():
+            if t.name.endswith("(train)"):
+                t.join(10)
+
+
+def test_a_thread_running_no_code_of_the_users_is_not_walked(shell):
+    # A Timer waiting in the threading module, a thread waiting in the standard library's queue.join: they keep
+    # the tensors they were given, but no function of the user's keeps them there (the kernel's own threads are
+    # the same), and walking them after every cell would cost the role pass its budget.
+    timer = threading.Timer(60, print, args=[torch.ones(34)])
+    tasks = queue.Queue()
+    tasks.put(torch.ones(35))
+    joining = threading.Thread(target=tasks.join, daemon=True)
+    try:
+        timer.start()
+        joining.start()
+        kept = {"timer": timer.args[0], "queue": tasks.queue[0]}
+        _, found = holders_of(shell, [block_of(t) for t in kept.values()])
+        assert {name: found[key(t)] for name, t in kept.items()} == {
+            "timer": [{"kind": "unreachable", "path": "a (34,) float32 tensor"}],
+            "queue": [{"kind": "unreachable", "path": "a (35,) float32 tensor"}],
+        }
+    finally:
+        timer.cancel()
+        tasks.get()
+        tasks.task_done()
+        timer.join(10)
+        joining.join(10)
+
+
+def test_a_thread_is_named_without_running_its_classs_code(shell):
+    # A Thread subclass of the user's may compute its name (a property) or answer any attribute (__getattr__): the
+    # walk reads the name threading stored on it, and runs neither.
+    try:
+        assert shell.run_cell("""
+import threading
+import torch
+CALLS = []
+class Worker(threading.Thread):
+    @property
+    def name(self):
+        CALLS.append('name')
+        return 'computed'
+    @name.setter
+    def name(self, value):
+        CALLS.append('set name')
+    def __getattr__(self, attr):
+        CALLS.append(('__getattr__', attr))
+        raise AttributeError(attr)
+    def __repr__(self):
+        CALLS.append('__repr__')
+        return 'Worker()'
+    def run(self):
+        buf = torch.ones(36)
+        ready.set()
+        release.wait(30)
+ready, release = threading.Event(), threading.Event()
+worker = Worker()
+worker.start()
+assert ready.wait(10)""").success
+        ns = shell.user_ns
+        worker = ns["worker"]
+        buf = _running_local(worker, "run", "buf")
+        ns["CALLS"].clear()
+        _, found = holders_of(shell, [block_of(buf)])
+        assert ns["CALLS"] == []
+        name = worker.__dict__["_name"]
+        assert found[key(buf)] == [
+            {
+                "kind": "hidden",
+                "path": f"thread {name!r}: run() local buf",
+                "reference": {"type": "thread", "name": name, "place": "run() local buf"},
+            }
+        ]
+    finally:
+        shell.user_ns["release"].set()
+        shell.user_ns["worker"].join(10)

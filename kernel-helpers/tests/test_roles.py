@@ -7,6 +7,7 @@ own: ``model.parameters()`` and their ``.grad``, ``optimizer.state``, and
 """
 
 import json
+import sys
 
 import pytest
 from conftest import ODD_OBJECTS, ROOT, read_as_recorded
@@ -311,3 +312,30 @@ with torch.no_grad():
     kept = [lin.saved_input, next(iter(lin._forward_hooks.values())).__closure__[0].cell_contents[0]]
     got = RolePass().run(shell, blocks_of(kept))["bytes"]
     assert got["user"] == storage_bytes(kept) and got["unknown"] == 0
+
+
+def test_what_a_running_threads_functions_keep_is_the_users(shell):
+    # Before: held only by the locals of a function running in another thread, the block was "unknown".
+    assert shell.run_cell("""
+import threading
+import torch
+ready, release = threading.Event(), threading.Event()
+def train():
+    h = torch.ones(46)
+    ready.set()
+    release.wait(30)
+worker = threading.Thread(target=train)
+worker.start()
+assert ready.wait(10)""").success
+    ns = shell.user_ns
+    try:
+        frame = sys._current_frames()[ns["worker"].ident]
+        while frame.f_code.co_name != "train":
+            frame = frame.f_back
+        kept = [frame.f_locals["h"]]
+        del frame
+        got = RolePass().run(shell, blocks_of(kept))["bytes"]
+        assert got["user"] == storage_bytes(kept) and got["unknown"] == 0
+    finally:
+        ns["release"].set()
+        ns["worker"].join(10)
