@@ -702,13 +702,22 @@ def frame_locals(frame):
     the user's holds it too (``locals()`` returns that dict); the next read,
     or a debugger's trace function, puts them back from the frame. Other
     keys stay: there the cache is the only home of a name ``exec`` or
-    ``locals()[k] = v`` set (helper-74). From 3.13 ``f_locals`` is a view
-    that copies nothing, and is left alone.
+    ``locals()[k] = v`` set (helper-74). Nor is the cache touched while a
+    tracer steps the frame (``f_trace``: a debugger paused in another
+    thread): when its trace function returns, the interpreter writes the
+    cache back into the frame, and a name missing there would delete the
+    running function's variable. From 3.13 ``f_locals`` is a view that
+    copies nothing, and is left alone.
     """
     cached = frame.f_locals
     items = list(cached.items())
     # the frame's slot, this name and getrefcount's argument: no other holder
-    if type(cached) is dict and frame.f_code.co_flags & inspect.CO_OPTIMIZED and sys.getrefcount(cached) <= 3:
+    if (
+        type(cached) is dict
+        and frame.f_code.co_flags & inspect.CO_OPTIMIZED
+        and frame.f_trace is None
+        and sys.getrefcount(cached) <= 3
+    ):
         code = frame.f_code
         collections.deque(map(cached.pop, code.co_varnames + code.co_cellvars + code.co_freevars, _NONES), 0)
     return items

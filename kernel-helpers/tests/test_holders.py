@@ -985,3 +985,38 @@ assert ready.wait(10)""").success
     finally:
         shell.user_ns["release"].set()
         shell.user_ns["worker"].join(10)
+
+
+def test_a_thread_a_debugger_steps_keeps_its_variables(shell):
+    # Before Python 3.13, a trace function (a debugger paused in the thread) returns into code that writes the
+    # frame's cached locals back into the frame: had the walk taken its variables out of that cache meanwhile, as
+    # it does to let go of what it read, the running function would lose them (an UnboundLocalError in `train`).
+    try:
+        assert shell.run_cell("""
+import sys
+import threading
+import torch
+ready, release, done = threading.Event(), threading.Event(), []
+def paused(frame, event, arg):
+    if event == 'line' and frame.f_code.co_name == 'train' and frame.f_lineno == train.__code__.co_firstlineno + 4:
+        ready.set()
+        release.wait(30)  # a debugger waiting for its user, at the line that reads h
+    return paused
+def train():
+    sys._getframe().f_trace = paused  # as pdb.set_trace() steps its caller
+    sys.settrace(paused)
+    h = torch.ones(47)
+    done.append(h.sum().item())
+    sys.settrace(None)
+worker = threading.Thread(target=train)
+worker.start()
+assert ready.wait(10)""").success
+        ns = shell.user_ns
+        h = _running_local(ns["worker"], "train", "h")
+        _, found = holders_of(shell, [block_of(h)])
+        assert [holder["path"] for holder in found[key(h)]] == [f"thread {ns['worker'].name!r}: train() local h"]
+        del h
+    finally:
+        shell.user_ns["release"].set()
+        shell.user_ns["worker"].join(10)
+    assert shell.user_ns["done"] == [47.0]
