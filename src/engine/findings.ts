@@ -221,9 +221,10 @@ export type LeakAdvice =
   | { readonly code: 'drop-references' }
   /**
    * A reference no variable shows keeps the memory: `owner` (a function, a
-   * generator, a partial) through `ref` (null: the path does not say), at
-   * the `paths` the kernel named; `places`: where inside the owner, as a fix
-   * names them (a closure's variable `ref`; none for an lru_cache).
+   * generator, a partial, a running thread) through `ref` (null: the path
+   * does not say), at the `paths` the kernel named; `places`: where inside
+   * the owner, as a fix names them (a closure's variable `ref`, a thread's
+   * `train() local h`; none for an lru_cache).
    */
   | {
       readonly code: 'release-hidden';
@@ -278,6 +279,8 @@ function hiddenAdviceText(advice: Extract<LeakAdvice, { code: 'release-hidden' }
       return `${owner}'s lru_cache keeps its results: call \`${advice.owner}.cache_clear()\`, or cache no tensors`;
     case 'partial':
       return `the functools.partial ${owner} keeps its arguments (${where}): \`del ${advice.owner}\`, or pass the tensor when calling it`;
+    case 'thread':
+      return `the running thread ${owner} keeps its functions' locals (${where}): they are freed when the thread's function returns; \`join()\` it, or drop them inside its loop`;
     case null:
       return `drop the references the kernel names (${where})`;
   }

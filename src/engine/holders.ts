@@ -27,7 +27,10 @@ export interface IHolderReference {
   readonly count?: number;
   /** How many more displayed results until `_` (3), `__` (2) or `___` (1) lets go of it. */
   readonly displays?: number;
-  /** A closure's or a paused generator's variable, with the steps into it (`ref`, `batch[2]`). */
+  /**
+   * A closure's or a paused generator's variable, with the steps into it
+   * (`ref`, `batch[2]`), or a running thread's function and its local (`train() local h`).
+   */
   readonly place?: string;
 }
 
@@ -365,7 +368,8 @@ const HIDDEN_REFERENCES = [
   'closure',
   'generator',
   'lru-cache',
-  'partial'
+  'partial',
+  'thread'
 ] as const satisfies readonly HolderReferenceType[];
 export type HiddenReference = (typeof HIDDEN_REFERENCES)[number];
 
@@ -374,11 +378,15 @@ const HIDDEN: ReadonlySet<HolderReferenceType> = new Set(HIDDEN_REFERENCES);
 /** A `hidden` holder: what keeps the memory (`ref`, null when the kernel did not say) and its owner. */
 export interface IHiddenHolder {
   readonly ref: HiddenReference | null;
-  /** What a user would type to reach the owner: the function, generator or partial (`score`, `callbacks[0]`). */
+  /**
+   * What a user would type to reach the owner: the function, generator or
+   * partial (`score`, `callbacks[0]`); a running thread's name (`Thread-1 (train)`).
+   */
   readonly owner: string;
   /**
    * Where inside the owner, as a fix names it beside the owner: a closure's
-   * or a paused generator's variable (`ref`, `batch[2]`), the whole path for
+   * or a paused generator's variable (`ref`, `batch[2]`), a running
+   * thread's function and its local (`train() local h`), the whole path for
    * a default argument or a partial's argument (`score.__defaults__[0]`,
    * which says more than the owner), and nothing for an lru_cache's entries
    * (the cache is the place).

@@ -69,7 +69,7 @@ function holderPhrase(holder: IHolder, trans: TranslationBundle): string {
   }
 }
 
-/** A `hidden` holder: its path, with what keeps it where the path does not say (closures, generators, caches do). */
+/** A `hidden` holder: its path, with what keeps it where the path does not say (closures, generators, caches, threads do). */
 function hiddenHolderWords(holder: IHolder, trans: TranslationBundle): string {
   const path = codeSpan(holder.path);
   switch (hiddenHolder(holder).ref) {
@@ -377,6 +377,12 @@ function hiddenAdviceWords(advice: Extract<LeakAdvice, { code: 'release-hidden' 
     case 'partial':
       return trans.__(
         'The functools.partial `%1` keeps its arguments (%2): `del %1`, or pass the tensor when calling it.',
+        advice.owner,
+        where
+      );
+    case 'thread':
+      return trans.__(
+        "The running thread `%1` keeps its functions' locals (%2): they are freed when the thread's function returns; `join()` it, or drop them inside its loop.",
         advice.owner,
         where
       );

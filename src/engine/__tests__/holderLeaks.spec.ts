@@ -111,6 +111,15 @@ describe('hidden holders make a leak on their own', () => {
       ["fn.keywords['ref']"]
     ],
     [
+      "thread 'Thread-1 (train)': train() local h",
+      { type: 'thread', name: 'Thread-1 (train)', place: 'train() local h' },
+      'thread',
+      'Thread-1 (train)',
+      /^the running thread `Thread-1 \(train\)` keeps its functions' locals \(`train\(\) local h`\): they are freed when the thread's function returns; `join\(\)` it, or drop them inside its loop$/,
+      "thread 'Thread-1 (train)': train() local h",
+      ['train() local h']
+    ],
+    [
       'something.else',
       undefined,
       null,

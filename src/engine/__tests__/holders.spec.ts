@@ -38,6 +38,29 @@ describe('a holder reference from the kernel', () => {
   });
 });
 
+describe('the locals of a function running in another thread', () => {
+  const local = (place: string) => ({
+    kind: 'hidden',
+    path: `thread 'Thread-1 (train)': ${place}`,
+    reference: { type: 'thread', name: 'Thread-1 (train)', place }
+  });
+
+  it('are read as the kernel sends them, and freed by one fix naming the thread and each local', () => {
+    const holders = [local('train() local h'), local('step() local x')];
+    const read = parseHolderAnswer({ blocks: [{ device: 0, address: 4096, holders }], partial: false, elapsed_ms: 1 });
+    expect(read.holders.get('0:4096')).toEqual(holders);
+    expect(holderAdvice(new Set(['hidden']), read.holders.get('0:4096')!)).toEqual([
+      {
+        code: 'release-hidden',
+        ref: 'thread',
+        owner: 'Thread-1 (train)',
+        paths: holders.map(h => h.path),
+        places: ['train() local h', 'step() local x']
+      }
+    ]);
+  });
+});
+
 describe('an address in a holders answer past 2^53 - 1', () => {
   it('is refused, not rounded onto another block', () => {
     // JSON.parse reads 9007199254740993 as 9007199254740992: the holders of one block would be another's.

@@ -95,8 +95,9 @@ function tracebackAdvice(holders: readonly IHolder[]): LeakAdvice[] {
 
 /**
  * One fix per owner of a hidden reference (a function's defaults, a closure,
- * a generator, a cache, a partial); owners that differ only by an index and
- * keep the same places are one fix (`on_epoch_end[0:2]`'s closure variable `ref`).
+ * a generator, a cache, a partial, a running thread); owners that differ
+ * only by an index and keep the same places are one fix
+ * (`on_epoch_end[0:2]`'s closure variable `ref`).
  */
 function hiddenAdvice(holders: readonly IHolder[]): LeakAdvice[] {
   type Owner = IHiddenHolder & { paths: string[]; places: string[] };

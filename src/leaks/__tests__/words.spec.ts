@@ -24,6 +24,14 @@ describe('words for holders nobody sees', () => {
       },
       'callbacks[0]: closure variable buf'
     ],
+    [
+      {
+        kind: 'hidden',
+        path: "thread 'Thread-1 (train)': train() local h",
+        reference: { type: 'thread', name: 'Thread-1 (train)', place: 'train() local h' }
+      },
+      "thread 'Thread-1 (train)': train() local h"
+    ],
     // what the kernel did not say (a file from before references were sent) is not read from the path's words
     [{ kind: 'hidden', path: 'fn.args[0]' }, 'fn.args[0] (a reference no variable shows)'],
     [
@@ -83,6 +91,16 @@ describe('words for holders nobody sees', () => {
         places: []
       },
       /call `standardize\.cache_clear\(\)`/
+    ],
+    [
+      {
+        code: 'release-hidden',
+        ref: 'thread',
+        owner: 'Thread-1 (train)',
+        paths: ["thread 'Thread-1 (train)': train() local h", "thread 'Thread-1 (train)': step() local x"],
+        places: ['train() local h', 'step() local x']
+      },
+      /^The running thread `Thread-1 \(train\)` keeps its functions' locals \(`train\(\) local h`, `step\(\) local x`\): they are freed when the thread's function returns; `join\(\)` it, or drop them inside its loop\.$/
     ],
     [{ code: 'drop-exception', names: ['err'] }, /^`del err`: a kept exception keeps its traceback/],
     [
