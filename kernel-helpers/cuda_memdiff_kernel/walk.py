@@ -242,10 +242,14 @@ class ObjectWalk:
         Its name is read as the Thread object stores it (a subclass's ``name``
         may be a property), else it is named by its ident."""
         shell = self.shell
+        try:
+            stacks = sys._current_frames()
+        except Exception:  # an audit hook that refuses it (a sandboxed kernel): the other roots stand
+            return
         registry = getattr(threading, "_active", None)
         registry = dict.copy(registry) if type(registry) is dict else {}
         current = threading.get_ident()
-        for ident, top in sys._current_frames().items():
+        for ident, top in stacks.items():
             if ident == current:
                 continue
             frames = []

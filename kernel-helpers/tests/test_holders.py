@@ -938,6 +938,17 @@ def test_a_thread_running_no_code_of_the_users_is_not_walked(shell):
         joining.join(10)
 
 
+def test_a_process_that_refuses_to_list_its_threads_keeps_the_other_holders(shell, monkeypatch):
+    # sys._current_frames raises its audit event: a sandboxed kernel's hook may refuse it.
+    def refused():
+        raise RuntimeError("sys._current_frames refused by an audit hook")
+
+    assert shell.run_cell("import torch\nkept = torch.ones(37)").success
+    monkeypatch.setattr(sys, "_current_frames", refused)
+    answer, found = holders_of(shell, [block_of(shell.user_ns["kept"])])
+    assert not answer["partial"] and found[key(shell.user_ns["kept"])] == [{"kind": "variable", "path": "kept"}]
+
+
 def test_a_thread_is_named_without_running_its_classs_code(shell):
     # A Thread subclass of the user's may compute its name (a property) or answer any attribute (__getattr__): the
     # walk reads the name threading stored on it, and runs neither.
