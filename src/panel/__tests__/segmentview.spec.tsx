@@ -10,9 +10,32 @@ const trans = nullTranslator.load('jupyterlab_cuda_memdiff');
 const REC = path.resolve(__dirname, '../../../test-data/recordings/gpu_memory_demo--python');
 const manifest = JSON.parse(fs.readFileSync(path.join(REC, 'manifest.json'), 'utf-8'));
 
+/** The recording's snapshot after its cell `k`, read afresh (as after a reload). */
+const snapshotOf = (k: number) =>
+  readSnapshot(new Uint8Array(fs.readFileSync(path.join(REC, manifest.cells[k].snapshot_file))));
+
+/** The recorded notebook's cells, as the page reads them from it: one id each, kept in the file. */
+const sessionCells = () =>
+  new CellCodeNames(
+    manifest.cells.map((c: any, i: number) => ({
+      id: `cell-${i}`,
+      source: c.source,
+      executionCount: c.execution_count
+    }))
+  );
+
+/** The colour class the legend gives each cell (`Cell [1]`), as a person reads the legend. */
+function legendColours(): Map<string, string> {
+  const legend = screen.getByRole('list', { name: 'Colours of the segment map' });
+  const named = Array.from(legend.querySelectorAll('li')).map(
+    li => [li.textContent!, li.querySelector('span')!.className.split(' ').pop()!] as const
+  );
+  return new Map(named.filter(([text]) => /^Cell \[\d\]$/.test(text)));
+}
+
 describe('SegmentMap', () => {
   it('draws each segment, colours blocks by the cell that allocated them and names the colours', () => {
-    const snapshot = readSnapshot(new Uint8Array(fs.readFileSync(path.join(REC, manifest.cells[2].snapshot_file))));
+    const snapshot = snapshotOf(2);
     const ids = manifest.cells.map((_: unknown, i: number) => `cell-${i}`);
     const cells = new CellCodeNames(
       manifest.cells.map((c: any, i: number) => ({ id: ids[i], source: c.source, executionCount: c.execution_count }))
@@ -61,7 +84,7 @@ describe('SegmentMap', () => {
   });
 
   it("moves through the blocks from the keyboard, one in the tab order, showing each one's stack", () => {
-    const snapshot = readSnapshot(new Uint8Array(fs.readFileSync(path.join(REC, manifest.cells[2].snapshot_file))));
+    const snapshot = snapshotOf(2);
     const cells = new CellCodeNames(
       manifest.cells.map((c: any, i: number) => ({
         id: `cell-${i}`,
@@ -114,7 +137,7 @@ describe('SegmentMap', () => {
     expect(document.activeElement).toBe(below);
 
     // another snapshot has nothing picked, and coming back to this one does not bring the pick back
-    const other = readSnapshot(new Uint8Array(fs.readFileSync(path.join(REC, manifest.cells[1].snapshot_file))));
+    const other = snapshotOf(1);
     rerender(map(other));
     expect(screen.queryByText(/^Block /)).toBeNull();
     expect(document.querySelectorAll('[aria-selected="true"]')).toHaveLength(0);
@@ -124,22 +147,8 @@ describe('SegmentMap', () => {
   });
 
   it('keeps each cell its colour when the map shows another snapshot of the session', () => {
-    const snapshotOf = (k: number) =>
-      readSnapshot(new Uint8Array(fs.readFileSync(path.join(REC, manifest.cells[k].snapshot_file))));
-    const cells = new CellCodeNames(
-      manifest.cells.map((c: any, i: number) => ({
-        id: `cell-${i}`,
-        source: c.source,
-        executionCount: c.execution_count
-      }))
-    );
-    const colours = () => {
-      const legend = screen.getByRole('list', { name: 'Colours of the segment map' });
-      const named = Array.from(legend.querySelectorAll('li')).map(
-        li => [li.textContent!, li.querySelector('span')!.className.split(' ').pop()!] as const
-      );
-      return new Map(named.filter(([text]) => /^Cell \[\d\]$/.test(text)));
-    };
+    const cells = sessionCells();
+    const colours = legendColours;
     const map = (k: number) => (
       <SegmentMap snapshot={snapshotOf(k)} cells={cells} showAllFrames={false} trans={trans} onReveal={jest.fn()} />
     );
@@ -157,24 +166,8 @@ describe('SegmentMap', () => {
   });
 
   it('gives each cell the same colour after a reload, whichever snapshot is shown first', () => {
-    const snapshotOf = (k: number) =>
-      readSnapshot(new Uint8Array(fs.readFileSync(path.join(REC, manifest.cells[k].snapshot_file))));
-    // The notebook's cells, as the page reads them from it after a reload: one id each, kept in the file.
-    const cells = () =>
-      new CellCodeNames(
-        manifest.cells.map((c: any, i: number) => ({
-          id: `cell-${i}`,
-          source: c.source,
-          executionCount: c.execution_count
-        }))
-      );
-    const colours = () => {
-      const legend = screen.getByRole('list', { name: 'Colours of the segment map' });
-      const named = Array.from(legend.querySelectorAll('li')).map(
-        li => [li.textContent!, li.querySelector('span')!.className.split(' ').pop()!] as const
-      );
-      return new Map(named.filter(([text]) => /^Cell \[\d\]$/.test(text)));
-    };
+    const cells = sessionCells;
+    const colours = legendColours;
     const map = (k: number, names: CellCodeNames) => (
       <SegmentMap snapshot={snapshotOf(k)} cells={names} showAllFrames={false} trans={trans} onReveal={jest.fn()} />
     );
@@ -197,7 +190,7 @@ describe('SegmentMap', () => {
   });
 
   it('colours a snapshot with no notebook cells by allocation site', () => {
-    const snapshot = readSnapshot(new Uint8Array(fs.readFileSync(path.join(REC, manifest.cells[2].snapshot_file))));
+    const snapshot = snapshotOf(2);
     const { container } = render(
       <SegmentMap
         snapshot={snapshot}
