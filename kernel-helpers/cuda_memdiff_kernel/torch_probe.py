@@ -304,10 +304,11 @@ def torch_module():
 
 
 def torch_functions_off(torch):
-    """A context in which no tensor subclass's ``__torch_function__`` runs, for the walks that read the user's
-    tensors: such a method is the user's code (it may log, or refuse and raise). torch 2.0 named it
-    DisableTorchFunctionSubclass; before, DisableTorchFunction meant the same."""
-    off = getattr(torch._C, "DisableTorchFunctionSubclass", None) or getattr(torch._C, "DisableTorchFunction", None)
+    """A context in which no ``__torch_function__`` runs, for the walks that read the user's tensors: neither a
+    tensor subclass's nor a TorchFunctionMode's the user left on (``torch.set_default_device`` enters one; a
+    logging mode may count calls). Both are the user's code, and a mode made each read 16 times slower
+    (helper-80). From torch 2.0 DisableTorchFunction turns off both, DisableTorchFunctionSubclass only the first."""
+    off = getattr(torch._C, "DisableTorchFunction", None) or getattr(torch._C, "DisableTorchFunctionSubclass", None)
     return off() if off is not None else contextlib.nullcontext()
 
 
