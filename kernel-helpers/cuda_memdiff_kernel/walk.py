@@ -109,8 +109,8 @@ _PLUMBING = frozenset(
 # The words between a function or generator and its variable in a hidden holder's path (the variable is its place).
 CLOSURE_VARIABLE = ": closure variable "
 GENERATOR_LOCAL = ": generator frame local "
-# The module whose frames start and wait for every thread (its Thread object, a Timer's arguments): not the user's.
-_THREADING = "threading"
+# Whether another thread's running frame can be read without writing to it: from 3.13 f_locals is a view (PEP 667).
+RUNNING_LOCALS_READABLE = sys.version_info >= (3, 13)
 # Per autograd node type, the names of its saved-tensor attributes: dir() is slow, the types are few.
 _SAVED_NAMES = {}
 _SAVED_TENSOR_NAMES = {}  # the same, less those seen to hold no tensor
@@ -231,8 +231,16 @@ class ObjectWalk:
             tb = tb.tb_next
 
     def threads(self):
-        """The locals of the user's functions running in other threads (``Thread(target=train).start()``), each
-        thread's frames outermost first: no name the user typed shows them, and they go when the function returns.
+        """What the user's code running in other threads keeps (``Thread(target=train).start()``): the
+        arguments its Thread was started with, which it keeps until its function returns, and, from Python 3.13,
+        the locals of the user's functions in its stack, outermost first. No name the user typed shows them.
+
+        Before 3.13 a running frame's locals read only through a cache that
+        the interpreter writes back into the frame whenever a trace or
+        profile function (a debugger's, a profiler's) returns: taking the
+        names out of it deletes the running function's variables, leaving
+        them in keeps their old values (last step's batch) alive. Neither is
+        the helper's to do, so there its frames are not read (helper-80).
 
         A thread is walked only while it runs code of the user's own (a
         cell's function, a module of theirs): the kernel's threads, a
@@ -243,7 +251,7 @@ class ObjectWalk:
         may be a property), else it is named by its ident."""
         shell = self.shell
         try:
-            stacks = sys._current_frames()
+            stacks = sys._current_frames()  # frame objects only: their locals are not read here
         except Exception:  # an audit hook that refuses it (a sandboxed kernel): the other roots stand
             return
         registry = getattr(threading, "_active", None)
@@ -259,31 +267,43 @@ class ObjectWalk:
                 top = top.f_back
             frames.reverse()
             try:
-                if not any(is_user_code(frame, shell) for frame in frames):
-                    continue
-                name = self.own(registry.get(ident), "_name")
+                frames = [frame for frame in frames if is_user_code(frame, shell)]
+                thread = registry.get(ident)
+                name = self.own(thread, "_name")
             except Exception:  # a stack that cannot be read skips its thread
+                continue
+            if not frames:
                 continue
             if type(name) is not str:  # no Thread object (``_thread.start_new_thread``), or one not initialised
                 name = None
-            # the thread and the function's variable are separable, as a generator's (the variable is the place)
+            # the thread and what keeps the memory in it are separable, as a generator's variable is (the place)
             owner = (f"thread {ident}: " if name is None else f"thread {name!r}: ") if self.paths else None
             via = self.reference("thread", str(ident) if name is None else name, None if owner is None else len(owner))
-            for frame in frames:
+            for frame in frames if RUNNING_LOCALS_READABLE else ():
                 self.thread_frame(frame, owner, via)
+            self.thread_arguments(thread, owner, via)
 
     def thread_frame(self, frame, owner, via):
-        """The locals of one frame of another thread's stack, if the user's (not the ``threading`` machinery's)."""
+        """The locals of one frame of the user's code in another thread's stack."""
+        if frame.f_globals is getattr(self.shell, "user_ns", None) and frame.f_code.co_name == "<module>":
+            return  # a cell's top level running in a thread: its variables are globals, walked as such
         try:
-            module = dict.get(frame.f_globals, "__name__")
-            if module == _THREADING or not is_user_function(frame, self.shell):
-                return
             locals_ = frame_locals(frame)
         except Exception:  # a frame that cannot be read skips itself
             return
         for local, value in locals_:
             path = f"{owner}{frame.f_code.co_name}() local {local}" if self.paths else None
             self.value(value, HIDDEN, path, via=via)
+
+    def thread_arguments(self, thread, owner, via):
+        """The arguments a Thread was started with, as it stores them until its function returns."""
+        args, kwargs = self.own(thread, "_args"), self.own(thread, "_kwargs")
+        if issubclass(type(args), (tuple, list)):
+            for i, value in enumerate(itertools.islice(_items(args, type(args)), MAX_ITEMS)):
+                self.value(value, HIDDEN, f"{owner}args[{i}]" if self.paths else None, via=via)
+        if issubclass(type(kwargs), dict):
+            for key, value in itertools.islice(dict.items(kwargs), MAX_ITEMS):
+                self.value(value, HIDDEN, f"{owner}kwargs[{_key_text(key)}]" if self.paths else None, via=via)
 
     def reference(self, type_, name=None, place_at=None, hook=None, **facts):
         """A Reference for holders' fields; None when the walk names nothing (the role pass)."""
@@ -522,7 +542,10 @@ class ObjectWalk:
                     self.value(kept, kind, entry, deeper, via)
         else:  # a generator or coroutine: its frame's locals, while it is paused
             frame = getattr(obj, "gi_frame", None) or getattr(obj, "cr_frame", None) or getattr(obj, "ag_frame", None)
-            if frame is not None:
+            running = (
+                getattr(obj, "gi_running", None) or getattr(obj, "cr_running", None) or getattr(obj, "ag_running", None)
+            )
+            if frame is not None and (RUNNING_LOCALS_READABLE or not running):  # running: in another thread (threads)
                 via = held("generator", GENERATOR_LOCAL)
                 for name, value in frame_locals(frame):
                     self.value(value, kind, self.child(path, "{}" + GENERATOR_LOCAL + "{}", name), deeper, via)
@@ -775,15 +798,15 @@ def _standard_library():
 
 
 def is_user_code(frame, shell):
-    """A frame of code the user wrote: a cell's, or a module of theirs (neither installed nor in Python's standard
-    library), found as ``is_user_class`` finds a class's."""
+    """A frame of code the user wrote: a cell's, a ``%run`` script's or a module of theirs, told by its code's
+    file (neither installed nor in Python's standard library); not the kernel's plumbing."""
     if frame.f_globals is getattr(shell, "user_ns", None):
         return True
-    name = dict.get(frame.f_globals, "__name__")
-    if type(name) is not str or name.split(".")[0] in _PLUMBING:
+    module = dict.get(frame.f_globals, "__name__")
+    if type(module) is str and module.split(".")[0] in _PLUMBING:
         return False
-    path = _own(sys.modules.get(name), "__file__")
-    return isinstance(path, str) and _is_user_file(path)
+    filename = frame.f_code.co_filename
+    return type(filename) is str and not filename.startswith("<") and _is_user_file(filename)
 
 
 def is_user_function(frame, shell):

@@ -117,7 +117,6 @@ def test_output_cache_traceback_and_precedence(shell):
     shell.run_cell("def f():\n    local = torch.ones(128)\n    raise ValueError('boom')\nf()")
     ns = shell.user_ns
     out = ns["_"]
-    import sys
 
     frame_local = [tb for tb in _tracebacks(sys.last_traceback) if "local" in tb.tb_frame.f_locals][0]
     local = frame_local.tb_frame.f_locals["local"]
@@ -289,7 +288,6 @@ def test_what_a_kept_or_last_error_keeps_is_the_tracebacks(shell):
         "import torch\ntry:\n    raise ValueError(torch.ones(45))\nexcept ValueError as e:\n    err = e"
     ).success
     assert not shell.run_cell("raise ValueError('nan in batch', torch.ones(49))").success
-    import sys
 
     kept, last = shell.user_ns["err"].args[0], sys.last_value.args[1]
     got = RolePass().run(shell, blocks_of([kept, last]))["bytes"]
@@ -314,26 +312,22 @@ with torch.no_grad():
     assert got["user"] == storage_bytes(kept) and got["unknown"] == 0
 
 
-def test_what_a_running_threads_functions_keep_is_the_users(shell):
-    # Before: held only by the locals of a function running in another thread, the block was "unknown".
+def test_what_a_running_thread_keeps_is_the_users(shell):
+    # Before: held only by a thread running the user's function (its arguments), the block was "unknown".
     assert shell.run_cell("""
 import threading
 import torch
 ready, release = threading.Event(), threading.Event()
-def train():
-    h = torch.ones(46)
+def train(h):
     ready.set()
     release.wait(30)
-worker = threading.Thread(target=train)
+worker = threading.Thread(target=train, args=(torch.ones(46),))
 worker.start()
-assert ready.wait(10)""").success
+assert ready.wait(10)
+del train""").success
     ns = shell.user_ns
     try:
-        frame = sys._current_frames()[ns["worker"].ident]
-        while frame.f_code.co_name != "train":
-            frame = frame.f_back
-        kept = [frame.f_locals["h"]]
-        del frame
+        kept = [ns["worker"]._args[0]]
         got = RolePass().run(shell, blocks_of(kept))["bytes"]
         assert got["user"] == storage_bytes(kept) and got["unknown"] == 0
     finally:
