@@ -280,7 +280,7 @@ function hiddenAdviceText(advice: Extract<LeakAdvice, { code: 'release-hidden' }
     case 'partial':
       return `the functools.partial ${owner} keeps its arguments (${where}): \`del ${advice.owner}\`, or pass the tensor when calling it`;
     case 'thread':
-      return `the running thread ${owner} keeps its functions' locals (${where}): they are freed when the thread's function returns; \`join()\` it, or drop them inside its loop`;
+      return `the thread '${advice.owner}' keeps this while its function runs (${where}): it is freed when that function drops it (\`del\` inside its loop) or returns; what the thread was started with stays until it returns, and \`join()\` only waits for that`;
     case null:
       return `drop the references the kernel names (${where})`;
   }

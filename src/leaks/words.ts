@@ -382,7 +382,7 @@ function hiddenAdviceWords(advice: Extract<LeakAdvice, { code: 'release-hidden' 
       );
     case 'thread':
       return trans.__(
-        "The running thread `%1` keeps its functions' locals (%2): they are freed when the thread's function returns; `join()` it, or drop them inside its loop.",
+        "The thread '%1' keeps this while its function runs (%2): it is freed when that function drops it (`del` inside its loop) or returns; what the thread was started with stays until it returns, and `join()` only waits for that.",
         advice.owner,
         where
       );

@@ -115,7 +115,7 @@ describe('hidden holders make a leak on their own', () => {
       { type: 'thread', name: 'Thread-1 (train)', place: 'train() local h' },
       'thread',
       'Thread-1 (train)',
-      /^the running thread `Thread-1 \(train\)` keeps its functions' locals \(`train\(\) local h`\): they are freed when the thread's function returns; `join\(\)` it, or drop them inside its loop$/,
+      /^the thread 'Thread-1 \(train\)' keeps this while its function runs \(`train\(\) local h`\): it is freed when that function drops it \(`del` inside its loop\) or returns; what the thread was started with stays until it returns, and `join\(\)` only waits for that$/,
       "thread 'Thread-1 (train)': train() local h",
       ['train() local h']
     ],

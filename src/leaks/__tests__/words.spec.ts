@@ -100,7 +100,7 @@ describe('words for holders nobody sees', () => {
         paths: ["thread 'Thread-1 (train)': train() local h", "thread 'Thread-1 (train)': step() local x"],
         places: ['train() local h', 'step() local x']
       },
-      /^The running thread `Thread-1 \(train\)` keeps its functions' locals \(`train\(\) local h`, `step\(\) local x`\): they are freed when the thread's function returns; `join\(\)` it, or drop them inside its loop\.$/
+      /^The thread 'Thread-1 \(train\)' keeps this while its function runs \(`train\(\) local h`, `step\(\) local x`\): it is freed when that function drops it \(`del` inside its loop\) or returns; what the thread was started with stays until it returns, and `join\(\)` only waits for that\.$/
     ],
     [{ code: 'drop-exception', names: ['err'] }, /^`del err`: a kept exception keeps its traceback/],
     [
