@@ -285,7 +285,7 @@ class ObjectWalk:
 
     def thread_frame(self, frame, owner, via):
         """The locals of one frame of the user's code in another thread's stack."""
-        if frame.f_globals is getattr(self.shell, "user_ns", None) and frame.f_code.co_name == "<module>":
+        if not is_user_function(frame, self.shell):
             return  # a cell's top level running in a thread: its variables are globals, walked as such
         try:
             locals_ = frame_locals(frame)
@@ -756,7 +756,7 @@ def is_user_class(cls):
     name = getattr(cls, "__module__", None)
     if name == "__main__":  # a cell's code
         return True
-    if not isinstance(name, str) or name.split(".")[0] in _PLUMBING:
+    if not isinstance(name, str) or _is_plumbing(name):
         return False
     path = _own(sys.modules.get(name), "__file__")
     return isinstance(path, str) and _is_user_file(path)  # None: built in, or not imported (yet)
@@ -802,8 +802,7 @@ def is_user_code(frame, shell):
     file (neither installed nor in Python's standard library); not the kernel's plumbing."""
     if frame.f_globals is getattr(shell, "user_ns", None):
         return True
-    module = dict.get(frame.f_globals, "__name__")
-    if type(module) is str and module.split(".")[0] in _PLUMBING:
+    if _is_plumbing(dict.get(frame.f_globals, "__name__")):
         return False
     filename = frame.f_code.co_filename
     return type(filename) is str and not filename.startswith("<") and _is_user_file(filename)
@@ -813,7 +812,12 @@ def is_user_function(frame, shell):
     """A traceback frame whose locals are the user's: not a cell's top level (those are globals), not plumbing."""
     if frame.f_globals is getattr(shell, "user_ns", None):
         return frame.f_code.co_name != "<module>"
-    return str(frame.f_globals.get("__name__", "")).split(".")[0] not in _PLUMBING
+    return not _is_plumbing(dict.get(frame.f_globals, "__name__"))
+
+
+def _is_plumbing(module):
+    """A module name of the kernel's plumbing (``IPython.core.interactiveshell``); False for anything else."""
+    return type(module) is str and module.split(".")[0] in _PLUMBING
 
 
 def _is_module_like(obj):
