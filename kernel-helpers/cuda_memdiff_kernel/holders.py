@@ -79,7 +79,17 @@ class _BlockIndex:
 
 
 class _Walk(ObjectWalk):
-    """One holder search: names every path to the requested blocks."""
+    """One holder search: names every path to the requested blocks.
+
+    A container reached by two paths is walked once, under the first; the
+    other paths reach what it holds as well, and the user must let go of
+    each (``keep = acts``: ``del acts`` frees nothing). So each other path
+    met is kept as the container's alias, and once the walk is done every
+    holder found under the container is named under each alias too
+    (``keep[0]`` beside ``acts[0]``). A path that meets the container again
+    through itself (a module's back-reference to its parent) is a cycle,
+    not an alias; nor is a hook's own reference to the container it fills.
+    """
 
     def __init__(self, torch, blocks, budget_s):
         super().__init__(torch, budget_s)
@@ -87,6 +97,13 @@ class _Walk(ObjectWalk):
         self.found = {}
         self.groups = {}  # per block: paths listed per group
         self.more = set()  # blocks with holders found beyond those listed
+        self.aliases = {}  # id of a container -> [(path, kind, via)] of the other paths that met it
+        self.listed = []  # (block, kind, path, via, the containers on its way) of each holder the walk listed
+
+    def met_again(self, obj, kind, path, via):
+        aliases = self.aliases.setdefault(id(obj), [])
+        if len(aliases) < MAX_ALIASES:
+            aliases.append((path, kind, via))
 
     def record(self, tensor, kind, path, via=None):
         try:
@@ -101,9 +118,12 @@ class _Walk(ObjectWalk):
         except Exception:  # sparse, meta, or freed storage
             return
         block = self.index.find(device, address)
-        if block is None:
-            return
-        where = (block["device"], block["address"])
+        where = None if block is None else (block["device"], block["address"])
+        if where is not None and self.add(where, kind, path, via) and path is not None:
+            self.listed.append((where, kind, path, via, tuple(self.within)))
+
+    def add(self, where, kind, path, via):
+        """List a holder of the block at ``where``; False when it is listed already or over the limits."""
         holders = self.found.setdefault(where, [])
         # A buffer is a parameter in the holders' words (the leak finder's reasons).
         holder = {"kind": PARAMETER if kind == BUFFER else kind, "path": path}
@@ -113,15 +133,47 @@ class _Walk(ObjectWalk):
         if via:
             holder["via"] = via
         if holder in holders:
-            return
+            return False
         groups = self.groups.setdefault(where, {})
         group = _group(holder)
         listed = groups.get(group)
         if listed is None and len(groups) >= MAX_HOLDERS or listed is not None and listed >= MAX_SIBLINGS:
             self.more.add(where)
-            return
+            return False
         groups[group] = (listed or 0) + 1
         holders.append(holder)
+        return True
+
+    def name_aliases(self):
+        """Each holder listed under a container met by other paths, named under those paths too: after the
+        holders the walk found, within the same limits. Of the kind and reference the alias path has, where the
+        holder had its container's; a parameter, gradient or graph stays one."""
+        if not self.aliases:
+            return
+        for where, kind, path, via, within in self.listed:
+            for container, first_kind, first_path, first_via in within:
+                inherited = kind == first_kind and via is first_via
+                for alias, alias_kind, alias_via in self.aliases.get(container, ()):
+                    if _steps_into(alias, first_path) or not path.startswith(first_path):
+                        continue  # met again through itself: a cycle, not another way to it
+                    if first_kind == HOOK and alias_kind == HIDDEN:
+                        continue  # the hook's own closure or global: the hook, which the holder's via names
+                    self.add(
+                        where,
+                        alias_kind if inherited else kind,
+                        alias + path[len(first_path) :],
+                        alias_via if inherited else via,
+                    )
+
+
+# Where a path steps into a container: an index, an attribute, or a hidden holder's words (``score: closure ...``).
+_PATH_STEPS = frozenset("[.:")
+MAX_ALIASES = 8  # other paths kept per container
+
+
+def _steps_into(path, container):
+    """Whether ``path`` goes through ``container``'s path (``model.lin._parent`` through ``model``)."""
+    return path.startswith(container) and path[len(container) : len(container) + 1] in _PATH_STEPS
 
 
 def _orphans(walk, blocks):
@@ -163,6 +215,7 @@ def find_holders(shell, blocks, budget_s=DEFAULT_BUDGET_S):
         walk.walk_roots(shell)
     except Budget:
         partial = True
+    walk.name_aliases()  # the paths met so far are paths still, when the walk ran out of time
     if not partial:
         try:
             _orphans(walk, blocks)

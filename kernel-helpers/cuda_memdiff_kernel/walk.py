@@ -168,9 +168,14 @@ class ObjectWalk:
         # id of a class -> (the class, its instances' __dict__ getter, their slots): found once a walk.
         self.layouts = {}
         self.shell = None
+        # The containers being walked, outermost first, each as (id, kind, path, via): a holder's way from its root.
+        self.within = []
 
     def record(self, tensor, kind, path, via=None):
         raise NotImplementedError
+
+    def met_again(self, obj, kind, path, via):
+        """An object (not a tensor) walked already under another path, met again here: not walked again."""
 
     def tick(self):
         self.steps += 1
@@ -338,6 +343,8 @@ class ObjectWalk:
             if depth > MAX_DEPTH or issubclass(cls, _SCALARS):
                 return
             if id(obj) in self.seen and (id(obj) not in self.cut or depth == MAX_DEPTH):
+                if path is not None:
+                    self.met_again(obj, kind, path, via)
                 return
             self.seen[id(obj)] = obj
             # Met at the depth limit, its containers went unwalked: met again nearer a root, it is walked again.
@@ -349,7 +356,15 @@ class ObjectWalk:
                 kind, via = HOOK, self.hook_container(obj, path, self.hook_lists[id(obj)])
             elif kind == HOOK and isinstance(via, Reference) and not via.settled and issubclass(cls, _CONTAINERS):
                 via = self.hook_container(obj, path, via.hook)
-            self.contents(obj, cls, kind, path, depth, via)
+            if path is None:
+                self.contents(obj, cls, kind, path, depth, via)
+                return
+            within = self.within
+            within.append((id(obj), kind, path, via))
+            try:
+                self.contents(obj, cls, kind, path, depth, via)
+            finally:
+                within.pop()
         except Budget:
             raise
         except Exception:  # freed, changed while read, or a tensor subclass that refuses: this object only
@@ -400,8 +415,13 @@ class ObjectWalk:
             self.value(item, kind, self.child(path, "{}.args[{}]", i), depth + 1, via)
         for name, item in self.attributes(error):
             self.value(item, kind, self.child(path, "{}.{}", name), depth + 1, via)
+        walked = None
         for name, read in _EXCEPTION_CHAIN:  # a chain as deep as its first error: each is walked once
-            self.value(read(error), kind, self.child(path, "{}.{}", name), depth, via)
+            linked = read(error)
+            if linked is not None and linked is walked:
+                continue  # ``raise ... from e`` inside ``except ... as e``: its context is its cause, one error
+            self.value(linked, kind, self.child(path, "{}.{}", name), depth, via)
+            walked = linked
 
     def layout(self, cls):
         """(the class, its instances' ``__dict__`` getter or None, their slots' (name, getter)), once a walk."""

@@ -201,6 +201,48 @@ def test_containers_and_unreached_blocks(shell):
     assert holder["kind"] == "unreachable" and "(7,) float32" in holder["path"]
 
 
+def test_a_container_reached_by_two_names_is_named_by_each(shell):
+    # `keep = acts`: `del acts` frees nothing, so each way to the list is a holder, the first found first
+    assert shell.run_cell("""
+import torch
+acts = [torch.ones(5)]
+keep = acts
+by_name = {'a': acts}
+acts.append(acts)  # a list that holds itself: acts[1][0] is no other way to it
+enc = torch.nn.Sequential(torch.nn.Linear(2, 2))
+model = torch.nn.Sequential(enc)
+first = enc[0]""").success
+    ns = shell.user_ns
+    t, weight = ns["acts"][0], ns["enc"][0].weight
+    _, found = holders_of(shell, [block_of(t), block_of(weight)])
+    assert found[key(t)] == [
+        {"kind": "variable", "path": "acts[0]"},
+        {"kind": "variable", "path": "keep[0]"},
+        {"kind": "variable", "path": "by_name['a'][0]"},
+    ]
+    # a parameter stays a parameter under each name of its module
+    assert found[key(weight)] == [
+        {"kind": "parameter", "path": "enc.0.weight"},
+        {"kind": "parameter", "path": "model.0.0.weight"},
+        {"kind": "parameter", "path": "first.weight"},
+    ]
+
+
+def test_a_container_shown_as_output_is_held_by_the_output_cache_too(shell):
+    # the output cache keeps the list once the cell shows it: `del acts` frees nothing while Out[n] holds it
+    shell.run_cell("import torch\nacts = [torch.ones(6)]", store_history=True)
+    shell.run_cell("acts", store_history=True)
+    count = shell.execution_count - 1
+    t = shell.user_ns["acts"][0]
+    _, found = holders_of(shell, [block_of(t)])
+    assert found[key(t)][0] == {"kind": "variable", "path": "acts[0]"}
+    assert {
+        "kind": "output-cache",
+        "path": f"Out[{count}][0]",
+        "reference": {"type": "output", "name": f"Out[{count}]", "count": count},
+    } in found[key(t)]
+
+
 HIDDEN_CELLS = [
     "import collections, dataclasses, functools, torch",
     """
@@ -308,8 +350,12 @@ def test_holders_no_name_shows_are_named_by_the_way_to_them(shell):
     assert named["module attribute"] == [{"kind": "variable", "path": "net.cache[0]"}]
     assert named["weight"] == [{"kind": "parameter", "path": "net.lin.weight"}]
     assert named["slots"] == [{"kind": "variable", "path": "held.x"}]
-    # what a name also reaches is named by it, not by the closure that keeps the same list
-    assert named["shared"] == [{"kind": "variable", "path": "shared[0]"}]
+    # what a name also reaches is named by it first, then by the closure that keeps the same list: `del shared`
+    # alone frees nothing
+    assert named["shared"] == [
+        {"kind": "variable", "path": "shared[0]"},
+        *hidden("cb: closure variable items[0]", "closure", "cb", place="items[0]"),
+    ]
     # the cache's key keeps the argument too: found under its name and through the cache
     _, found = holders_of(shell, [block_of(ns["arg"])])
     assert found[key(ns["arg"])] == [
