@@ -12,6 +12,7 @@ import queue
 import re
 import sys
 import threading
+import time
 import weakref
 
 import pytest
@@ -991,28 +992,24 @@ def test_what_a_running_thread_keeps_is_named_by_the_thread(shell, validate):
 
 
 def test_a_thread_running_no_code_of_the_users_is_not_walked(shell):
-    # A Timer waiting in the threading module, a thread waiting in the standard library's queue.join: they keep
-    # the tensors they were given, but no function of the user's keeps them there (the kernel's own threads are
-    # the same), and walking them after every cell would cost the role pass its budget.
-    timer = threading.Timer(60, print, args=[torch.ones(34)])
-    tasks = queue.Queue()
-    tasks.put(torch.ones(35))
-    joining = threading.Thread(target=tasks.join, daemon=True)
+    # A thread blocked in the standard library's Queue.put on a full queue: it was started with the tensor (its
+    # Thread keeps it in its arguments, its frame as `item`), but no function of the user's keeps it there (the
+    # kernel's own threads are the same), and walking such threads after every cell would cost the role pass its
+    # budget. Walked, it would be named `thread '...': args[0]`.
+    full = queue.Queue(maxsize=1)
+    full.put(0)
+    blocked = threading.Thread(target=full.put, args=(torch.ones(34),), daemon=True)
     try:
-        timer.start()
-        joining.start()
-        kept = {"timer": timer.args[0], "queue": tasks.queue[0]}
-        _, found = holders_of(shell, [block_of(t) for t in kept.values()])
-        assert {name: found[key(t)] for name, t in kept.items()} == {
-            "timer": [{"kind": "unreachable", "path": "a (34,) float32 tensor"}],
-            "queue": [{"kind": "unreachable", "path": "a (35,) float32 tensor"}],
-        }
+        blocked.start()
+        deadline = time.monotonic() + 10
+        while not full.not_full._waiters and time.monotonic() < deadline:  # until put() waits
+            time.sleep(0.01)
+        kept = blocked._args[0]
+        _, found = holders_of(shell, [block_of(kept)])
+        assert found[key(kept)] == [{"kind": "unreachable", "path": "a (34,) float32 tensor"}]
     finally:
-        timer.cancel()
-        tasks.get()
-        tasks.task_done()
-        timer.join(10)
-        joining.join(10)
+        full.get()
+        blocked.join(10)
 
 
 def test_a_process_that_refuses_to_list_its_threads_keeps_the_other_holders(shell, monkeypatch):
