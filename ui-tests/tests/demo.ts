@@ -5,7 +5,9 @@
 import AxeBuilder from '@axe-core/playwright';
 import { expect, IJupyterLabPageFixture } from '@jupyterlab/galata';
 import type { Locator, Response } from '@playwright/test';
+import * as fs from 'fs';
 import * as path from 'path';
+import { contrastRatio, rgbOf, seenOver } from './colourvision';
 
 export const NOTEBOOK = 'replay_demo.ipynb';
 export const PANEL = '#cuda-memdiff-panel';
@@ -29,6 +31,28 @@ export async function runReplayedDemo(page: IJupyterLabPageFixture): Promise<voi
   await expect(page.locator(`${BADGE}[data-cuda-memdiff-net-bytes]`)).toHaveCount(CODE_CELLS.length, {
     timeout: 60000
   });
+}
+
+/** The training session the H200 recorded with the helper's roles (kernel "cuda-memdiff-replay-roles"). */
+export const TRAINING = path.resolve(__dirname, '../../test-data/roles/training_roles--python');
+
+/** The training recording's manifest: its cells, with each one's bytes by role. */
+export const TRAINING_MANIFEST = JSON.parse(fs.readFileSync(path.join(TRAINING, 'manifest.json'), 'utf-8'));
+
+/**
+ * A new notebook on the replayed training session, one code cell per cell of
+ * the recording, all run: resolves once every badge has its figures.
+ */
+export async function runReplayedTraining(page: IJupyterLabPageFixture): Promise<void> {
+  const cells: number = TRAINING_MANIFEST.cells.length;
+  await page.notebook.createNew('roles.ipynb', { kernel: 'cuda-memdiff-replay-roles' });
+  await expect(page.locator('.jp-CudaMemdiffStatus')).toContainText('replaying a recorded session', { timeout: 60000 });
+  await page.notebook.setCell(0, 'code', 'step_0 = 0');
+  for (let k = 1; k < cells; k++) {
+    await page.notebook.addCell('code', `step_${k} = ${k}`);
+  }
+  await page.notebook.run();
+  await expect(page.locator(`${BADGE}[data-cuda-memdiff-net-bytes]`)).toHaveCount(cells, { timeout: 60000 });
 }
 
 /** Click a notebook toolbar item by name, opening the overflow menu when the toolbar is too narrow for it. */
@@ -220,24 +244,23 @@ export async function contrastOf(page: IJupyterLabPageFixture, selectors: readon
  * non-text contrast asks 3:1).
  */
 export async function outlineContrast(shape: Locator): Promise<number> {
-  return shape.evaluate(el => {
-    const rgba = (css: string) => {
-      const [r, g, b, a = 1] = css.match(/[\d.]+/g)!.map(Number);
-      return { rgb: [r, g, b], a };
-    };
-    let box: Element | null = el;
-    while (box && rgba(getComputedStyle(box).backgroundColor).a === 0) {
+  const background = rgbOf(await backgroundBehind(shape));
+  const stroke = await shape.evaluate(el => getComputedStyle(el).stroke);
+  return contrastRatio(seenOver(stroke, background), background);
+}
+
+/**
+ * The colour the panel shows behind an element: the background of its
+ * nearest ancestor that paints one.
+ */
+export async function backgroundBehind(element: Locator): Promise<string> {
+  return element.evaluate(el => {
+    const transparent = (css: string) => /^rgba\(.*, 0\)$/.test(css) || css === 'transparent';
+    let box = el.parentElement;
+    while (box && transparent(getComputedStyle(box).backgroundColor)) {
       box = box.parentElement;
     }
-    const background = rgba(getComputedStyle(box ?? document.body).backgroundColor).rgb;
-    const stroke = rgba(getComputedStyle(el).stroke);
-    const seen = stroke.rgb.map((c, i) => stroke.a * c + (1 - stroke.a) * background[i]);
-    const luminance = (rgb: number[]) => {
-      const [r, g, b] = rgb.map(c => (c / 255 <= 0.03928 ? c / 255 / 12.92 : ((c / 255 + 0.055) / 1.055) ** 2.4));
-      return 0.2126 * r + 0.7152 * g + 0.0722 * b;
-    };
-    const [light, dark] = [luminance(seen), luminance(background)].sort((x, y) => y - x);
-    return (light + 0.05) / (dark + 0.05);
+    return getComputedStyle(box ?? document.body).backgroundColor;
   });
 }
 

@@ -8,7 +8,6 @@
  */
 import { expect, test } from '@jupyterlab/galata';
 import { execFileSync } from 'child_process';
-import * as fs from 'fs';
 import * as path from 'path';
 import {
   BADGE,
@@ -21,34 +20,20 @@ import {
   PANEL,
   panelSection,
   runReplayedDemo,
-  setTheme
+  runReplayedTraining,
+  setTheme,
+  TRAINING,
+  TRAINING_MANIFEST
 } from './demo';
 
-const FOLDER = path.resolve(__dirname, '../../test-data/roles/training_roles--python');
 const CLI = path.resolve(__dirname, '../../bin/cuda-memdiff.js');
 
 /** What the command-line tool (the same engine) says of the eval pass's change by role, on the recorded files. */
 function recordedDiffByRole(format: 'json' | 'text'): string {
-  const files = ['cell03.pickle.gz', 'cell04.pickle.gz'].map(f => path.join(FOLDER, f));
+  const files = ['cell03.pickle.gz', 'cell04.pickle.gz'].map(f => path.join(TRAINING, f));
   return execFileSync('node', [CLI, 'diff', ...files, '--by', 'role', ...(format === 'json' ? ['--json'] : [])], {
     encoding: 'utf-8'
   });
-}
-
-const RECORDING = JSON.parse(
-  fs.readFileSync(path.resolve(__dirname, '../../test-data/roles/training_roles--python/manifest.json'), 'utf-8')
-);
-const CELLS = RECORDING.cells.length;
-
-async function runReplayedTraining(page: Parameters<Parameters<typeof test>[2]>[0]['page']) {
-  await page.notebook.createNew('roles.ipynb', { kernel: 'cuda-memdiff-replay-roles' });
-  await expect(page.locator('.jp-CudaMemdiffStatus')).toContainText('replaying a recorded session', { timeout: 60000 });
-  await page.notebook.setCell(0, 'code', 'step_0 = 0');
-  for (let k = 1; k < CELLS; k++) {
-    await page.notebook.addCell('code', `step_${k} = ${k}`);
-  }
-  await page.notebook.run();
-  await expect(page.locator(`${BADGE}[data-cuda-memdiff-net-bytes]`)).toHaveCount(CELLS, { timeout: 60000 });
 }
 
 test.describe('memory by role', () => {
@@ -171,7 +156,9 @@ test.describe('memory by role', () => {
     await colour.click();
     await expect(colour).toHaveAttribute('aria-pressed', 'true');
     const legend = segments.getByRole('list', { name: 'Colours of the segment map' });
-    const held = Object.entries(RECORDING.cells[4].roles.bytes as Record<string, number>).filter(([, n]) => n > 0);
+    const held = Object.entries(TRAINING_MANIFEST.cells[4].roles.bytes as Record<string, number>).filter(
+      ([, n]) => n > 0
+    );
     await expect(legend.locator('.jp-CudaMemdiffSegments-role')).toHaveCount(held.length);
     await expect(legend).toContainText('activation (8.51 MiB)');
     await expect(legend).toContainText('optimizer state (10.1 MiB)');
@@ -207,7 +194,7 @@ test.describe('memory by role', () => {
     await runReplayedTraining(page);
     await findLeakingCell(page);
     // the eval pass kept outside no_grad: the command-line tool words the same finding from the recorded files
-    const cli = execFileSync('node', [CLI, 'leaks', FOLDER], { encoding: 'utf-8' });
+    const cli = execFileSync('node', [CLI, 'leaks', TRAINING], { encoding: 'utf-8' });
     const reason = / {2}- (\S+ \S+) of it is tensors saved for backward by a live autograd graph/.exec(cli)!;
     const top = page.locator(`${PANEL} .jp-CudaMemdiffLeak.jp-mod-top`);
     await expect(top).toContainText(`${reason[1]} of it is tensors saved for backward by a live autograd graph.`);
