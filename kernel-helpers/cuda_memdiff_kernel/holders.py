@@ -19,6 +19,7 @@ import time
 import warnings
 
 from . import torch_probe
+from .log import collector_paused
 from .walk import (  # noqa: F401
     BUFFER,
     GRADIENT,
@@ -86,9 +87,12 @@ class _Walk(ObjectWalk):
     each (``keep = acts``: ``del acts`` frees nothing). So each other path
     met is kept as the container's alias, and once the walk is done every
     holder found under the container is named under each alias too
-    (``keep[0]`` beside ``acts[0]``). A path that meets the container again
-    through itself (a module's back-reference to its parent) is a cycle,
-    not an alias; nor is a hook's own reference to the container it fills.
+    (``keep[0]`` beside ``acts[0]``; a name of a hook's list is the hook's).
+    A path that meets the container again through itself (a module's
+    back-reference to its parent) is a cycle, not an alias; nor is a hook's
+    own reference to the container it fills. One level: a container first
+    met by another path is walked under none, so what it reaches is named
+    under its first path only. No user code runs: ids and path strings.
     """
 
     def __init__(self, torch, blocks, budget_s):
@@ -101,6 +105,8 @@ class _Walk(ObjectWalk):
         self.listed = []  # (block, kind, path, via, the containers on its way) of each holder the walk listed
 
     def met_again(self, obj, kind, path, via):
+        if kind == VARIABLE and id(obj) in self.hook_lists:  # a name of the list a hook fills: the hook's holder
+            kind, via = HOOK, self.hook_container(obj, path, self.hook_lists[id(obj)])
         aliases = self.aliases.setdefault(id(obj), [])
         if len(aliases) < MAX_ALIASES:
             aliases.append((path, kind, via))
@@ -145,30 +151,54 @@ class _Walk(ObjectWalk):
         return True
 
     def name_aliases(self):
-        """Each holder listed under a container met by other paths, named under those paths too: after the
-        holders the walk found, within the same limits. Of the kind and reference the alias path has, where the
-        holder had its container's; a parameter, gradient or graph stays one."""
-        if not self.aliases:
-            return
+        """Each holder listed under a container met by other paths, named under those paths too, after the
+        holders the walk found and within the same limits; those no name shows first (a closure's, the output
+        cache's), which keep the memory after the names go.
+
+        A holder that had its container's kind and reference takes the other
+        path's (``Out[4][0]`` is the output cache's); a parameter, gradient,
+        optimizer state or graph stays one, a graph taking the other path's
+        reference (the output it is reached through). A holder whose
+        reference was made inside the container (a kept exception, a
+        closure's variable) names the container's first path in it: it is
+        left out under the others rather than named wrong."""
+        found = []
         for where, kind, path, via, within in self.listed:
             for container, first_kind, first_path, first_via in within:
+                if path != first_path and not _steps_into(path, first_path):
+                    continue  # reached from the container by another name (a class's attribute)
                 inherited = kind == first_kind and via is first_via
+                if not inherited and via is not first_via:
+                    continue
                 for alias, alias_kind, alias_via in self.aliases.get(container, ()):
-                    if _steps_into(alias, first_path) or not path.startswith(first_path):
+                    self.tick()
+                    if _steps_into(alias, first_path):
                         continue  # met again through itself: a cycle, not another way to it
                     if first_kind == HOOK and alias_kind == HIDDEN:
                         continue  # the hook's own closure or global: the hook, which the holder's via names
-                    self.add(
-                        where,
-                        alias_kind if inherited else kind,
-                        alias + path[len(first_path) :],
-                        alias_via if inherited else via,
+                    if inherited:
+                        kind_, via_ = alias_kind, alias_via
+                    else:
+                        kind_, via_ = kind, alias_via if kind == GRAPH and isinstance(alias_via, Reference) else via
+                    found.append(
+                        (
+                            _ALIAS_ORDER.get(kind_, len(_ALIAS_ORDER)),
+                            where,
+                            kind_,
+                            alias + path[len(first_path) :],
+                            via_,
+                        )
                     )
+        found.sort(key=lambda f: f[0])
+        for _, where, kind, path, via in found:
+            self.add(where, kind, path, via)
 
 
 # Where a path steps into a container: an index, an attribute, or a hidden holder's words (``score: closure ...``).
-_PATH_STEPS = frozenset("[.:")
+_PATH_STEPS = frozenset("[.:{")
 MAX_ALIASES = 8  # other paths kept per container
+# Which aliases are listed first when a block's holders are over the limits: what keeps the memory once names go.
+_ALIAS_ORDER = {kind: i for i, kind in enumerate((HIDDEN, HOOK, TRACEBACK, OUTPUT_CACHE, GRAPH))}
 
 
 def _steps_into(path, container):
@@ -211,16 +241,20 @@ def find_holders(shell, blocks, budget_s=DEFAULT_BUDGET_S):
         return {"blocks": [], "partial": False, "elapsed_ms": 0.0}
     walk = _Walk(torch, blocks, budget_s)
     partial = False
-    try:
-        walk.walk_roots(shell)
-    except Budget:
-        partial = True
-    walk.name_aliases()  # the paths met so far are paths still, when the walk ran out of time
-    if not partial:
+    with collector_paused():  # a tuple per container and holder: no full collection over what the walk holds
         try:
-            _orphans(walk, blocks)
+            walk.walk_roots(shell)
         except Budget:
             partial = True
+        try:
+            walk.name_aliases()  # the paths met so far are paths still, when the walk ran out of time
+        except Budget:
+            partial = True
+        if not partial:
+            try:
+                _orphans(walk, blocks)
+            except Budget:
+                partial = True
     answer = []
     for b in blocks:
         holders = walk.found.get((b["device"], b["address"]))

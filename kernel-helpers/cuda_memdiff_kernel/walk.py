@@ -215,8 +215,13 @@ class ObjectWalk:
             self.value(value, OUTPUT_CACHE, name, via=self.reference("output-name", name, **facts))
         last = self.reference("last-traceback")
         self.traceback(getattr(sys, "last_traceback", None), TRACEBACK, "sys.last_traceback", last)
+        walked = None
         for name in _LAST_ERRORS:  # its frames are sys.last_traceback's, walked already
-            self.value(getattr(sys, name, None), TRACEBACK, f"sys.{name}", via=last)
+            error = getattr(sys, name, None)
+            if error is not None and error is walked:
+                continue  # from 3.12 last_exc is last_value: one error, one name
+            self.value(error, TRACEBACK, f"sys.{name}", via=last)
+            walked = error
         self.threads()
         while self.links:
             self.link(*self.links.popleft())
@@ -343,7 +348,7 @@ class ObjectWalk:
             if depth > MAX_DEPTH or issubclass(cls, _SCALARS):
                 return
             if id(obj) in self.seen and (id(obj) not in self.cut or depth == MAX_DEPTH):
-                if path is not None:
+                if self.paths:
                     self.met_again(obj, kind, path, via)
                 return
             self.seen[id(obj)] = obj
@@ -356,7 +361,7 @@ class ObjectWalk:
                 kind, via = HOOK, self.hook_container(obj, path, self.hook_lists[id(obj)])
             elif kind == HOOK and isinstance(via, Reference) and not via.settled and issubclass(cls, _CONTAINERS):
                 via = self.hook_container(obj, path, via.hook)
-            if path is None:
+            if not self.paths:
                 self.contents(obj, cls, kind, path, depth, via)
                 return
             within = self.within

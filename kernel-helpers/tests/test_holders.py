@@ -202,31 +202,120 @@ def test_containers_and_unreached_blocks(shell):
     assert holder["kind"] == "unreachable" and "(7,) float32" in holder["path"]
 
 
-def test_a_container_reached_by_two_names_is_named_by_each(shell):
+def test_a_container_reached_by_two_names_is_named_by_each(shell, tmp_path, monkeypatch):
     # `keep = acts`: `del acts` frees nothing, so each way to the list is a holder, the first found first
+    (tmp_path / "mylog2.py").write_text("class Tracker:\n    items = []\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
     assert shell.run_cell("""
-import torch
+import torch, mylog2
 acts = [torch.ones(5)]
 keep = acts
 by_name = {'a': acts}
 acts.append(acts)  # a list that holds itself: acts[1][0] is no other way to it
-enc = torch.nn.Sequential(torch.nn.Linear(2, 2))
-model = torch.nn.Sequential(enc)
-first = enc[0]""").success
+layers = [torch.nn.Linear(2, 2)]
+stack = layers
+m = mylog2.Tracker()
+mylog2.Tracker.items.append(torch.ones(3))
+trackers = [m]  # the class's list is reached from m, but by its own name: no alias of `m` names it
+class Node: pass
+node = Node()
+pending = set()
+node.owner = pending
+pending.add((node, torch.ones(4)))""").success
     ns = shell.user_ns
-    t, weight = ns["acts"][0], ns["enc"][0].weight
-    _, found = holders_of(shell, [block_of(t), block_of(weight)])
+    t, weight, tracked = ns["acts"][0], ns["layers"][0].weight, ns["mylog2"].Tracker.items[0]
+    queued = next(iter(ns["pending"]))[1]
+    _, found = holders_of(shell, [block_of(x) for x in (t, weight, tracked, queued)])
     assert found[key(t)] == [
         {"kind": "variable", "path": "acts[0]"},
         {"kind": "variable", "path": "keep[0]"},
         {"kind": "variable", "path": "by_name['a'][0]"},
     ]
-    # a parameter stays a parameter under each name of its module
+    # a parameter stays a parameter under each name of the list its module is in
     assert found[key(weight)] == [
-        {"kind": "parameter", "path": "enc.0.weight"},
-        {"kind": "parameter", "path": "model.0.0.weight"},
-        {"kind": "parameter", "path": "first.weight"},
+        {"kind": "parameter", "path": "layers[0].weight"},
+        {"kind": "parameter", "path": "stack[0].weight"},
     ]
+    assert found[key(tracked)] == [{"kind": "variable", "path": "mylog2.Tracker.items[0]"}]
+    # the set is node.owner and pending; the tuple in it leads back to node, which is no third way
+    assert found[key(queued)] == [
+        {"kind": "variable", "path": "node.owner{...}[1]"},
+        {"kind": "variable", "path": "pending{...}[1]"},
+    ]
+
+
+def test_a_name_of_the_list_a_hook_fills_is_the_hooks_holder(shell):
+    # `keep = acts` where a hook appends to acts: keep is that hook's list too (a variable would hide the leak)
+    assert shell.run_cell("""
+import torch
+lin = torch.nn.Linear(2, 2)
+acts = []
+lin.register_forward_hook(lambda m, i, o: acts.append(o.detach()))
+lin(torch.ones(1, 2))
+keep = acts""").success
+    out = shell.user_ns["acts"][0]
+    _, found = holders_of(shell, [block_of(out)])
+    assert found[key(out)] == [
+        {
+            "kind": "hook",
+            "path": name + "[0]",
+            "via": "forward hook on lin",
+            "reference": {"type": "hook", "name": name},
+        }
+        for name in ("acts", "keep")
+    ]
+
+
+def test_a_holders_reference_names_the_way_to_it(shell):
+    # Under another path a holder takes that path's reference, or is left out where its reference was made inside
+    # the container (a kept exception's, a closure's): a reference always names the start of its holder's path, and
+    # a place its end, which is what the frontend reads.
+    assert shell.run_cell(
+        """
+import torch
+def fail():
+    buf = torch.ones(11)
+    raise ValueError('x')
+try:
+    fail()
+except ValueError as e:
+    errs = [e]
+keep_errs = errs
+last = errs[0]
+def make(items):
+    return lambda: items
+w = torch.ones(3, requires_grad=True)
+outs = [(w * 2).sin()]  # its graph saves w * 2, which nothing else keeps
+cb, cb2 = make(outs), make(outs)
+del outs
+shown = [w * 3]
+more = shown""",
+        store_history=True,
+    ).success
+    assert shell.run_cell("shown", store_history=True).success
+    ns = shell.user_ns
+    buf = _local(ns["errs"][0].__traceback__, "buf")
+    saved = ns["cb"]()[0].grad_fn._saved_self
+    _, found = holders_of(shell, [block_of(buf), block_of(ns["cb"]()[0]), block_of(saved), block_of(ns["shown"][0])])
+    holders = [h for hs in found.values() for h in hs]
+    assert {
+        "kind": "traceback",
+        "path": "errs[0].__traceback__: fail() local buf",
+        "reference": {"type": "exception", "name": "errs[0]"},
+    } in holders
+    for h in holders:
+        reference = h.get("reference", {})
+        if reference.get("type") in ("exception", "closure", "output", "output-name", "default-argument"):
+            assert h["path"].startswith(reference["name"]), h
+        if "place" in reference:
+            assert h["path"].endswith(" " + reference["place"]), h
+    graphs = [(h["path"], h["reference"]["name"]) for h in found[key(saved)] if h["kind"] == "graph"]
+    assert graphs == [("cb: closure variable items[0]", "cb"), ("cb2: closure variable items[0]", "cb2")]
+    paths = {h["path"] for h in holders}
+    count = shell.execution_count - 1
+    assert {"cb: closure variable items[0]", "cb2: closure variable items[0]", f"Out[{count}][0]"} <= paths
+    # over the limit of groups, the output history's names are listed before another variable
+    assert "more[0]" not in paths and found[key(ns["shown"][0])][0] == {"kind": "variable", "path": "shown[0]"}
 
 
 def test_a_container_shown_as_output_is_held_by_the_output_cache_too(shell):
@@ -783,8 +872,10 @@ except RuntimeError as e:
     }
 
 
-def test_the_last_error_keeps_its_arguments_and_the_error_it_was_raised_during(shell):
+@pytest.mark.parametrize("last_exc", [False, True], ids=["python-3.11", "last_exc-is-last_value"])
+def test_the_last_error_keeps_its_arguments_and_the_error_it_was_raised_during(shell, monkeypatch, last_exc):
     # Before: the walk started at sys.last_traceback alone, so what the failed cell's error itself keeps was missed.
+    # From Python 3.12 sys.last_exc is the same error as sys.last_value: named once.
     assert shell.run_cell("""
 import torch
 def inner():
@@ -797,6 +888,8 @@ def outer():
         raise RuntimeError('wrapped', torch.ones(49))""").success
     assert not shell.run_cell("outer()").success
     error = sys.last_value
+    if last_exc:
+        monkeypatch.setattr(sys, "last_exc", error, raising=False)
     tensors = {"args": error.args[1], "context": _local(error.__context__.__traceback__, "buf")}
     _, found = holders_of(shell, [block_of(t) for t in tensors.values()])
     last = {"type": "last-traceback"}
