@@ -259,17 +259,24 @@ class ObjectWalk:
         walking them after every cell would cost the role pass its budget.
         Its name is read as the Thread object stores it (a subclass's ``name``
         may be a property), else it is named by its ident."""
-        shell = self.shell
         try:
             stacks = sys._current_frames()  # frame objects only: their locals are not read here
         except Exception:  # an audit hook that refuses it (a sandboxed kernel): the other roots stand
             return
+        # This thread's entry is this very frame: kept in its own locals it would be a cycle, and the walk (every
+        # object it saw, a generator's dropped batch) would live on until the collector ran.
+        stacks.pop(threading.get_ident(), None)
+        try:
+            self.other_threads(stacks)
+        finally:
+            stacks.clear()
+
+    def other_threads(self, stacks):
+        """What the threads of ``stacks`` ({ident: top frame}) keep while they run code of the user's."""
+        shell = self.shell
         registry = getattr(threading, "_active", None)
         registry = dict.copy(registry) if type(registry) is dict else {}
-        current = threading.get_ident()
         for ident, top in stacks.items():
-            if ident == current:
-                continue
             frames = []
             while top is not None:
                 self.tick()

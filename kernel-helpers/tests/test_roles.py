@@ -6,15 +6,22 @@ own: ``model.parameters()`` and their ``.grad``, ``optimizer.state``, and
 ``saved_tensors_hooks`` for what autograd saves.
 """
 
+import gc
 import json
 import sys
+import weakref
 
 import pytest
 from conftest import ODD_OBJECTS, ROOT, read_as_recorded
 
 torch = pytest.importorskip("torch")
 
-from cuda_memdiff_kernel import protocol, roles  # noqa: E402
+from cuda_memdiff_kernel import (  # noqa: E402
+    holders,
+    protocol,
+    roles,
+    walk,  # noqa: E402
+)
 from cuda_memdiff_kernel.compact import FrameTable, read_state  # noqa: E402
 from cuda_memdiff_kernel.roles import RolePass  # noqa: E402
 
@@ -333,3 +340,35 @@ del train""").success
     finally:
         ns["release"].set()
         ns["worker"].join(10)
+
+
+def test_a_walk_is_gone_when_it_returns_without_the_collector(shell):
+    # The walk's list of threads held its own frame, and so itself: a cycle that kept every object the walk had
+    # seen (a paused generator's dropped batch, which the GPU counted) until the collector ran, which the pass
+    # pauses. Without the collector, what the user's code let go of must be gone as it returns.
+    assert shell.run_cell("""
+import torch
+def batches():
+    while True:
+        batch = torch.ones(2**10)
+        yield batch
+loader = batches()
+b = next(loader)""").success
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        first = weakref.ref(shell.user_ns["b"])
+        RolePass().run(shell, blocks_of([shell.user_ns["b"]]))
+        holders.find_holders(shell, [{"device": -1, **dict(zip(("address", "size"), storage(shell.user_ns["b"])))}])
+        assert shell.run_cell("del b\nb = next(loader)").success
+        assert first() is None, "a walk kept the generator's dropped batch alive"
+        walks = [o for o in gc.get_objects() if issubclass(type(o), walk.ObjectWalk)]
+        assert walks == []
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def storage(t):
+    s = t.untyped_storage()
+    return s.data_ptr(), s.nbytes()
