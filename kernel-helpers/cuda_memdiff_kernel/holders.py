@@ -105,8 +105,6 @@ class _Walk(ObjectWalk):
         self.listed = []  # (block, kind, path, via, the containers on its way) of each holder the walk listed
 
     def met_again(self, obj, kind, path, via):
-        if kind == VARIABLE and id(obj) in self.hook_lists:  # a name of the list a hook fills: the hook's holder
-            kind, via = HOOK, self.hook_container(obj, path, self.hook_lists[id(obj)])
         aliases = self.aliases.setdefault(id(obj), [])
         if len(aliases) < MAX_ALIASES:
             aliases.append((path, kind, via))
@@ -125,7 +123,7 @@ class _Walk(ObjectWalk):
             return
         block = self.index.find(device, address)
         where = None if block is None else (block["device"], block["address"])
-        if where is not None and self.add(where, kind, path, via) and path is not None:
+        if where is not None and self.add(where, kind, path, via):
             self.listed.append((where, kind, path, via, tuple(self.within)))
 
     def add(self, where, kind, path, via):

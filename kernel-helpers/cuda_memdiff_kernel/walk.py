@@ -215,13 +215,9 @@ class ObjectWalk:
             self.value(value, OUTPUT_CACHE, name, via=self.reference("output-name", name, **facts))
         last = self.reference("last-traceback")
         self.traceback(getattr(sys, "last_traceback", None), TRACEBACK, "sys.last_traceback", last)
-        walked = None
-        for name in _LAST_ERRORS:  # its frames are sys.last_traceback's, walked already
-            error = getattr(sys, name, None)
-            if error is not None and error is walked:
-                continue  # from 3.12 last_exc is last_value: one error, one name
+        # its frames are sys.last_traceback's, walked already; from 3.12 last_exc is last_value: one error, one name
+        for name, error in _each_once((name, getattr(sys, name, None)) for name in _LAST_ERRORS):
             self.value(error, TRACEBACK, f"sys.{name}", via=last)
-            walked = error
         self.threads()
         while self.links:
             self.link(*self.links.popleft())
@@ -354,6 +350,11 @@ class ObjectWalk:
                 return
             if depth > MAX_DEPTH or issubclass(cls, _SCALARS):
                 return
+            # the list a hook fills, under whichever name it is met (a second name is the hook's holder too)
+            if kind == VARIABLE and id(obj) in self.hook_lists:
+                kind, via = HOOK, self.hook_container(obj, path, self.hook_lists[id(obj)])
+            elif kind == HOOK and isinstance(via, Reference) and not via.settled and issubclass(cls, _CONTAINERS):
+                via = self.hook_container(obj, path, via.hook)
             if id(obj) in self.seen and (id(obj) not in self.cut or depth == MAX_DEPTH):
                 if self.paths:
                     self.met_again(obj, kind, path, via)
@@ -364,10 +365,6 @@ class ObjectWalk:
                 self.cut.add(id(obj))
             else:
                 self.cut.discard(id(obj))
-            if kind == VARIABLE and id(obj) in self.hook_lists:
-                kind, via = HOOK, self.hook_container(obj, path, self.hook_lists[id(obj)])
-            elif kind == HOOK and isinstance(via, Reference) and not via.settled and issubclass(cls, _CONTAINERS):
-                via = self.hook_container(obj, path, via.hook)
             if not self.paths:
                 self.contents(obj, cls, kind, path, depth, via)
                 return
@@ -427,13 +424,10 @@ class ObjectWalk:
             self.value(item, kind, self.child(path, "{}.args[{}]", i), depth + 1, via)
         for name, item in self.attributes(error):
             self.value(item, kind, self.child(path, "{}.{}", name), depth + 1, via)
-        walked = None
-        for name, read in _EXCEPTION_CHAIN:  # a chain as deep as its first error: each is walked once
-            linked = read(error)
-            if linked is not None and linked is walked:
-                continue  # ``raise ... from e`` inside ``except ... as e``: its context is its cause, one error
+        # a chain as deep as its first error: each is walked once; ``raise ... from e`` inside ``except ... as e``
+        # makes its context its cause, one error
+        for name, linked in _each_once((name, read(error)) for name, read in _EXCEPTION_CHAIN):
             self.value(linked, kind, self.child(path, "{}.{}", name), depth, via)
-            walked = linked
 
     def layout(self, cls):
         """(the class, its instances' ``__dict__`` getter or None, their slots' (name, getter)), once a walk."""
@@ -850,6 +844,15 @@ def is_user_function(frame, shell):
 def _is_plumbing(module):
     """A module name of the kernel's plumbing (``IPython.core.interactiveshell``); False for anything else."""
     return type(module) is str and module.split(".")[0] in _PLUMBING
+
+
+def _each_once(named):
+    """(name, value) pairs, less a value that is the one just before it (two names of one error)."""
+    before = None
+    for name, value in named:
+        if value is None or value is not before:
+            yield name, value
+        before = value
 
 
 def _is_module_like(obj):
