@@ -49,13 +49,23 @@ MAX_SIBLINGS = 64  # paths listed per group
 SAYS_MORE_FROM = 4
 
 _LAST_INDEX = re.compile(r"^(.*)\[\d+\]([^\[\]]*)$")
+_OUTPUT_HISTORY = ("output", "output-name")  # the references of IPython's output history: Out[n], and _n, _, __
 
 
 def _group(holder):
-    """What a holder has in common with its siblings: kind, hook, reference type, and its path up to its last index."""
-    m = _LAST_INDEX.match(holder["path"])
-    stem = (m.group(1), m.group(2)) if m else (holder["path"], None)
-    return holder["kind"], holder.get("via"), (holder.get("reference") or {}).get("type"), stem
+    """What a holder has in common with its siblings: kind, hook, reference type, and its path up to its last index.
+
+    The names of one output (``Out[4]``, ``_4``, ``_``) are one group, each
+    path taken after its name: else a list the cell showed fills three of a
+    block's groups, and the name that keeps it after they go (``keep[0]``)
+    is cut."""
+    path, reference = holder["path"], holder.get("reference") or {}
+    type_, name = reference.get("type"), reference.get("name")
+    if type_ in _OUTPUT_HISTORY and name and path.startswith(name):
+        path, type_ = path[len(name) :], _OUTPUT_HISTORY[0]
+    m = _LAST_INDEX.match(path)
+    stem = (m.group(1), m.group(2)) if m else (path, None)
+    return holder["kind"], holder.get("via"), type_, stem
 
 
 class _BlockIndex:

@@ -289,7 +289,7 @@ outs = [(w * 2).sin()]  # its graph saves w * 2, which nothing else keeps
 cb, cb2 = make(outs), make(outs)
 del outs
 shown = [w * 3]
-more = shown""",
+more, more2, more3 = shown, shown, shown""",
         store_history=True,
     ).success
     assert shell.run_cell("shown", store_history=True).success
@@ -314,8 +314,15 @@ more = shown""",
     paths = {h["path"] for h in holders}
     count = shell.execution_count - 1
     assert {"cb: closure variable items[0]", "cb2: closure variable items[0]", f"Out[{count}][0]"} <= paths
-    # over the limit of groups, the output history's names are listed before another variable
-    assert "more[0]" not in paths and found[key(ns["shown"][0])][0] == {"kind": "variable", "path": "shown[0]"}
+    # over the limit of groups, the output history's names (one group) are listed before other variables
+    assert [h["path"] for h in found[key(ns["shown"][0])]] == [
+        "shown[0]",
+        f"Out[{count}][0]",
+        "_[0]",
+        f"_{count}[0]",
+        "more[0]",
+        "more2[0]",
+    ]
 
 
 def test_a_container_shown_as_output_is_held_by_the_output_cache_too(shell):
@@ -331,6 +338,25 @@ def test_a_container_shown_as_output_is_held_by_the_output_cache_too(shell):
         "path": f"Out[{count}][0]",
         "reference": {"type": "output", "name": f"Out[{count}]", "count": count},
     } in found[key(t)]
+
+
+def test_the_names_of_one_shown_output_leave_room_for_the_other_holders(shell):
+    # Out[n], _n and _ are one result's names: before, they took three of a block's four groups, and `keep[0]`,
+    # the name that keeps the list after `del acts` and the output's names, was cut to "and more"
+    shell.run_cell("import torch\nacts = [torch.ones(6)]\nkeep = acts\nby_name = {'a': acts}", store_history=True)
+    shell.run_cell("acts", store_history=True)
+    count = shell.execution_count - 1
+    t = shell.user_ns["acts"][0]
+    answer, found = holders_of(shell, [block_of(t)])
+    assert [h["path"] for h in found[key(t)]] == [
+        "acts[0]",
+        f"Out[{count}][0]",
+        "_[0]",
+        f"_{count}[0]",
+        "keep[0]",
+        "by_name['a'][0]",
+    ]
+    assert answer["blocks"][0]["more"] is False
 
 
 HIDDEN_CELLS = [
