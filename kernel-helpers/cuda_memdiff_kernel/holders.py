@@ -100,9 +100,10 @@ class _Walk(ObjectWalk):
     (``keep[0]`` beside ``acts[0]``; a name of a hook's list is the hook's).
     A path that meets the container again through itself (a module's
     back-reference to its parent) is a cycle, not an alias; nor is a hook's
-    own reference to the container it fills. One level: a container first
-    met by another path is walked under none, so what it reaches is named
-    under its first path only. No user code runs: ids and path strings.
+    own reference to the container it fills. An alias met inside another
+    container is named under that one's other paths too (``cfg2['acts'][0]``
+    where ``cfg = {'acts': acts}``, ``cfg2 = cfg``). No user code runs: ids
+    and path strings.
     """
 
     def __init__(self, torch, blocks, budget_s):
@@ -111,13 +112,14 @@ class _Walk(ObjectWalk):
         self.found = {}
         self.groups = {}  # per block: paths listed per group
         self.more = set()  # blocks with holders found beyond those listed
-        self.aliases = {}  # id of a container -> [(path, kind, via)] of the other paths that met it
+        # id of a container -> [(path, kind, via, the containers on its way)] of the other paths that met it
+        self.aliases = {}
         self.listed = []  # (block, kind, path, via, the containers on its way) of each holder the walk listed
 
     def met_again(self, obj, kind, path, via):
         aliases = self.aliases.setdefault(id(obj), [])
         if len(aliases) < MAX_ALIASES:
-            aliases.append((path, kind, via))
+            aliases.append((path, kind, via, tuple(self.within)))
 
     def record(self, tensor, kind, path, via=None):
         try:
@@ -171,40 +173,72 @@ class _Walk(ObjectWalk):
         closure's variable) names the container's first path in it: it is
         left out under the others rather than named wrong."""
         found = []
+        known = {}  # id of a container -> its other paths, worked out once a search
         for where, kind, path, via, within in self.listed:
-            for container, first_kind, first_path, first_via in within:
+            for i, (container, first_kind, first_path, first_via) in enumerate(within):
                 if path != first_path and not _steps_into(path, first_path):
                     continue  # reached from the container by another name (a class's attribute)
-                inherited = kind == first_kind and via is first_via
-                if not inherited and via is not first_via:
-                    continue
-                for alias, alias_kind, alias_via in self.aliases.get(container, ()):
+                if via is not first_via:
+                    continue  # a reference made inside the container
+                rest = path[len(first_path) :]
+                inside = None  # the containers between this one and the holder
+                for way, way_kind, way_via, through in self.ways_to(container, first_kind, first_path, known):
                     self.tick()
-                    if _steps_into(alias, first_path):
-                        continue  # met again through itself: a cycle, not another way to it
-                    if first_kind == HOOK and alias_kind == HIDDEN:
-                        continue  # the hook's own closure or global: the hook, which the holder's via names
-                    if inherited:
-                        kind_, via_ = alias_kind, alias_via
-                    else:
-                        kind_, via_ = kind, alias_via if kind == GRAPH and isinstance(alias_via, Reference) else via
-                    found.append(
-                        (
-                            _ALIAS_ORDER.get(kind_, len(_ALIAS_ORDER)),
-                            where,
-                            kind_,
-                            alias + path[len(first_path) :],
-                            via_,
-                        )
-                    )
+                    if inside is None:
+                        inside = {c[0] for c in within[i + 1 :]}
+                    if not through.isdisjoint(inside):
+                        continue  # a way that goes through what the container holds comes back to it: a cycle
+                    kind_, via_ = _named_under(kind, via, first_kind, way_kind, way_via)
+                    found.append((_ALIAS_ORDER.get(kind_, len(_ALIAS_ORDER)), where, kind_, way + rest, via_))
         found.sort(key=lambda f: f[0])
         for _, where, kind, path, via in found:
             self.add(where, kind, path, via)
+
+    def ways_to(self, container, first_kind, first_path, known, visiting=frozenset()):
+        """The other paths to a walked container, as (path, kind, via, ids of the containers it goes through):
+        each met (its aliases), and each of those under the other paths to what it was met in,
+        ``cfg2['acts']`` where ``cfg = {'acts': acts}`` and ``cfg2 = cfg``, since the walk went into neither
+        ``cfg2`` nor ``cfg['acts']``. A way back through the container itself is a cycle, not another way; nor
+        is a hook's own reference to the container it fills. At most MAX_WAYS, those met first; a container
+        being worked out is not gone through again."""
+        ways = known.get(container)
+        if ways is not None:
+            return ways
+        ways = []
+        visiting = visiting | {container}
+        for alias, kind, via, within in self.aliases.get(container, ()):
+            self.tick()
+            if first_kind == HOOK and kind == HIDDEN:
+                continue  # the hook's own closure or global: the hook, which the holder's via names
+            on_way = frozenset(c[0] for c in within)
+            if not _steps_into(alias, first_path):  # else met again through itself: a cycle
+                ways.append((alias, kind, via, on_way))
+            for outer, outer_kind, outer_path, outer_via in within:
+                if outer in visiting or via is not outer_via or not _steps_into(alias, outer_path):
+                    continue
+                rest = alias[len(outer_path) :]
+                for way, way_kind, way_via, through in self.ways_to(outer, outer_kind, outer_path, known, visiting):
+                    if not _steps_into(way + rest, first_path):
+                        named = _named_under(kind, via, outer_kind, way_kind, way_via)
+                        ways.append((way + rest, *named, through | on_way))
+        del ways[MAX_WAYS:]
+        known[container] = ways
+        return ways
+
+
+def _named_under(kind, via, first_kind, way_kind, way_via):
+    """The kind and via of a holder met inside a container (with the container's own reference) under another
+    way to the container: the way's where it had the container's kind, else its own (a graph taking the way's
+    reference)."""
+    if kind == first_kind:
+        return way_kind, way_via
+    return kind, way_via if kind == GRAPH and isinstance(way_via, Reference) else via
 
 
 # Where a path steps into a container: an index, an attribute, or a hidden holder's words (``score: closure ...``).
 _PATH_STEPS = frozenset("[.:{")
 MAX_ALIASES = 8  # other paths kept per container
+MAX_WAYS = 16  # other paths a container's holders are named under, its aliases' included
 # Which aliases are listed first when a block's holders are over the limits: what keeps the memory once names go.
 _ALIAS_ORDER = {kind: i for i, kind in enumerate((HIDDEN, HOOK, TRACEBACK, OUTPUT_CACHE, GRAPH))}
 

@@ -244,6 +244,47 @@ pending.add((node, torch.ones(4)))""").success
     ]
 
 
+def test_a_container_is_named_by_the_other_ways_to_what_holds_it(shell):
+    # `cfg2 = cfg`: the walk goes into neither cfg2 nor cfg['acts'] (each met again), yet `del acts, cfg` frees
+    # nothing while cfg2['acts'][0] holds it; a way that first goes through the list itself is a cycle
+    assert shell.run_cell("""
+import torch
+acts = [torch.ones(5)]
+cfg = {'acts': acts}
+cfg2 = cfg
+runs = [cfg]
+a = [torch.ones(3)]
+b = [a]
+a.append(b)
+w = torch.ones(2, requires_grad=True)
+y = [(w * 2).sin()]  # its graph saves w * 2
+state = {'y': y}
+def make(s):
+    return lambda: s
+cb = make(state)""").success
+    ns = shell.user_ns
+    t, t2, saved = ns["acts"][0], ns["a"][0], ns["y"][0].grad_fn._saved_self
+    _, found = holders_of(shell, [block_of(t), block_of(t2), block_of(saved)])
+    assert [h["path"] for h in found[key(t)]] == [
+        "acts[0]",
+        "cfg['acts'][0]",
+        "cfg2['acts'][0]",
+        "runs[0]['acts'][0]",
+    ]
+    # a holds b holds a: b[0] is another way to a, a[1][0] is a itself
+    assert [h["path"] for h in found[key(t2)]] == ["a[0]", "b[0][0]"]
+    # a graph stays a graph under each way, and takes a closure's reference under the closure's way
+    assert found[key(saved)] == [
+        {"kind": "graph", "path": "y[0]"},
+        {"kind": "graph", "path": "state['y'][0]"},
+        {
+            "kind": "graph",
+            "path": "cb: closure variable s['y'][0]",
+            "reference": {"type": "closure", "name": "cb", "place": "s['y'][0]"},
+        },
+    ]
+
+
 def test_a_name_of_the_list_a_hook_fills_is_the_hooks_holder(shell):
     # `keep = acts` where a hook appends to acts: keep is that hook's list too (a variable would hide the leak)
     assert shell.run_cell("""
