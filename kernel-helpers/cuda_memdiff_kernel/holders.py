@@ -171,9 +171,15 @@ class _Walk(ObjectWalk):
         reference (the output it is reached through). A holder whose
         reference was made inside the container (a kept exception, a
         closure's variable) names the container's first path in it: it is
-        left out under the others rather than named wrong."""
+        left out under the others rather than named wrong.
+
+        Over a block's limits, a way from a root none of its holders starts
+        at (``best`` beside ``history``) comes before another way from a root
+        named already, and fewer hops before more: each root is one more
+        thing the user must let go of."""
         found = []
         known = {}  # id of a container -> its other paths, worked out once a search
+        roots = {}  # per block: the roots the walk's own holders of it start at
         for where, kind, path, via, within in self.listed:
             for i, (container, first_kind, first_path, first_via) in enumerate(within):
                 if path != first_path and not _steps_into(path, first_path):
@@ -181,66 +187,100 @@ class _Walk(ObjectWalk):
                 if via is not first_via:
                     continue  # a reference made inside the container
                 rest = path[len(first_path) :]
+                ways = known.get(container)
+                if ways is None:
+                    ways = self.ways_to(container, first_kind, first_path, known)[0]
                 inside = None  # the containers between this one and the holder
-                for way, way_kind, way_via, through in self.ways_to(container, first_kind, first_path, known):
+                for hops, way, way_kind, way_via, through, root in ways:
                     self.tick()
-                    if inside is None:
+                    # a way back through what the container holds is a cycle (met directly: it steps into it)
+                    if hops and inside is None:
                         inside = {c[0] for c in within[i + 1 :]}
-                    if not through.isdisjoint(inside):
-                        continue  # a way that goes through what the container holds comes back to it: a cycle
+                    if hops and not through.isdisjoint(inside):
+                        continue
                     kind_, via_ = _named_under(kind, via, first_kind, way_kind, way_via)
-                    found.append((_ALIAS_ORDER.get(kind_, len(_ALIAS_ORDER)), where, kind_, way + rest, via_))
+                    named = roots.get(where)
+                    if named is None:
+                        named = roots[where] = {_root(h["path"]) for h in self.found.get(where, ())}
+                    order = _ALIAS_ORDER.get(kind_, len(_ALIAS_ORDER)), root in named, hops
+                    found.append((order, where, kind_, way + rest, via_))
         found.sort(key=lambda f: f[0])
         for _, where, kind, path, via in found:
             self.add(where, kind, path, via)
 
     def ways_to(self, container, first_kind, first_path, known, visiting=frozenset()):
-        """The other paths to a walked container, as (path, kind, via, ids of the containers it goes through):
-        each met (its aliases), and each of those under the other paths to what it was met in,
-        ``cfg2['acts']`` where ``cfg = {'acts': acts}`` and ``cfg2 = cfg``, since the walk went into neither
-        ``cfg2`` nor ``cfg['acts']``. A way back through the container itself is a cycle, not another way; nor
-        is a hook's own reference to the container it fills. At most MAX_WAYS, those met first; a container
-        being worked out is not gone through again."""
+        """The other paths to a walked container: each met (its aliases), and each of those under the other
+        paths to what it was met in, ``cfg2['acts']`` where ``cfg = {'acts': acts}`` and ``cfg2 = cfg``, since
+        the walk went into neither ``cfg2`` nor ``cfg['acts']``. A way back through the container itself is a
+        cycle, not another way; nor is a hook's own reference to the container it fills. At most MAX_WAYS, the
+        fewest hops first, each going back through at most MAX_HOPS containers; a container being worked out is
+        not gone through again, and what was worked out without it is kept for no other.
+
+        Returns the ways, each as (hops, path, kind, via, ids of the containers it goes through, its root), and
+        whether they are all of them."""
         ways = known.get(container)
         if ways is not None:
-            return ways
-        ways = []
+            return ways, True
+        direct, derived, complete = [], [], True
+        top = not visiting
         visiting = visiting | {container}
         for alias, kind, via, within in self.aliases.get(container, ()):
             self.tick()
             if first_kind == HOOK and kind == HIDDEN:
                 continue  # the hook's own closure or global: the hook, which the holder's via names
-            on_way = frozenset(c[0] for c in within)
             if not _steps_into(alias, first_path):  # else met again through itself: a cycle
-                ways.append((alias, kind, via, on_way))
-            for outer, outer_kind, outer_path, outer_via in within:
-                if outer in visiting or via is not outer_via or not _steps_into(alias, outer_path):
+                direct.append((0, alias, kind, via, frozenset(c[0] for c in within), _root(alias)))
+            # a hook's list met in a container: its reference was made here, and names each way to it
+            hook_here = kind == HOOK and isinstance(via, Reference) and via.fields.get("name") == alias
+            for j, (outer, outer_kind, outer_path, outer_via) in enumerate(within):
+                if outer == container or not (via is outer_via or hook_here) or not _steps_into(alias, outer_path):
+                    continue
+                if outer in visiting or len(visiting) > MAX_HOPS:
+                    complete = False  # worked out in part: kept for no other container
                     continue
                 rest = alias[len(outer_path) :]
-                for way, way_kind, way_via, through in self.ways_to(outer, outer_kind, outer_path, known, visiting):
-                    if not _steps_into(way + rest, first_path):
+                on_way = frozenset(c[0] for c in within[j:])  # the way goes through outer and what is below it
+                outer_ways, outer_complete = self.ways_to(outer, outer_kind, outer_path, known, visiting)
+                complete = complete and outer_complete
+                for hops, way, way_kind, way_via, through, root in outer_ways:
+                    if _steps_into(way + rest, first_path):
+                        continue
+                    if hook_here:
+                        named = HOOK, Reference("hook", way + rest, hook=via.hook)
+                    else:
                         named = _named_under(kind, via, outer_kind, way_kind, way_via)
-                        ways.append((way + rest, *named, through | on_way))
-        del ways[MAX_WAYS:]
-        known[container] = ways
-        return ways
+                    derived.append((hops + 1, way + rest, *named, through | on_way, root))
+        ways = sorted(direct + derived, key=lambda w: w[0])[:MAX_WAYS]  # the fewest hops first
+        if top or complete:
+            known[container] = ways
+        return ways, complete
 
 
 def _named_under(kind, via, first_kind, way_kind, way_via):
     """The kind and via of a holder met inside a container (with the container's own reference) under another
     way to the container: the way's where it had the container's kind, else its own (a graph taking the way's
     reference)."""
-    if kind == first_kind:
-        return way_kind, way_via
+    if kind == first_kind or kind == HIDDEN and first_kind == VARIABLE and way_kind != VARIABLE:
+        return way_kind, way_via  # a hook object's holder is hidden under a variable only, as the walk names it
     return kind, way_via if kind == GRAPH and isinstance(way_via, Reference) else via
 
 
 # Where a path steps into a container: an index, an attribute, or a hidden holder's words (``score: closure ...``).
 _PATH_STEPS = frozenset("[.:{")
 MAX_ALIASES = 8  # other paths kept per container
+MAX_HOPS = 4  # containers a way to a container goes back through (cfg2 -> cfg -> acts: one)
 MAX_WAYS = 16  # other paths a container's holders are named under, its aliases' included
 # Which aliases are listed first when a block's holders are over the limits: what keeps the memory once names go.
 _ALIAS_ORDER = {kind: i for i, kind in enumerate((HIDDEN, HOOK, TRACEBACK, OUTPUT_CACHE, GRAPH))}
+
+
+def _root(path):
+    """Where a path starts: the name, or the words of what no name shows, before its first step (``history`` of
+    ``history[1]['prev']``, ``cb`` of ``cb: closure variable s``)."""
+    return _ROOT.match(path).group()
+
+
+_ROOT = re.compile(r"[^\[.:{]*")
 
 
 def _steps_into(path, container):

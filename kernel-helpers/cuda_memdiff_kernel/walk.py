@@ -598,7 +598,7 @@ class ObjectWalk:
             if not self.paths:
                 where = None
             elif hook:  # the module's prefix, the hook's words and the function's (or the hook object's class) name
-                where = f"{_dotted(path, prefix)}: {name} {_hook_name(value)}"
+                where = f"{_dotted(path, prefix) if prefix else path}: {name} {_hook_name(value)}"
             else:
                 where = self.child(path, "{}.{}", _dotted(prefix, name))
             if hook and kind == VARIABLE and not issubclass(type(value), _HOOKS):

@@ -285,6 +285,123 @@ cb = make(state)""").success
     ]
 
 
+def test_a_way_that_starts_inside_a_cycle_names_its_own_root(shell):
+    # i2['x'] is a way to x through i2 alone: that x['r'][1]['x'] was met inside x['r'] does not make it a cycle
+    assert shell.run_cell("import torch\nx = {}\nx['r'] = [torch.ones(3), {'x': x}]\ni2 = x['r'][1]").success
+    t = shell.user_ns["x"]["r"][0]
+    _, found = holders_of(shell, [block_of(t)])
+    assert [h["path"] for h in found[key(t)]] == ["x['r'][0]", "i2['x']['r'][0]"]
+
+
+def test_the_ways_to_a_container_do_not_depend_on_which_was_worked_out_first(shell):
+    # x['a'] holds x: its ways, first needed while x's were worked out, must still include those through x
+    assert shell.run_cell("import torch\nx = {}\nx['a'] = [torch.ones(3), x]\nx['b'] = x['a']\nx2 = x").success
+    t = shell.user_ns["x"]["a"][0]
+    answer, found = holders_of(shell, [block_of(t)])
+    assert [h["path"] for h in found[key(t)]] == ["x['a'][0]", "x2['a'][0]", "x2['b'][0]", "x['b'][0]"]
+    assert answer["blocks"][0]["more"] is False
+
+
+@pytest.mark.parametrize(
+    "cell, tensor, paths",
+    [
+        # y keeps t after `del x, x2`: over the limits it comes before x2's second way
+        (
+            "x = {}\ny = [torch.ones(3)]\nx['a'] = y\nx['b'] = y\nx2 = x",
+            "y[0]",
+            ["x['a'][0]", "x2['a'][0]", "y[0]", "x2['b'][0]"],
+        ),
+        # each record keeps the one before: best comes before the chain's ways back from history
+        (
+            "history = []\nfor i in range(20):\n"
+            "    history.append({'loss': torch.ones(1), 'prev': history[-1] if history else None})\n"
+            "best = history[0]",
+            "best['loss']",
+            [
+                "history[0]['loss']",
+                "best['loss']",
+                "history[1]['prev']['loss']",
+                "history[2]['prev']['prev']['loss']",
+            ],
+        ),
+    ],
+)
+def test_over_the_limits_a_root_not_named_yet_comes_first(shell, cell, tensor, paths):
+    assert shell.run_cell("import torch\n" + cell).success
+    t = eval(tensor, shell.user_ns)
+    answer, found = holders_of(shell, [block_of(t)])
+    assert [h["path"] for h in found[key(t)]] == paths
+    assert answer["blocks"][0]["more"] is True
+
+
+def test_a_long_chain_of_ways_is_named_within_its_hops(shell):
+    # each record keeps the one before: the ways back go at most MAX_HOPS containers deep, not once a record
+    assert shell.run_cell(
+        "import torch\nhistory = []\nfor i in range(1500):\n"
+        "    history.append({'loss': torch.ones(1), 'prev': history[-1] if history else None})"
+    ).success
+    t = shell.user_ns["history"][0]["loss"]
+    answer, found = holders_of(shell, [block_of(t)])
+    assert "error" not in answer and not answer["partial"]
+    assert [h["path"] for h in found[key(t)]][:2] == ["history[0]['loss']", "history[1]['prev']['loss']"]
+
+
+def test_a_hook_list_in_a_dict_of_two_names_is_the_hooks_under_each(shell):
+    assert shell.run_cell("""
+import torch
+lin = torch.nn.Linear(2, 2)
+acts = []
+lin.register_forward_hook(lambda m, i, o: acts.append(o.detach()))
+lin(torch.ones(1, 2))
+cfg = {'acts': acts}
+cfg2 = cfg""").success
+    out = shell.user_ns["acts"][0]
+    _, found = holders_of(shell, [block_of(out)])
+    assert found[key(out)] == [
+        {
+            "kind": "hook",
+            "path": name + "[0]",
+            "via": "forward hook on lin",
+            "reference": {"type": "hook", "name": name},
+        }
+        for name in ("acts", "cfg['acts']", "cfg2['acts']")
+    ]
+
+
+def test_what_a_hook_object_keeps_is_the_outputs_under_an_outputs_way(shell):
+    # a hook object's list is hidden under a variable (no name shows it) and the output cache's under Out[n],
+    # as the walk names it; a hook on the module itself is named by the module's path
+    assert shell.run_cell("""
+import torch
+class Rec:
+    def __init__(self): self.outs = []
+    def hook(self, m, i, o): self.outs.append(o.detach() + 1)
+rec = Rec()
+cfg = {'model': torch.nn.Linear(2, 2)}
+cfg['model'].register_forward_hook(rec.hook)
+y = cfg['model'](torch.ones(1, 2))""").success
+    assert shell.run_cell("cfg", store_history=True).success
+    count = shell.execution_count - 1
+    t = shell.user_ns["rec"].outs[0]
+    _, found = holders_of(shell, [block_of(t)])
+    place = "['model']: forward hook hook.__self__.outs[0]"
+    assert found[key(t)] == [
+        {"kind": "variable", "path": "rec.outs[0]"},
+        {"kind": "hidden", "path": "cfg" + place},
+        {
+            "kind": "output-cache",
+            "path": f"Out[{count}]" + place,
+            "reference": {"type": "output", "name": f"Out[{count}]", "count": count},
+        },
+        {"kind": "output-cache", "path": "_" + place, "reference": {"type": "output-name", "name": "_", "displays": 3}},
+        {
+            "kind": "output-cache",
+            "path": f"_{count}" + place,
+            "reference": {"type": "output-name", "name": f"_{count}", "count": count},
+        },
+    ]
+
+
 def test_a_name_of_the_list_a_hook_fills_is_the_hooks_holder(shell):
     # `keep = acts` where a hook appends to acts: keep is that hook's list too (a variable would hide the leak)
     assert shell.run_cell("""
