@@ -346,28 +346,6 @@ def test_a_long_chain_of_ways_is_named_within_its_hops(shell):
     assert [h["path"] for h in found[key(t)]][:2] == ["history[0]['loss']", "history[1]['prev']['loss']"]
 
 
-def test_a_hook_list_in_a_dict_of_two_names_is_the_hooks_under_each(shell):
-    assert shell.run_cell("""
-import torch
-lin = torch.nn.Linear(2, 2)
-acts = []
-lin.register_forward_hook(lambda m, i, o: acts.append(o.detach()))
-lin(torch.ones(1, 2))
-cfg = {'acts': acts}
-cfg2 = cfg""").success
-    out = shell.user_ns["acts"][0]
-    _, found = holders_of(shell, [block_of(out)])
-    assert found[key(out)] == [
-        {
-            "kind": "hook",
-            "path": name + "[0]",
-            "via": "forward hook on lin",
-            "reference": {"type": "hook", "name": name},
-        }
-        for name in ("acts", "cfg['acts']", "cfg2['acts']")
-    ]
-
-
 def test_what_a_hook_object_keeps_is_the_outputs_under_an_outputs_way(shell):
     # a hook object's list is hidden under a variable (no name shows it) and the output cache's under Out[n],
     # as the walk names it; a hook on the module itself is named by the module's path
@@ -402,15 +380,26 @@ y = cfg['model'](torch.ones(1, 2))""").success
     ]
 
 
-def test_a_name_of_the_list_a_hook_fills_is_the_hooks_holder(shell):
+@pytest.mark.parametrize(
+    "names, others",
+    [
+        ("keep = acts", ("keep",)),
+        # through a dict with two names: each way to it gets a reference of its own, made where it is met
+        ("cfg = {'acts': acts}\ncfg2 = cfg", ("cfg['acts']", "cfg2['acts']")),
+    ],
+)
+def test_a_name_of_the_list_a_hook_fills_is_the_hooks_holder(shell, names, others):
     # `keep = acts` where a hook appends to acts: keep is that hook's list too (a variable would hide the leak)
-    assert shell.run_cell("""
+    assert shell.run_cell(
+        """
 import torch
 lin = torch.nn.Linear(2, 2)
 acts = []
 lin.register_forward_hook(lambda m, i, o: acts.append(o.detach()))
 lin(torch.ones(1, 2))
-keep = acts""").success
+"""
+        + names
+    ).success
     out = shell.user_ns["acts"][0]
     _, found = holders_of(shell, [block_of(out)])
     assert found[key(out)] == [
@@ -420,7 +409,7 @@ keep = acts""").success
             "via": "forward hook on lin",
             "reference": {"type": "hook", "name": name},
         }
-        for name in ("acts", "keep")
+        for name in ("acts", *others)
     ]
 
 
@@ -484,23 +473,9 @@ more, more2, more3 = shown, shown, shown""",
 
 
 def test_a_container_shown_as_output_is_held_by_the_output_cache_too(shell):
-    # the output cache keeps the list once the cell shows it: `del acts` frees nothing while Out[n] holds it
-    shell.run_cell("import torch\nacts = [torch.ones(6)]", store_history=True)
-    shell.run_cell("acts", store_history=True)
-    count = shell.execution_count - 1
-    t = shell.user_ns["acts"][0]
-    _, found = holders_of(shell, [block_of(t)])
-    assert found[key(t)][0] == {"kind": "variable", "path": "acts[0]"}
-    assert {
-        "kind": "output-cache",
-        "path": f"Out[{count}][0]",
-        "reference": {"type": "output", "name": f"Out[{count}]", "count": count},
-    } in found[key(t)]
-
-
-def test_the_names_of_one_shown_output_leave_room_for_the_other_holders(shell):
-    # Out[n], _n and _ are one result's names: before, they took three of a block's four groups, and `keep[0]`,
-    # the name that keeps the list after `del acts` and the output's names, was cut to "and more"
+    # the output cache keeps the list once the cell shows it: `del acts` frees nothing while Out[n] holds it.
+    # Out[n], _n and _ are the output history's names, one group: before, they took three of a block's four, and
+    # `keep[0]`, the name that keeps the list after `del acts` and the output's names, was cut to "and more"
     shell.run_cell("import torch\nacts = [torch.ones(6)]\nkeep = acts\nby_name = {'a': acts}", store_history=True)
     shell.run_cell("acts", store_history=True)
     count = shell.execution_count - 1
@@ -515,6 +490,11 @@ def test_the_names_of_one_shown_output_leave_room_for_the_other_holders(shell):
         "by_name['a'][0]",
     ]
     assert answer["blocks"][0]["more"] is False
+    assert {
+        "kind": "output-cache",
+        "path": f"Out[{count}][0]",
+        "reference": {"type": "output", "name": f"Out[{count}]", "count": count},
+    } in found[key(t)]
 
 
 HIDDEN_CELLS = [
