@@ -184,8 +184,11 @@ class _Walk(ObjectWalk):
             for i, (container, first_kind, first_path, first_via) in enumerate(within):
                 if path != first_path and not _steps_into(path, first_path):
                     continue  # reached from the container by another name (a class's attribute)
+                hook_rest = None
                 if via is not first_via:
-                    continue  # a reference made inside the container
+                    hook_rest = _hook_made_inside(via, first_path)
+                    if hook_rest is None:
+                        continue  # a reference made inside the container names its first path
                 rest = path[len(first_path) :]
                 ways = known.get(container)
                 if ways is None:
@@ -198,7 +201,10 @@ class _Walk(ObjectWalk):
                         inside = {c[0] for c in within[i + 1 :]}
                     if hops and not through.isdisjoint(inside):
                         continue
-                    kind_, via_ = _named_under(kind, via, first_kind, way_kind, way_via)
+                    if hook_rest is None:
+                        kind_, via_ = _named_under(kind, via, first_kind, way_kind, way_via)
+                    else:  # the list a hook fills, inside the container: the same list under this way
+                        kind_, via_ = HOOK, Reference("hook", way + hook_rest, hook=via.hook)
                     named = roots.get(where)
                     if named is None:
                         named = roots[where] = {_root(h["path"]) for h in self.found.get(where, ())}
@@ -230,11 +236,12 @@ class _Walk(ObjectWalk):
                 continue  # the hook's own closure or global: the hook, which the holder's via names
             if not _steps_into(alias, first_path):  # else met again through itself: a cycle
                 direct.append((0, alias, kind, via, frozenset(c[0] for c in within), _root(alias)))
-            # a hook's list met in a container: its reference was made here, and names each way to it
-            hook_here = kind == HOOK and isinstance(via, Reference) and via.fields.get("name") == alias
             for j, (outer, outer_kind, outer_path, outer_via) in enumerate(within):
-                if outer == container or not (via is outer_via or hook_here) or not _steps_into(alias, outer_path):
+                if outer == container or not _steps_into(alias, outer_path):
                     continue
+                hook_rest = None if via is outer_via else _hook_made_inside(via, outer_path)
+                if via is not outer_via and hook_rest is None:
+                    continue  # a reference made inside what it was met in names that one's first path
                 if outer in visiting or len(visiting) > MAX_HOPS:
                     complete = False  # worked out in part: kept for no other container
                     continue
@@ -245,15 +252,25 @@ class _Walk(ObjectWalk):
                 for hops, way, way_kind, way_via, through, root in outer_ways:
                     if _steps_into(way + rest, first_path):
                         continue
-                    if hook_here:
-                        named = HOOK, Reference("hook", way + rest, hook=via.hook)
-                    else:
+                    if hook_rest is None:
                         named = _named_under(kind, via, outer_kind, way_kind, way_via)
+                    else:
+                        named = HOOK, Reference("hook", way + hook_rest, hook=via.hook)
                     derived.append((hops + 1, way + rest, *named, through | on_way, root))
         ways = sorted(direct + derived, key=lambda w: w[0])[:MAX_WAYS]  # the fewest hops first
         if top or complete:
             known[container] = ways
         return ways, complete
+
+
+def _hook_made_inside(via, container_path):
+    """Where a hook's reference was made for a list inside the container at ``container_path``, the rest of
+    that list's path (``['acts']`` of ``state['acts']`` in ``state``), which names the list under any way to
+    the container; None for any other via."""
+    if not isinstance(via, Reference) or via.fields["type"] != "hook":
+        return None
+    name = via.fields["name"]
+    return name[len(container_path) :] if name == container_path or _steps_into(name, container_path) else None
 
 
 def _named_under(kind, via, first_kind, way_kind, way_via):

@@ -156,6 +156,7 @@ class ObjectWalk:
         # ids of objects seen only at MAX_DEPTH, whose contents beyond the limit were not walked.
         self.cut = set()
         self.hook_lists = {}
+        self.hook_kept = []
         # Autograd nodes visited; None: each graph afresh (holders names every path to a graph).
         self.graph_seen = None
         # Parameters reached through an optimizer's param_groups (a model only the optimizer names).
@@ -712,8 +713,9 @@ class ObjectWalk:
                 for fn in dict.values(hooks) if issubclass(type(hooks), dict) else ():
                     where = f"{words} on {_dotted(path, sub_name) if sub_name else path}"
                     for held in _referenced(fn):
-                        if issubclass(type(held), _CONTAINERS):
-                            self.hook_lists.setdefault(id(held), where)
+                        for container in _hook_containers(held):
+                            self.hook_lists.setdefault(id(container), where)
+                            self.hook_kept.append(container)  # its id names it until the walk ends
 
 
 def saved_names(fn):
@@ -877,6 +879,32 @@ def _referenced(fn):
         if name in scope:
             out.append(scope[name])
     return out
+
+
+def _hook_containers(held):
+    """What a hook that names ``held`` may fill: ``held``, if a container, and, for a dict, the lists, deques
+    and sets in it, through dicts (``state['acts']``), which the walk names as the hook's when it meets them
+    under the dict (hook_container) and must when another name meets them first (``acts = state['acts']``).
+    At most _HOOK_DICT_ITEMS values are looked at, _HOOK_DICT_DEPTH dicts deep: this runs every walk."""
+    if not issubclass(type(held), _CONTAINERS):
+        return ()
+    found, dicts, left = [held], [held] if issubclass(type(held), dict) else [], _HOOK_DICT_ITEMS
+    for _ in range(_HOOK_DICT_DEPTH):
+        inner = []
+        for d in dicts:
+            for value in itertools.islice(dict.values(d), max(left, 0)):
+                left -= 1
+                cls = type(value)
+                if issubclass(cls, dict):
+                    inner.append(value)
+                elif issubclass(cls, _CONTAINERS):
+                    found.append(value)
+        dicts = inner
+    return found
+
+
+_HOOK_DICT_ITEMS = 256
+_HOOK_DICT_DEPTH = 3
 
 
 def _plain(value):

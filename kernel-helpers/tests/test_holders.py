@@ -148,6 +148,42 @@ with torch.no_grad():
     ]
 
 
+@pytest.mark.parametrize(
+    "before, after, names",
+    [
+        ("", "state2 = state", ("state['acts']", "state2['acts']")),
+        ("", "acts = state['acts']", ("state['acts']", "acts")),
+        # the list named first, then put in the dict the hook names: still the hook's under its own name
+        ("acts = []", "", ("acts", "state['acts']")),
+        ("acts = []", "state2 = state", ("acts", "state['acts']", "state2['acts']")),
+    ],
+)
+def test_other_names_of_the_list_a_hook_fills_in_a_dict_are_the_hooks(shell, before, after, names):
+    # a variable would hide the hook's leak; each name is the list the fix clears
+    assert shell.run_cell(f"""
+import torch
+{before}
+state = {{'acts': {"acts" if before else "[]"}, 'step': 0}}
+def keep(m, i, o):
+    state['acts'].append(o.detach())
+lin = torch.nn.Linear(3, 3)
+lin.register_forward_hook(keep)
+with torch.no_grad():
+    lin(torch.ones(2, 3))
+{after}""").success
+    out = shell.user_ns["state"]["acts"][0]
+    _, found = holders_of(shell, [block_of(out)])
+    assert found[key(out)] == [
+        {
+            "kind": "hook",
+            "path": f"{name}[0]",
+            "via": "forward hook on lin",
+            "reference": {"type": "hook", "name": name},
+        }
+        for name in names
+    ]
+
+
 def test_output_cache_holds_a_deleted_variable(shell):
     run_notebook(shell, "out_cache")
     assert "x" not in shell.user_ns
