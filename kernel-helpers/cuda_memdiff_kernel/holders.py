@@ -204,7 +204,7 @@ class _Walk(ObjectWalk):
                     if hook_rest is None:
                         kind_, via_ = _named_under(kind, via, first_kind, way_kind, way_via)
                     else:  # the list a hook fills, inside the container: the same list under this way
-                        kind_, via_ = HOOK, Reference("hook", way + hook_rest, hook=via.hook)
+                        kind_, via_ = _hook_list_under(via, way, hook_rest, way_kind, way_via)
                     named = roots.get(where)
                     if named is None:
                         named = roots[where] = {_root(h["path"]) for h in self.found.get(where, ())}
@@ -255,7 +255,7 @@ class _Walk(ObjectWalk):
                     if hook_rest is None:
                         named = _named_under(kind, via, outer_kind, way_kind, way_via)
                     else:
-                        named = HOOK, Reference("hook", way + hook_rest, hook=via.hook)
+                        named = _hook_list_under(via, way, hook_rest, way_kind, way_via)
                     derived.append((hops + 1, way + rest, *named, through | on_way, root))
         ways = sorted(direct + derived, key=lambda w: w[0])[:MAX_WAYS]  # the fewest hops first
         if top or complete:
@@ -271,6 +271,16 @@ def _hook_made_inside(via, container_path):
         return None
     name = via.fields["name"]
     return name[len(container_path) :] if name == container_path or _steps_into(name, container_path) else None
+
+
+def _hook_list_under(via, way, rest, way_kind, way_via):
+    """The kind and via of what a hook's list inside a container keeps, under another way to the container: under
+    a name the user typed the list's own hook reference, named by that way (``state2['acts']``); under the output
+    cache, a traceback or a closure that way's, as the hook's own list met there is (``Out[4][0]``): a reference
+    names what a user types, never ``sys.last_traceback: f() local s['acts']``."""
+    if way_kind in (VARIABLE, HOOK):
+        return HOOK, Reference("hook", way + rest, hook=via.hook)
+    return way_kind, way_via
 
 
 def _named_under(kind, via, first_kind, way_kind, way_via):

@@ -155,8 +155,10 @@ class ObjectWalk:
         self.seen = {}
         # ids of objects seen only at MAX_DEPTH, whose contents beyond the limit were not walked.
         self.cut = set()
+        # id of a container a module hook may fill -> the hook's words; the containers, kept until the walk ends
         self.hook_lists = {}
         self.hook_kept = []
+        self.hook_indexes = {}  # id of a dict a hook names -> (the dict, its values by plain key)
         # Autograd nodes visited; None: each graph afresh (holders names every path to a graph).
         self.graph_seen = None
         # Parameters reached through an optimizer's param_groups (a model only the optimizer names).
@@ -355,7 +357,8 @@ class ObjectWalk:
             if kind == VARIABLE and id(obj) in self.hook_lists:
                 kind, via = HOOK, self.hook_container(obj, path, self.hook_lists[id(obj)])
             elif kind == HOOK and isinstance(via, Reference) and not via.settled and issubclass(cls, _CONTAINERS):
-                via = self.hook_container(obj, path, via.hook)
+                # the hook that fills it where one was noted (``acts[name]`` of a hook per layer), else the dict's
+                via = self.hook_container(obj, path, self.hook_lists.get(id(obj), via.hook))
             if id(obj) in self.seen and (id(obj) not in self.cut or depth == MAX_DEPTH):
                 if self.paths:
                     self.met_again(obj, kind, path, via)
@@ -712,10 +715,49 @@ class ObjectWalk:
                 hooks = attributes.get(attr)
                 for fn in dict.values(hooks) if issubclass(type(hooks), dict) else ():
                     where = f"{words} on {_dotted(path, sub_name) if sub_name else path}"
-                    for held in _referenced(fn):
-                        for container in _hook_containers(held):
-                            self.hook_lists.setdefault(id(container), where)
-                            self.hook_kept.append(container)  # its id names it until the walk ends
+                    referenced, keys = _referenced(fn), None
+                    for held in referenced:
+                        if not issubclass(type(held), _CONTAINERS):
+                            continue
+                        self.note_hook_container(held, where)
+                        if issubclass(type(held), dict):
+                            keys = _hook_keys(fn, referenced) if keys is None else keys
+                            self.note_hook_dict(held, keys, where)
+
+    def note_hook_container(self, container, where):
+        """A container a hook may fill, with the hook's words: the first hook noted names it."""
+        if id(container) not in self.hook_lists:
+            self.hook_lists[id(container)] = where
+            self.hook_kept.append(container)  # its id names it until the walk ends
+
+    def note_hook_dict(self, named, keys, where):
+        """The lists, deques and sets in a dict a hook names that its code can reach by the keys it names
+        (``state['acts']``, ``acts[name]``), through dicts: a list of the dict the hook only reads beside them (a
+        config's ``anchors``, the ``losses`` the user keeps) is not the hook's. Each dict's plain keys are read
+        once a walk, however many hooks name it (a hook per layer naming one dict), _HOOK_DICT_ITEMS at most, and
+        _HOOK_DICT_DEPTH dicts deep."""
+        dicts = [named]
+        for _ in range(_HOOK_DICT_DEPTH):
+            inner = []
+            for d in dicts:
+                index = self.hook_dict_index(d)
+                # plain keys on both sides: only the built-in types' hash and == run
+                for key in keys if len(keys) <= len(index) else [k for k in index if k in keys]:
+                    value = index.get(key, _NONE)
+                    if issubclass(type(value), dict):
+                        inner.append(value)
+                    elif issubclass(type(value), _CONTAINERS):
+                        self.note_hook_container(value, where)
+            dicts = inner
+
+    def hook_dict_index(self, d):
+        """A dict's values by their plain keys (str, int, bytes), its first _HOOK_DICT_ITEMS items, once a walk."""
+        known = self.hook_indexes.get(id(d))
+        if known is None:
+            self.tick()
+            index = {k: v for k, v in itertools.islice(dict.items(d), _HOOK_DICT_ITEMS) if type(k) in _KEY_TYPES}
+            known = self.hook_indexes[id(d)] = (d, index)  # the dict kept: its id names it until the walk ends
+        return known[1]
 
 
 def saved_names(fn):
@@ -881,30 +923,32 @@ def _referenced(fn):
     return out
 
 
-def _hook_containers(held):
-    """What a hook that names ``held`` may fill: ``held``, if a container, and, for a dict, the lists, deques
-    and sets in it, through dicts (``state['acts']``), which the walk names as the hook's when it meets them
-    under the dict (hook_container) and must when another name meets them first (``acts = state['acts']``).
-    At most _HOOK_DICT_ITEMS values are looked at, _HOOK_DICT_DEPTH dicts deep: this runs every walk."""
-    if not issubclass(type(held), _CONTAINERS):
-        return ()
-    found, dicts, left = [held], [held] if issubclass(type(held), dict) else [], _HOOK_DICT_ITEMS
-    for _ in range(_HOOK_DICT_DEPTH):
-        inner = []
-        for d in dicts:
-            for value in itertools.islice(dict.values(d), max(left, 0)):
-                left -= 1
-                cls = type(value)
-                if issubclass(cls, dict):
-                    inner.append(value)
-                elif issubclass(cls, _CONTAINERS):
-                    found.append(value)
-        dicts = inner
-    return found
+def _hook_keys(fn, referenced):
+    """The keys a hook's code may index a dict it names with: the str, int and bytes constants of its code and
+    of the code in it (``state['acts']``), and those it closes over or names as globals (``acts[name]`` in a hook
+    made per layer). Read from the code object and the values ``_referenced`` found: no code of the user's runs."""
+    if type(fn) is types.MethodType:
+        fn = fn.__func__
+    keys = {value for value in referenced if type(value) in _KEY_TYPES}
+    codes = [fn.__code__] if type(fn) is types.FunctionType else []
+    for code in itertools.islice(_each_code(codes), _HOOK_CODES):
+        keys.update(c for c in code.co_consts if type(c) in _KEY_TYPES)
+    return keys
+
+
+def _each_code(codes):
+    """Each code object of ``codes`` and those nested in them (a comprehension's, a lambda's)."""
+    while codes:
+        code = codes.pop()
+        yield code
+        codes += [c for c in code.co_consts if type(c) is types.CodeType]
 
 
 _HOOK_DICT_ITEMS = 256
 _HOOK_DICT_DEPTH = 3
+_HOOK_CODES = 16  # code objects of one hook whose constants are read
+_KEY_TYPES = (str, int, bytes)  # dict keys read against a hook's: exactly these types, no subclass
+_NONE = object()
 
 
 def _plain(value):

@@ -184,6 +184,164 @@ with torch.no_grad():
     ]
 
 
+@pytest.mark.parametrize(
+    "setup, hook_body, names",
+    [
+        # a config dict the hook reads a flag from: its anchors are the user's, not the hook's
+        (
+            "cfg = {'verbose': True, 'anchors': [torch.ones(3)]}\nanchors = cfg['anchors']",
+            "if cfg['verbose']:\n        acts.append(o.detach())",
+            ("cfg['anchors']", "anchors"),
+        ),
+        # `o.data` puts "data" in the hook's co_names: the user's global `data` is not named by the hook at all
+        (
+            "data = {'train': [torch.ones(3)], 'val': []}\ntrain = data['train']",
+            "acts.append(o.data.clone())",
+            ("data['train']", "train"),
+        ),
+        # the hook fills state['acts'] only: the losses the user keeps beside it are the user's own list
+        (
+            "state = {'acts': [], 'losses': [torch.ones(3)]}\nlosses = state['losses']",
+            "state['acts'].append(o.detach())",
+            ("state['losses']", "losses"),
+        ),
+    ],
+)
+def test_a_list_in_a_dict_a_hook_does_not_fill_is_not_the_hooks(shell, setup, hook_body, names):
+    # a hook holder is a leak the leak finder reports ("remove the hook, clear anchors"); a list the hook never
+    # appends to is the user's, kept on purpose: a visible owner
+    assert shell.run_cell(f"""
+import torch
+acts = []
+{setup}
+def keep(m, i, o):
+    {hook_body}
+lin = torch.nn.Linear(3, 3)
+lin.register_forward_hook(keep)
+with torch.no_grad():
+    lin(torch.ones(2, 3))""").success
+    t = eval(f"{names[-1]}[0]", {}, shell.user_ns)
+    _, found = holders_of(shell, [block_of(t)])
+    # (met under the dict the hook names, cfg['anchors'][0], the walk still calls it the hook's: it cannot tell)
+    assert [h for h in found[key(t)] if h["path"] == f"{names[-1]}[0]"] == [
+        {"kind": "variable", "path": f"{names[-1]}[0]"}
+    ]
+
+
+def test_each_list_of_a_dict_per_layer_hooks_fill_names_its_own_hook(shell):
+    # acts[name].append(o) from a hook made per layer: acts['1'] is filled by model.1's hook, not by the first hook
+    # that names acts
+    assert shell.run_cell("""
+import torch
+model = torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.Linear(3, 3))
+acts = {}
+def make(name):
+    def hook(m, i, o):
+        acts[name].append(o.detach())
+    return hook
+for n, m in model.named_children():
+    acts[n] = []
+    m.register_forward_hook(make(n))
+with torch.no_grad():
+    model(torch.ones(1, 3))
+a1 = acts['1']""").success
+    t = shell.user_ns["a1"][0]
+    _, found = holders_of(shell, [block_of(t)])
+    assert found[key(t)] == [
+        {
+            "kind": "hook",
+            "path": f"{name}[0]",
+            "via": "forward hook on model.1",
+            "reference": {"type": "hook", "name": name},
+        }
+        for name in ("acts['1']", "a1")
+    ]
+
+
+def test_a_hooks_list_in_a_dict_under_an_output_way_is_the_output_caches(shell):
+    # as the hook's own list shown (Out[n][0] is the output cache's): Out[n]['acts'][0] is, and its names are one
+    # group, leaving room for `acts`, which a hook holder named Out[n]['acts'], _['acts'] and _n['acts'] crowded out
+    assert shell.run_cell("""
+import torch
+state = {'acts': [], 'step': 0}
+def keep(m, i, o):
+    state['acts'].append(o.detach())
+lin = torch.nn.Linear(3, 3)
+lin.register_forward_hook(keep)
+with torch.no_grad():
+    lin(torch.ones(2, 3))""").success
+    assert shell.run_cell("state", store_history=True).success
+    n = shell.execution_count - 1
+    assert shell.run_cell("acts = state['acts']").success
+    t = shell.user_ns["acts"][0]
+    answer, found = holders_of(shell, [block_of(t)])
+    hook = {"via": "forward hook on lin"}
+    assert found[key(t)] == [
+        {"kind": "hook", "path": "state['acts'][0]", **hook, "reference": {"type": "hook", "name": "state['acts']"}},
+        {"kind": "hook", "path": "acts[0]", **hook, "reference": {"type": "hook", "name": "acts"}},
+        {
+            "kind": "output-cache",
+            "path": f"Out[{n}]['acts'][0]",
+            "reference": {"type": "output", "name": f"Out[{n}]", "count": n},
+        },
+        {
+            "kind": "output-cache",
+            "path": "_['acts'][0]",
+            "reference": {"type": "output-name", "name": "_", "displays": 3},
+        },
+        {
+            "kind": "output-cache",
+            "path": f"_{n}['acts'][0]",
+            "reference": {"type": "output-name", "name": f"_{n}", "count": n},
+        },
+    ]
+    assert answer["blocks"][0]["more"] is False
+
+
+@pytest.mark.parametrize("shared", ["state", "cfg = {'acts': acts}\nstate = cfg"])
+def test_a_hooks_list_in_a_dict_a_failed_cell_kept_is_the_tracebacks(shell, shared):
+    # as the hook's own list passed to a failed function: a reference names what a user types, and no one types
+    # "sys.last_traceback: fail() local s['acts']"
+    hook = "acts.append(o.detach())" if "cfg" in shared else "state['acts'].append(o.detach())"
+    assert shell.run_cell(f"""
+import torch
+acts = []
+state = {{'acts': acts}}
+{shared}
+def keep(m, i, o):
+    {hook}
+lin = torch.nn.Linear(3, 3)
+lin.register_forward_hook(keep)
+with torch.no_grad():
+    lin(torch.ones(2, 3))""").success
+    assert not shell.run_cell("def fail(s):\n    raise ValueError\nfail(state)").success
+    t = shell.user_ns["acts"][0]
+    _, found = holders_of(shell, [block_of(t)])
+    assert {
+        "kind": "traceback",
+        "path": "sys.last_traceback: fail() local s['acts'][0]",
+        "reference": {"type": "last-traceback"},
+    } in found[key(t)]
+    assert all(h["kind"] in ("hook", "traceback") for h in found[key(t)])
+
+
+def test_hooks_naming_one_dict_look_into_it_once_a_walk(shell):
+    # a hook per layer naming one shared dict (activations[name] = o): each walk looked at its values once per hook,
+    # 2000 hooks x 256 values, and kept each list once per hook (hook_kept), on every holder search
+    assert shell.run_cell("""
+import torch
+shared = {f'k{i}': [] for i in range(300)}
+model = torch.nn.Sequential(*[torch.nn.Identity() for _ in range(500)])
+def keep(m, i, o):
+    shared['k1'].append(o)
+for m in model:
+    m.register_forward_hook(keep)""").success
+    walked = holders._Walk(torch, [], 5.0)
+    walked.note_hooks(shell.user_ns["model"], "model")
+    assert id(shell.user_ns["shared"]["k1"]) in walked.hook_lists
+    assert len(walked.hook_kept) <= 2 * len(walked.hook_lists), len(walked.hook_kept)
+
+
 def test_output_cache_holds_a_deleted_variable(shell):
     run_notebook(shell, "out_cache")
     assert "x" not in shell.user_ns
