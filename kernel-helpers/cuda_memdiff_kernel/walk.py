@@ -12,6 +12,7 @@ needs kinds, not names, and skips the string work.
 """
 
 import collections
+import dis
 import functools
 import gc
 import inspect
@@ -917,10 +918,25 @@ def _referenced(fn):
         except ValueError:
             pass
     scope = fn.__globals__
-    for name in fn.__code__.co_names:
+    for name in _global_names(fn.__code__):
         if name in scope:
             out.append(scope[name])
     return out
+
+
+@functools.lru_cache(maxsize=256)
+def _global_names(code):
+    """The globals a function's code, and the code in it, loads. ``co_names`` holds its attribute names too:
+    a hook that reads ``o.data`` does not name the user's ``data``, which would be called the hook's list."""
+    return frozenset(
+        instruction.argval
+        for each in itertools.islice(_each_code([code]), _HOOK_CODES)
+        for instruction in dis.get_instructions(each)
+        if instruction.opname in _LOADS_A_GLOBAL
+    )
+
+
+_LOADS_A_GLOBAL = frozenset({"LOAD_GLOBAL", "LOAD_NAME"})
 
 
 def _hook_keys(fn, referenced):

@@ -199,6 +199,8 @@ with torch.no_grad():
             "acts.append(o.data.clone())",
             ("data['train']", "train"),
         ),
+        # nor is a list of that name: the batches the user keeps are not what the hook appends to
+        ("data = [torch.ones(3)]", "acts.append(o.data.clone())", ("data",)),
         # the hook fills state['acts'] only: the losses the user keeps beside it are the user's own list
         (
             "state = {'acts': [], 'losses': [torch.ones(3)]}\nlosses = state['losses']",
