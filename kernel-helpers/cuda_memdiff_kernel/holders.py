@@ -55,10 +55,10 @@ _OUTPUT_HISTORY = ("output", "output-name")  # the references of IPython's outpu
 def _group(holder):
     """What a holder has in common with its siblings: kind, hook, reference type, and its path up to its last index.
 
-    The names of one output (``Out[4]``, ``_4``, ``_``) are one group, each
-    path taken after its name: else a list the cell showed fills three of a
-    block's groups, and the name that keeps it after they go (``keep[0]``)
-    is cut."""
+    The output history's names (``Out[4]``, ``_4``, ``_``, other outputs' too)
+    are one group, each path taken after its name: else a list the cell
+    showed fills three of a block's groups, and the name that keeps it after
+    they go (``keep[0]``) is cut."""
     path, reference = holder["path"], holder.get("reference") or {}
     type_, name = reference.get("type"), reference.get("name")
     if type_ in _OUTPUT_HISTORY and name and path.startswith(name):
