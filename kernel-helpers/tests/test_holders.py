@@ -58,6 +58,25 @@ def holders_of(shell, blocks, **kw):
     return answer, {(b["device"], b["address"]): b["holders"] for b in answer["blocks"]}
 
 
+def run_hooked(shell, setup, hook_body, after=""):
+    """Run ``setup``, a forward hook ``keep`` on a Linear ``lin`` whose body is ``hook_body``, one forward pass
+    under no_grad (the hook's outputs keep no graph), then ``after``."""
+    cell = (
+        f"import collections, torch\n{setup}\ndef keep(m, i, o):\n    {hook_body}\n"
+        "lin = torch.nn.Linear(3, 3)\nlin.register_forward_hook(keep)\nwith torch.no_grad():\n"
+        f"    lin(torch.ones(2, 3))\n{after}"
+    )
+    assert shell.run_cell(cell).success
+
+
+def hook_holders(names, via="forward hook on lin"):
+    """The holders a hook's list names are, each with the list's reference: the fix clears that list."""
+    return [
+        {"kind": "hook", "path": f"{name}[0]", "via": via, "reference": {"type": "hook", "name": name}}
+        for name in names
+    ]
+
+
 def test_rnn_hidden_state_holds_the_graph(shell):
     # The notebook detaches h at the end; stop before that cell to see the graph it holds.
     saved = []
@@ -131,16 +150,9 @@ with torch.no_grad():
 )
 def test_a_hook_naming_a_global_dict_keeps_the_container_it_fills(shell, hook_body, path, name):
     # the hook names only the global `state`: its fix clears the list it appends to, or the dict it stores in
-    assert shell.run_cell(f"""
-import collections, torch
-state = {{'acts': [], 'by_layer': {{}}, 'step': 0}}
-recent = collections.deque(maxlen=4)
-def keep(m, i, o):
-    {hook_body}
-lin = torch.nn.Linear(3, 3)
-lin.register_forward_hook(keep)
-with torch.no_grad():
-    lin(torch.ones(2, 3))""").success
+    run_hooked(
+        shell, "state = {'acts': [], 'by_layer': {}, 'step': 0}\nrecent = collections.deque(maxlen=4)", hook_body
+    )
     out = eval(path, {}, shell.user_ns)
     _, found = holders_of(shell, [block_of(out)])
     assert found[key(out)] == [
@@ -160,28 +172,11 @@ with torch.no_grad():
 )
 def test_other_names_of_the_list_a_hook_fills_in_a_dict_are_the_hooks(shell, before, after, names):
     # a variable would hide the hook's leak; each name is the list the fix clears
-    assert shell.run_cell(f"""
-import torch
-{before}
-state = {{'acts': {"acts" if before else "[]"}, 'step': 0}}
-def keep(m, i, o):
-    state['acts'].append(o.detach())
-lin = torch.nn.Linear(3, 3)
-lin.register_forward_hook(keep)
-with torch.no_grad():
-    lin(torch.ones(2, 3))
-{after}""").success
+    state = f"{before}\nstate = {{'acts': {'acts' if before else '[]'}, 'step': 0}}"
+    run_hooked(shell, state, "state['acts'].append(o.detach())", after)
     out = shell.user_ns["state"]["acts"][0]
     _, found = holders_of(shell, [block_of(out)])
-    assert found[key(out)] == [
-        {
-            "kind": "hook",
-            "path": f"{name}[0]",
-            "via": "forward hook on lin",
-            "reference": {"type": "hook", "name": name},
-        }
-        for name in names
-    ]
+    assert found[key(out)] == hook_holders(names)
 
 
 @pytest.mark.parametrize(
@@ -212,16 +207,7 @@ with torch.no_grad():
 def test_a_list_in_a_dict_a_hook_does_not_fill_is_not_the_hooks(shell, setup, hook_body, names):
     # a hook holder is a leak the leak finder reports ("remove the hook, clear anchors"); a list the hook never
     # appends to is the user's, kept on purpose: a visible owner
-    assert shell.run_cell(f"""
-import torch
-acts = []
-{setup}
-def keep(m, i, o):
-    {hook_body}
-lin = torch.nn.Linear(3, 3)
-lin.register_forward_hook(keep)
-with torch.no_grad():
-    lin(torch.ones(2, 3))""").success
+    run_hooked(shell, f"acts = []\n{setup}", hook_body)
     t = eval(f"{names[-1]}[0]", {}, shell.user_ns)
     _, found = holders_of(shell, [block_of(t)])
     # (met under the dict the hook names, cfg['anchors'][0], the walk still calls it the hook's: it cannot tell)
@@ -249,29 +235,13 @@ with torch.no_grad():
 a1 = acts['1']""").success
     t = shell.user_ns["a1"][0]
     _, found = holders_of(shell, [block_of(t)])
-    assert found[key(t)] == [
-        {
-            "kind": "hook",
-            "path": f"{name}[0]",
-            "via": "forward hook on model.1",
-            "reference": {"type": "hook", "name": name},
-        }
-        for name in ("acts['1']", "a1")
-    ]
+    assert found[key(t)] == hook_holders(("acts['1']", "a1"), "forward hook on model.1")
 
 
 def test_a_hooks_list_in_a_dict_under_an_output_way_is_the_output_caches(shell):
     # as the hook's own list shown (Out[n][0] is the output cache's): Out[n]['acts'][0] is, and its names are one
     # group, leaving room for `acts`, which a hook holder named Out[n]['acts'], _['acts'] and _n['acts'] crowded out
-    assert shell.run_cell("""
-import torch
-state = {'acts': [], 'step': 0}
-def keep(m, i, o):
-    state['acts'].append(o.detach())
-lin = torch.nn.Linear(3, 3)
-lin.register_forward_hook(keep)
-with torch.no_grad():
-    lin(torch.ones(2, 3))""").success
+    run_hooked(shell, "state = {'acts': [], 'step': 0}", "state['acts'].append(o.detach())")
     assert shell.run_cell("state", store_history=True).success
     n = shell.execution_count - 1
     assert shell.run_cell("acts = state['acts']").success
@@ -305,17 +275,7 @@ def test_a_hooks_list_in_a_dict_a_failed_cell_kept_is_the_tracebacks(shell, shar
     # as the hook's own list passed to a failed function: a reference names what a user types, and no one types
     # "sys.last_traceback: fail() local s['acts']"
     hook = "acts.append(o.detach())" if "cfg" in shared else "state['acts'].append(o.detach())"
-    assert shell.run_cell(f"""
-import torch
-acts = []
-state = {{'acts': acts}}
-{shared}
-def keep(m, i, o):
-    {hook}
-lin = torch.nn.Linear(3, 3)
-lin.register_forward_hook(keep)
-with torch.no_grad():
-    lin(torch.ones(2, 3))""").success
+    run_hooked(shell, f"acts = []\nstate = {{'acts': acts}}\n{shared}", hook)
     assert not shell.run_cell("def fail(s):\n    raise ValueError\nfail(state)").success
     t = shell.user_ns["acts"][0]
     _, found = holders_of(shell, [block_of(t)])
@@ -598,15 +558,7 @@ lin(torch.ones(1, 2))
     ).success
     out = shell.user_ns["acts"][0]
     _, found = holders_of(shell, [block_of(out)])
-    assert found[key(out)] == [
-        {
-            "kind": "hook",
-            "path": name + "[0]",
-            "via": "forward hook on lin",
-            "reference": {"type": "hook", "name": name},
-        }
-        for name in ("acts", *others)
-    ]
+    assert found[key(out)] == hook_holders(("acts", *others))
 
 
 def test_a_holders_reference_names_the_way_to_it(shell):
