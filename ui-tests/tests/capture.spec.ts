@@ -270,6 +270,11 @@ test.describe('capture from the first cell', () => {
 });
 
 test.describe('capture after a change to a CPU kernel', () => {
+  // jupyter_server can lose the new kernel's websocket in a change of kernel (its handler's
+  // kernel_ws_protocol on None, jupyter_server#1265): the page then says "connecting…" for good, as
+  // JupyterLab's own status does. It fails now and then (once in the two CI runs of 2026-12-07); a
+  // second start tells that apart from a fault of the extension's, which fails every time.
+  test.describe.configure({ retries: 2 });
   test("a cell run in the new kernel drops the old kernel's figures; the others keep them, dimmed", async ({
     page,
     tmpPath
