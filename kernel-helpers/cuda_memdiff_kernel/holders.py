@@ -184,11 +184,9 @@ class _Walk(ObjectWalk):
             for i, (container, first_kind, first_path, first_via) in enumerate(within):
                 if path != first_path and not _steps_into(path, first_path):
                     continue  # reached from the container by another name (a class's attribute)
-                hook_rest = None
-                if via is not first_via:
-                    hook_rest = _hook_made_inside(via, first_path)
-                    if hook_rest is None:
-                        continue  # a reference made inside the container names its first path
+                hook_rest = _made_inside(via, first_via, first_path)
+                if hook_rest is False:
+                    continue  # a reference made inside the container names its first path
                 rest = path[len(first_path) :]
                 ways = known.get(container)
                 if ways is None:
@@ -201,10 +199,7 @@ class _Walk(ObjectWalk):
                         inside = {c[0] for c in within[i + 1 :]}
                     if hops and not through.isdisjoint(inside):
                         continue
-                    if hook_rest is None:
-                        kind_, via_ = _named_under(kind, via, first_kind, way_kind, way_via)
-                    else:  # the list a hook fills, inside the container: the same list under this way
-                        kind_, via_ = _hook_list_under(via, way, hook_rest, way_kind, way_via)
+                    kind_, via_ = _named_under_way(kind, via, first_kind, hook_rest, way, way_kind, way_via)
                     named = roots.get(where)
                     if named is None:
                         named = roots[where] = {_root(h["path"]) for h in self.found.get(where, ())}
@@ -239,8 +234,8 @@ class _Walk(ObjectWalk):
             for j, (outer, outer_kind, outer_path, outer_via) in enumerate(within):
                 if outer == container or not _steps_into(alias, outer_path):
                     continue
-                hook_rest = None if via is outer_via else _hook_made_inside(via, outer_path)
-                if via is not outer_via and hook_rest is None:
+                hook_rest = _made_inside(via, outer_via, outer_path)
+                if hook_rest is False:
                     continue  # a reference made inside what it was met in names that one's first path
                 if outer in visiting or len(visiting) > MAX_HOPS:
                     complete = False  # worked out in part: kept for no other container
@@ -252,15 +247,32 @@ class _Walk(ObjectWalk):
                 for hops, way, way_kind, way_via, through, root in outer_ways:
                     if _steps_into(way + rest, first_path):
                         continue
-                    if hook_rest is None:
-                        named = _named_under(kind, via, outer_kind, way_kind, way_via)
-                    else:
-                        named = _hook_list_under(via, way, hook_rest, way_kind, way_via)
+                    named = _named_under_way(kind, via, outer_kind, hook_rest, way, way_kind, way_via)
                     derived.append((hops + 1, way + rest, *named, through | on_way, root))
         ways = sorted(direct + derived, key=lambda w: w[0])[:MAX_WAYS]  # the fewest hops first
         if top or complete:
             known[container] = ways
         return ways, complete
+
+
+def _made_inside(via, container_via, container_path):
+    """Where a holder's reference was made, for naming it under the other ways to the container it was met in:
+    None where it is the container's own (the holder is named as the container is), the rest of a hook's list
+    path where a hook's reference was made for a list inside the container (_hook_made_inside), False for any
+    other reference made inside it (a kept exception, a closure's variable), which names the container's first
+    path and is left out under the others."""
+    if via is container_via:
+        return None
+    rest = _hook_made_inside(via, container_path)
+    return False if rest is None else rest
+
+
+def _named_under_way(kind, via, container_kind, hook_rest, way, way_kind, way_via):
+    """The kind and via of a holder met inside a container under another way to it; ``hook_rest`` as _made_inside
+    gives it: a hook's list inside the container is the same list under this way."""
+    if hook_rest is None:
+        return _named_under(kind, via, container_kind, way_kind, way_via)
+    return _hook_list_under(via, way, hook_rest, way_kind, way_via)
 
 
 def _hook_made_inside(via, container_path):

@@ -716,13 +716,14 @@ class ObjectWalk:
                 hooks = attributes.get(attr)
                 for fn in dict.values(hooks) if issubclass(type(hooks), dict) else ():
                     where = f"{words} on {_dotted(path, sub_name) if sub_name else path}"
-                    referenced, keys = _referenced(fn), None
+                    function = _hook_function(fn)
+                    referenced, keys = _referenced(function), None
                     for held in referenced:
                         if not issubclass(type(held), _CONTAINERS):
                             continue
                         self.note_hook_container(held, where)
                         if issubclass(type(held), dict):
-                            keys = _hook_keys(fn, referenced) if keys is None else keys
+                            keys = _hook_keys(function, referenced) if keys is None else keys
                             self.note_hook_dict(held, keys, where)
 
     def note_hook_container(self, container, where):
@@ -904,12 +905,17 @@ def _is_module_like(obj):
     return type(obj).__name__ == "module"
 
 
-def _referenced(fn):
-    """Objects a hook function closes over or names as globals (a bound method's function's). Another callable
-    is not asked: its ``__getattr__`` is the user's code."""
+def _hook_function(fn):
+    """The plain function a hook runs (a bound method's), or None for another callable: that one is not asked,
+    its ``__getattr__`` is the user's code."""
     if type(fn) is types.MethodType:
         fn = fn.__func__
-    if type(fn) is not types.FunctionType:
+    return fn if type(fn) is types.FunctionType else None
+
+
+def _referenced(fn):
+    """Objects a hook's function (_hook_function; None: nothing) closes over or names as globals."""
+    if fn is None:
         return []
     out = []
     for cell in fn.__closure__ or ():
@@ -942,11 +948,10 @@ _LOADS_A_GLOBAL = frozenset({"LOAD_GLOBAL", "LOAD_NAME"})
 def _hook_keys(fn, referenced):
     """The keys a hook's code may index a dict it names with: the str, int and bytes constants of its code and
     of the code in it (``state['acts']``), and those it closes over or names as globals (``acts[name]`` in a hook
-    made per layer). Read from the code object and the values ``_referenced`` found: no code of the user's runs."""
-    if type(fn) is types.MethodType:
-        fn = fn.__func__
+    made per layer). Read from the code object of the hook's function (_hook_function; None: no code) and the
+    values ``_referenced`` found: no code of the user's runs."""
     keys = {value for value in referenced if type(value) in _KEY_TYPES}
-    codes = [fn.__code__] if type(fn) is types.FunctionType else []
+    codes = [fn.__code__] if fn is not None else []
     for code in itertools.islice(_each_code(codes), _HOOK_CODES):
         keys.update(c for c in code.co_consts if type(c) in _KEY_TYPES)
     return keys
