@@ -166,9 +166,12 @@ class SnapshotReader:
         self._undo = None  # (keys to drop, {key: row} to put back): the last read's changes to the table it was given
         self._segments = {}  # (device, address) -> _Kept
         self._allocations = None  # the allocator's counts at the last read
-        self._stacks_seen = 1  # the table's stacks already folded into _shared
+        self._stacks_seen = 1  # the table's stacks already folded into _shared and _distances
         self._shared = None  # the outermost frame ids all stacks so far share, outermost first
-        self._cell_depths = {}  # distance of a cell's frame from the outer end -> how many stacks had it
+        self._distances = [0]  # per stack id: its cell frame's distance from the outer end; 0: not a cell's
+        self._cells_seen = False  # whether any stack came through IPython's run_code
+        self._live = collections.Counter()  # a cell frame's distance -> how many live blocks have it there
+        self._live_changes = []  # (+1 or -1, stack ids of rows born or gone) not yet counted in _live
         self._anchor_depth = 0  # the anchor is frames[-k] (innermost first); 0: none yet
         self.signatures = _Signatures(table)
 
@@ -236,6 +239,8 @@ class SnapshotReader:
             self._segments, self._made = {}, None  # nothing to compare the next one with
         else:
             self._segments, self._made = kept, blocks
+        self._live.clear()
+        self._live_changes = [(1, list(map(_ROW_STACK, blocks.values())))]
         return segments, blocks, born, freed
 
     def _read_changed(self, raw_segments, current, since, frees, pool_of):
@@ -320,6 +325,7 @@ class SnapshotReader:
         born_keys = list(map(_ROW_KEY, born))
         drop = [key for key in born_keys if key not in current]
         self._undo = (drop, {key: current[key] for key in itertools.chain(born_keys, freed) if key in current})
+        self._live_changes += ((1, list(map(_ROW_STACK, born))), (-1, list(map(_ROW_STACK, self._undo[1].values()))))
         collections.deque(map(current.__delitem__, freed), 0)
         current.update(zip(born_keys, born))
         self._segments, self._made = kept, current
@@ -347,21 +353,25 @@ class SnapshotReader:
 
         IPython runs every cell from ``InteractiveShell.run_code``, so in the
         stacks that pass through it the cell's frame is the one just inside it,
-        at the same distance from the outer end for every cell (the most
-        common distance wins: a callback or another path is not a cell). Where
-        no stack does (a plain script), the frame just inside the frames every
-        stack shares stands in.
+        at the same distance from the outer end for every cell a kernel runs
+        the same way. Where cells ran at several distances (a cell with a
+        top-level ``await`` runs from the event loop), the distance of most
+        live blocks wins: a block whose cell frame lies elsewhere has its whole
+        stack compared, block by block, which costs 20 times more, so the most
+        distinct stacks would make the wrong choice when one line holds most of
+        the memory. A callback's or a thread's stack is no cell's. Where no
+        stack passes through run_code (a plain script), the frame just inside
+        the frames every stack shares stands in.
         """
         stacks, frames = self.table.stacks, self.table.frames
         if len(stacks) != self._stacks_seen:
-            shared, counts = self._shared, self._cell_depths
+            shared, distances = self._shared, self._distances
+            first = len(distances)
             for stack in stacks[self._stacks_seen :]:
+                runner = next((i for i, f in enumerate(stack) if _is_cell_runner(frames[f])), None)
+                distances.append(len(stack) - runner + 1 if runner else 0)  # the cell's frame is stack[runner - 1]
                 if not stack:
                     continue
-                runner = next((i for i, f in enumerate(stack) if _is_cell_runner(frames[f])), None)
-                if runner:  # the cell's frame is stack[runner - 1]
-                    depth = len(stack) - runner + 1
-                    counts[depth] = counts.get(depth, 0) + 1
                 outer = stack[::-1]
                 if shared is None:
                     shared = outer
@@ -369,15 +379,24 @@ class SnapshotReader:
                     n = next((k for k, (a, b) in enumerate(zip(shared, outer)) if a != b), min(len(shared), len(outer)))
                     shared = shared[:n]
             self._stacks_seen, self._shared = len(stacks), shared
-            if counts:
-                self._anchor_depth = max(counts, key=counts.get)
-            elif shared is not None:
-                self._anchor_depth = len(shared) + 1
+            self._cells_seen = self._cells_seen or any(distances[first:])
+        if self._live_changes:
+            live, distance = self._live, self._distances.__getitem__
+            for sign, stack_ids in self._live_changes:
+                counted = collections.Counter(map(distance, stack_ids))
+                live.update(counted) if sign > 0 else live.subtract(counted)
+            self._live_changes = []
+        if self._cells_seen:
+            cells = {d: n for d, n in self._live.items() if d and n > 0}
+            if cells and cells.get(self._anchor_depth) != max(cells.values()):  # a tie keeps the anchor
+                self._anchor_depth = max(cells, key=cells.get)
+        elif self._shared is not None:
+            self._anchor_depth = len(self._shared) + 1
         return self._anchor_depth
 
     def cells_seen(self):
         """Whether any stack so far came from IPython's run_code (as of the last anchor_after)."""
-        return bool(self._cell_depths)
+        return self._cells_seen
 
 
 def _keys(old):

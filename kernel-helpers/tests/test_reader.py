@@ -505,6 +505,24 @@ def test_cells_of_the_lesser_depth_through_a_library_are_told_apart():
     check(reader, raw, current, 8)
 
 
+def test_the_anchor_is_where_most_live_blocks_have_their_cell_frame_not_most_stacks():
+    reader = SnapshotReader(FrameTable())
+    many = [(512 * i, 512, ("keep", 1)) for i in range(12)]  # one line's list: one stack, most of the memory
+    current = check(reader, snapshot({(0, SEGMENT): many}), {}, 12)
+    raw = snapshot({(0, SEGMENT): many + [(4096 * (i + 2), 512, ("tmp", i)) for i in range(3)]})
+    for i, blk in enumerate(raw["segments"][0]["blocks"][-6::2]):
+        blk["frames"] = deeper_cell("c", 10 + i)  # three lines of cells run one frame further out
+    current = check(reader, raw, current, 15)
+    current = check(reader, copy.deepcopy(raw), current, 16)  # a temporary: the stacks are checked
+    assert reader.anchor_after() == 4  # the list's cell frame: its 12 blocks are not compared whole
+    raw = snapshot({(0, SEGMENT): [(4096 * (i + 2), 512, ("tmp", i)) for i in range(3)]})
+    for i, blk in enumerate(raw["segments"][0]["blocks"][1::2]):
+        blk["frames"] = deeper_cell("c", 10 + i)
+    current = check(reader, raw, current, 16)  # the list freed: the deeper cells hold every live block
+    check(reader, copy.deepcopy(raw), current, 17)
+    assert reader.anchor_after() == 5
+
+
 # Before any stack came through run_code, the
 # anchor is the frame just inside the frames all stacks share; with one stack seen, that is past its end, so
 # every stack of that depth has no anchor (-1) and only depths are compared (a plain script's first cells, or
