@@ -17,7 +17,9 @@ on a GPU-bound and a CPU-bound training step. ``--profile`` adds the
 helper's own hot spots at 100,000 blocks (``--profile=10000`` at 10,000);
 ``--sizes=10000,40000`` measures only those numbers of live blocks;
 ``--phases`` adds, for each size, the median time of each step of the helper's
-capture (without a profiler's overhead) against the bare snapshot's.
+capture (without a profiler's overhead) against the bare snapshot's;
+``--kernel`` adds the cases with each cell run by IPython's ``run_cell`` (it
+needs IPython), so the blocks carry the stacks a notebook's cells give them.
 """
 
 import cProfile
@@ -130,19 +132,47 @@ def nested(depth, fn):
     return fn() if depth == 0 else nested(depth - 1, fn)
 
 
-def capture_costs(profile=False, only=None, phases=False):
-    for depth, sizes, trace_modes in ((0, (10_000, 40_000, 100_000), (False, True)), (24, (10_000, 100_000), (False,))):
+def in_cells(kernel_depth=40):
+    """Runs a function as a notebook cell's code would: called from a cell that IPython's run_cell runs, so its
+    blocks carry a kernel's stacks (IPython's frames, then the cell's). A kernel runs every cell from the same
+    depth (its event loop's frames), which the reader's stack check counts on (SnapshotReader.anchor_after):
+    each cell is run ``kernel_depth`` frames from the outermost, wherever the bench asks for it."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+
+    def run_cell(fn):
+        result = []
+        shell.user_ns["bench_cell"] = lambda: result.append(fn())
+        shell.run_cell("bench_cell()").raise_error()
+        return result[0]
+
+    def run(fn):
+        frame, depth = sys._getframe(), 0
+        while frame is not None:
+            frame, depth = frame.f_back, depth + 1
+        return nested(kernel_depth - depth, lambda: run_cell(fn))
+
+    return run
+
+
+def capture_costs(profile=False, only=None, phases=False, kernel=False):
+    depths = ((0, (10_000, 40_000, 100_000), (False, True)), (24, (10_000, 100_000), (False,)))
+    if kernel:
+        depths += (("in cells", (10_000, 100_000), (False,)),)
+    for depth, sizes, trace_modes in depths:
+        run = in_cells() if depth == "in cells" else lambda fn, depth=depth: nested(depth, fn)
         for n in sizes:
             if only and n not in only:
                 continue
-            keep = nested(depth, lambda n=n: [torch.empty(256, device="cuda") for _ in range(n)])
+            keep = run(lambda n=n: [torch.empty(256, device="cuda") for _ in range(n)])
             for traces in trace_modes:
-                capture_case(n, depth, keep, traces, profile == n and not traces, phases and not traces)
+                capture_case(n, depth, run, keep, traces, profile == n and not traces, phases and not traces)
             keep.clear()  # free the blocks before the next size
             torch.cuda.empty_cache()
 
 
-def capture_case(n, depth, keep, traces, profile, phases=False):
+def capture_case(n, depth, run, keep, traces, profile, phases=False):
     log = SnapshotLog()
     frontends = Frontends(log)
     comm = SizeComm()
@@ -152,14 +182,14 @@ def capture_case(n, depth, keep, traces, profile, phases=False):
     added = []
 
     def add_300():  # new blocks, kept: allocations and nothing else
-        nested(depth, lambda: added.extend(torch.empty(512, device="cuda") for _ in range(300)))
+        run(lambda: added.extend(torch.empty(512, device="cuda") for _ in range(300)))
 
     def replace_300():  # each new block lands where the one it replaces was freed
         def cell():
             for i in range(300):
                 keep[i] = torch.empty(512, device="cuda")
 
-        nested(depth, cell)
+        run(cell)
 
     def replace_300_with_temporaries():
         replace_300()
@@ -184,8 +214,9 @@ def capture_case(n, depth, keep, traces, profile, phases=False):
     ]
     times = [(label, *capture_ms(cell, capture, bare)) for label, cell in cases]
     capture_ms(replace_300, capture, bare, runs=1)  # the message below: a cell that replaced 300 blocks
+    where = depth if isinstance(depth, str) else f"{depth:>2} frames deeper"
     print(
-        f"{n:>7} live blocks, {depth:>2} frames deeper, traces {'on ' if traces else 'off'}, helper against "
+        f"{n:>7} live blocks, {where}, traces {'on ' if traces else 'off'}, helper against "
         f"bare {bare_name}: "
         + " | ".join(f"{label} {ms:6.1f} / {b:6.1f} ms ({ms / b:.2f}x, paired {p:.2f}x)" for label, ms, b, p in times)
         + f" | message: whole {whole / 2**20:.2f} MiB, 300 replaced {comm.bytes / 2**10:.1f} KiB "
@@ -272,7 +303,12 @@ def main():
     profile = [arg.partition("=")[2] or "100000" for arg in sys.argv if arg.startswith("--profile")]
     sizes = [arg.partition("=")[2] for arg in sys.argv if arg.startswith("--sizes=")]
     only = {int(n) for n in sizes[0].split(",")} if sizes else None
-    capture_costs(profile=int(profile[0]) if profile else None, only=only, phases="--phases" in sys.argv)
+    capture_costs(
+        profile=int(profile[0]) if profile else None,
+        only=only,
+        phases="--phases" in sys.argv,
+        kernel="--kernel" in sys.argv,
+    )
     if "--no-history-cost" not in sys.argv:
         history_costs()
 
