@@ -366,7 +366,8 @@ class SnapshotReader:
         stacks, frames = self.table.stacks, self.table.frames
         if len(stacks) != self._stacks_seen:
             shared, distances = self._shared, self._distances
-            first = len(distances)
+            first = self._stacks_seen
+            del distances[first:]  # an interrupted call's: appended again below
             for stack in stacks[self._stacks_seen :]:
                 runner = next((i for i, f in enumerate(stack) if _is_cell_runner(frames[f])), None)
                 distances.append(len(stack) - runner + 1 if runner else 0)  # the cell's frame is stack[runner - 1]
@@ -378,8 +379,8 @@ class SnapshotReader:
                 else:
                     n = next((k for k, (a, b) in enumerate(zip(shared, outer)) if a != b), min(len(shared), len(outer)))
                     shared = shared[:n]
+            self._cells_seen = self._cells_seen or any(distances[first:])  # before the stacks count as seen
             self._stacks_seen, self._shared = len(stacks), shared
-            self._cells_seen = self._cells_seen or any(distances[first:])
         if self._live_changes:
             live, distance = self._live, self._distances.__getitem__
             for sign, stack_ids in self._live_changes:
@@ -390,6 +391,10 @@ class SnapshotReader:
             cells = {d: n for d, n in self._live.items() if d and n > 0}
             if cells and cells.get(self._anchor_depth) != max(cells.values()):  # a tie keeps the anchor
                 self._anchor_depth = max(cells, key=cells.get)
+            elif not self._anchor_depth:  # no live block is a cell's yet: the distance most stacks have, never
+                # none (with no anchor only depths are compared: another line's block of the same depth is missed)
+                seen = collections.Counter(filter(None, self._distances))
+                self._anchor_depth = max(seen, key=seen.get)
         elif self._shared is not None:
             self._anchor_depth = len(self._shared) + 1
         return self._anchor_depth

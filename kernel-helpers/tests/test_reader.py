@@ -658,3 +658,48 @@ def test_changed_marks_equal_each_blocks_own_comparison(seed):
             if a != b
         ]
         assert _changed_marks(now, was, start, start + length, was_start) == expected, (now, was, start, was_start)
+
+
+def test_cell_stacks_seen_with_no_live_cell_block_still_tell_two_callbacks_apart():
+    # The only stack through run_code is a segment's (a cell's freed temporary made it); the live block is a
+    # callback's. With no live block at a cell distance the anchor must still be one: with none (0) only
+    # depths are compared, and another callback's block of the same depth and size there is missed.
+    reader = SnapshotReader(FrameTable())
+    raw = snapshot({(0, SEGMENT): []})
+    raw["segments"][0] = segment(SEGMENT, [(0, 512, callback(10))])
+    raw["segments"][0]["frames"] = stack("a", 1)
+    current = check(reader, raw, {}, 1)
+    raw = copy.deepcopy(raw)
+    raw["segments"][0]["blocks"][0]["frames"] = callback(20)  # freed; another line's, same size
+    check(reader, raw, current, 2)
+    assert reader.anchor_after() != 0
+
+
+def test_an_interrupt_while_the_anchor_takes_in_new_stacks_leaves_each_stack_its_own_distance():
+    # Ctrl-C inside anchor_after, between the new stacks' distances: the next call must not add them again,
+    # or every later stack id reads another stack's distance and the live blocks are counted at the wrong one
+    tried = 0
+    for at in range(1, 40):
+        log = SnapshotLog()
+        blocks = [(0, 512, None)] + [(1024 * (i + 1), 512, ("a", 2)) for i in range(10)]
+        raw = snapshot({(0, SEGMENT): blocks})
+        raw["segments"][0]["blocks"][0]["state"] = "active_allocated"
+        raw["segments"][0]["blocks"][0]["frames"] = deeper_cell("c", 1)  # one block a cell run one frame out
+        log.add(copy.deepcopy(raw), 11)
+        lines = []
+        sys.settrace(interrupt_at_line(at, ("anchor_after",), lines))
+        try:
+            log.add(copy.deepcopy(raw), 12)  # a temporary: the stacks are checked
+        except KeyboardInterrupt:
+            pass
+        finally:
+            sys.settrace(None)
+        if len(lines) < at:
+            break  # every line of anchor_after was tried
+        tried += 1
+        log.add(copy.deepcopy(raw), 12)  # the interrupted add was undone: every block is read
+        log.add(copy.deepcopy(raw), 13)
+        reader = log._reader
+        assert len(reader._distances) == len(log.table.stacks), f"interrupted at line {lines[-1]}"
+        assert reader.anchor_after() == 4, f"interrupted at line {lines[-1]}: 10 live blocks have distance 4"
+    assert tried > 3
